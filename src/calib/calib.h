@@ -1,0 +1,51 @@
+/*
+ * calib.h — first-cut calibration of the timer on the calling core (paper §5.4, flush size 0).
+ *
+ * Measures, with the serialized-barrier clock:
+ *   t_e,std  (timer_overhead_ns) the minimal cost of a back-to-back clock read pair (filter_cost),
+ *            and the clock's granularity (gcd of the read-pair differences);
+ *   t_min    the shortest ADD chain whose samples have CV < epsilon, confirmed p times (Algorithm 1);
+ *   t_diff   the smallest extra ADD count whose samples overlap (Algorithm 2 overlap: fraction of the
+ *            longer chain's samples below the shorter chain's maximum) < alpha for q pairs above t_min.
+ * The C side cannot run the paper's isolation-forest filter_os; it trims samples above
+ * median + 3 IQR instead, so its t_min / t_diff are ESTIMATES that steer the search. All times in ns.
+ * The search stops when the budget is spent; the result then says status "partial".
+ * Not thread-safe (run it on one thread; it pins nothing: it measures the core it runs on).
+ */
+#ifndef PV_CALIB_H
+#define PV_CALIB_H
+#include <stdint.h>
+
+typedef enum { PV_CALIB_OFF = 0, PV_CALIB_QUICK = 1, PV_CALIB_FULL = 2 } pv_calib_mode;
+
+typedef struct pv_calib_params {
+    pv_calib_mode mode;
+    double budget_ms;   /* wall-time budget for the whole calibration */
+    int n_samples;      /* N: samples per distribution */
+    int p_confirm;      /* p: confirmations of CV < epsilon */
+    int q_pairs;        /* q: pairs that must all overlap < alpha */
+    double epsilon;     /* CV threshold (paper: 0.01) */
+    double alpha;       /* overlap threshold (paper: 0.05) */
+} pv_calib_params;
+
+typedef struct pv_calib_result {
+    const char *status;        /* "complete", "partial" (budget spent) or "off" */
+    double timer_overhead_ns;  /* t_e,std */
+    double granularity_ns;     /* smallest step the clock was seen to advance by */
+    double t_min_ns;           /* median duration of the t_min chain, overhead removed */
+    double t_diff_ns;          /* t_diff_adds * ns_per_add */
+    double ns_per_add;         /* measured slope of duration over chain length */
+    uint64_t t_min_adds, t_diff_adds;
+    double t_min_cv;           /* CV measured at t_min */
+    double t_diff_overlap;     /* worst overlap of the accepted t_diff pairs */
+    double elapsed_ms;
+    int cpu_start, cpu_end;    /* CPU at start and end (-1 unknown) */
+} pv_calib_result;
+
+/* Parameters of a mode (quick: 250 ms budget, N=300, p=5, q=5; full: 120 s, N=10000, p=30, q=80). */
+void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode);
+
+/* Run the calibration. Returns 0, or PERFVAR_ERR_NO_MEMORY (result then says status "off"). */
+int pv_calib_run(const pv_calib_params *p, pv_calib_result *r);
+
+#endif

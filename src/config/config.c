@@ -1,0 +1,98 @@
+/* config.c — PERFVAR_* environment parsing; see config.h. */
+#include "config.h"
+#include "perfvar.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const char *const known_vars[] = {
+    "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
+    "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI", NULL};
+
+/* Index of value in the NULL-terminated choices, or -1. */
+static int choice(const char *value, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(value, choices[i]) == 0) return i;
+    return -1;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int fail(char *msg, int len, const char *var, const char *value, const char *accepts)
+{
+    snprintf(msg, (size_t)len, "%s='%s' is not valid: accepted %s", var, value, accepts);
+    return PERFVAR_ERR_CONFIG;
+}
+
+int pv_config_load(pv_config *cfg, char *msg, int len)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->calibration = PV_CALIB_QUICK;
+    cfg->buffer_mb = 16;
+    cfg->clock_sync = PV_SYNC_AUTO;
+    msg[0] = 0;
+
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "PERFVAR_", 8) != 0) continue;
+        size_t n = strcspn(*e, "=");
+        int known = 0;
+        for (int i = 0; known_vars[i]; i++)
+            known |= strlen(known_vars[i]) == n && strncmp(*e, known_vars[i], n) == 0;
+        if (!known) {
+            snprintf(msg, (size_t)len,
+                     "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
+                     "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
+                     "PERFVAR_VERBOSE",
+                     (int)n, *e);
+            return PERFVAR_ERR_CONFIG;
+        }
+    }
+
+    const char *v;
+    long num;
+    if ((v = getenv("PERFVAR_OUTPUT"))) {
+        if (!v[0] || strlen(v) >= sizeof cfg->output)
+            return fail(msg, len, "PERFVAR_OUTPUT", v, "a directory path of 1..4095 bytes");
+        strcpy(cfg->output, v);
+    }
+    if ((v = getenv("PERFVAR_CALIBRATION"))) {
+        static const char *const modes[] = {"off", "quick", "full", NULL};
+        int m = choice(v, modes);
+        if (m < 0) return fail(msg, len, "PERFVAR_CALIBRATION", v, "quick, full or off");
+        cfg->calibration = (pv_calib_mode)m;
+    }
+    if ((v = getenv("PERFVAR_CALIBRATION_BUDGET_MS"))) {
+        if (parse_long(v, 1, 3600000, &num))
+            return fail(msg, len, "PERFVAR_CALIBRATION_BUDGET_MS", v, "an integer 1..3600000 (ms)");
+        cfg->calibration_budget_ms = (double)num;
+    }
+    if ((v = getenv("PERFVAR_BUFFER_MB"))) {
+        if (parse_long(v, 1, 65536, &num))
+            return fail(msg, len, "PERFVAR_BUFFER_MB", v, "an integer 1..65536 (MiB)");
+        cfg->buffer_mb = (unsigned)num;
+    }
+    if ((v = getenv("PERFVAR_CLOCK_SYNC"))) {
+        static const char *const modes[] = {"auto", "pingpong", "none", NULL};
+        int m = choice(v, modes);
+        if (m < 0) return fail(msg, len, "PERFVAR_CLOCK_SYNC", v, "auto, pingpong or none");
+        cfg->clock_sync = (pv_sync_mode)m;
+    }
+    if ((v = getenv("PERFVAR_VERBOSE"))) {
+        if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");
+        cfg->verbose = (int)num;
+    }
+    return PERFVAR_OK;
+}

@@ -1,0 +1,34 @@
+/*
+ * config.h — perfvar's run-time configuration from PERFVAR_* environment variables (internal).
+ *
+ *   PERFVAR_OUTPUT=DIR                    trace directory (default perfvar-YYYYmmdd-HHMMSS[-N])
+ *   PERFVAR_CALIBRATION=quick|full|off    start-up calibration mode (default quick)
+ *   PERFVAR_CALIBRATION_BUDGET_MS=N       1..3600000, overrides the mode's budget
+ *   PERFVAR_BUFFER_MB=N                   1..65536, event memory per rank before a flush (default 16)
+ *   PERFVAR_CLOCK_SYNC=auto|pingpong|none inter-rank clock offsets (auto: ping-pong only for ranks on
+ *                                         another host than rank 0, whose TSC is not shared)
+ *   PERFVAR_VERBOSE=0|1|2                 messages on stderr (default 0: warnings only)
+ *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
+ * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
+ * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
+ */
+#ifndef PV_CONFIG_H
+#define PV_CONFIG_H
+#include "../calib/calib.h"
+
+typedef enum { PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE } pv_sync_mode;
+
+typedef struct pv_config {
+    char output[4096];          /* empty: use the timestamped default */
+    pv_calib_mode calibration;
+    double calibration_budget_ms; /* 0: the mode's default */
+    unsigned buffer_mb;
+    pv_sync_mode clock_sync;
+    int verbose;
+} pv_config;
+
+/* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the
+ * variable and what it accepts. */
+int pv_config_load(pv_config *cfg, char *msg, int msg_len);
+
+#endif

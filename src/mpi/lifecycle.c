@@ -1,0 +1,225 @@
+/* lifecycle.c — starting perfvar after MPI initialisation and writing the trace at MPI_Finalize.
+ *
+ * Start (pv_start, collective, from the first Init wrapper or lazily from the first traced call):
+ * configuration, output directory (rank 0 decides), clock, calibration on this rank's core, clock
+ * offsets, OTF2 archive. Any failure: one message, the application runs uninstrumented.
+ * Stop: an MPI_COMM_SELF attribute whose delete callback MPI_Finalize runs first, whichever language
+ * binding called it, while MPI is still fully usable. */
+#define _GNU_SOURCE
+#include "perfvar_clock.h"
+#include "state.h"
+#include "../clock/clock.h"
+#include "../timer/region_sink.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void pv_message(int rank0_only, const char *fmt, ...)
+{
+    if (rank0_only && pv_rt.rank != 0) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (rank0_only)
+        fprintf(stderr, "perfvar: %s\n", buf);
+    else
+        fprintf(stderr, "perfvar: rank %d: %s\n", pv_rt.rank, buf);
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* Rank 0: choose and create the trace directory; "" and a message on failure. */
+static void make_output_dir(char *dir, size_t len)
+{
+    if (pv_rt.cfg.output[0]) {
+        snprintf(dir, len, "%s", pv_rt.cfg.output);
+    } else {
+        char stamp[32];
+        time_t now = time(NULL);
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime(&now));
+        snprintf(dir, len, "perfvar-%s", stamp);
+        struct stat st;
+        for (int i = 2; stat(dir, &st) == 0 && i < 1000; i++)
+            snprintf(dir, len, "perfvar-%s-%d", stamp, i);
+    }
+    char meta[4200], probe[4300];
+    snprintf(meta, sizeof meta, "%s/perfvar", dir);
+    snprintf(probe, sizeof probe, "%s/.write-test", meta);
+    FILE *f = NULL;
+    if (mkdir_p(meta) == 0 && (f = fopen(probe, "w"))) {
+        fclose(f);
+        unlink(probe);
+        return;
+    }
+    pv_message(1, "cannot write the trace directory '%s' (%s); running uninstrumented", dir,
+               strerror(errno));
+    dir[0] = 0;
+}
+
+/* ---- user timer regions in the trace ---- */
+static uint32_t user_region(int handle)
+{
+    if (!pv_rt.user_regions) pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof(uint32_t));
+    if (!pv_rt.user_regions || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return UINT32_MAX;
+    if (!pv_rt.user_regions[handle]) {
+        char canonical[PERFVAR_NAME_MAX + 16];
+        const char *name = pv_region_name(handle);
+        snprintf(canonical, sizeof canonical, "perfvar:user:%s", name ? name : "?");
+        uint32_t r = pv_trace_region_define(canonical, name ? name : "?", OTF2_REGION_ROLE_FUNCTION,
+                                            OTF2_PARADIGM_USER);
+        if (r == UINT32_MAX) return r;
+        pv_rt.user_regions[handle] = r + 1;
+    }
+    return pv_rt.user_regions[handle] - 1;
+}
+
+static int traced_thread(void)
+{
+    return pv_rt.state == PV_ACTIVE && pthread_equal(pthread_self(), pv_rt.thread);
+}
+
+static void user_enter(int handle, uint64_t t, int cpu)
+{
+    if (!traced_thread()) return;
+    uint32_t r = user_region(handle);
+    if (r != UINT32_MAX) pv_trace_enter(t, r, cpu);
+}
+
+static void user_leave(int handle, uint64_t t, int cpu)
+{
+    if (!traced_thread()) return;
+    uint32_t r = user_region(handle);
+    if (r != UINT32_MAX) pv_trace_leave(t, r, cpu);
+}
+
+static const pv_region_sink user_sink = {user_enter, user_leave};
+
+/* ---- stop ---- */
+static void stop(void)
+{
+    uint64_t t = perfvar_clock_read();
+    pv_depth = 1;
+    if (pv_rt.in_finalize) pv_trace_leave(t, (uint32_t)PV_FN_MPI_Finalize, -1);
+    pv_regions_set_sink(NULL);
+    pv_rt.state = PV_FINISHED;
+    pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
+                  &pv_rt.sync.stddev_end);
+    /* One timer resolution for the whole trace: rank 0's (same-host ranks measure the same TSC). */
+    double hz = pv_rt.clock.hz;
+    PMPI_Bcast(&hz, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    int rc = pv_trace_close(hz, pv_rt.host, &pv_rt.sync, pv_rt.realtime_ns, pv_rt.realtime_ticks,
+                            &pv_rt.trace_stats);
+    if (rc != PERFVAR_OK) pv_message(0, "writing the OTF2 trace failed: %s", perfvar_strerror(rc));
+    pv_write_rank_meta();
+    pv_write_run_meta();
+    uint64_t counts[2] = {pv_rt.trace_stats.events_written, pv_rt.trace_stats.events_lost};
+    PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    if (pv_rt.cfg.verbose >= 1 || counts[1])
+        pv_message(1, "trace written to %s: %d ranks, %llu events, %llu lost", pv_rt.dir, pv_rt.size,
+                   (unsigned long long)counts[0], (unsigned long long)counts[1]);
+}
+
+static int finalize_callback(MPI_Comm comm, int key, void *value, void *extra)
+{
+    (void)comm, (void)key, (void)value, (void)extra;
+    if (pv_rt.state == PV_ACTIVE) stop();
+    return MPI_SUCCESS;
+}
+
+/* ---- start ---- */
+static int all_agree(int ok)
+{
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return ok;
+}
+
+void pv_start(int init_fn, void *site, uint64_t t_entry)
+{
+    pv_rt.state = PV_DISABLED; /* until everything below worked */
+    PMPI_Comm_rank(MPI_COMM_WORLD, &pv_rt.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
+    char msg[512];
+    int ok = pv_config_load(&pv_rt.cfg, msg, sizeof msg) == PERFVAR_OK;
+    if (!ok) pv_message(1, "%s; running uninstrumented", msg);
+    if (!all_agree(ok)) return;
+
+    if (pv_rt.rank == 0) make_output_dir(pv_rt.dir, sizeof pv_rt.dir);
+    PMPI_Bcast(pv_rt.dir, sizeof pv_rt.dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (!pv_rt.dir[0]) return;
+
+    gethostname(pv_rt.host, sizeof pv_rt.host - 1);
+    pv_rt.thread = pthread_self();
+    pv_rt.clock = *pv_clock_init();
+
+    uint64_t t_calib0 = perfvar_clock_read();
+    pv_calib_params params;
+    pv_calib_defaults(&params, pv_rt.cfg.calibration);
+    if (pv_rt.cfg.calibration_budget_ms > 0) params.budget_ms = pv_rt.cfg.calibration_budget_ms;
+    if (pv_calib_run(&params, &pv_rt.calib) != PERFVAR_OK)
+        pv_message(0, "calibration skipped: out of memory");
+    uint64_t t_calib1 = perfvar_clock_read();
+
+    pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin, &pv_rt.sync.offset_begin,
+                  &pv_rt.sync.stddev_begin);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    pv_rt.realtime_ticks = perfvar_clock_read();
+    pv_rt.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+
+    static pv_static_region regions[PV_FN_COUNT + PV_NSTATIC_EXTRA];
+    for (int i = 0; i < PV_FN_COUNT; i++)
+        regions[i] = (pv_static_region){pv_fn_info[i].name, pv_fn_info[i].role, OTF2_PARADIGM_MPI};
+    regions[PV_FN_COUNT + PV_REGION_CALIBRATION] = (pv_static_region){
+        "perfvar calibration", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
+    pv_trace_comm comm;
+    pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
+    char trace_dir[4200];
+    snprintf(trace_dir, sizeof trace_dir, "%s", pv_rt.dir);
+    int rc = pv_trace_open(trace_dir, pv_rt.cfg.buffer_mb, regions, PV_FN_COUNT + PV_NSTATIC_EXTRA,
+                           &comm);
+    if (!all_agree(rc == PERFVAR_OK)) {
+        pv_message(1, "cannot create the OTF2 archive in '%s'; running uninstrumented", pv_rt.dir);
+        return;
+    }
+    int key;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_callback, &key, NULL) != MPI_SUCCESS ||
+        PMPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) != MPI_SUCCESS) {
+        pv_message(1, "cannot hook MPI_Finalize; running uninstrumented");
+        return;
+    }
+
+    /* The MPI_Init region spans MPI's initialisation and perfvar's calibration inside it. A lazy
+     * start (init_fn < 0) has no MPI_Init region and no segment before the next call. */
+    if (init_fn >= 0) pv_trace_enter(t_entry, (uint32_t)init_fn, -1);
+    pv_trace_enter(t_calib0, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
+    pv_trace_leave(t_calib1, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
+    if (init_fn >= 0) {
+        pv_trace_leave(perfvar_clock_read(), (uint32_t)init_fn, -1);
+        pv_rt.prev_site = pv_site_id(init_fn, site);
+    }
+    pv_regions_set_sink(&user_sink);
+    pv_rt.state = PV_ACTIVE;
+    if (pv_rt.cfg.verbose >= 1)
+        pv_message(1, "tracing %d ranks into %s (clock %s, %.6f GHz %s)", pv_rt.size, pv_rt.dir,
+                   pv_rt.clock.name, pv_rt.clock.hz / 1e9, pv_rt.clock.hz_method);
+}

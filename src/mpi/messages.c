@@ -1,0 +1,108 @@
+/* messages.c — MpiSend/MpiRecv and collective records for traced calls.
+ *
+ * Only MPI_COMM_WORLD is defined in the trace yet, so messages and collectives on other
+ * communicators are not recorded (their MPI regions and segments are). Sends are recorded at the
+ * entry of Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
+ * Irecv), with source, tag and size from the status when there is one, else from the Irecv's
+ * arguments. */
+#include "state.h"
+
+#include <string.h>
+
+static int on_world(MPI_Comm comm) { return comm == MPI_COMM_WORLD; }
+
+static void send_record(uint64_t t, const pv_args *a, int64_t bytes)
+{
+    if (!on_world(a->comm) || a->dest == MPI_PROC_NULL || a->dest < 0) return;
+    int tag = a->sendtag != PV_NONE ? a->sendtag : a->tag;
+    pv_trace_send(t, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+}
+
+/* A completed receive: the status (may be NULL) wins over what the call was given. */
+static void recv_record(uint64_t t, int source, int tag, int64_t bytes, const MPI_Status *st)
+{
+    if (st) {
+        int count;
+        source = st->MPI_SOURCE;
+        tag = st->MPI_TAG;
+        if (PMPI_Get_count(st, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
+            bytes = count;
+    }
+    if (source < 0 || source == MPI_PROC_NULL || tag < 0) return; /* ANY_SOURCE/TAG, unknown */
+    pv_trace_recv(t, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+}
+
+static uint64_t request_key(MPI_Request r)
+{
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k ^ 0x9e3779b97f4a7c15ull; /* never 0, whatever MPI_REQUEST_NULL is */
+}
+
+void pv_messages_prepare(int fn, uint64_t t_entry, pv_args *a)
+{
+    switch (pv_fn_info[fn].kind) {
+    case PV_KIND_SEND:
+    case PV_KIND_ISEND: send_record(t_entry, a, a->bytes); break;
+    case PV_KIND_SENDRECV: send_record(t_entry, a, a->send_bytes); break;
+    case PV_KIND_COLLECTIVE:
+        if (on_world(a->comm)) pv_trace_collective_begin(t_entry);
+        break;
+    default: break;
+    }
+}
+
+static void collective_end(int fn, uint64_t t, const pv_args *a)
+{
+    uint64_t n = (uint64_t)pv_rt.size;
+    uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
+    uint64_t sent = 0, received = 0;
+    uint32_t root = a->root != PV_NONE ? (uint32_t)a->root : OTF2_UNDEFINED_UINT32;
+    int is_root = a->root == pv_rt.rank;
+    switch (pv_fn_info[fn].op) {
+    case OTF2_COLLECTIVE_OP_BCAST: sent = is_root ? b * n : 0, received = b; break;
+    case OTF2_COLLECTIVE_OP_REDUCE: sent = b, received = is_root ? b * n : 0; break;
+    case OTF2_COLLECTIVE_OP_ALLREDUCE: sent = b * n, received = b * n; break;
+    case OTF2_COLLECTIVE_OP_ALLGATHER: {
+        uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
+        sent = (a->send_bytes >= 0 ? (uint64_t)a->send_bytes : r) * n;
+        received = r * n;
+        break;
+    }
+    default: break;
+    }
+    pv_trace_collective_end(t, pv_fn_info[fn].op, root, sent, received);
+}
+
+void pv_messages_leave(int fn, uint64_t t, const pv_args *a, const MPI_Request *keys, int rc)
+{
+    if (rc != MPI_SUCCESS) return;
+    switch (pv_fn_info[fn].kind) {
+    case PV_KIND_RECV:
+    case PV_KIND_SENDRECV:
+        if (on_world(a->comm))
+            recv_record(t, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
+                        a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
+                        a->has_status ? a->status : NULL);
+        break;
+    case PV_KIND_IRECV:
+        if (on_world(a->comm) && a->source != MPI_PROC_NULL && a->request) {
+            pv_u64val v = {(int64_t)(uint32_t)a->source | ((int64_t)a->tag << 32), a->bytes};
+            pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
+        }
+        break;
+    case PV_KIND_WAIT:
+        for (int i = 0; i < a->nreq; i++) {
+            pv_u64val v;
+            if (!pv_u64map_take(&pv_rt.requests, request_key(keys[i]), &v)) continue;
+            const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
+                                                   : (a->has_status ? a->status : NULL);
+            recv_record(t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b, st);
+        }
+        break;
+    case PV_KIND_COLLECTIVE:
+        if (on_world(a->comm)) collective_end(fn, t, a);
+        break;
+    default: break;
+    }
+}

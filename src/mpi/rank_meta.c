@@ -1,0 +1,115 @@
+/* rank_meta.c — DIR/perfvar/rank-N.json (every rank) and DIR/perfvar/run.json (rank 0);
+ * the layout is documented in docs/trace-format.md. */
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Write s as a JSON string. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static FILE *open_meta(const char *name)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/perfvar/%s", pv_rt.dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) pv_message(0, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+int pv_write_rank_meta(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank-%d.json", pv_rt.rank);
+    FILE *f = open_meta(name);
+    if (!f) return -1;
+    const pv_calib_result *c = &pv_rt.calib;
+    fprintf(f, "{\n  \"rank\": %d,\n  \"nranks\": %d,\n  \"host\": ", pv_rt.rank, pv_rt.size);
+    json_str(f, pv_rt.host);
+    fprintf(f, ",\n  \"pid\": %ld,\n  \"cpus\": [", (long)getpid());
+    const char *sep = "";
+    for (int cpu = 0; cpu < PV_MAX_CPUS; cpu++) {
+        if (!(pv_rt.cpus_seen[cpu / 8] & (1u << (cpu % 8)))) continue;
+        fprintf(f, "%s%d", sep, cpu);
+        sep = ", ";
+    }
+    fprintf(f, "],\n  \"clock\": {\"name\": ");
+    json_str(f, pv_rt.clock.name);
+    fprintf(f, ", \"hz\": %.3f, \"hz_method\": ", pv_rt.clock.hz);
+    json_str(f, pv_rt.clock.hz_method);
+    fprintf(f, ", \"hz_rel_error\": %.3g, \"serialized\": %s},\n", pv_rt.clock.hz_rel_error,
+            pv_rt.clock.serialized ? "true" : "false");
+    fprintf(f,
+            "  \"clock_offset\": {\"begin_ticks\": %lld, \"end_ticks\": %lld, "
+            "\"stddev_ticks\": %.1f},\n",
+            (long long)pv_rt.sync.offset_begin, (long long)pv_rt.sync.offset_end,
+            pv_rt.sync.stddev_end > pv_rt.sync.stddev_begin ? pv_rt.sync.stddev_end
+                                                            : pv_rt.sync.stddev_begin);
+    const char *mode = pv_rt.cfg.calibration == PV_CALIB_FULL    ? "full"
+                       : pv_rt.cfg.calibration == PV_CALIB_QUICK ? "quick"
+                                                                 : "off";
+    fprintf(f,
+            "  \"calibration\": {\n    \"mode\": \"%s\", \"status\": \"%s\", \"estimate\": "
+            "\"C-side search, samples trimmed above median + 3 IQR\",\n"
+            "    \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f,\n"
+            "    \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f,\n"
+            "    \"ns_per_add\": %.5f, \"t_min_adds\": %llu, \"t_diff_adds\": %llu,\n"
+            "    \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f, \"cpu_start\": %d, \"cpu_end\": %d,\n"
+            "    \"elapsed_ms\": %.3f\n  },\n",
+            mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
+            (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
+            c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms);
+    const pv_trace_stats *s = &pv_rt.trace_stats;
+    fprintf(f,
+            "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
+            "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu\n}\n",
+            (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
+            (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
+            (unsigned long long)pv_rt.nsegments, (unsigned long long)pv_rt.untraced_thread_calls);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int pv_write_run_meta(void)
+{
+    if (pv_rt.rank != 0) return 0;
+    FILE *f = open_meta("run.json");
+    if (!f) return -1;
+    char cmd[4096] = "";
+    FILE *c = fopen("/proc/self/cmdline", "r");
+    if (c) {
+        size_t n = fread(cmd, 1, sizeof cmd - 1, c);
+        fclose(c);
+        for (size_t i = 0; i + 1 < n; i++)
+            if (!cmd[i]) cmd[i] = ' ';
+        cmd[n] = 0;
+    }
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    PMPI_Get_library_version(lib, &len);
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = 0;
+    char stamp[64];
+    time_t start = (time_t)(pv_rt.realtime_ns / 1000000000u);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&start));
+    fprintf(f, "{\n  \"nranks\": %d,\n  \"command\": ", pv_rt.size);
+    json_str(f, cmd);
+    fprintf(f, ",\n  \"start_utc\": \"%s\",\n  \"perfvar_version\": \"%d.%d.%d\",\n  \"mpi_library\": ",
+            stamp, PERFVAR_VERSION_MAJOR, PERFVAR_VERSION_MINOR, PERFVAR_VERSION_PATCH);
+    json_str(f, lib);
+    fprintf(f, "\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}

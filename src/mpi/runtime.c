@@ -1,0 +1,133 @@
+/* runtime.c — the call protocol of generated wrappers: segments, MPI regions, guard; see runtime.h. */
+#include "runtime.h"
+#include "perfvar_clock.h"
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pv_runtime pv_rt = {.prev_site = -1};
+_Thread_local int pv_depth;
+
+/* First traced call of a program whose MPI_Init we did not see (e.g. initialised through a binding
+ * perfvar does not wrap): start now, if MPI is up. */
+static void lazy_start(void)
+{
+    int init = 0, fin = 0;
+    PMPI_Initialized(&init);
+    PMPI_Finalized(&fin);
+    if (init && !fin) pv_start(-1, NULL, 0);
+}
+
+int pv_call_enter(pv_call *c, int fn, void *site)
+{
+    if (pv_depth) return 0;
+    if (pv_rt.state != PV_ACTIVE) {
+        if (pv_rt.state != PV_UNINIT) return 0;
+        pv_depth = 1;
+        lazy_start();
+        pv_depth = 0;
+        if (pv_rt.state != PV_ACTIVE) return 0;
+    }
+    if (!pthread_equal(pthread_self(), pv_rt.thread)) {
+        __atomic_fetch_add(&pv_rt.untraced_thread_calls, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    c->t_entry = perfvar_clock_read_cpu(&c->cpu_entry); /* first: ends the compute segment */
+    pv_depth = 1;
+    c->fn = fn;
+    c->heap_statuses = NULL;
+    c->heap_keys = NULL;
+    int site_id = pv_site_id(fn, site);
+    c->site = (void *)(intptr_t)site_id;
+    pv_note_cpu(c->cpu_entry);
+    if (pv_rt.prev_site >= 0) {
+        uint32_t seg = pv_segment_region(pv_rt.prev_site, site_id);
+        if (seg != UINT32_MAX) {
+            pv_trace_enter(pv_rt.resume_t, seg, pv_rt.resume_cpu);
+            pv_trace_leave(c->t_entry, seg, c->cpu_entry);
+            pv_rt.nsegments++;
+        }
+    }
+    pv_trace_enter(c->t_entry, (uint32_t)fn, -1);
+    if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) pv_rt.in_finalize = 1;
+    return 1;
+}
+
+void pv_call_prepare(pv_call *c, pv_args *a)
+{
+    /* Receives report their real source: give MPI our own status where the caller ignores it. */
+    if (a->has_status && a->status == MPI_STATUS_IGNORE) a->status = &c->own_status;
+    if (a->has_statuses && a->statuses == MPI_STATUSES_IGNORE && a->nreq > 0) {
+        if (a->nreq <= PV_INLINE_REQUESTS)
+            a->statuses = c->own_statuses;
+        else if ((c->heap_statuses = malloc((size_t)a->nreq * sizeof(MPI_Status))))
+            a->statuses = c->heap_statuses;
+        else
+            a->statuses = MPI_STATUSES_IGNORE; /* no memory: leave the caller's choice */
+    }
+    /* Request handles are overwritten on completion: keep what they were. */
+    MPI_Request *keys = c->keys;
+    if (a->nreq > PV_INLINE_REQUESTS)
+        keys = c->heap_keys = malloc((size_t)a->nreq * sizeof(MPI_Request));
+    if (keys) {
+        for (int i = 0; i < a->nreq; i++)
+            keys[i] = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
+    } else {
+        a->nreq = 0; /* no memory: the completions go unrecorded */
+    }
+    pv_messages_prepare(c->fn, c->t_entry, a);
+}
+
+void pv_call_leave(pv_call *c, pv_args *a, int rc)
+{
+    uint64_t t_exit = perfvar_clock_read();
+    pv_messages_leave(c->fn, t_exit, a, c->heap_keys ? c->heap_keys : c->keys, rc);
+    pv_trace_leave(t_exit, (uint32_t)c->fn, -1);
+    free(c->heap_statuses);
+    free(c->heap_keys);
+    pv_rt.prev_site = (int)(intptr_t)c->site;
+    pv_depth = 0;
+    pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
+}
+
+void pv_init_begin(pv_call *c, int fn, void *site)
+{
+    c->fn = fn;
+    c->site = site;
+    c->t_entry = perfvar_clock_read();
+    pv_depth++; /* MPI's own calls during initialisation are not the application's */
+}
+
+void pv_init_end(pv_call *c, int rc)
+{
+    pv_depth--;
+    if (rc == MPI_SUCCESS && pv_depth == 0 && pv_rt.state == PV_UNINIT) {
+        pv_depth = 1;
+        pv_start(c->fn, c->site, c->t_entry);
+        pv_depth = 0;
+        if (pv_rt.state == PV_ACTIVE) pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu);
+    }
+}
+
+void pv_finalize_end(pv_call *c)
+{
+    (void)c;
+    pv_depth = 0;
+}
+
+int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype)
+{
+    int size;
+    if (count < 0 || datatype == MPI_DATATYPE_NULL) return -1;
+    if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size < 0) return -1;
+    return (int64_t)count * size;
+}
+
+/* Open MPI's Fortran sentinels are common blocks; weak so other MPIs link (issue: MPICH f08 path). */
+extern char mpi_fortran_in_place_ __attribute__((weak));
+
+int pv_fortran_is_in_place(const void *buf)
+{
+    return &mpi_fortran_in_place_ != NULL && buf == (const void *)&mpi_fortran_in_place_;
+}

@@ -1,0 +1,80 @@
+/*
+ * runtime.h — the protocol between generated MPI wrappers and perfvar's MPI runtime (internal).
+ *
+ * Every traced call, from C or from a Fortran entry point, does:
+ *     pv_call c;
+ *     if (!pv_call_enter(&c, PV_FN_x, __builtin_return_address(0))) return PMPI_x(...);  // untraced
+ *     pv_args a = PV_ARGS_INIT; ...fill what the call carries...
+ *     pv_call_prepare(&c, &a);          // C: substitutes ignored statuses, copies request handles
+ *     rc = PMPI_x(...);                 // statuses passed as a.status / a.statuses
+ *     pv_call_leave(&c, &a, rc);
+ * pv_call_enter reads the clock first, closes the compute segment that ran since the previous traced
+ * call returned, and opens the MPI region; pv_call_leave writes message/collective records, closes the
+ * region and reads the clock last, when the application resumes.
+ *
+ * A thread-local depth guard makes a call that passes through two layers (MPICH: Fortran entry point
+ * -> C MPI_x) be recorded once, at the outer layer, and keeps perfvar's own PMPI traffic out.
+ * Only the thread that initialised MPI is traced; calls on other threads pass straight through.
+ * A wrapper never changes the return code or the arguments the MPI library sees, except that a
+ * caller's MPI_STATUS(ES)_IGNORE is replaced by perfvar's own status storage (C binding) so receives
+ * report their real source.
+ */
+#ifndef PV_MPI_RUNTIME_H
+#define PV_MPI_RUNTIME_H
+#include <mpi.h>
+#include <stdint.h>
+
+#include "pv_mpi_functions.h" /* generated: enum pv_fn, pv_fn_info[] */
+
+#define PV_NONE (-32768) /* an integer argument the call does not have */
+#define PV_INLINE_REQUESTS 16
+
+typedef struct pv_args {
+    int dest, source, tag, sendtag, recvtag, root;
+    MPI_Comm comm;
+    int64_t bytes, send_bytes, recv_bytes; /* -1: unknown */
+    MPI_Request *request;                  /* Isend/Irecv: the new request (after the call) */
+    int nreq;                              /* Wait/Waitall: requests to complete */
+    MPI_Request *requests;                 /* C binding */
+    const MPI_Fint *frequests;             /* Fortran binding */
+    MPI_Status *status, *statuses;         /* C binding; NULL from Fortran (not decoded yet) */
+    unsigned char has_status, has_statuses; /* C binding: status / array_of_statuses are the
+                                              caller's arguments (possibly MPI_STATUS(ES)_IGNORE) */
+} pv_args;
+
+#define PV_ARGS_INIT                                                                              \
+    {PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, MPI_COMM_NULL, -1, -1, -1, NULL, 0,      \
+     NULL, NULL, NULL, NULL, 0, 0}
+
+typedef struct pv_call {
+    int fn;
+    void *site;
+    uint64_t t_entry;
+    int cpu_entry;
+    MPI_Status own_status;
+    MPI_Status own_statuses[PV_INLINE_REQUESTS];
+    MPI_Status *heap_statuses;
+    MPI_Request keys[PV_INLINE_REQUESTS]; /* request handles as they were before the call */
+    MPI_Request *heap_keys;
+} pv_call;
+
+/* 1: record this call (the guard is taken); 0: pass it straight to PMPI. */
+int pv_call_enter(pv_call *c, int fn, void *site);
+void pv_call_prepare(pv_call *c, pv_args *a);
+void pv_call_leave(pv_call *c, pv_args *a, int rc);
+
+/* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
+ * MPI_SUCCESS). MPI_Finalize: pv_call_enter before PMPI_Finalize, pv_finalize_end after it (the trace
+ * itself is closed from an MPI_COMM_SELF attribute callback inside PMPI_Finalize, whichever binding
+ * called it). */
+void pv_init_begin(pv_call *c, int fn, void *site);
+void pv_init_end(pv_call *c, int rc);
+void pv_finalize_end(pv_call *c);
+
+/* Bytes of count elements of datatype; -1 when unknown (MPI_DATATYPE_NULL, count < 0). */
+int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype);
+
+/* Fortran MPI_IN_PLACE / MPI_BOTTOM detection for reading (never changing) Fortran arguments. */
+int pv_fortran_is_in_place(const void *buf);
+
+#endif

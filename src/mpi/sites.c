@@ -1,0 +1,87 @@
+/* sites.c — call sites and the compute-segment regions they delimit.
+ *
+ * A site is (MPI function, return address into the caller). Its name uses the module and the offset
+ * from the module's load bias, so it is the same on every rank of a run (ASLR moves addresses, not
+ * offsets) and `addr2line -e module offset-1` symbolises it. Names are made once per site, on first
+ * sight, outside the measured segments (inside the MPI region). */
+#define _GNU_SOURCE
+#include "state.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    *offset = (uintptr_t)addr;
+    snprintf(path, len, "?");
+    if (!dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return;
+    *offset = (uintptr_t)addr - (uintptr_t)lm->l_addr;
+    if (lm->l_name && lm->l_name[0]) {
+        snprintf(path, len, "%s", lm->l_name);
+    } else { /* the main executable has an empty link-map name */
+        ssize_t n = readlink("/proc/self/exe", path, len - 1);
+        path[n > 0 ? n : 0] = 0;
+    }
+}
+
+int pv_site_id(int fn, void *ra)
+{
+    uint64_t key = ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn;
+    pv_u64val *v = pv_u64map_find(&pv_rt.sites, key);
+    if (v) return (int)v->a;
+    if (pv_rt.nsites == pv_rt.sites_cap) {
+        int cap = pv_rt.sites_cap ? 2 * pv_rt.sites_cap : 64;
+        char **n = realloc(pv_rt.site_names, (size_t)cap * sizeof *n);
+        if (n) pv_rt.site_names = n;
+        char **l = realloc(pv_rt.site_labels, (size_t)cap * sizeof *l);
+        if (l) pv_rt.site_labels = l;
+        if (!n || !l) return -1;
+        pv_rt.sites_cap = cap;
+    }
+    char path[4096], buf[4400];
+    uintptr_t off;
+    module_of(ra, path, sizeof path, &off);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *name = pv_fn_info[fn].name;
+    int id = pv_rt.nsites;
+    snprintf(buf, sizeof buf, "%s@%s+0x%lx", name, path, (unsigned long)off);
+    pv_rt.site_names[id] = strdup(buf);
+    snprintf(buf, sizeof buf, "%s@%s+0x%lx", name, base, (unsigned long)off);
+    pv_rt.site_labels[id] = strdup(buf);
+    if (!pv_rt.site_names[id] || !pv_rt.site_labels[id] ||
+        pv_u64map_put(&pv_rt.sites, key, (pv_u64val){id, 0}))
+        return -1;
+    return pv_rt.nsites++;
+}
+
+uint32_t pv_segment_region(int from, int to)
+{
+    if (from < 0 || to < 0) return UINT32_MAX;
+    uint64_t key = ((uint64_t)(from + 1) << 32) | (uint64_t)(to + 1);
+    pv_u64val *v = pv_u64map_find(&pv_rt.segments, key);
+    if (v) return (uint32_t)v->a;
+    size_t n = strlen(pv_rt.site_names[from]) + strlen(pv_rt.site_names[to]) + 32;
+    size_t m = strlen(pv_rt.site_labels[from]) + strlen(pv_rt.site_labels[to]) + 8;
+    char *canonical = malloc(n), *display = malloc(m);
+    uint32_t region = UINT32_MAX;
+    if (canonical && display) {
+        snprintf(canonical, n, "perfvar:segment:%s;%s", pv_rt.site_names[from], pv_rt.site_names[to]);
+        snprintf(display, m, "%s -> %s", pv_rt.site_labels[from], pv_rt.site_labels[to]);
+        region = pv_trace_region_define(canonical, display, OTF2_REGION_ROLE_CODE, OTF2_PARADIGM_USER);
+        if (region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){region, 0}))
+            region = UINT32_MAX;
+    }
+    free(canonical), free(display);
+    return region;
+}
+
+void pv_note_cpu(int cpu)
+{
+    if (cpu >= 0 && cpu < PV_MAX_CPUS) pv_rt.cpus_seen[cpu / 8] |= (unsigned char)(1u << (cpu % 8));
+}

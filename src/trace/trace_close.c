@@ -1,0 +1,344 @@
+/* trace_close.c — definition unification and archive closing; see trace.h.
+ *
+ * Every rank sends rank 0 its host name, event count and run-time regions (by canonical name);
+ * rank 0 gives each distinct canonical name one global id, returns each rank its local->global map,
+ * and writes the global definitions. Each rank writes its mapping table and clock offsets into its
+ * local definition file (written even when empty: readers expect one per location). */
+#include "trace_internal.h"
+#include "perfvar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a growable byte buffer for (de)serialising ---- */
+typedef struct bytes {
+    char *p;
+    size_t n, cap;
+} bytes;
+
+static int put(bytes *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return -1;
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+    return 0;
+}
+
+static int put_str(bytes *b, const char *s) { return put(b, s, strlen(s) + 1); }
+
+/* ---- rank 0: string table with de-duplication (open addressing, FNV-1a) ---- */
+typedef struct strtab {
+    const char **strs;
+    uint32_t n, cap;  /* strings */
+    uint32_t *slots;  /* hash slots: index + 1, 0 = empty */
+    uint32_t nslots;
+} strtab;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static int strtab_grow(strtab *t)
+{
+    uint32_t nslots = t->nslots ? 2 * t->nslots : 1024;
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots) return -1;
+    for (uint32_t i = 0; i < t->n; i++) {
+        uint32_t j = (uint32_t)(fnv1a(t->strs[i]) & (nslots - 1));
+        while (slots[j]) j = (j + 1) & (nslots - 1);
+        slots[j] = i + 1;
+    }
+    free(t->slots);
+    t->slots = slots, t->nslots = nslots;
+    return 0;
+}
+
+/* Id of s (interning a pointer to it, which must outlive the table); UINT32_MAX on no memory. */
+static uint32_t strtab_id(strtab *t, const char *s)
+{
+    if (2 * (t->n + 1) > t->nslots && strtab_grow(t)) return UINT32_MAX;
+    uint32_t j = (uint32_t)(fnv1a(s) & (t->nslots - 1));
+    while (t->slots[j]) {
+        if (strcmp(t->strs[t->slots[j] - 1], s) == 0) return t->slots[j] - 1;
+        j = (j + 1) & (t->nslots - 1);
+    }
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? 2 * t->cap : 256;
+        const char **strs = realloc(t->strs, cap * sizeof *strs);
+        if (!strs) return UINT32_MAX;
+        t->strs = strs, t->cap = cap;
+    }
+    t->strs[t->n] = s;
+    t->slots[j] = t->n + 1;
+    return t->n++;
+}
+
+static void strtab_free(strtab *t)
+{
+    free(t->strs);
+    free(t->slots);
+}
+
+/* ---- rank 0: what every rank reported ---- */
+typedef struct rank_report {
+    uint64_t nevents;
+    const char *host;
+    uint32_t ndyn;
+    const char *dyn; /* ndyn records: role u8, paradigm u8, canonical\0, display\0 */
+} rank_report;
+
+typedef struct global_region {
+    uint32_t name, canonical;
+    OTF2_RegionRole role;
+    OTF2_Paradigm paradigm;
+} global_region;
+
+static int serialise_local(bytes *b, const char *host, uint64_t nevents)
+{
+    uint32_t ndyn = (uint32_t)pv_trace.ndyn;
+    if (put(b, &nevents, sizeof nevents) || put_str(b, host) || put(b, &ndyn, sizeof ndyn)) return -1;
+    for (int i = 0; i < pv_trace.ndyn; i++) {
+        const pv_local_region *r = &pv_trace.dyn[i];
+        unsigned char rp[2] = {(unsigned char)r->role, (unsigned char)r->paradigm};
+        if (put(b, rp, 2) || put_str(b, r->canonical) || put_str(b, r->display)) return -1;
+    }
+    return 0;
+}
+
+static void parse_report(const char *p, rank_report *r)
+{
+    memcpy(&r->nevents, p, sizeof r->nevents);
+    p += sizeof r->nevents;
+    r->host = p;
+    p += strlen(p) + 1;
+    memcpy(&r->ndyn, p, sizeof r->ndyn);
+    r->dyn = p + sizeof r->ndyn;
+}
+
+/* Rank 0: build global regions and per-rank maps (concatenated uint64 arrays, byte counts in
+ * map_counts), then write the global definitions. */
+typedef struct unify {
+    strtab strings;
+    global_region *regions;
+    uint32_t nregions, cap;
+    uint32_t *canon_to_region; /* by canonical string id, UINT32_MAX = none */
+    uint32_t canon_cap;
+} unify;
+
+static uint32_t add_region(unify *u, const char *name, const char *canonical, OTF2_RegionRole role,
+                           OTF2_Paradigm paradigm)
+{
+    uint32_t cn = strtab_id(&u->strings, canonical), nm = strtab_id(&u->strings, name);
+    if (cn == UINT32_MAX || nm == UINT32_MAX) return UINT32_MAX;
+    if (cn >= u->canon_cap) {
+        uint32_t cap = u->canon_cap ? u->canon_cap : 256;
+        while (cap <= cn) cap *= 2;
+        uint32_t *c = realloc(u->canon_to_region, cap * sizeof *c);
+        if (!c) return UINT32_MAX;
+        for (uint32_t i = u->canon_cap; i < cap; i++) c[i] = UINT32_MAX;
+        u->canon_to_region = c, u->canon_cap = cap;
+    }
+    if (u->canon_to_region[cn] != UINT32_MAX) return u->canon_to_region[cn];
+    if (u->nregions == u->cap) {
+        uint32_t cap = u->cap ? 2 * u->cap : 256;
+        global_region *g = realloc(u->regions, cap * sizeof *g);
+        if (!g) return UINT32_MAX;
+        u->regions = g, u->cap = cap;
+    }
+    u->regions[u->nregions] = (global_region){nm, cn, role, paradigm};
+    u->canon_to_region[cn] = u->nregions;
+    return u->nregions++;
+}
+
+static int write_global_defs(unify *u, const rank_report *reps, int nranks, double hz,
+                             uint64_t offset, uint64_t length, uint64_t realtime)
+{
+    OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(pv_trace.archive);
+    if (!w) return -1;
+    strtab *s = &u->strings;
+    /* Intern every remaining string first, so all strings are written before any reference. */
+    uint32_t s_mpi = strtab_id(s, "MPI"), s_cpu = strtab_id(s, "cpu");
+    uint32_t s_cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
+    uint32_t s_machine = strtab_id(s, "machine"), s_node = strtab_id(s, "node");
+    uint32_t s_thread = strtab_id(s, "Master thread"), s_world = strtab_id(s, "MPI_COMM_WORLD");
+    uint32_t *s_host = calloc((size_t)nranks, sizeof *s_host);
+    uint32_t *s_group = calloc((size_t)nranks, sizeof *s_group);
+    char (*group_names)[32] = calloc((size_t)nranks, sizeof *group_names);
+    uint64_t *members = calloc((size_t)nranks, sizeof *members);
+    uint32_t *node_of_string = NULL;
+    int rc = -1;
+    if (!s_host || !s_group || !group_names || !members) goto out;
+    for (int r = 0; r < nranks; r++) {
+        s_host[r] = strtab_id(s, reps[r].host);
+        snprintf(group_names[r], sizeof group_names[r], "MPI Rank %d", r);
+        s_group[r] = strtab_id(s, group_names[r]);
+        members[r] = (uint64_t)r;
+    }
+    node_of_string = calloc(s->n, sizeof *node_of_string); /* system tree node of a host string */
+    if (!node_of_string) goto out;
+    uint32_t s_empty = 0;
+
+    OTF2_GlobalDefWriter_WriteClockProperties(w, (uint64_t)(hz + 0.5), offset, length, realtime);
+    for (uint32_t i = 0; i < s->n; i++) OTF2_GlobalDefWriter_WriteString(w, i, s->strs[i]);
+    OTF2_GlobalDefWriter_WriteParadigm(w, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS);
+    OTF2_GlobalDefWriter_WriteAttribute(w, PV_ATTR_CPU, s_cpu, s_cpu_desc, OTF2_TYPE_UINT32);
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, s_machine, s_machine,
+                                             OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    uint32_t nnodes = 0;
+    for (int r = 0; r < nranks; r++) { /* one node per distinct host, in rank order */
+        if (node_of_string[s_host[r]]) continue;
+        node_of_string[s_host[r]] = ++nnodes;
+        OTF2_GlobalDefWriter_WriteSystemTreeNode(w, nnodes, s_host[r], s_node, 0);
+    }
+    for (int r = 0; r < nranks; r++)
+        OTF2_GlobalDefWriter_WriteLocationGroup(w, (uint32_t)r, s_group[r],
+                                                OTF2_LOCATION_GROUP_TYPE_PROCESS,
+                                                node_of_string[s_host[r]],
+                                                OTF2_UNDEFINED_LOCATION_GROUP);
+    for (int r = 0; r < nranks; r++)
+        OTF2_GlobalDefWriter_WriteLocation(w, (uint64_t)r, s_thread, OTF2_LOCATION_TYPE_CPU_THREAD,
+                                           reps[r].nevents, (uint32_t)r);
+    for (uint32_t i = 0; i < u->nregions; i++) {
+        const global_region *g = &u->regions[i];
+        OTF2_GlobalDefWriter_WriteRegion(w, i, g->name, g->canonical, s_empty, g->role, g->paradigm,
+                                         OTF2_REGION_FLAG_NONE, s_empty, 0, 0);
+    }
+    /* Communication locations first, then MPI_COMM_WORLD's group: peers are world ranks. */
+    OTF2_GlobalDefWriter_WriteGroup(w, 0, s_empty, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
+    OTF2_GlobalDefWriter_WriteGroup(w, 1, s_world, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
+    OTF2_GlobalDefWriter_WriteComm(w, PV_COMM_WORLD, s_world, 1, OTF2_UNDEFINED_COMM,
+                                   OTF2_COMM_FLAG_NONE);
+    rc = 0;
+out:
+    free(s_host), free(s_group), free(group_names), free(members), free(node_of_string);
+    return rc;
+}
+
+/* Rank 0's part: returns the concatenated maps (uint64 per dynamic region, per rank). */
+static int unify_and_write(const char *all, const int *counts, int nranks, double hz,
+                           uint64_t offset, uint64_t length, uint64_t realtime, char **maps,
+                           int **map_counts)
+{
+    unify u = {0};
+    rank_report *reps = calloc((size_t)nranks, sizeof *reps);
+    int *mc = calloc((size_t)nranks, sizeof *mc);
+    bytes out = {0};
+    int rc = -1;
+    if (!reps || !mc || strtab_id(&u.strings, "") != 0) goto out;
+    for (int i = 0; i < pv_trace.nstatic; i++) {
+        const pv_static_region *r = &pv_trace.statics[i];
+        if (add_region(&u, r->name, r->name, r->role, r->paradigm) != (uint32_t)i) goto out;
+    }
+    const char *p = all;
+    for (int r = 0; r < nranks; r++) {
+        parse_report(p, &reps[r]);
+        const char *d = reps[r].dyn;
+        size_t before = out.n;
+        for (uint32_t i = 0; i < reps[r].ndyn; i++) {
+            OTF2_RegionRole role = (unsigned char)d[0];
+            OTF2_Paradigm paradigm = (unsigned char)d[1];
+            const char *canonical = d + 2, *display = canonical + strlen(canonical) + 1;
+            d = display + strlen(display) + 1;
+            uint64_t g = add_region(&u, display, canonical, role, paradigm);
+            if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
+        }
+        mc[r] = (int)(out.n - before);
+        p += counts[r];
+    }
+    if (write_global_defs(&u, reps, nranks, hz, offset, length, realtime)) goto out;
+    *maps = out.p, *map_counts = mc;
+    out.p = NULL, mc = NULL;
+    rc = 0;
+out:
+    free(out.p), free(mc), free(reps), free(u.regions), free(u.canon_to_region);
+    strtab_free(&u.strings);
+    return rc;
+}
+
+static int write_local_defs(const uint64_t *dyn_map, const pv_trace_clock_sync *sync)
+{
+    OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, (uint64_t)pv_trace.comm.rank);
+    if (!w) return -1;
+    int identity = 1;
+    for (int i = 0; i < pv_trace.ndyn; i++) identity &= dyn_map[i] == (uint64_t)(pv_trace.nstatic + i);
+    if (!identity) { /* an identity map needs no table (and OTF2 would not make one) */
+        size_t n = (size_t)(pv_trace.nstatic + pv_trace.ndyn);
+        uint64_t *map = malloc(n * sizeof *map);
+        if (!map) return -1;
+        for (int i = 0; i < pv_trace.nstatic; i++) map[i] = (uint64_t)i;
+        memcpy(map + pv_trace.nstatic, dyn_map, (size_t)pv_trace.ndyn * sizeof *map);
+        OTF2_IdMap *idmap = OTF2_IdMap_CreateFromUint64Array(n, map, true);
+        free(map);
+        if (!idmap) return -1;
+        OTF2_DefWriter_WriteMappingTable(w, OTF2_MAPPING_REGION, idmap);
+        OTF2_IdMap_Free(idmap);
+    }
+    OTF2_DefWriter_WriteClockOffset(w, sync->t_begin, sync->offset_begin, sync->stddev_begin);
+    OTF2_DefWriter_WriteClockOffset(w, sync->t_end, sync->offset_end, sync->stddev_end);
+    return OTF2_Archive_CloseDefWriter(pv_trace.archive, w) == OTF2_SUCCESS ? 0 : -1;
+}
+
+int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
+                   uint64_t realtime_ticks, pv_trace_stats *stats)
+{
+    const pv_trace_comm *c = &pv_trace.comm;
+    uint64_t nevents = 0;
+    OTF2_EvtWriter_GetNumberOfEvents(pv_trace.evt, &nevents);
+    int rc = 0;
+    if (OTF2_Archive_CloseEvtWriter(pv_trace.archive, pv_trace.evt) != OTF2_SUCCESS) rc = -1;
+    if (OTF2_Archive_CloseEvtFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    OTF2_AttributeList_Delete(pv_trace.attrs);
+
+    /* Trace time range on rank 0's clock: [min first, max last] over ranks, clock-corrected. */
+    uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
+    if (pv_trace.have_first) {
+        range[0] = (uint64_t)((int64_t)pv_trace.first_t + sync->offset_begin);
+        range[1] = UINT64_MAX - (uint64_t)((int64_t)pv_trace.last_t + sync->offset_end);
+    }
+    uint64_t rt[3] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
+                      c->rank == 0 ? realtime_ticks : UINT64_MAX, 0};
+    if (c->allreduce_u64(c->ctx, range, 2, 0) || c->allreduce_u64(c->ctx, rt, 2, 0)) rc = -1;
+    uint64_t offset = range[0] == UINT64_MAX ? 0 : range[0];
+    uint64_t last = UINT64_MAX - range[1];
+    uint64_t length = last >= offset ? last - offset + 1 : 0;
+    uint64_t realtime = (uint64_t)((double)rt[0] + ((double)offset - (double)rt[1]) * 1e9 / hz);
+
+    bytes local = {0};
+    if (serialise_local(&local, host, nevents)) rc = -1;
+    char *all = NULL, *maps = NULL;
+    int *counts = NULL, *map_counts = NULL;
+    if (c->gatherv(c->ctx, local.p, (int)local.n, &all, &counts)) rc = -1;
+    if (c->rank == 0 && all &&
+        unify_and_write(all, counts, c->size, hz, offset, length, realtime, &maps, &map_counts))
+        rc = -1;
+    uint64_t *dyn_map = calloc((size_t)pv_trace.ndyn + 1, sizeof *dyn_map);
+    if (!dyn_map ||
+        c->scatterv(c->ctx, maps, map_counts, dyn_map, pv_trace.ndyn * (int)sizeof *dyn_map))
+        rc = -1;
+    if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    else {
+        if (dyn_map && write_local_defs(dyn_map, sync)) rc = -1;
+        if (OTF2_Archive_CloseDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    }
+    if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    pv_trace.archive = NULL;
+
+    free(local.p), free(all), free(counts), free(maps), free(map_counts), free(dyn_map);
+    for (int i = 0; i < pv_trace.ndyn; i++) free(pv_trace.dyn[i].canonical), free(pv_trace.dyn[i].display);
+    free(pv_trace.dyn);
+    pv_trace.stats.events_written = nevents;
+    *stats = pv_trace.stats;
+    return rc ? PERFVAR_ERR_IO : PERFVAR_OK;
+}

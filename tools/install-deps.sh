@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what perfvar needs to build, run and test, only where it is missing.
+# Debian packages: compilers, Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scikit-learn,
+# otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation).
+# Idempotent; safe to run as root (CI) or with sudo available.
+set -euo pipefail
+
+apt_pkgs=(gfortran cmake ninja-build pkg-config
+          openmpi-bin libopenmpi-dev mpich libmpich-dev
+          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils)
+py_pkgs=(numpy scikit-learn otf2 pympistandard pytest)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${apt_pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing Debian packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+py_missing=()
+for p in "${py_pkgs[@]}"; do
+    mod=${p//-/_}; [ "$p" = scikit-learn ] && mod=sklearn
+    "$PYTHON" -c "import $mod" 2>/dev/null || py_missing+=("$p")
+done
+if [ ${#py_missing[@]} -gt 0 ]; then
+    echo "install-deps: installing Python packages: ${py_missing[*]}"
+    "$PYTHON" -m pip install -q "${py_missing[@]}"
+fi
+echo "install-deps: all dependencies present"
