@@ -103,6 +103,12 @@ def f_record(params: list, kind: str) -> tuple[list[str], list[str]]:
             after.append("a.request = &c_request;")
     if "array_of_requests" in names:
         before.append(f"a.nreq = {fint('count')}, a.frequests = (const MPI_Fint *)array_of_requests;")
+    if "status" in names:
+        before.append("void *status_arg = pv_f_status_arg(&c, status);")
+        after.append("pv_f_status_done(&c, &a, status_arg);")
+    if "array_of_statuses" in names:
+        before.append("void *statuses_arg = pv_f_statuses_arg(&c, array_of_statuses, a.nreq);")
+        after.append("pv_f_statuses_done(&c, &a, statuses_arg, a.nreq);")
     return before, after
 
 
@@ -149,6 +155,9 @@ def f_wrapper(s: SpecLine) -> str:
     strings = [p.name.lower() for p in params if p.kind.name == "STRING"]
     decl = ", ".join([f"void *{n}" for n in names] + [f"size_t {n}_len" for n in strings]) or "void"
     args = ", ".join(names + [f"{n}_len" for n in strings])
+    # Statuses may be replaced by perfvar's own storage (see pv_f_status_arg).
+    traced_args = ", ".join([{"status": "status_arg", "array_of_statuses": "statuses_arg"}.get(n, n)
+                             for n in names] + [f"{n}_len" for n in strings])
     fn = f"PV_FN_{s.name}"
     ierr = "*(const MPI_Fint *)ierror" if "ierror" in names else "MPI_SUCCESS"
     target = f"p{lower}_"
@@ -165,7 +174,7 @@ def f_wrapper(s: SpecLine) -> str:
         a_ = "".join(f"    {line}\n" for line in after)
         body = (f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, __builtin_return_address(0))) {{\n"
                 f"        {target}({args});\n        return;\n    }}\n    pv_args a = PV_ARGS_INIT;\n{b}"
-                f"    pv_call_prepare(&c, &a);\n    {target}({args});\n{a_}"
+                f"    pv_call_prepare(&c, &a);\n    {target}({traced_args});\n{a_}"
                 f"    pv_call_leave(&c, &a, {ierr});\n")
     out = [f"extern void {target}({decl});",
            f"void {lower}_({decl});",

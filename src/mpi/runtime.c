@@ -38,6 +38,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->fn = fn;
     c->heap_statuses = NULL;
     c->heap_keys = NULL;
+    c->heap_fstatuses = NULL;
     int site_id = pv_site_id(fn, site);
     c->site = (void *)(intptr_t)site_id;
     pv_note_cpu(c->cpu_entry);
@@ -79,6 +80,39 @@ void pv_call_prepare(pv_call *c, pv_args *a)
     pv_messages_prepare(c->fn, c->t_entry, a);
 }
 
+void *pv_f_status_arg(pv_call *c, void *status)
+{
+    return status == (void *)MPI_F_STATUS_IGNORE ? (void *)c->own_fstatuses : status;
+}
+
+void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg)
+{
+    if (PMPI_Status_f2c((const MPI_Fint *)status_arg, &c->own_status) == MPI_SUCCESS)
+        a->status = &c->own_status, a->has_status = 1;
+}
+
+void *pv_f_statuses_arg(pv_call *c, void *statuses, int n)
+{
+    c->heap_fstatuses = NULL;
+    if (statuses != (void *)MPI_F_STATUSES_IGNORE || n <= 0) return statuses;
+    if (n <= PV_INLINE_REQUESTS) return c->own_fstatuses;
+    c->heap_fstatuses = malloc((size_t)n * PV_F_STATUS_FINTS * sizeof(MPI_Fint));
+    return c->heap_fstatuses ? (void *)c->heap_fstatuses : statuses;
+}
+
+void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n)
+{
+    if (statuses_arg == (const void *)MPI_F_STATUSES_IGNORE || n <= 0) return;
+    MPI_Status *st = c->own_statuses;
+    if (n > PV_INLINE_REQUESTS && !(st = c->heap_statuses = malloc((size_t)n * sizeof *st))) return;
+    /* Fortran statuses are MPI_STATUS_SIZE integers apart: the MPI's own layout, which f2c reads. */
+    int stride = (int)((sizeof(MPI_Status) + sizeof(MPI_Fint) - 1) / sizeof(MPI_Fint));
+    for (int i = 0; i < n; i++)
+        if (PMPI_Status_f2c((const MPI_Fint *)statuses_arg + (size_t)i * stride, &st[i]) != MPI_SUCCESS)
+            return;
+    a->statuses = st, a->has_statuses = 1;
+}
+
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
     uint64_t t_exit = perfvar_clock_read();
@@ -86,6 +120,7 @@ void pv_call_leave(pv_call *c, pv_args *a, int rc)
     pv_trace_leave(t_exit, (uint32_t)c->fn, -1);
     free(c->heap_statuses);
     free(c->heap_keys);
+    free(c->heap_fstatuses);
     pv_rt.prev_site = (int)(intptr_t)c->site;
     pv_depth = 0;
     pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */

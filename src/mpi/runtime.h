@@ -28,6 +28,8 @@
 
 #define PV_NONE (-32768) /* an integer argument the call does not have */
 #define PV_INLINE_REQUESTS 16
+/* Room for one Fortran status in MPI_Fint, at least MPI_STATUS_SIZE of any MPI (Open MPI 6, MPICH 5). */
+#define PV_F_STATUS_FINTS 16
 
 typedef struct pv_args {
     int dest, source, tag, sendtag, recvtag, root;
@@ -56,7 +58,17 @@ typedef struct pv_call {
     MPI_Status *heap_statuses;
     MPI_Request keys[PV_INLINE_REQUESTS]; /* request handles as they were before the call */
     MPI_Request *heap_keys;
+    MPI_Fint own_fstatuses[PV_INLINE_REQUESTS * PV_F_STATUS_FINTS]; /* Fortran binding */
+    MPI_Fint *heap_fstatuses;
 } pv_call;
+
+/* Fortran statuses: the argument to pass on (perfvar's own storage where the caller passed
+ * MPI_STATUS(ES)_IGNORE, so the real source and tag are known), then, after the call, the statuses
+ * decoded read-only into a->status / a->statuses. */
+void *pv_f_status_arg(pv_call *c, void *status);
+void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg);
+void *pv_f_statuses_arg(pv_call *c, void *statuses, int n);
+void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n);
 
 /* 1: record this call (the guard is taken); 0: pass it straight to PMPI. */
 int pv_call_enter(pv_call *c, int fn, void *site);

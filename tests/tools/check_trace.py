@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Validate a perfvar trace directory the way a viewer would read it.
+
+1. `otf2-print -Werror` (checks definitions, only partly);
+2. a complete read with the Python `otf2` package, checking what otf2-print does not:
+   per-location time order and time range (ClockProperties), Enter/Leave nesting with every
+   region closed, MpiSend/MpiRecv matching (sender, receiver, tag, bytes), balanced collectives
+   with the same number of MPI_COMM_WORLD collectives on every rank;
+3. expectations given on the command line (ranks, per-rank call counts, segments).
+
+Prints one summary line; exits 1 with the reasons on any failure.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import otf2
+
+
+def rank_of(location) -> int:
+    return int(location.group.name.rsplit(" ", 1)[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trace_dir", type=Path)
+    ap.add_argument("--ranks", type=int, help="expected number of ranks")
+    ap.add_argument("--calls", default="", help="NAME=COUNT,... expected Enter count per rank")
+    ap.add_argument("--min-segments", type=int, default=1, help="per rank")
+    ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
+    args = ap.parse_args()
+    archive = args.trace_dir / "traces.otf2"
+    errors: list[str] = []
+
+    p = subprocess.run(["otf2-print", "-Werror", str(archive)], capture_output=True, text=True)
+    if p.returncode != 0:
+        errors.append(f"otf2-print -Werror failed: {p.stderr.strip()[:500]}")
+
+    sends: collections.Counter = collections.Counter()
+    recvs: collections.Counter = collections.Counter()
+    colls: dict[int, int] = collections.Counter()
+    calls: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    segments: collections.Counter = collections.Counter()
+    last_t: dict[int, int] = {}
+    stacks: dict[int, list] = collections.defaultdict(list)
+    open_colls: collections.Counter = collections.Counter()
+    nevents = 0
+    try:
+        with otf2.reader.open(str(archive)) as trace:
+            cp = trace.definitions.clock_properties
+            lo, hi = cp.global_offset, cp.global_offset + cp.trace_length
+            nlocs = len(trace.definitions.locations)
+            for location, ev in trace.events:
+                nevents += 1
+                r = rank_of(location)
+                t = ev.time
+                if t < last_t.get(r, 0):
+                    errors.append(f"rank {r}: time goes back at {t}")
+                last_t[r] = t
+                if not lo <= t <= hi:
+                    errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
+                if isinstance(ev, otf2.events.Enter):
+                    stacks[r].append(ev.region)
+                    if ev.region.canonical_name.startswith("perfvar:segment:"):
+                        segments[r] += 1
+                    else:
+                        calls[r][ev.region.name] += 1
+                elif isinstance(ev, otf2.events.Leave):
+                    if not stacks[r] or stacks[r][-1] != ev.region:
+                        errors.append(f"rank {r}: Leave {ev.region.name} does not match the open region")
+                    else:
+                        stacks[r].pop()
+                elif isinstance(ev, otf2.events.MpiSend):
+                    sends[(r, ev.receiver, ev.msg_tag, ev.msg_length)] += 1
+                elif isinstance(ev, otf2.events.MpiRecv):
+                    recvs[(ev.sender, r, ev.msg_tag, ev.msg_length)] += 1
+                elif isinstance(ev, otf2.events.MpiCollectiveBegin):
+                    open_colls[r] += 1
+                elif isinstance(ev, otf2.events.MpiCollectiveEnd):
+                    open_colls[r] -= 1
+                    if ev.communicator.name == "MPI_COMM_WORLD":
+                        colls[r] += 1
+    except Exception as exc:  # the reader's own failure is the finding
+        errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
+        nlocs = len(last_t)
+
+    for r, st in stacks.items():
+        if st:
+            errors.append(f"rank {r}: regions left open: {[x.name for x in st]}")
+    for r, n in open_colls.items():
+        if n:
+            errors.append(f"rank {r}: {n} collective begin(s) without end")
+    if sends != recvs:
+        diff = (sends - recvs) + (recvs - sends)
+        errors.append(f"unmatched messages: {dict(list(diff.items())[:5])}")
+    if len(set(colls.values())) > 1:
+        errors.append(f"ranks disagree on the number of collectives: {dict(colls)}")
+    if args.ranks is not None and nlocs != args.ranks:
+        errors.append(f"{nlocs} locations, expected {args.ranks}")
+    for item in filter(None, args.calls.split(",")):
+        name, count = item.split("=")
+        for r in range(nlocs):
+            if calls[r][name] != int(count):
+                errors.append(f"rank {r}: {calls[r][name]} x {name}, expected {count}")
+    for r in range(nlocs):
+        if segments[r] < args.min_segments:
+            errors.append(f"rank {r}: {segments[r]} segments, expected >= {args.min_segments}")
+        meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
+        if not meta.exists():
+            errors.append(f"missing {meta}")
+        elif json.loads(meta.read_text())["events"]["lost"]:
+            errors.append(f"rank {r}: events lost")
+    if args.messages and not sum(sends.values()):
+        errors.append("no messages recorded")
+
+    if errors:
+        print(f"check_trace: {args.trace_dir}: FAILED", file=sys.stderr)
+        for e in errors[:20]:
+            print(f"  {e}", file=sys.stderr)
+        return 1
+    print(f"check_trace: {args.trace_dir}: ok ({nlocs} ranks, {nevents} events, "
+          f"{sum(sends.values())} messages matched, {sum(colls.values())} collective records, "
+          f"{sum(segments.values())} segments)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
