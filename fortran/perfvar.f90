@@ -62,6 +62,7 @@ contains
         integer, intent(out) :: handle
         integer, intent(out), optional :: ierr
         integer(c_int) :: h, status
+        h = -1  ! what the caller gets when registration fails
         status = c_region_register(trim(name)//c_null_char, h)
         handle = int(h)
         call report(status, "perfvar_region('"//trim(name)//"')", ierr)
@@ -81,7 +82,8 @@ contains
         call report(c_stop(int(handle, c_int)), "perfvar_stop", ierr)
     end subroutine perfvar_stop
 
-    !> Total time (ns) of the completed start/stop pairs of `handle`, over all threads.
+    !> Total time (ns) of the completed start/stop pairs of `handle`, over all threads;
+    !> `count` gets their number (saturating at huge(count)).
     function perfvar_elapsed_ns(handle, count, ierr) result(total_ns)
         integer, intent(in) :: handle
         integer, intent(out), optional :: count
@@ -94,7 +96,7 @@ contains
         if (present(count)) count = 0
         if (status == PERFVAR_OK) then
             total_ns = stats%total_ns
-            if (present(count)) count = int(stats%count)
+            if (present(count)) count = int(min(stats%count, int(huge(count), c_int64_t)))
         end if
         call report(status, "perfvar_elapsed_ns", ierr)
     end function perfvar_elapsed_ns
@@ -107,8 +109,10 @@ contains
         type(c_ptr) :: p
         integer :: n
         p = c_strerror(int(status, c_int))
-        text = ""
-        if (.not. c_associated(p)) return
+        if (.not. c_associated(p)) then
+            text = ""
+            return
+        end if
         call c_f_pointer(p, chars, [256])
         n = 0
         do while (n < 256)

@@ -15,6 +15,7 @@ typedef struct ctx {
     double *sorted;        /* n_samples scratch */
     uint64_t deadline;     /* ticks */
     double overhead_ns;
+    double granularity_ns;
 } ctx;
 
 static int cmp_double(const void *a, const void *b)
@@ -25,8 +26,11 @@ static int cmp_double(const void *a, const void *b)
 
 static int over_budget(const ctx *c) { return perfvar_clock_read() > c->deadline; }
 
-/* Measure n samples of a k-ADD chain, overhead removed, trimmed above median + 3 IQR.
- * Returns the number of samples kept, sorted ascending in c->sorted. */
+/* Measure n samples of a k-ADD chain, overhead removed, trimmed above
+ * median + max(3 IQR, 3 clock steps): with a quantised clock the IQR is often 0, and a bare 3 IQR
+ * would throw away every sample above the median. Stops early (fewer samples) when the budget is
+ * spent, so one long batch cannot overrun it. Returns the number of samples kept, sorted ascending
+ * in c->sorted. */
 static int measure(ctx *c, uint64_t k)
 {
     int n = c->p->n_samples;
@@ -36,12 +40,16 @@ static int measure(ctx *c, uint64_t k)
         pv_add_chain(k);
         uint64_t t1 = perfvar_clock_read();
         c->buf[i] = perfvar_ticks_to_ns(t1 - t0) - c->overhead_ns;
+        if ((i & 63) == 63 && i + 1 >= 16 && over_budget(c)) {
+            n = i + 1;
+            break;
+        }
     }
     memcpy(c->sorted, c->buf, (size_t)n * sizeof(double));
     qsort(c->sorted, (size_t)n, sizeof(double), cmp_double);
     double med = c->sorted[n / 2];
     double iqr = c->sorted[(3 * n) / 4] - c->sorted[n / 4];
-    double limit = med + 3.0 * iqr;
+    double limit = med + (3.0 * iqr > 3.0 * c->granularity_ns ? 3.0 * iqr : 3.0 * c->granularity_ns);
     int kept = n;
     while (kept > 1 && c->sorted[kept - 1] > limit) kept--;
     return kept;
@@ -157,7 +165,7 @@ int pv_calib_run(const pv_calib_params *p, pv_calib_result *r)
         step = gcd_u64(step, t1 - t0);
     }
     c.overhead_ns = r->timer_overhead_ns = perfvar_ticks_to_ns(best);
-    r->granularity_ns = perfvar_ticks_to_ns(step ? step : 1);
+    c.granularity_ns = r->granularity_ns = perfvar_ticks_to_ns(step ? step : 1);
 
     /* t_min: double the chain until precise, then bisect between the last failure and success. */
     uint64_t lo = 0, hi = 0, k = 64;

@@ -8,8 +8,10 @@
  *   t_diff   the smallest extra ADD count whose samples overlap (Algorithm 2 overlap: fraction of the
  *            longer chain's samples below the shorter chain's maximum) < alpha for q pairs above t_min.
  * The C side cannot run the paper's isolation-forest filter_os; it trims samples above
- * median + 3 IQR instead, so its t_min / t_diff are ESTIMATES that steer the search. All times in ns.
- * The search stops when the budget is spent; the result then says status "partial".
+ * median + max(3 IQR, 3 clock steps) instead, so its t_min / t_diff are ESTIMATES that steer the
+ * search. All times in ns. Status "partial" means the search stopped before both t_min and t_diff
+ * were found: the budget was spent (the budget is checked every 64 samples), or no difference up to
+ * t_min separated the distributions.
  * Not thread-safe (run it on one thread; it pins nothing: it measures the core it runs on).
  */
 #ifndef PV_CALIB_H
@@ -29,7 +31,7 @@ typedef struct pv_calib_params {
 } pv_calib_params;
 
 typedef struct pv_calib_result {
-    const char *status;        /* "complete", "partial" (budget spent) or "off" */
+    const char *status;        /* "complete", "partial" (see above) or "off" */
     double timer_overhead_ns;  /* t_e,std */
     double granularity_ns;     /* smallest step the clock was seen to advance by */
     double t_min_ns;           /* median duration of the t_min chain, overhead removed */

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "perfvar.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ static int choice(const char *value, const char *const *choices)
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
+    if (!isdigit((unsigned char)s[0])) return -1; /* no blanks, signs: strtol would take them */
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) return -1;
@@ -33,7 +35,9 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 
 static int fail(char *msg, int len, const char *var, const char *value, const char *accepts)
 {
-    snprintf(msg, (size_t)len, "%s='%s' is not valid: accepted %s", var, value, accepts);
+    /* A long value is shortened so the accepted values always fit in the message. */
+    snprintf(msg, (size_t)len, "%s='%.64s%s' is not valid: accepted %s", var, value,
+             strlen(value) > 64 ? "..." : "", accepts);
     return PERFVAR_ERR_CONFIG;
 }
 
@@ -55,7 +59,7 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
             snprintf(msg, (size_t)len,
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE",
+                     "PERFVAR_VERBOSE, PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }

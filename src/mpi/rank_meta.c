@@ -64,7 +64,7 @@ int pv_write_rank_meta(void)
                                                                  : "off";
     fprintf(f,
             "  \"calibration\": {\n    \"mode\": \"%s\", \"status\": \"%s\", \"estimate\": "
-            "\"C-side search, samples trimmed above median + 3 IQR\",\n"
+            "\"C-side search, samples trimmed above median + max(3 IQR, 3 clock steps)\",\n"
             "    \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f,\n"
             "    \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f,\n"
             "    \"ns_per_add\": %.5f, \"t_min_adds\": %llu, \"t_diff_adds\": %llu,\n"

@@ -1,0 +1,303 @@
+"""Orchestrate an analysis: read -> filter_cost -> filter_os -> detectors -> result.
+
+:func:`analyze` returns one JSON-ready dict (the content of analysis.json) that the
+text and JSON reports render. Times are ns. Raises
+:class:`~perfvar.errors.TraceError` when the trace cannot be read at all; broken
+ranks and missing metadata are reported inside the result instead. Not thread-safe
+(the OTF2 reader redirects stderr).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Optional
+
+import numpy as np
+
+from perfvar import (
+    __version__,
+    detect_migration,
+    detect_shared_cpu,
+    detect_slow_segment,
+)
+from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
+from perfvar.model import Cell, DetectParams, Judgement, Prepared
+from perfvar.reader_meta import RunMeta, read_meta
+from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
+from perfvar.segments import parse_segment_key
+from perfvar.symbolize import Symbol, symbolize
+
+GENERATED_BY = f"perfvar {__version__} (postproc)"
+PARALLEL_MIN_CELLS = 32  # below this, worker start-up costs more than it saves
+
+
+def default_jobs() -> int:
+    """Worker processes for filter_os by default: the CPUs we may use, at most 8."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _filter_all(
+    tasks: list[np.ndarray], jobs: int
+) -> tuple[list[tuple[np.ndarray, OsFilterInfo]], int]:
+    """filter_os on every cell; in ``jobs`` spawned processes when worth it.
+
+    Returns (one (mask, info) per task, number of processes actually used).
+
+    Each IsolationForest fit costs ~0.1-0.3 s whatever n is, and there is one per
+    (segment, rank), so large runs need the parallelism. "spawn" avoids forking a
+    process whose BLAS/OpenMP threads may hold locks. Falls back to serial on any
+    pool failure; the results are identical either way (fixed random_state).
+    """
+    if jobs > 1 and len(tasks) >= PARALLEL_MIN_CELLS:
+        try:
+            ctx = multiprocessing.get_context("spawn")
+            workers = min(jobs, len(tasks))
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                chunk = max(1, len(tasks) // (4 * workers))
+                return list(pool.map(filter_os, tasks, chunksize=chunk)), workers
+        except Exception:  # noqa: BLE001 - e.g. no /dev/shm, fork limits
+            pass
+    return [filter_os(t) for t in tasks], 1
+
+
+def _segment_order(trace: TraceSamples) -> list[int]:
+    """Segment indices that have samples, by total time descending (S0 = largest)."""
+    s = trace.samples
+    totals = np.bincount(
+        s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
+    )
+    present = np.unique(s["segment"]).tolist()
+    return sorted(present, key=lambda g: (-totals[g], trace.segments[g]))
+
+
+def _cpu_mode(cpus: np.ndarray) -> Optional[int]:
+    known = cpus[cpus != CPU_UNKNOWN]
+    if known.size == 0:
+        return None
+    values, counts = np.unique(known, return_counts=True)
+    return int(values[np.argmax(counts)])
+
+
+def prepare(
+    trace: TraceSamples, meta: RunMeta, segment_ids: dict[int, str], jobs: int = 1
+) -> Prepared:
+    """Group samples into (segment, rank) cells and filter each one.
+
+    filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
+    applied per cell (see perfvar.filters), in ``jobs`` processes when there are many.
+    """
+    s = trace.samples
+    order = np.lexsort((s["rank"], s["segment"]))
+    s_sorted = s[order]
+    keys = np.stack([s_sorted["segment"], s_sorted["rank"]], axis=1)
+    bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
+    chunks = np.split(s_sorted, bounds) if s_sorted.size else []
+    durations = []
+    for chunk in chunks:
+        rmeta = meta.ranks.get(int(chunk["rank"][0]))
+        overhead = rmeta.calibration.timer_overhead_ns if rmeta else None
+        durations.append(filter_cost(chunk["duration_ns"], overhead))
+    filtered, processes = _filter_all(durations, jobs)
+    cells: dict[tuple[int, int], Cell] = {}
+    for chunk, values, (mask, info) in zip(chunks, durations, filtered):
+        seg, rank = int(chunk["segment"][0]), int(chunk["rank"][0])
+        cells[(seg, rank)] = Cell(
+            segment=seg,
+            rank=rank,
+            raw_n=int(chunk.size),
+            samples_ns=values[mask],
+            os_info=info,
+            cpu=_cpu_mode(chunk["cpu_enter"]),
+        )
+    ids = [segment_ids.get(i, f"?{i}") for i in range(len(trace.segments))]
+    return Prepared(
+        cells=cells,
+        calibration={r: m.calibration for r, m in meta.ranks.items()},
+        hosts={r: m.host for r, m in meta.ranks.items()},
+        samples=s,
+        segment_ids=ids,
+        os_filter_processes=processes,
+    )
+
+
+def _segment_table(
+    trace: TraceSamples, order: list[int], prep: Prepared, symbols: dict
+) -> list[dict[str, Any]]:
+    s = trace.samples
+    totals = np.bincount(
+        s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
+    )
+    by_segment: dict[int, list[Cell]] = {}
+    for (seg, _), cell in sorted(prep.cells.items()):
+        by_segment.setdefault(seg, []).append(cell)
+    table = []
+    for seg in order:
+        parsed = parse_segment_key(trace.segments[seg])
+        cells = by_segment.get(seg, [])
+        kept = np.concatenate([c.samples_ns for c in cells]) if cells else np.empty(0)
+        ends: list[Optional[Symbol]] = [
+            symbols.get(parsed.start) if parsed.start else None,
+            symbols.get(parsed.end) if parsed.end else None,
+        ]
+        start_label = ends[0].label if ends[0] else None
+        end_label = ends[1].label if ends[1] else None
+        table.append(
+            {
+                "id": prep.segment_ids[seg],
+                "key": parsed.key,
+                "from": start_label,
+                "to": end_label,
+                "label": (
+                    f"{start_label} -> {end_label}" if start_label else parsed.key
+                ),
+                "from_site": ends[0].to_json() if ends[0] else None,
+                "to_site": ends[1].to_json() if ends[1] else None,
+                "n": int(sum(c.raw_n for c in cells)),
+                "n_kept": int(kept.size),
+                "os_noise_removed": int(sum(c.os_info.n_removed for c in cells)),
+                "n_ranks": len(cells),
+                "median_ns": float(np.median(kept)) if kept.size else None,
+                "total_ns": float(totals[seg]),
+            }
+        )
+    return table
+
+
+def _rank_verdict(statuses: Counter, broken: bool, calibrated: bool) -> str:
+    if broken:
+        return "unreadable"
+    if statuses["slow"]:
+        return "slow"
+    if statuses["ok"]:
+        return "ok"
+    if not calibrated:
+        return "no calibration"
+    if statuses["below precision"]:
+        return "below precision"
+    return "not judged"
+
+
+def _trace_cpus(samples: np.ndarray) -> dict[int, list[int]]:
+    """rank -> sorted known CPUs seen at segment Enter or Leave."""
+    ranks = np.concatenate([samples["rank"], samples["rank"]]).astype(np.int64)
+    cpus = np.concatenate([samples["cpu_enter"], samples["cpu_leave"]])
+    known = cpus != CPU_UNKNOWN
+    pairs = np.unique(np.stack([ranks[known], cpus[known]], axis=1), axis=0)
+    out: dict[int, list[int]] = {}
+    for rank, cpu in pairs.tolist():
+        out.setdefault(int(rank), []).append(int(cpu))
+    return out
+
+
+def _rank_table(
+    trace: TraceSamples,
+    meta: RunMeta,
+    judgements: list[Judgement],
+    migrated: set[int],
+) -> list[dict[str, Any]]:
+    s = trace.samples
+    errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
+    counts = Counter(s["rank"].tolist())
+    cpus = _trace_cpus(s)
+    statuses: dict[int, Counter] = {}
+    for j in judgements:
+        statuses.setdefault(j.rank, Counter())[j.status] += 1
+    rows = []
+    for rank in trace.ranks:
+        m = meta.ranks[rank]
+        mine = statuses.get(rank, Counter())
+        c = m.calibration
+        rows.append(
+            {
+                "rank": rank,
+                "host": m.host,
+                "cpus": m.cpus or cpus.get(rank, []),
+                "t_min_ns": c.t_min_ns,
+                "t_diff_ns": c.t_diff_ns,
+                "timer_overhead_ns": c.timer_overhead_ns,
+                "calibration_status": c.status,
+                "n_segments": int(counts.get(rank, 0)),
+                "verdict": _rank_verdict(mine, rank in errors, m.calibrated),
+                "migrated": rank in migrated,
+                "judgements": dict(sorted(mine.items())),
+                "problem": errors.get(rank) or m.problem,
+            }
+        )
+    return rows
+
+
+def analyze(
+    directory: str,
+    alpha: float = 0.05,
+    symbolize_sites: bool = True,
+    peers: str = "robust",
+    min_samples: int = 8,
+    jobs: int = 1,
+) -> dict[str, Any]:
+    """Analyse a perfvar trace directory; returns the analysis.json content.
+
+    ``alpha``: overlap threshold; ``symbolize_sites``: run addr2line on call sites;
+    ``peers``: "robust" or "all" (see detect_slow_segment); ``min_samples``: filtered
+    samples a (segment, rank) needs to be judged; ``jobs``: processes for filter_os.
+    """
+    trace = read_trace(directory)
+    meta = read_meta(directory, trace.ranks)
+    order = _segment_order(trace)
+    segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
+    prep = prepare(trace, meta, segment_ids, jobs=jobs)
+    params = DetectParams(alpha=alpha, min_samples=min_samples, peers=peers)
+    slow = detect_slow_segment.detect(prep, params)
+    migration = detect_migration.detect(prep, params)
+    shared = detect_shared_cpu.detect(prep, params)
+
+    sites = []
+    for seg in order:
+        parsed = parse_segment_key(trace.segments[seg])
+        sites += [site for site in (parsed.start, parsed.end) if site is not None]
+    symbols = symbolize(sites, enabled=symbolize_sites)
+
+    migrated = {a.rank for a in migration.anomalies}
+    ranks = _rank_table(trace, meta, slow.judgements, migrated)
+    segments = _segment_table(trace, order, prep, symbols)
+    judged = {j.segment for j in slow.judgements if j.status in ("ok", "slow")}
+    slow_ranks = sorted({a.rank for a in slow.anomalies})
+    status_counts = Counter(j.status for j in slow.judgements)
+    return {
+        "generated_by": GENERATED_BY,
+        "trace": os.path.abspath(directory),
+        "alpha": alpha,
+        "params": {
+            "min_samples": min_samples,
+            "peers": peers,
+            "min_samples_os_filter": MIN_SAMPLES_OS,
+            "os_filter_processes": prep.os_filter_processes,
+            "os_filter": "IsolationForest(n_estimators=100, random_state=0), "
+            "beta search from -0.6 in -0.01 steps (paper 5.4.2)",
+        },
+        "timer_resolution_hz": trace.timer_resolution_hz,
+        "run": meta.run,
+        "ranks": ranks,
+        "segments": segments,
+        "anomalies": [
+            a.to_json() for a in slow.anomalies + migration.anomalies + shared.anomalies
+        ],
+        "judgements": [j.to_json() for j in slow.judgements],
+        "summary": {
+            "n_ranks": len(trace.ranks),
+            "unreadable_ranks": trace.broken_ranks,
+            "n_segment_classes": len(segments),
+            "n_segment_classes_judged": len(judged),
+            "judgements": dict(sorted(status_counts.items())),
+            "slow_ranks": slow_ranks,
+            "migrated_ranks": sorted(migrated),
+            "shared_cpu_ranks": sorted({a.rank for a in shared.anomalies}),
+        },
+        "warnings": trace.warnings + meta.notes,
+    }

@@ -1,0 +1,60 @@
+"""Detector "migrated": a rank whose compute segments ran on more than one CPU.
+
+The CPU of a segment's Enter and Leave comes from the ``cpu`` event attribute
+(TSC_AUX); unknown CPUs (-1) are ignored. Informational: it does not make a rank
+"slow", but a migration explains noise and makes per-core attribution ambiguous.
+``evidence`` lists the segments started per CPU and how many segments began on one
+CPU and ended on another. Pure function; thread-safe.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.reader_otf2 import CPU_UNKNOWN
+
+KIND = "migrated"
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
+    """One ``migrated`` anomaly per rank that used more than one CPU."""
+    result = DetectorResult()
+    samples = prep.samples[np.argsort(prep.samples["rank"], kind="stable")]
+    bounds = np.nonzero(np.diff(samples["rank"]))[0] + 1
+    for mine in np.split(samples, bounds) if samples.size else []:
+        rank = int(mine["rank"][0])
+        enter, leave = mine["cpu_enter"], mine["cpu_leave"]
+        known = np.concatenate(
+            [enter[enter != CPU_UNKNOWN], leave[leave != CPU_UNKNOWN]]
+        )
+        cpus = np.unique(known)
+        if cpus.size < 2:
+            continue
+        started = enter[enter != CPU_UNKNOWN]
+        values, counts = np.unique(started, return_counts=True)
+        both = (enter != CPU_UNKNOWN) & (leave != CPU_UNKNOWN)
+        crossed = int(np.count_nonzero(both & (enter != leave)))
+        main_cpu = int(values[np.argmax(counts)]) if values.size else int(cpus[0])
+        result.anomalies.append(
+            Anomaly(
+                kind=KIND,
+                rank=rank,
+                host=prep.hosts.get(rank),
+                cpu=main_cpu,
+                segment=None,
+                excess_ns=None,
+                overlap=None,
+                evidence={
+                    "cpus": [int(c) for c in cpus],
+                    "segments_started_per_cpu": {
+                        str(int(v)): int(c) for v, c in zip(values, counts)
+                    },
+                    "segments_migrated_inside": crossed,
+                    "segments": int(mine.size),
+                },
+            )
+        )
+    return result

@@ -1,0 +1,169 @@
+"""Read perfvar run metadata: DIR/perfvar/run.json and DIR/perfvar/rank-<N>.json.
+
+Per rank: host, CPUs, clock, and the calibration the detectors judge against:
+``timer_overhead_ns`` (t_e,std, minimal cost of one clock-read pair, ns), ``t_min_ns``
+(precision: shortest duration whose measurement CV < 1 %, ns) and ``t_diff_ns``
+(sensitivity: smallest difference detectable with overlap < 5 %, ns).
+
+Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
+whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
+reading, thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from perfvar.units import compact_ranges
+
+_RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+
+
+@dataclass
+class Calibration:
+    """Per-rank timer calibration; a value is None when unknown."""
+
+    timer_overhead_ns: Optional[float] = None
+    t_min_ns: Optional[float] = None
+    t_diff_ns: Optional[float] = None
+    status: Optional[str] = None  # "complete", "partial", "off"
+    mode: Optional[str] = None  # "quick", "full"
+
+
+@dataclass
+class RankMeta:
+    """Metadata of one rank; ``problem`` is set when its calibration is unusable."""
+
+    rank: int
+    host: Optional[str] = None
+    cpus: list[int] = field(default_factory=list)
+    calibration: Calibration = field(default_factory=Calibration)
+    clock: dict[str, Any] = field(default_factory=dict)
+    events_lost: Optional[int] = None
+    source: Optional[str] = None  # the rank-N.json path, if it was read
+    problem: Optional[str] = None
+
+    @property
+    def calibrated(self) -> bool:
+        """True when both t_min and t_diff are known, so the rank can be judged."""
+        c = self.calibration
+        return c.t_min_ns is not None and c.t_diff_ns is not None
+
+
+@dataclass
+class RunMeta:
+    """run.json (None if missing) and one RankMeta per requested rank."""
+
+    run: Optional[dict[str, Any]]
+    ranks: dict[int, RankMeta]
+    notes: list[str] = field(default_factory=list)
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({exc})"
+    if not isinstance(data, dict):
+        return None, "unreadable (not a JSON object)"
+    return data, None
+
+
+def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
+    meta = RankMeta(rank=rank, source=path)
+    host = data.get("host")
+    meta.host = str(host) if host is not None else None
+    cpus = data.get("cpus")
+    if isinstance(cpus, list):
+        meta.cpus = sorted({int(c) for c in cpus if isinstance(c, int)})
+    clock = data.get("clock")
+    meta.clock = clock if isinstance(clock, dict) else {}
+    events = data.get("events")
+    if isinstance(events, dict) and isinstance(events.get("lost"), int):
+        meta.events_lost = int(events["lost"])
+    cal = data.get("calibration")
+    if not isinstance(cal, dict):
+        meta.problem = "no calibration section"
+        return meta
+    meta.calibration = Calibration(
+        timer_overhead_ns=_number(cal.get("timer_overhead_ns")),
+        t_min_ns=_number(cal.get("t_min_ns")),
+        t_diff_ns=_number(cal.get("t_diff_ns")),
+        status=cal.get("status") if isinstance(cal.get("status"), str) else None,
+        mode=cal.get("mode") if isinstance(cal.get("mode"), str) else None,
+    )
+    if not meta.calibrated:
+        status = meta.calibration.status or "unknown"
+        meta.problem = f"calibration status {status}, t_min/t_diff not available"
+    return meta
+
+
+def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
+    """Read DIR/perfvar/*.json for the given ranks (the ranks found in the trace)."""
+    meta_dir = os.path.join(directory, "perfvar")
+    notes: list[str] = []
+    run, why = _load_json(os.path.join(meta_dir, "run.json"))
+    if run is None:
+        notes.append(f"perfvar/run.json {why}")
+
+    wanted = sorted(set(ranks))
+    result: dict[int, RankMeta] = {}
+    missing: list[int] = []
+    for rank in wanted:
+        path = os.path.join(meta_dir, f"rank-{rank}.json")
+        data, why = _load_json(path)
+        if data is None:
+            result[rank] = RankMeta(rank=rank, problem=f"rank-{rank}.json {why}")
+            if why == "missing":
+                missing.append(rank)
+            else:
+                notes.append(
+                    f"perfvar/rank-{rank}.json {why}: rank {rank} uncalibrated"
+                )
+            continue
+        if data.get("rank") not in (None, rank):
+            notes.append(
+                f"perfvar/rank-{rank}.json says rank {data.get('rank')}; "
+                f"file name wins"
+            )
+        result[rank] = _parse_rank(rank, path, data)
+        if result[rank].events_lost:
+            notes.append(f"rank {rank} lost {result[rank].events_lost} events")
+    if missing:
+        notes.append(
+            f"perfvar/rank-N.json missing for {len(missing)} rank(s) "
+            f"({compact_ranges(missing)}): their calibration is unknown, "
+            "they are not judged"
+        )
+    uncal = [r for r, m in result.items() if m.source and not m.calibrated]
+    if uncal:
+        notes.append(
+            f"no usable t_min/t_diff for rank(s) {compact_ranges(uncal)}: not judged"
+        )
+    if os.path.isdir(meta_dir):
+        extra = []
+        for name in os.listdir(meta_dir):
+            m = _RANK_FILE.match(name)
+            if m and int(m.group(1)) not in result:
+                extra.append(int(m.group(1)))
+        if extra:
+            notes.append(
+                f"metadata for ranks not in the trace: {compact_ranges(extra)}"
+            )
+    return RunMeta(run=run, ranks=result, notes=notes)

@@ -1,0 +1,480 @@
+"""Read compute-segment samples from a perfvar OTF2 archive (DIR/traces.otf2).
+
+One sample per matched Enter/Leave pair of a region whose canonical name starts with
+``perfvar:segment:``: (segment index, rank, start in ticks, duration in ns, CPU at
+Enter, CPU at Leave). Ticks are converted with the ClockProperties timer resolution
+(Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer attribute
+named ``cpu`` on the Enter/Leave events (-1 when absent).
+
+Events are matched per location with a stack, so user timer regions
+(``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
+The rank of a location is the id of its LocationGroup (perfvar writes one group per
+MPI rank with id = rank).
+
+The global definitions are read with the high-level ``otf2`` reader; events are read
+per location through the low-level ``_otf2`` API with only Enter/Leave callbacks (about
+7x faster than the high-level event iterator, and a broken event file affects only
+its own location). Messages the OTF2 C library prints on its standard error are
+captured and folded into our error messages.
+
+Errors: :func:`read_trace` raises :class:`~perfvar.errors.TraceError` with one line
+when the directory, the anchor file or the global definitions cannot be read, or when
+no location's events can be read. Locations whose event files are missing or corrupt
+are excluded and reported in ``TraceSamples.locations`` / ``warnings``. Not thread-safe
+(it redirects file descriptor 2 while OTF2 runs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from perfvar.errors import TraceError
+from perfvar.segments import USER_PREFIX, is_segment
+
+SAMPLE_DTYPE = np.dtype(
+    [
+        ("segment", np.int32),  # index into TraceSamples.segments
+        ("rank", np.int32),
+        ("start_ticks", np.uint64),  # Enter timestamp, timer ticks
+        ("duration_ns", np.float64),  # Leave - Enter, ns
+        ("cpu_enter", np.int32),  # CPU at Enter, -1 = unknown
+        ("cpu_leave", np.int32),  # CPU at Leave, -1 = unknown
+    ]
+)
+CPU_UNKNOWN = -1
+CPU_ATTRIBUTE = "cpu"
+
+
+@dataclass
+class LocationReport:
+    """What was read from one OTF2 location (one MPI rank's master thread)."""
+
+    rank: int
+    location: int  # OTF2 location id
+    name: str
+    events_defined: int  # number of events the definitions announce
+    events_read: int = 0
+    segments: int = 0  # matched segment Enter/Leave pairs
+    user_regions: int = 0  # matched perfvar:user Enter/Leave pairs
+    unclosed: int = 0  # Enter without Leave (trace cut short?)
+    unmatched_leaves: int = 0  # Leave without its Enter
+    error: Optional[str] = None  # set when the location's events are unreadable
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class TraceSamples:
+    """Segment samples of a whole archive (see SAMPLE_DTYPE) and how reading went."""
+
+    path: str  # the anchor file
+    timer_resolution_hz: float
+    segments: list[str]  # canonical segment keys; samples["segment"] indexes this
+    samples: np.ndarray  # structured array of SAMPLE_DTYPE, grouped by location
+    locations: list[LocationReport]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> list[int]:
+        """Every rank defined in the archive, ascending (readable or not)."""
+        return sorted({loc.rank for loc in self.locations})
+
+    @property
+    def broken_ranks(self) -> list[int]:
+        """Ranks at least one of whose locations could not be read."""
+        return sorted({loc.rank for loc in self.locations if not loc.ok})
+
+
+class _CStderr:
+    """Redirect file descriptor 2 to a temporary file while OTF2's C code runs.
+
+    The OTF2 library prints "[OTF2] src/...: error: ..." lines on stderr; the CLI
+    must print one clean line instead, so the text is captured and summarized.
+    """
+
+    def __enter__(self) -> _CStderr:
+        sys.stderr.flush()
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        self._pos = 0
+        return self
+
+    def take(self) -> list[str]:
+        """Lines written since the previous call."""
+        sys.stderr.flush()
+        self._file.seek(self._pos)
+        data = self._file.read()
+        self._pos += len(data)
+        return data.decode("utf-8", "replace").splitlines()
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.close()
+
+
+def _otf2_detail(lines: list[str], exc: Optional[BaseException]) -> str:
+    """The root cause from OTF2's own messages (the first error line)."""
+    for line in lines:
+        if "error:" in line:
+            return line.split("error:", 1)[1].strip()
+    if exc is not None:
+        text = str(exc).strip()
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return "unknown error"
+
+
+@functools.cache
+def _raw_get_uint32() -> Optional[Callable[..., int]]:
+    """OTF2_AttributeList_GetUint32 bound once, without the per-call set-up and
+    exception the ``_otf2`` wrapper costs (it dominated reading time). Uses a
+    separate CDLL handle on the same library, so the binding's own function objects
+    are untouched. None if the library cannot be located (the wrapper is used then).
+    """
+    try:
+        from _otf2.Config import conf
+
+        func = ctypes.CDLL(conf.lib._name).OTF2_AttributeList_GetUint32
+        func.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p]
+        func.restype = ctypes.c_int
+        return func
+    except Exception:
+        return None
+
+
+def _set_raw_callbacks(callbacks: Any, scanner: Any) -> bool:
+    """Register scanner.raw_enter/raw_leave as C callbacks directly.
+
+    Skips the ``_otf2`` per-event wrapper (a user-data cast and exception guard per
+    event, half of the reading time). The ctypes function objects are kept on the
+    scanner while events are read. Returns False if the private names moved, and the
+    caller then uses the public ``_otf2.EvtReaderCallbacks_Set*Callback``.
+    """
+    try:
+        from _otf2.Config import conf
+        from _otf2.EvtReaderCallbacks import (
+            _EvtReaderCallback_FP_Enter,
+            _EvtReaderCallback_FP_Leave,
+        )
+
+        lib = ctypes.CDLL(conf.lib._name)
+        pairs = (
+            ("Enter", _EvtReaderCallback_FP_Enter, scanner.raw_enter),
+            ("Leave", _EvtReaderCallback_FP_Leave, scanner.raw_leave),
+        )
+        keep = []
+        for name, proto, method in pairs:
+            setter = getattr(lib, f"OTF2_EvtReaderCallbacks_Set{name}Callback")
+            setter.argtypes = [ctypes.c_void_p, proto]
+            setter.restype = ctypes.c_int
+            fp = proto(method)
+            keep.append(fp)
+            if setter(callbacks, fp) != 0:
+                return False
+        scanner.c_callbacks = keep
+        return True
+    except Exception:
+        return False
+
+
+class _LocationScanner:
+    """Enter/Leave callbacks for one location; collects segment samples.
+
+    Callbacks must not raise (an exception inside an OTF2 callback is printed by the
+    binding and aborts the read), so any failure is stored in ``self.failure``.
+    """
+
+    def __init__(
+        self,
+        report: LocationReport,
+        region_segment: dict[int, int],
+        user_regions: set[int],
+        cpu_attr: Optional[tuple[int, Any]],
+    ) -> None:
+        import _otf2
+        from otf2.enums import Type
+
+        self._otf2 = _otf2
+        self._uint32 = Type.UINT32
+        self.report = report
+        self.region_segment = region_segment
+        self.user_regions = user_regions
+        self.cpu_attr = cpu_attr
+        self.stack: list[tuple[int, int, int]] = []  # (region, time, cpu)
+        self.seg: list[int] = []
+        self.start: list[int] = []
+        self.ticks: list[int] = []
+        self.cpu_enter: list[int] = []
+        self.cpu_leave: list[int] = []
+        self.failure: Optional[BaseException] = None
+        self.c_callbacks: list[Any] = []  # keeps C callback objects alive
+        self._u32 = ctypes.c_uint32()
+        self._u32_ref = ctypes.byref(self._u32)
+        self._get_u32 = _raw_get_uint32()
+
+    def _cpu(self, attributes: Any) -> int:
+        if self.cpu_attr is None or not attributes:  # None or a NULL pointer
+            return CPU_UNKNOWN
+        ref, otype = self.cpu_attr
+        try:
+            if otype == self._uint32:
+                if self._get_u32 is not None:
+                    rc = self._get_u32(attributes, ref, self._u32_ref)
+                    return int(self._u32.value) if rc == 0 else CPU_UNKNOWN
+                return int(self._otf2.AttributeList_GetUint32(attributes, ref))
+            kind, value = self._otf2.AttributeList_GetAttributeByID(
+                attributes, ref, self._otf2.Type(), self._otf2.AttributeValue()
+            )
+            from otf2 import attribute_value
+
+            return int(attribute_value.parse(None, value, kind))
+        except Exception:
+            return CPU_UNKNOWN  # attribute absent on this event, or not an integer
+
+    def enter(self, location, time, position, user, attributes, region) -> None:
+        try:
+            cpu = (
+                self._cpu(attributes) if region in self.region_segment else CPU_UNKNOWN
+            )
+            self.stack.append((region, time, cpu))
+        except BaseException as exc:  # noqa: BLE001 - must not escape to C
+            self.failure = self.failure or exc
+
+    def leave(self, location, time, position, user, attributes, region) -> None:
+        try:
+            stack = self.stack
+            if not stack or stack[-1][0] != region:
+                # Unwind to the matching Enter; anything above it was never left.
+                for depth in range(len(stack) - 1, -1, -1):
+                    if stack[depth][0] == region:
+                        self.report.unclosed += len(stack) - 1 - depth
+                        del stack[depth + 1 :]
+                        break
+                else:
+                    self.report.unmatched_leaves += 1
+                    return
+            _, t_enter, cpu_enter = stack.pop()
+            seg = self.region_segment.get(region)
+            if seg is not None:
+                self.seg.append(seg)
+                self.start.append(t_enter)
+                self.ticks.append(time - t_enter)
+                self.cpu_enter.append(cpu_enter)
+                self.cpu_leave.append(self._cpu(attributes))
+            elif region in self.user_regions:
+                self.report.user_regions += 1
+        except BaseException as exc:  # noqa: BLE001 - must not escape to C
+            self.failure = self.failure or exc
+
+    def raw_enter(self, *args: Any) -> int:
+        self.enter(*args)
+        return 0  # OTF2_CALLBACK_SUCCESS
+
+    def raw_leave(self, *args: Any) -> int:
+        self.leave(*args)
+        return 0
+
+    def to_array(self, ns_per_tick: float) -> np.ndarray:
+        out = np.empty(len(self.seg), dtype=SAMPLE_DTYPE)
+        out["segment"] = self.seg
+        out["rank"] = self.report.rank
+        out["start_ticks"] = np.asarray(self.start, dtype=np.uint64)
+        out["duration_ns"] = np.asarray(self.ticks, dtype=np.float64) * ns_per_tick
+        out["cpu_enter"] = self.cpu_enter
+        out["cpu_leave"] = self.cpu_leave
+        return out
+
+
+def _open_reader(anchor: str, cerr: _CStderr) -> Any:
+    import otf2
+
+    try:
+        return otf2.reader.Reader(anchor)
+    except Exception as exc:
+        detail = _otf2_detail(cerr.take(), exc)
+        raise TraceError(
+            f"cannot read OTF2 archive {anchor}: {detail} (truncated or corrupt?)"
+        ) from None
+
+
+def _read_location(
+    handle: Any, loc: Any, scanner: _LocationScanner, cerr: _CStderr
+) -> None:
+    """Read one location's local definitions and events into ``scanner``."""
+    import _otf2
+
+    report = scanner.report
+    try:
+        def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
+        if def_reader:
+            _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
+            _otf2.Reader_CloseDefReader(handle, def_reader)
+    except Exception:
+        pass  # local defs (mapping tables, clock offsets) are optional for durations
+    cerr.take()  # a missing local .def file is harmless; drop its messages
+    evt_reader = _otf2.Reader_GetEvtReader(handle, loc._ref)
+    if not evt_reader:
+        report.error = _otf2_detail(cerr.take(), None)
+        return
+    try:
+        callbacks = _otf2.EvtReaderCallbacks_New()
+        if not _set_raw_callbacks(callbacks, scanner):
+            _otf2.EvtReaderCallbacks_SetEnterCallback(callbacks, scanner.enter)
+            _otf2.EvtReaderCallbacks_SetLeaveCallback(callbacks, scanner.leave)
+        _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
+        _otf2.EvtReaderCallbacks_Delete(callbacks)
+        report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
+    except Exception as exc:
+        report.error = _otf2_detail(cerr.take(), scanner.failure or exc)
+    finally:
+        _otf2.Reader_CloseEvtReader(handle, evt_reader)
+    if report.error is None and scanner.failure is not None:
+        report.error = _otf2_detail([], scanner.failure)
+
+
+def read_trace(directory: str) -> TraceSamples:
+    """Read all segment samples of DIR/traces.otf2.
+
+    Returns a TraceSamples whose ``samples`` hold the intact locations only. Raises
+    TraceError (one line) if nothing usable can be read; see the module docstring.
+    """
+    if not os.path.isdir(directory):
+        raise TraceError(f"{directory}: no such directory")
+    anchor = os.path.join(directory, "traces.otf2")
+    if not os.path.isfile(anchor):
+        raise TraceError(f"{anchor}: not found (is {directory} a perfvar trace?)")
+    import _otf2
+
+    with _CStderr() as cerr:
+        reader = _open_reader(anchor, cerr)
+        try:
+            return _read_events(reader, anchor, cerr, _otf2)
+        finally:
+            try:
+                reader.close()
+            except Exception:
+                pass
+
+
+def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceSamples:
+    defs = reader.definitions
+    resolution = float(defs.clock_properties.timer_resolution)
+    if not resolution > 0:
+        raise TraceError(f"{anchor}: ClockProperties timer resolution is {resolution}")
+    ns_per_tick = 1e9 / resolution
+
+    segments: list[str] = []
+    seg_index: dict[str, int] = {}
+    region_segment: dict[int, int] = {}
+    user_regions: set[int] = set()
+    for region in defs.regions:
+        name = region.canonical_name or ""
+        if is_segment(name):
+            region_segment[region._ref] = seg_index.setdefault(name, len(seg_index))
+            if len(segments) < len(seg_index):
+                segments.append(name)
+        elif name.startswith(USER_PREFIX):
+            user_regions.add(region._ref)
+
+    cpu_attr = None
+    for attr in defs.attributes:
+        if attr.name == CPU_ATTRIBUTE:
+            cpu_attr = (attr._ref, attr.type)
+            break
+
+    locations = list(defs.locations)
+    if not locations:
+        raise TraceError(f"{anchor}: the archive defines no locations")
+    handle = reader.handle
+    for loc in locations:
+        _otf2.Reader_SelectLocation(handle, loc._ref)
+    def_files = True
+    try:
+        _otf2.Reader_OpenDefFiles(handle)
+    except Exception:
+        def_files = False
+    try:
+        _otf2.Reader_OpenEvtFiles(handle)
+    except Exception as exc:
+        raise TraceError(
+            f"cannot open event files of {anchor}: {_otf2_detail(cerr.take(), exc)}"
+        ) from None
+
+    reports: list[LocationReport] = []
+    arrays: list[np.ndarray] = []
+    try:
+        for loc in locations:
+            group = getattr(loc, "group", None)
+            rank = int(group._ref) if group is not None else int(loc._ref)
+            report = LocationReport(
+                rank, int(loc._ref), str(loc.name), int(loc.number_of_events or 0)
+            )
+            scanner = _LocationScanner(report, region_segment, user_regions, cpu_attr)
+            _read_location(handle, loc, scanner, cerr)
+            reports.append(report)
+            if report.ok:
+                report.unclosed += len(scanner.stack)
+                arr = scanner.to_array(ns_per_tick)
+                report.segments = len(arr)
+                arrays.append(arr)
+    finally:
+        _otf2.Reader_CloseEvtFiles(handle)
+        if def_files:
+            try:
+                _otf2.Reader_CloseDefFiles(handle)
+            except Exception:
+                pass
+        cerr.take()
+
+    good = [r for r in reports if r.ok]
+    if not good:
+        first = reports[0]
+        raise TraceError(
+            f"no readable event data in {os.path.dirname(anchor)}/traces/: none of the "
+            f"{len(reports)} locations could be read (rank {first.rank}: {first.error})"
+        )
+    warnings = _reading_warnings(reports, segments)
+    samples = np.concatenate(arrays) if arrays else np.empty(0, dtype=SAMPLE_DTYPE)
+    return TraceSamples(anchor, resolution, segments, samples, reports, warnings)
+
+
+def _reading_warnings(reports: list[LocationReport], segments: list[str]) -> list[str]:
+    out: list[str] = []
+    for r in reports:
+        if not r.ok:
+            out.append(
+                f"rank {r.rank}: events unreadable, rank excluded from the analysis "
+                f"({r.error})"
+            )
+            continue
+        if r.events_defined and r.events_read < r.events_defined:
+            out.append(
+                f"rank {r.rank}: read {r.events_read} of {r.events_defined} events "
+                "announced in the definitions (trace cut short?)"
+            )
+        if r.unclosed or r.unmatched_leaves:
+            out.append(
+                f"rank {r.rank}: {r.unclosed} Enter without Leave, "
+                f"{r.unmatched_leaves} Leave without Enter (ignored)"
+            )
+    per_rank: dict[int, int] = {}
+    for r in reports:
+        per_rank[r.rank] = per_rank.get(r.rank, 0) + 1
+    for rank, count in sorted(per_rank.items()):
+        if count > 1:
+            out.append(f"rank {rank}: {count} locations, their samples are pooled")
+    if not segments:
+        out.append("the archive defines no perfvar:segment regions: nothing to judge")
+    return out

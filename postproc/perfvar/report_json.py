@@ -1,0 +1,45 @@
+"""Write the analysis result as JSON (DIR/analysis.json by default).
+
+Top-level keys: ``generated_by``, ``trace``, ``alpha``, ``params``,
+``timer_resolution_hz``, ``run``, ``ranks``, ``segments``, ``anomalies``,
+``judgements``, ``summary``, ``warnings``. Times are ns (keys end in ``_ns``).
+Non-finite floats are written as null so the file is strict JSON. Raises OSError when
+the file cannot be written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Optional
+
+import numpy as np
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def default_path(result: dict[str, Any]) -> str:
+    """DIR/analysis.json for the analysed trace directory."""
+    return os.path.join(result["trace"], "analysis.json")
+
+
+def write_json(result: dict[str, Any], path: Optional[str] = None) -> str:
+    """Write ``result`` to ``path`` (default DIR/analysis.json); returns the path."""
+    path = path or default_path(result)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(_clean(result), fh, indent=1, allow_nan=False)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path

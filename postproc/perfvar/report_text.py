@@ -1,0 +1,174 @@
+"""Render an analysis result (see perfvar.analysis) as a terminal report.
+
+Sections: header, ranks table, segment classes table, anomalies with their evidence
+in words, warnings, and a final ``verdict:`` line. Every duration carries its unit
+(ns, us, ms or s, chosen per value). Pure function; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perfvar.units import compact_ranges, fmt_ns
+
+
+def _table(header: Sequence[str], rows: list[Sequence[str]], right: set[int]) -> list:
+    widths = [len(h) for h in header]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(header)] + [line(r) for r in rows]
+
+
+def _hz(hz: float) -> str:
+    for scale, unit in ((1e9, "GHz"), (1e6, "MHz"), (1e3, "kHz")):
+        if hz >= scale:
+            return f"{hz / scale:.3f} {unit}"
+    return f"{hz:.0f} Hz"
+
+
+def _where(a: dict[str, Any]) -> str:
+    host = a["host"] if a["host"] is not None else "?"
+    cpu = a["cpu"] if a["cpu"] is not None else "?"
+    return f"rank {a['rank']} (host {host}, cpu {cpu})"
+
+
+def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
+    """One sentence with the evidence of an anomaly."""
+    ev = a["evidence"]
+    if a["kind"] == "slow_segment":
+        excluded = ev.get("peer_ranks_excluded") or []
+        peers = f"{ev['peer_ranks']} peer ranks" + (
+            f", {'rank' if len(excluded) == 1 else 'ranks'} "
+            f"{compact_ranges(excluded)} left out as already slow"
+            if excluded
+            else ""
+        )
+        return (
+            f"{_where(a)} is slow in segment {a['segment']} "
+            f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
+            f"vs peers {fmt_ns(ev['peers_median_ns'])} "
+            f"({fmt_ns(a['excess_ns'], signed=True)}, t_diff {fmt_ns(ev['t_diff_ns'])})"
+            f", overlap {a['overlap']:.3f} < {ev['alpha']:g}, n={ev['n']}, "
+            f"{ev['os_noise_removed']} OS-noise samples removed; IQR "
+            f"{fmt_ns(ev['iqr_ns'])} vs {fmt_ns(ev['peers_iqr_ns'])} ({peers})"
+        )
+    if a["kind"] == "migrated":
+        return (
+            f"{_where(a)} migrated: its segments ran on CPUs "
+            f"{compact_ranges(ev['cpus'])} ({ev['segments_migrated_inside']} of "
+            f"{ev['segments']} segments began on one CPU and ended on another); "
+            "informational"
+        )
+    if a["kind"] == "shared_cpu":
+        others = [r for r in ev["ranks"] if r != a["rank"]]
+        return (
+            f"{_where(a)} shared CPU {ev['cpu']} with rank(s) {compact_ranges(others)}: "
+            "its segments include time-slicing, so wall-clock comparisons with this "
+            "rank mean little; run one rank per core; informational"
+        )
+    return f"{_where(a)}: {a['kind']} {ev}"
+
+
+def _plural(n: int, word: str, plural: str = "") -> str:
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    """The last line: the slow ranks, or that there are none; how much was judged."""
+    summ = result["summary"]
+    judged = summ["n_segment_classes_judged"]
+    scope = (
+        f"{_plural(summ['n_ranks'], 'rank')}, "
+        f"{_plural(judged, 'segment class', 'segment classes')} judged"
+    )
+    unreadable = ""
+    if summ.get("unreadable_ranks"):
+        unreadable = f"; rank(s) {compact_ranges(summ['unreadable_ranks'])} unreadable"
+    slow = [a for a in result["anomalies"] if a["kind"] == "slow_segment"]
+    if slow:
+        parts = []
+        for rank in summ["slow_ranks"]:
+            mine = [a for a in slow if a["rank"] == rank]
+            segs = ", ".join(
+                f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}" for a in mine
+            )
+            host = mine[0]["host"] if mine[0]["host"] is not None else "?"
+            parts.append(f"rank {rank} (host {host}; {segs})")
+        noun = _plural(len(summ["slow_ranks"]), "slow rank")
+        return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable})"
+    if summ["n_segment_classes_judged"] == 0:
+        reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
+        why = f": {reasons}" if reasons else ": no segment samples"
+        return f"verdict: nothing could be judged ({scope}{why}{unreadable})"
+    return f"verdict: no anomalous rank found ({scope}{unreadable})"
+
+
+def render(result: dict[str, Any]) -> str:
+    """The whole report as one string (ends with the verdict line and a newline)."""
+    out: list[str] = []
+    summ = result["summary"]
+    out.append(f"perfvar analysis of {result['trace']}")
+    out.append(
+        f"{_plural(summ['n_ranks'], 'rank')}, "
+        f"{_plural(summ['n_segment_classes'], 'segment class', 'segment classes')}, "
+        f"timer {_hz(result['timer_resolution_hz'])}, alpha {result['alpha']:g}"
+    )
+    out.append("")
+    out.append("Ranks")
+    rows = []
+    for r in result["ranks"]:
+        verdict = r["verdict"] + (" (migrated)" if r["migrated"] else "")
+        rows.append(
+            [
+                str(r["rank"]),
+                r["host"] if r["host"] is not None else "?",
+                compact_ranges(r["cpus"]),
+                fmt_ns(r["t_min_ns"]),
+                fmt_ns(r["t_diff_ns"]),
+                fmt_ns(r["timer_overhead_ns"]),
+                str(r["n_segments"]),
+                verdict,
+            ]
+        )
+    header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "segments"]
+    out += _table(header + ["verdict"], rows, right={0, 3, 4, 5, 6})
+    out.append("")
+    out.append("Segment classes")
+    if result["segments"]:
+        rows = [
+            [
+                s["id"],
+                str(s["n"]),
+                str(s["n_ranks"]),
+                fmt_ns(s["median_ns"]),
+                s["label"],
+            ]
+            for s in result["segments"]
+        ]
+        header = ["id", "n", "ranks", "median", "from -> to"]
+        out += _table(header, rows, right={1, 2, 3})
+    else:
+        out.append("(none: no perfvar:segment samples in the trace)")
+    out.append("")
+    labels = {s["id"]: s["label"] for s in result["segments"]}
+    out.append("Anomalies")
+    if result["anomalies"]:
+        out += [f"- {describe_anomaly(a, labels)}" for a in result["anomalies"]]
+    else:
+        out.append("(none)")
+    if result["warnings"]:
+        out.append("")
+        out.append("Warnings")
+        out += [f"- {w}" for w in result["warnings"]]
+    out.append("")
+    out.append(verdict_line(result))
+    return "\n".join(out) + "\n"

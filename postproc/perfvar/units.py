@@ -1,0 +1,41 @@
+"""Formatting helpers for reports: durations with units, CPU/rank ranges.
+
+Pure functions, thread-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Optional
+
+
+def fmt_ns(value_ns: Optional[float], signed: bool = False) -> str:
+    """A duration given in ns, printed with a unit chosen for it: ns, us, ms or s.
+
+    ``fmt_ns(812400) == "812.4 us"``; None or NaN gives ``"n/a"``.
+    """
+    if value_ns is None or not math.isfinite(value_ns):
+        return "n/a"
+    sign = "+" if signed and value_ns >= 0 else ("-" if value_ns < 0 else "")
+    v = abs(value_ns)
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if v >= scale:
+            return f"{sign}{v / scale:.1f} {unit}"
+    return f"{sign}{v:.1f} ns"
+
+
+def compact_ranges(values: Iterable[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``; empty input gives ``"-"``."""
+    vals = sorted(set(values))
+    if not vals:
+        return "-"
+    parts: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        parts.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
+        i = j + 1
+    return ",".join(parts)

@@ -1,0 +1,252 @@
+"""Fixtures for the perfvar postproc tests: synthetic samples and OTF2 traces.
+
+``write_trace`` writes a small perfvar trace directory with the ``otf2`` package's
+writer, following docs/trace-format.md: ClockProperties with a timer resolution in
+Hz, one LocationGroup "MPI Rank N" and one Location per rank, segment regions with
+``perfvar:segment:...`` canonical names, Enter/Leave carrying a UINT32 ``cpu``
+attribute, a nested ``perfvar:user:`` region inside every segment, an MPI region
+between segments, and perfvar/rank-N.json + run.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Callable, Optional, Union
+
+import numpy as np
+import pytest
+
+POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
+try:
+    import perfvar  # noqa: F401 - installed with `pip install -e postproc`
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, os.path.abspath(POSTPROC))
+
+from perfvar.filters import filter_cost, filter_os  # noqa: E402
+from perfvar.model import Cell, Prepared  # noqa: E402
+from perfvar.reader_meta import Calibration  # noqa: E402
+from perfvar.reader_otf2 import SAMPLE_DTYPE  # noqa: E402
+
+RESOLUTION_HZ = 2_500_000_000  # 2.5 GHz TSC
+APP = "/opt/app/bin/stencil"
+SEG_A = f"perfvar:segment:MPI_Waitall@{APP}+0x1a2b;MPI_Allreduce@{APP}+0x1c3d"
+SEG_B = f"perfvar:segment:MPI_Allreduce@{APP}+0x1c3d;MPI_Waitall@{APP}+0x1a2b"
+CALIBRATION = {
+    "mode": "quick",
+    "status": "complete",
+    "timer_overhead_ns": 11.2,
+    "t_min_ns": 150.3,
+    "t_diff_ns": 4.1,
+}
+
+CpuSpec = Union[int, Callable[[int], int]]
+
+
+def write_trace(
+    path: str,
+    durations: Mapping[int, Mapping[str, np.ndarray]],
+    cpus: Optional[Mapping[int, CpuSpec]] = None,
+    calibration: Optional[Mapping[int, Optional[dict]]] = None,
+    hosts: Optional[Mapping[int, str]] = None,
+) -> str:
+    """Write a perfvar trace directory.
+
+    ``durations[rank][segment key]`` are segment durations in ns, written in that
+    order, the classes interleaved. ``cpus[rank]`` is a CPU number or a function of
+    the sample index (default: CPU = rank). ``calibration[rank]`` is the calibration
+    section of rank-N.json, or None to not write that rank's file (default:
+    CALIBRATION for every rank).
+    """
+    import otf2
+    from otf2.enums import Paradigm, RegionRole, Type
+
+    os.makedirs(path, exist_ok=True)
+    ranks = sorted(durations)
+    cpus = cpus or {}
+    hosts = hosts or {r: f"node{r // 2}" for r in ranks}
+    ticks_per_ns = RESOLUTION_HZ / 1e9
+    with otf2.writer.open(path, timer_resolution=RESOLUTION_HZ) as trace:
+        defs = trace.definitions
+        root = defs.system_tree_node("machine")
+        nodes = {h: defs.system_tree_node(h, parent=root) for h in set(hosts.values())}
+        cpu_attr = defs.attribute("cpu", "CPU the clock was read on", Type.UINT32)
+        mpi = defs.region(
+            "MPI_Allreduce",
+            canonical_name="MPI_Allreduce",
+            region_role=RegionRole.COLL_ALL2ALL,
+            paradigm=Paradigm.MPI,
+        )
+        user = defs.region(
+            "halo",
+            canonical_name="perfvar:user:halo",
+            region_role=RegionRole.FUNCTION,
+            paradigm=Paradigm.USER,
+        )
+        keys = sorted({k for per in durations.values() for k in per})
+        regions = {
+            k: defs.region(
+                k.split(":", 2)[2],
+                canonical_name=k,
+                region_role=RegionRole.CODE,
+                paradigm=Paradigm.USER,
+            )
+            for k in keys
+        }
+        for rank in ranks:
+            group = defs.location_group(
+                f"MPI Rank {rank}", system_tree_parent=nodes[hosts[rank]]
+            )
+            loc = defs.location("Master thread", group=group)
+            writer = trace.event_writer_from_location(loc)
+            spec = cpus.get(rank, rank)
+            cpu_of = spec if callable(spec) else (lambda i, c=spec: c)
+            t = 1000
+            per = durations[rank]
+            n = max(len(v) for v in per.values())
+            i = 0
+            for j in range(n):
+                for key in keys:
+                    if key not in per or j >= len(per[key]):
+                        continue
+                    ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
+                    cpu = cpu_of(i)
+                    i += 1
+                    writer.enter(t, regions[key], attributes={cpu_attr: cpu})
+                    writer.enter(t + 1, user)
+                    writer.leave(t + 2, user)
+                    t += ticks
+                    writer.leave(t, regions[key], attributes={cpu_attr: cpu})
+                    writer.enter(t, mpi)
+                    t += 500
+                    writer.leave(t, mpi)
+    meta = os.path.join(path, "perfvar")
+    os.makedirs(meta, exist_ok=True)
+    with open(os.path.join(meta, "run.json"), "w") as fh:
+        json.dump({"nranks": len(ranks), "command": "./stencil"}, fh)
+    calibration = calibration if calibration is not None else {}
+    for rank in ranks:
+        cal = calibration.get(rank, CALIBRATION)
+        if cal is None:
+            continue
+        spec = cpus.get(rank, rank)
+        rank_cpus = [spec] if not callable(spec) else sorted({spec(0), spec(1)})
+        doc = {
+            "rank": rank,
+            "nranks": len(ranks),
+            "host": hosts[rank],
+            "pid": 1000 + rank,
+            "cpus": rank_cpus,
+            "clock": {"name": "tsc", "hz": float(RESOLUTION_HZ)},
+            "calibration": cal,
+            "events": {"written": 0, "lost": 0},
+            "segments": int(sum(len(v) for v in durations[rank].values())),
+        }
+        with open(os.path.join(meta, f"rank-{rank}.json"), "w") as fh:
+            json.dump(doc, fh)
+    return path
+
+
+def normal_durations(
+    seed: int,
+    nranks: int = 4,
+    n: int = 200,
+    slow: Optional[Mapping[int, float]] = None,
+) -> dict[int, dict[str, np.ndarray]]:
+    """Two segment classes: A ~ N(540 us, 0.5 us), B ~ N(120 us, 0.2 us) per rank.
+
+    ``slow[rank] = extra ns`` shifts that rank's class A samples.
+    """
+    rng = np.random.default_rng(seed)
+    slow = slow or {}
+    out = {}
+    for r in range(nranks):
+        out[r] = {
+            SEG_A: rng.normal(540_000.0, 500.0, n) + slow.get(r, 0.0),
+            SEG_B: rng.normal(120_000.0, 200.0, n),
+        }
+    return out
+
+
+@pytest.fixture
+def trace_factory(tmp_path) -> Callable[..., str]:
+    """``trace_factory(name, durations, **kw)`` writes a trace under tmp_path."""
+
+    def make(name: str, durations, **kw) -> str:
+        return write_trace(str(tmp_path / name), durations, **kw)
+
+    return make
+
+
+@pytest.fixture
+def slow_trace(trace_factory) -> str:
+    """4 ranks; rank 1 runs segment class A 272 us slower, on CPU 3."""
+    durations = normal_durations(seed=1, slow={1: 272_300.0})
+    return trace_factory("slow", durations, cpus={0: 0, 1: 3, 2: 1, 3: 2})
+
+
+@pytest.fixture
+def quiet_trace(trace_factory) -> str:
+    """4 ranks drawing from the same distributions: nothing to flag."""
+    return trace_factory("quiet", normal_durations(seed=2))
+
+
+def make_prepared(
+    samples: Mapping[tuple[int, int], np.ndarray],
+    t_min_ns: Optional[float] = 100.0,
+    t_diff_ns: Optional[float] = 4.1,
+    calibrated: Optional[set] = None,
+) -> Prepared:
+    """A Prepared from ``samples[(segment, rank)]`` (ns), filtered like analysis does.
+
+    Every rank gets (t_min_ns, t_diff_ns) unless ``calibrated`` names the ranks that
+    have a calibration (the others get an unknown one).
+    """
+    cells = {}
+    ranks = sorted({r for _, r in samples})
+    raw = []
+    for (seg, rank), values in samples.items():
+        durations = filter_cost(values, 0.0)
+        mask, info = filter_os(durations)
+        cells[(seg, rank)] = Cell(seg, rank, len(values), durations[mask], info, rank)
+        chunk = np.zeros(len(values), dtype=SAMPLE_DTYPE)
+        chunk["segment"], chunk["rank"] = seg, rank
+        chunk["duration_ns"] = values
+        chunk["cpu_enter"] = chunk["cpu_leave"] = rank
+        raw.append(chunk)
+    calib = {
+        r: (
+            Calibration(0.0, t_min_ns, t_diff_ns, "complete")
+            if calibrated is None or r in calibrated
+            else Calibration()
+        )
+        for r in ranks
+    }
+    nseg = max(seg for seg, _ in samples) + 1
+    return Prepared(
+        cells=cells,
+        calibration=calib,
+        hosts={r: f"h{r}" for r in ranks},
+        samples=np.concatenate(raw),
+        segment_ids=[f"S{i}" for i in range(nseg)],
+    )
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m perfvar ARGS`` in a subprocess; text output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "perfvar", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **os.environ,
+            "PERFVAR_DEBUG": "",
+            "PYTHONPATH": os.pathsep.join(
+                [os.path.abspath(POSTPROC), os.environ.get("PYTHONPATH", "")]
+            ),
+        },
+    )

@@ -1,0 +1,248 @@
+"""End-to-end: ``perfvar analyze`` on synthetic OTF2 traces, text and JSON output."""
+
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import normal_durations, run_cli
+from perfvar.analysis import analyze
+from perfvar.cli import main
+
+ANOMALY_RE = re.compile(
+    r"^- rank 1 \(host node0, cpu 3\) is slow in segment (S\d+) "
+    r"\[stencil\+0x1a2b MPI_Waitall -> stencil\+0x1c3d MPI_Allreduce\]: "
+    r"median (\d+\.\d) us vs peers (\d+\.\d) us \(\+(\d+\.\d) us, t_diff 4\.1 ns\), "
+    r"overlap (0\.\d{3}) < 0\.05, n=(\d+), (\d+) OS-noise samples removed",
+    re.M,
+)
+
+
+def _rank_row(text, rank):
+    m = re.search(rf"^\s+{rank}\s+node\d\s+(\S+)\s+(.*)$", text, re.M)
+    assert m, f"no table row for rank {rank}"
+    return m.group(0)
+
+
+def test_slow_rank_is_named_in_text_and_json(slow_trace):
+    proc = run_cli("analyze", slow_trace)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert proc.stderr == ""
+    m = ANOMALY_RE.search(out)
+    assert m, out
+    seg, median, peers, excess, ov, n, removed = m.groups()
+    assert float(median) == pytest.approx(812.3, abs=1.0)
+    assert float(peers) == pytest.approx(540.0, abs=1.0)
+    assert float(excess) == pytest.approx(272.3, abs=1.0)
+    assert float(ov) == 0.0 and int(n) + int(removed) == 200
+    assert re.search(
+        r"^\s+1\s+node0\s+3\s+150\.3 ns\s+4\.1 ns\s+11\.2 ns\s+400\s+slow$", out, re.M
+    ), out
+    for rank in (0, 2, 3):
+        assert _rank_row(out, rank).endswith(" ok")
+    assert re.search(
+        rf"^{seg}\s+800\s+4\s+5\d\d\.\d us\s+stencil\+0x1a2b MPI_Waitall", out, re.M
+    )
+    last = out.rstrip("\n").splitlines()
+    assert (
+        last[-1] == f"analysis written to {os.path.join(slow_trace, 'analysis.json')}"
+    )
+    assert re.fullmatch(
+        rf"verdict: 1 slow rank: rank 1 \(host node0; {seg} \+272\.\d us\) "
+        r"\(4 ranks, 2 segment classes judged\)",
+        last[-2],
+    ), last[-2]
+
+    with open(os.path.join(slow_trace, "analysis.json")) as fh:
+        doc = json.load(fh)
+    for key in ("ranks", "segments", "anomalies", "trace", "alpha", "generated_by"):
+        assert key in doc
+    assert doc["alpha"] == 0.05 and doc["generated_by"].startswith("perfvar ")
+    assert doc["trace"] == os.path.abspath(slow_trace)
+    ranks = {r["rank"]: r for r in doc["ranks"]}
+    assert set(ranks) == {0, 1, 2, 3}
+    for r in ranks.values():
+        for key in ("host", "cpus", "t_min_ns", "t_diff_ns", "timer_overhead_ns"):
+            assert key in r
+        assert r["n_segments"] == 400
+    assert ranks[1]["verdict"] == "slow" and ranks[1]["cpus"] == [3]
+    assert [ranks[r]["verdict"] for r in (0, 2, 3)] == ["ok"] * 3
+    segs = {s["id"]: s for s in doc["segments"]}
+    assert set(segs) == {"S0", "S1"}
+    assert segs[seg]["from"] == "stencil+0x1a2b MPI_Waitall"
+    assert segs[seg]["to"] == "stencil+0x1c3d MPI_Allreduce"
+    assert segs[seg]["n"] == 800
+    (anomaly,) = doc["anomalies"]
+    assert anomaly["kind"] == "slow_segment" and anomaly["rank"] == 1
+    assert anomaly["host"] == "node0" and anomaly["cpu"] == 3
+    assert anomaly["segment"] == seg and anomaly["overlap"] == 0.0
+    assert anomaly["excess_ns"] == pytest.approx(272_300.0, abs=1000.0)
+    assert anomaly["evidence"]["t_diff_ns"] == 4.1
+
+
+def test_function_api_matches_cli(slow_trace, tmp_path, capsys):
+    result = analyze(slow_trace, symbolize_sites=False)
+    assert result["summary"]["slow_ranks"] == [1]
+    out_json = tmp_path / "custom.json"
+    assert main(["analyze", slow_trace, "--json", str(out_json), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    doc = json.loads(out_json.read_text())
+    assert doc["summary"]["slow_ranks"] == [1]
+    assert not os.path.exists(os.path.join(slow_trace, "analysis.json"))
+
+
+def test_quiet_trace_has_no_anomaly(quiet_trace):
+    proc = run_cli("analyze", quiet_trace, "--alpha", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.rstrip("\n").splitlines()
+    assert (
+        lines[-2]
+        == "verdict: no anomalous rank found (4 ranks, 2 segment classes judged)"
+    )
+    assert "Anomalies\n(none)" in proc.stdout
+    doc = json.load(open(os.path.join(quiet_trace, "analysis.json")))
+    assert doc["anomalies"] == []
+    assert {r["verdict"] for r in doc["ranks"]} == {"ok"}
+
+
+def test_migration_is_reported_but_not_slow(trace_factory):
+    path = trace_factory(
+        "mig",
+        normal_durations(seed=3),
+        cpus={0: 0, 1: 1, 2: lambda i: 2 + (i % 3 == 0)},
+    )
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(
+        r"^- rank 2 \(host node1, cpu 2\) migrated: its segments ran on CPUs 2-3",
+        proc.stdout,
+        re.M,
+    )
+    assert re.search(r"^\s+2\s+node1\s+2-3\s+.*ok \(migrated\)$", proc.stdout, re.M)
+    assert "verdict: no anomalous rank found" in proc.stdout
+
+
+def test_below_precision_and_missing_calibration(trace_factory):
+    cal = {
+        "status": "complete",
+        "timer_overhead_ns": 10.0,
+        "t_min_ns": 1e7,
+        "t_diff_ns": 5.0,
+    }
+    path = trace_factory(
+        "prec",
+        normal_durations(seed=4, slow={1: 272_300.0}),
+        calibration={0: cal, 1: cal, 2: cal, 3: None},
+    )
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.load(open(os.path.join(path, "analysis.json")))
+    verdicts = [r["verdict"] for r in doc["ranks"]]
+    assert verdicts == ["below precision"] * 3 + ["no calibration"]
+    assert doc["anomalies"] == []
+    assert "rank-N.json missing for 1 rank(s) (3)" in proc.stdout
+    assert (
+        proc.stdout.rstrip("\n")
+        .splitlines()[-2]
+        .startswith(
+            "verdict: nothing could be judged (4 ranks, 0 segment classes judged: "
+        )
+    )
+
+
+def test_broken_rank_is_reported_and_others_analysed(trace_factory):
+    path = trace_factory(
+        "broken", normal_durations(seed=1, slow={1: 272_300.0}), cpus={1: 3}
+    )
+    evt = os.path.join(path, "traces", "2.evt")
+    with open(evt, "r+b") as fh:
+        fh.truncate(os.path.getsize(evt) // 2)
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert "- rank 2: events unreadable, rank excluded from the analysis" in proc.stdout
+    assert re.search(r"^\s+2\s+node1\s+.*\s+0\s+unreadable$", proc.stdout, re.M)
+    assert ANOMALY_RE.search(proc.stdout)
+    assert "rank(s) 2 unreadable" in proc.stdout.splitlines()[-2]
+
+
+def _assert_one_error_line(proc, pattern):
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("perfvar: error: ")
+    assert re.search(pattern, lines[0]), lines[0]
+    assert "Traceback" not in proc.stderr and "[OTF2]" not in proc.stderr
+
+
+def test_missing_directory_is_one_error_line(tmp_path):
+    _assert_one_error_line(
+        run_cli("analyze", str(tmp_path / "nope")), "no such directory"
+    )
+
+
+def test_truncated_anchor_is_one_error_line(quiet_trace):
+    with open(os.path.join(quiet_trace, "traces.otf2"), "r+b") as fh:
+        fh.truncate(20)
+    _assert_one_error_line(
+        run_cli("analyze", quiet_trace), r"cannot read OTF2 archive .*traces\.otf2"
+    )
+
+
+def test_truncated_definitions_is_one_error_line(quiet_trace):
+    with open(os.path.join(quiet_trace, "traces.def"), "r+b") as fh:
+        fh.truncate(10)
+    _assert_one_error_line(run_cli("analyze", quiet_trace), "cannot read OTF2 archive")
+
+
+def test_deleted_event_directory_is_one_error_line(quiet_trace):
+    shutil.rmtree(os.path.join(quiet_trace, "traces"))
+    _assert_one_error_line(run_cli("analyze", quiet_trace), "no readable event data")
+
+
+def test_not_a_trace_directory_is_one_error_line(tmp_path):
+    _assert_one_error_line(
+        run_cli("analyze", str(tmp_path)), r"traces\.otf2: not found"
+    )
+
+
+def test_unwritable_json_is_an_error(quiet_trace, tmp_path):
+    proc = run_cli(
+        "analyze", quiet_trace, "--quiet", "--json", str(tmp_path / "no" / "x.json")
+    )
+    _assert_one_error_line(proc, "cannot write analysis JSON")
+
+
+def test_bad_arguments_exit_2():
+    proc = run_cli("analyze", "x", "--alpha", "1.5")
+    assert proc.returncode == 2 and "perfvar: error:" in proc.stderr
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and re.fullmatch(
+        r"perfvar \d+\.\d+\.\d+\n", proc.stdout
+    )
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("perfvar")
+    if exe is None:
+        pytest.skip("perfvar console script not on PATH (package not pip-installed)")
+    import subprocess
+
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("perfvar ")
+
+
+def test_parallel_filtering_gives_identical_results(slow_trace, monkeypatch):
+    import perfvar.analysis as analysis
+
+    monkeypatch.setattr(analysis, "PARALLEL_MIN_CELLS", 1)
+    serial = analysis.analyze(slow_trace, symbolize_sites=False, jobs=1)
+    parallel = analysis.analyze(slow_trace, symbolize_sites=False, jobs=2)
+    assert serial["params"].pop("os_filter_processes") == 1
+    assert parallel["params"].pop("os_filter_processes") == 2
+    assert serial == parallel

@@ -1,0 +1,154 @@
+"""Slow-segment, migration and shared-CPU detectors on synthetic (segment, rank) samples."""
+
+import numpy as np
+import pytest
+
+from conftest import make_prepared
+from perfvar import detect_migration, detect_shared_cpu, detect_slow_segment
+from perfvar.model import DetectParams
+
+
+def _ranks(seed, nranks=4, n=200, loc=1000.0, scale=5.0, shift=None):
+    rng = np.random.default_rng(seed)
+    shift = shift or {}
+    return {
+        (0, r): rng.normal(loc + shift.get(r, 0.0), scale, n) for r in range(nranks)
+    }
+
+
+def _statuses(result):
+    return {(j.segment, j.rank): j.status for j in result.judgements}
+
+
+def test_flags_the_shifted_rank_with_evidence():
+    prep = make_prepared(_ranks(0, shift={2: 300.0}))
+    result = detect_slow_segment.detect(prep)
+    assert [(a.kind, a.rank, a.segment) for a in result.anomalies] == [
+        ("slow_segment", 2, "S0")
+    ]
+    a = result.anomalies[0]
+    assert a.excess_ns == pytest.approx(300.0, abs=5.0)
+    assert a.overlap == 0.0
+    ev = a.evidence
+    assert ev["median_ns"] == pytest.approx(1300.0, abs=3.0)
+    assert ev["peers_median_ns"] == pytest.approx(1000.0, abs=3.0)
+    assert ev["t_diff_ns"] == 4.1 and ev["t_min_ns"] == 100.0
+    assert ev["n"] + ev["os_noise_removed"] == 200
+    assert a.host == "h2" and a.cpu == 2
+    assert _statuses(result)[("S0", 0)] == "ok"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_flags_nobody_when_all_ranks_share_a_distribution(seed):
+    result = detect_slow_segment.detect(make_prepared(_ranks(seed, nranks=6)))
+    assert result.anomalies == []
+    assert set(_statuses(result).values()) == {"ok"}
+
+
+def test_refuses_judgement_below_t_min():
+    prep = make_prepared(_ranks(0, shift={1: 300.0}), t_min_ns=5000.0)
+    result = detect_slow_segment.detect(prep)
+    assert result.anomalies == []
+    assert set(_statuses(result).values()) == {"below precision"}
+
+
+def test_shift_smaller_than_t_diff_is_not_flagged():
+    # 40 ns apart with 2 ns noise: fully separated, but below t_diff = 50 ns.
+    samples = _ranks(0, scale=2.0, shift={3: 40.0})
+    assert (
+        detect_slow_segment.detect(make_prepared(samples, t_diff_ns=50.0)).anomalies
+        == []
+    )
+    # The same data with a finer t_diff is flagged: the t_diff gate is what held it.
+    flagged = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=10.0))
+    assert [a.rank for a in flagged.anomalies] == [3]
+
+
+def test_overlapping_distributions_are_not_flagged():
+    # Shift above t_diff but distributions overlap heavily (wide spread).
+    samples = _ranks(0, scale=50.0, shift={1: 20.0})
+    assert detect_slow_segment.detect(make_prepared(samples)).anomalies == []
+
+
+def test_faster_rank_is_not_flagged():
+    samples = _ranks(0, shift={0: -300.0})
+    assert detect_slow_segment.detect(make_prepared(samples)).anomalies == []
+
+
+def test_cells_without_samples_or_calibration_are_counted_not_judged():
+    samples = _ranks(0, shift={1: 300.0, 3: 300.0})
+    samples[(0, 2)] = samples[(0, 2)][:5]
+    result = detect_slow_segment.detect(make_prepared(samples, calibrated={0, 2}))
+    st = _statuses(result)
+    assert st[("S0", 2)] == "too few samples"
+    assert st[("S0", 1)] == "no calibration" and st[("S0", 3)] == "no calibration"
+    assert result.anomalies == []
+
+
+def test_segment_on_a_single_rank_is_not_judged():
+    prep = make_prepared({(0, 0): np.random.default_rng(0).normal(1000, 5, 50)})
+    result = detect_slow_segment.detect(prep)
+    assert _statuses(result) == {("S0", 0): "single rank"}
+
+
+def test_several_slow_ranks_do_not_mask_each_other():
+    samples = _ranks(4, nranks=8, shift={5: 300.0, 6: 310.0})
+    robust = detect_slow_segment.detect(make_prepared(samples))
+    assert sorted(a.rank for a in robust.anomalies) == [5, 6]
+    # Pooling every other rank (the literal definition) lets them hide each other.
+    pooled = detect_slow_segment.detect(
+        make_prepared(samples), DetectParams(peers="all")
+    )
+    assert pooled.anomalies == []
+
+
+def test_alpha_is_configurable():
+    # Partial overlap: about 30 % of the slow rank's samples are below max(peers).
+    samples = _ranks(1, scale=5.0, shift={0: 12.0})
+    strict = detect_slow_segment.detect(
+        make_prepared(samples), DetectParams(alpha=0.05)
+    )
+    loose = detect_slow_segment.detect(make_prepared(samples), DetectParams(alpha=0.5))
+    assert strict.anomalies == []
+    assert [a.rank for a in loose.anomalies] == [0]
+    assert 0.05 <= loose.anomalies[0].overlap < 0.5
+
+
+def test_migration_detector():
+    prep = make_prepared(_ranks(0, nranks=3))
+    mine = prep.samples["rank"] == 1
+    cpus = np.where(np.arange(mine.sum()) % 4 == 0, 7, 1)
+    prep.samples["cpu_enter"][mine] = cpus
+    prep.samples["cpu_leave"][mine] = 1
+    result = detect_migration.detect(prep)
+    assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [("migrated", 1, 1)]
+    ev = result.anomalies[0].evidence
+    assert ev["cpus"] == [1, 7]
+    assert ev["segments_migrated_inside"] == 50
+    assert ev["segments_started_per_cpu"] == {"1": 150, "7": 50}
+
+
+def test_shared_cpu_detector_names_ranks_on_one_cpu_of_one_host():
+    prep = make_prepared(_ranks(0, nranks=4))
+    prep.hosts = {r: "node" for r in prep.hosts}
+    assert detect_shared_cpu.detect(prep).anomalies == []  # one CPU per rank
+    prep.samples["cpu_enter"][prep.samples["rank"] == 3] = 1  # rank 3 joins rank 1's CPU
+    result = detect_shared_cpu.detect(prep)
+    assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [
+        ("shared_cpu", 1, 1),
+        ("shared_cpu", 3, 1),
+    ]
+    assert result.anomalies[0].evidence == {"cpu": 1, "ranks": [1, 3]}
+    prep.hosts[3] = "other-host"  # the same CPU number on another host is not shared
+    assert detect_shared_cpu.detect(prep).anomalies == []
+
+
+def test_noisy_ranks_are_not_left_out_as_already_slow():
+    # Segment noise (500 ns) far above t_diff (4.1 ns): rank medians differ by tens
+    # of ns, which must not make a normal rank "already slow".
+    samples = _ranks(9, nranks=8, loc=540_000.0, scale=500.0, shift={2: 1e5, 7: 1e5})
+    result = detect_slow_segment.detect(make_prepared(samples))
+    assert sorted(a.rank for a in result.anomalies) == [2, 7]
+    for a in result.anomalies:
+        assert a.evidence["peer_ranks_excluded"] == [7 if a.rank == 2 else 2]
+        assert a.evidence["peer_ranks"] == 6

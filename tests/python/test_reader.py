@@ -1,0 +1,119 @@
+"""Reading a synthetic OTF2 trace and its perfvar/*.json metadata back."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
+from perfvar.errors import TraceError
+from perfvar.reader_meta import read_meta
+from perfvar.reader_otf2 import read_trace
+
+
+def test_reads_every_segment_with_ns_durations_and_cpus(trace_factory):
+    durations = normal_durations(seed=0, nranks=3, n=40)
+    path = trace_factory("t", durations, cpus={0: 4, 1: 5, 2: 6})
+    trace = read_trace(path)
+    assert trace.timer_resolution_hz == RESOLUTION_HZ
+    assert sorted(trace.segments) == sorted([SEG_A, SEG_B])
+    assert trace.ranks == [0, 1, 2] and trace.broken_ranks == [] and not trace.warnings
+    s = trace.samples
+    assert len(s) == 3 * 2 * 40
+    tick_ns = 1e9 / RESOLUTION_HZ
+    for rank in range(3):
+        for key in (SEG_A, SEG_B):
+            mine = s[(s["rank"] == rank) & (s["segment"] == trace.segments.index(key))]
+            # Written in order, so the samples come back in order, rounded to ticks.
+            np.testing.assert_allclose(
+                mine["duration_ns"], durations[rank][key], atol=tick_ns
+            )
+            assert set(mine["cpu_enter"]) == {4 + rank}
+            assert set(mine["cpu_leave"]) == {4 + rank}
+    assert np.all(np.diff(s["start_ticks"][s["rank"] == 0].astype(np.int64)) > 0)
+    # The nested perfvar:user region was matched, and is not a segment sample.
+    assert [loc.user_regions for loc in trace.locations] == [80, 80, 80]
+    assert all(
+        loc.unclosed == 0 and loc.unmatched_leaves == 0 for loc in trace.locations
+    )
+
+
+def test_migrating_cpu_attribute_is_read_per_event(trace_factory):
+    durations = normal_durations(seed=0, nranks=2, n=10)
+    path = trace_factory("t", durations, cpus={0: 0, 1: lambda i: i % 2})
+    s = read_trace(path).samples
+    assert set(s["cpu_enter"][s["rank"] == 1]) == {0, 1}
+
+
+def test_errors_are_trace_errors_with_one_line(tmp_path, trace_factory):
+    with pytest.raises(TraceError, match="no such directory"):
+        read_trace(str(tmp_path / "missing"))
+    os.makedirs(tmp_path / "empty")
+    with pytest.raises(TraceError, match="traces.otf2: not found"):
+        read_trace(str(tmp_path / "empty"))
+    path = trace_factory("t", normal_durations(seed=0, nranks=2, n=10))
+    shutil.rmtree(os.path.join(path, "traces"))
+    with pytest.raises(TraceError, match="no readable event data") as info:
+        read_trace(path)
+    assert "\n" not in str(info.value)
+
+
+def test_broken_event_file_excludes_only_that_rank(trace_factory):
+    path = trace_factory("t", normal_durations(seed=0, nranks=3, n=30))
+    evt = os.path.join(path, "traces", "1.evt")
+    with open(evt, "r+b") as fh:
+        fh.truncate(os.path.getsize(evt) // 3)
+    trace = read_trace(path)
+    assert trace.broken_ranks == [1]
+    assert sorted(set(trace.samples["rank"].tolist())) == [0, 2]
+    assert any(w.startswith("rank 1: events unreadable") for w in trace.warnings)
+
+
+def test_meta_reads_calibration_and_tolerates_missing_files(trace_factory):
+    path = trace_factory(
+        "t",
+        normal_durations(seed=0, nranks=3, n=5),
+        calibration={1: None, 2: {"status": "off"}},
+    )
+    meta = read_meta(path, [0, 1, 2])
+    assert meta.run["nranks"] == 3
+    c0 = meta.ranks[0].calibration
+    assert (c0.t_min_ns, c0.t_diff_ns, c0.timer_overhead_ns) == (
+        CALIBRATION["t_min_ns"],
+        CALIBRATION["t_diff_ns"],
+        CALIBRATION["timer_overhead_ns"],
+    )
+    assert meta.ranks[0].calibrated and meta.ranks[0].host == "node0"
+    assert not meta.ranks[1].calibrated and "missing" in meta.ranks[1].problem
+    assert not meta.ranks[2].calibrated and "off" in meta.ranks[2].problem
+    assert any("missing for 1 rank(s) (1)" in n for n in meta.notes)
+    with open(os.path.join(path, "perfvar", "rank-0.json"), "w") as fh:
+        fh.write("{not json")
+    meta = read_meta(path, [0])
+    assert not meta.ranks[0].calibrated and "unreadable" in meta.ranks[0].problem
+    shutil.rmtree(os.path.join(path, "perfvar"))
+    meta = read_meta(path, [0, 1])
+    assert meta.run is None and not any(m.calibrated for m in meta.ranks.values())
+
+
+def test_meta_rejects_non_numeric_calibration(tmp_path):
+    os.makedirs(tmp_path / "perfvar")
+    doc = {"rank": 0, "calibration": {"t_min_ns": "fast", "t_diff_ns": -1}}
+    (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
+    meta = read_meta(str(tmp_path), [0])
+    assert meta.ranks[0].calibration.t_min_ns is None
+    assert meta.ranks[0].calibration.t_diff_ns is None
+
+
+def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
+    import perfvar.reader_otf2 as reader
+
+    path = trace_factory("t", normal_durations(seed=5, nranks=2, n=20))
+    fast = read_trace(path)
+    monkeypatch.setattr(reader, "_set_raw_callbacks", lambda callbacks, scanner: False)
+    monkeypatch.setattr(reader, "_raw_get_uint32", lambda: None)
+    slow = read_trace(path)
+    np.testing.assert_array_equal(fast.samples, slow.samples)
+    assert fast.segments == slow.segments

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Run an MPI program under perfvar as a test, with real mpiexec, and check what a user would.
+
+  run_mpi.py --mpiexec MPIEXEC --np N --out DIR [options] -- PROGRAM [ARGS...]
+
+PROGRAM is the instrumented command (e.g. `perfvar-run ./app` or a binary linked with perfvar::mpi).
+Checks, each optional: the exit code (--expect-exit), a regular expression on stderr
+(--expect-stderr: exactly one line from perfvar, matching), that the line matching --same-result equals the one printed by --reference (the
+same program without perfvar), that a valid trace was written (check_trace.py with --check-trace
+arguments) or that none was (--no-trace), and what `perfvar analyze` names (--analyze-expect:
+`none`, or `RANK:SEGMENT_REGEX` for exactly that rank named slow in a segment matching the regex).
+
+With --bind "C0 C1 ..." rank i runs pinned on CPU Ci. A run without injection may still have a truly
+slow core (a shared VM: a vCPU whose host core is busy runs the same code ~45% slower for seconds).
+So when `none` is expected and a rank is named, the run is repeated with the CPU list reversed: a
+finding that follows the CPU is the machine's and passes (reported); one that follows the rank to
+another CPU is a false positive of perfvar or of the program, and fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def mpiexec_cmd(mpiexec: str, np: int) -> list[str]:
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True).stdout
+    cmd = [mpiexec, "-n", str(np)]
+    if "Open MPI" in version or "OpenRTE" in version:
+        cmd += ["--oversubscribe"]
+        if os.geteuid() == 0:
+            cmd += ["--allow-run-as-root"]
+    return cmd
+
+
+def run(cmd: list[str], env: dict, what: str) -> subprocess.CompletedProcess:
+    print(f"$ {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write("".join(f"[{what} stderr] {line}\n" for line in p.stderr.splitlines()))
+    return p
+
+
+def fail(msg: str) -> None:
+    print(f"run_mpi: FAILED: {msg}", flush=True)
+    sys.exit(1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--np", type=int, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--env", action="append", default=[], help="K=V for the instrumented run")
+    ap.add_argument("--expect-exit", type=int, default=0)
+    ap.add_argument("--expect-stderr")
+    ap.add_argument("--same-result", help="regex of the result line to compare with --reference")
+    ap.add_argument("--reference", help="the program without perfvar (shell words)")
+    ap.add_argument("--check-trace", default="", help="arguments for check_trace.py")
+    ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--analyze-expect")
+    ap.add_argument("--bind", help="CPU per rank, e.g. '0 1' (needs taskset)")
+    ap.add_argument("program", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    program = a.program[1:] if a.program[:1] == ["--"] else a.program
+    mpi = mpiexec_cmd(a.mpiexec, a.np)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env = {k: v for k, v in env.items() if not k.startswith("PERFVAR_")}
+
+    reference = None
+    if a.same_result:
+        p = run(mpi + shlex.split(a.reference), env, "reference")
+        if p.returncode != 0:
+            fail(f"reference run exited {p.returncode}")
+        m = re.search(a.same_result, p.stdout)
+        if not m:
+            fail(f"reference output has no line matching {a.same_result!r}")
+        reference = m.group(0)
+
+    if a.bind and "--oversubscribe" in mpi:
+        mpi += ["--bind-to", "none"]
+
+    def instrumented(out: Path, bind: str | None) -> subprocess.CompletedProcess:
+        shutil.rmtree(out, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        ienv = dict(env, PERFVAR_OUTPUT=str(out))
+        for kv in a.env:
+            k, v = kv.split("=", 1)
+            ienv[k] = v
+        shim = [str(HERE / "bind_rank.sh"), bind] if bind else []
+        return run(mpi + shim + program, ienv, "perfvar")
+
+    p = instrumented(a.out, a.bind)
+    if p.returncode != a.expect_exit:
+        fail(f"exit code {p.returncode}, expected {a.expect_exit}")
+    if a.expect_stderr:  # one message from perfvar, whatever MPI adds
+        ours = [line for line in p.stderr.splitlines() if line.startswith("perfvar")]
+        if len(ours) != 1 or not re.search(a.expect_stderr, ours[0]):
+            fail(f"expected one perfvar message matching {a.expect_stderr!r}, got {ours}")
+    if reference is not None:
+        m = re.search(a.same_result, p.stdout)
+        if not m or m.group(0) != reference:
+            fail(f"result differs with perfvar: {m.group(0) if m else None!r} vs {reference!r}")
+        print(f"run_mpi: same result with and without perfvar: {reference}")
+
+    if a.no_trace:
+        if (a.out / "traces.otf2").exists():
+            fail(f"a trace was written to {a.out} although none was expected")
+        print("run_mpi: no trace written, as expected")
+    else:
+        c = subprocess.run([sys.executable, str(HERE / "check_trace.py"), str(a.out)]
+                           + shlex.split(a.check_trace))
+        if c.returncode != 0:
+            fail("trace check")
+
+    if a.analyze_expect:
+        aenv = dict(env, PYTHONPATH=str(ROOT / "postproc"))
+
+        def analyze(out: Path) -> tuple[list, list[int], dict]:
+            q = run([sys.executable, "-m", "perfvar", "analyze", str(out)], aenv, "analyze")
+            if q.returncode != 0:
+                fail(f"perfvar analyze exited {q.returncode}")
+            result = json.loads((out / "analysis.json").read_text())
+            slow = [x for x in result["anomalies"] if x["kind"] == "slow_segment"]
+            return slow, sorted({x["rank"] for x in slow}), result
+
+        slow, named, result = analyze(a.out)
+        if a.analyze_expect == "none":
+            if not slow:
+                print("run_mpi: analysis names nobody, as expected")
+                return
+            if not a.bind:
+                fail(f"clean run, but analysis names ranks {named}")
+            cpus = {x["rank"]: x["cpu"] for x in slow}
+            swapped = " ".join(reversed(a.bind.split()))
+            print(f"run_mpi: clean run names ranks {named} on CPUs {cpus}; "
+                  f"repeating with ranks on CPUs '{swapped}'")
+            if instrumented(Path(f"{a.out}.swapped"), swapped).returncode != a.expect_exit:
+                fail("swapped run failed")
+            slow2, _, _ = analyze(Path(f"{a.out}.swapped"))
+            cpus2 = {x["rank"]: x["cpu"] for x in slow2}
+            followed_rank = [r for r in named if r in cpus2 and cpus2[r] != cpus[r]]
+            if followed_rank:
+                fail(f"ranks {followed_rank} named again on other CPUs ({cpus2}): the finding "
+                     "follows the rank, not the machine")
+            print(f"run_mpi: swapped run names {cpus2 or 'nobody'}: the first finding "
+                  "belonged to the machine (it did not follow the rank)")
+        else:
+            rank, seg_re = a.analyze_expect.split(":", 1)
+            if named != [int(rank)]:
+                fail(f"analysis names ranks {named}, expected [{rank}]")
+            segs = {s["id"]: s for s in result["segments"]}
+            labels = [json.dumps(segs.get(x["segment"], x["segment"])) for x in slow]
+            if not any(re.search(seg_re, lab) for lab in labels):
+                fail(f"rank {rank} named, but in segments {labels}, not matching {seg_re!r}")
+            print(f"run_mpi: analysis names rank {rank} in {labels[0]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+/* test_config.c — PERFVAR_* environment parsing: defaults, every accepted value, and the message of
+ * each configuration error (it names the variable and what it accepts). */
+#define _GNU_SOURCE
+#include "check.h"
+#include "config/config.h"
+#include "perfvar.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+static const char *const vars[] = {"PERFVAR_OUTPUT",    "PERFVAR_CALIBRATION",
+                                   "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
+                                   "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE",
+                                   "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI"};
+
+/* Remove every PERFVAR_* variable, including any the test runner passed in. */
+static void clear_env(void)
+{
+    for (;;) {
+        char name[256] = "";
+        for (char **e = environ; e && *e; e++) {
+            if (strncmp(*e, "PERFVAR_", 8) == 0) {
+                size_t n = strcspn(*e, "=");
+                if (n >= sizeof name) n = sizeof name - 1;
+                memcpy(name, *e, n);
+                name[n] = 0;
+                break;
+            }
+        }
+        if (!name[0]) return;
+        unsetenv(name);
+    }
+}
+
+/* word occurs in s as a whole name (not as a prefix of a longer one, e.g. PERFVAR_OUT in
+ * PERFVAR_OUTPUT). */
+static int names_word(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(s, word); p; p = strstr(p + 1, word)) {
+        char next = p[n];
+        int ident = (next >= 'A' && next <= 'Z') || (next >= 'a' && next <= 'z') ||
+                    (next >= '0' && next <= '9') || next == '_';
+        if (!ident) return 1;
+    }
+    return 0;
+}
+
+static pv_config cfg;
+static char msg[512];
+
+static int load(void)
+{
+    memset(&cfg, 0x5a, sizeof cfg); /* the loader must set every field */
+    memset(msg, 'x', sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    return pv_config_load(&cfg, msg, (int)sizeof msg);
+}
+
+static void check_defaults(pv_calib_mode calibration)
+{
+    CHECK(cfg.output[0] == 0);
+    CHECK(cfg.calibration == calibration);
+    CHECK(cfg.calibration_budget_ms == 0);
+    CHECK(cfg.buffer_mb == 16);
+    CHECK(cfg.clock_sync == PV_SYNC_AUTO);
+    CHECK(cfg.verbose == 0);
+}
+
+/* var=value must be accepted. */
+static void ok(const char *var, const char *value)
+{
+    clear_env();
+    setenv(var, value, 1);
+    int rc = load();
+    CHECKF(rc == PERFVAR_OK && msg[0] == 0, "%s='%s': rc %d, message \"%s\"", var, value, rc, msg);
+}
+
+/* var=value must be refused with a message naming var and containing each of the accepted words. */
+static void bad(const char *var, const char *value, const char *const *accepted)
+{
+    clear_env();
+    setenv(var, value, 1);
+    int rc = load();
+    CHECKF(rc == PERFVAR_ERR_CONFIG, "%s='%s': rc %d", var, value, rc);
+    CHECKF(names_word(msg, var), "%s='%s': message \"%s\" does not name it", var, value, msg);
+    for (int i = 0; accepted[i]; i++)
+        CHECKF(strstr(msg, accepted[i]) != NULL, "%s='%s': message \"%s\" lacks \"%s\"", var, value,
+               msg, accepted[i]);
+    CHECKF(strchr(msg, '\n') == NULL, "message \"%s\" is not one line", msg);
+}
+
+static void check_output(void)
+{
+    ok("PERFVAR_OUTPUT", "/tmp/perfvar-unit-out");
+    CHECK(strcmp(cfg.output, "/tmp/perfvar-unit-out") == 0);
+    static char longest[4096], too_long[4097];
+    memset(longest, 'd', sizeof longest - 1);
+    memset(too_long, 'd', sizeof too_long - 1);
+    ok("PERFVAR_OUTPUT", longest);
+    CHECK(strlen(cfg.output) == 4095);
+    static const char *const acc[] = {"4095", NULL};
+    static const char *const none[] = {NULL};
+    bad("PERFVAR_OUTPUT", too_long, none); /* what it accepts: see check_long_value_message */
+    bad("PERFVAR_OUTPUT", "", acc);
+}
+
+/* A long bad value must not push the accepted values out of the message: the PMPI layer passes a
+ * 512-byte buffer (src/mpi/lifecycle.c). */
+static void check_long_value_message(void)
+{
+    static char too_long[4097], long_mode[1000];
+    memset(too_long, 'd', sizeof too_long - 1);
+    memset(long_mode, 'q', sizeof long_mode - 1);
+    static const char *const acc_out[] = {"4095", NULL};
+    bad("PERFVAR_OUTPUT", too_long, acc_out);
+    static const char *const acc_cal[] = {"quick", "full", "off", NULL};
+    bad("PERFVAR_CALIBRATION", long_mode, acc_cal);
+    static const char *const acc_buf[] = {"1..65536", NULL};
+    bad("PERFVAR_BUFFER_MB", long_mode, acc_buf);
+}
+
+static void check_calibration(void)
+{
+    static const char *const names[] = {"off", "quick", "full"};
+    static const pv_calib_mode modes[] = {PV_CALIB_OFF, PV_CALIB_QUICK, PV_CALIB_FULL};
+    for (int i = 0; i < 3; i++) {
+        ok("PERFVAR_CALIBRATION", names[i]);
+        CHECKF(cfg.calibration == modes[i], "PERFVAR_CALIBRATION=%s gave mode %d", names[i],
+               (int)cfg.calibration);
+        CHECK(cfg.buffer_mb == 16 && cfg.clock_sync == PV_SYNC_AUTO); /* others keep defaults */
+    }
+    static const char *const acc[] = {"quick", "full", "off", NULL};
+    const char *invalid[] = {"QUICK", "fast", "", "quick ", "on", "1"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
+        bad("PERFVAR_CALIBRATION", invalid[i], acc);
+
+    ok("PERFVAR_CALIBRATION_BUDGET_MS", "1");
+    CHECK(cfg.calibration_budget_ms == 1);
+    CHECK(cfg.calibration == PV_CALIB_QUICK);
+    ok("PERFVAR_CALIBRATION_BUDGET_MS", "3600000");
+    CHECK(cfg.calibration_budget_ms == 3600000);
+    ok("PERFVAR_CALIBRATION_BUDGET_MS", "250");
+    CHECK(cfg.calibration_budget_ms == 250);
+    static const char *const acc_ms[] = {"1..3600000", NULL};
+    const char *invalid_ms[] = {"0", "3600001", "-5", "", "abc", "10ms", "1.5", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof invalid_ms / sizeof invalid_ms[0]; i++)
+        bad("PERFVAR_CALIBRATION_BUDGET_MS", invalid_ms[i], acc_ms);
+
+    /* Both set together. */
+    clear_env();
+    setenv("PERFVAR_CALIBRATION", "full", 1);
+    setenv("PERFVAR_CALIBRATION_BUDGET_MS", "5000", 1);
+    CHECK(load() == PERFVAR_OK);
+    CHECK(cfg.calibration == PV_CALIB_FULL && cfg.calibration_budget_ms == 5000);
+}
+
+static void check_buffer(void)
+{
+    const char *valid[] = {"1", "16", "1024", "65536"};
+    const unsigned want[] = {1, 16, 1024, 65536};
+    for (int i = 0; i < 4; i++) {
+        ok("PERFVAR_BUFFER_MB", valid[i]);
+        CHECKF(cfg.buffer_mb == want[i], "PERFVAR_BUFFER_MB=%s gave %u", valid[i], cfg.buffer_mb);
+    }
+    static const char *const acc[] = {"1..65536", NULL};
+    const char *invalid[] = {"0", "65537", "-1", "", "16M", "x", "0x10"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_BUFFER_MB", invalid[i], acc);
+}
+
+static void check_clock_sync(void)
+{
+    static const char *const names[] = {"auto", "pingpong", "none"};
+    static const pv_sync_mode modes[] = {PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE};
+    for (int i = 0; i < 3; i++) {
+        ok("PERFVAR_CLOCK_SYNC", names[i]);
+        CHECKF(cfg.clock_sync == modes[i], "PERFVAR_CLOCK_SYNC=%s gave %d", names[i], (int)cfg.clock_sync);
+    }
+    static const char *const acc[] = {"auto", "pingpong", "none", NULL};
+    const char *invalid[] = {"ping", "AUTO", "", "off", "ping-pong"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_CLOCK_SYNC", invalid[i], acc);
+}
+
+static void check_verbose(void)
+{
+    const char *valid[] = {"0", "1", "2"};
+    for (int i = 0; i < 3; i++) {
+        ok("PERFVAR_VERBOSE", valid[i]);
+        CHECK(cfg.verbose == i);
+    }
+    static const char *const acc[] = {"0", "1", "2", NULL};
+    const char *invalid[] = {"3", "-1", "yes", "", "1.0", "debug"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_VERBOSE", invalid[i], acc);
+}
+
+static void check_launcher_vars(void)
+{
+    ok("PERFVAR_PRELOAD_LIB", "/usr/lib/libperfvar_mpi.so");
+    check_defaults(PV_CALIB_QUICK);
+    ok("PERFVAR_MPI", "anything at all");
+    check_defaults(PV_CALIB_QUICK);
+}
+
+static void check_unknown(void)
+{
+    const char *unknown[] = {"PERFVAR_FOO", "PERFVAR_OUTPUTS", "PERFVAR_OUT", "PERFVAR_", "PERFVAR_verbose",
+                             "PERFVAR_CALIBRATION_BUDGET"};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        clear_env();
+        setenv("PERFVAR_VERBOSE", "1", 1); /* valid variables do not hide an unknown one */
+        setenv(unknown[i], "1", 1);
+        int rc = load();
+        CHECKF(rc == PERFVAR_ERR_CONFIG, "%s: rc %d", unknown[i], rc);
+        CHECKF(names_word(msg, unknown[i]), "message \"%s\" does not name %s", msg, unknown[i]);
+        CHECKF(strstr(msg, "PERFVAR_OUTPUT") && strstr(msg, "PERFVAR_VERBOSE"),
+               "message \"%s\" does not list the accepted variables", msg);
+    }
+    /* All known variables at once, valid. */
+    clear_env();
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) setenv(vars[i], "1", 1);
+    setenv("PERFVAR_OUTPUT", "out", 1);
+    setenv("PERFVAR_CALIBRATION", "off", 1);
+    setenv("PERFVAR_CLOCK_SYNC", "none", 1);
+    int rc = load();
+    CHECKF(rc == PERFVAR_OK, "all known variables: rc %d, \"%s\"", rc, msg);
+    CHECK(strcmp(cfg.output, "out") == 0 && cfg.calibration == PV_CALIB_OFF &&
+          cfg.calibration_budget_ms == 1 && cfg.buffer_mb == 1 && cfg.clock_sync == PV_SYNC_NONE &&
+          cfg.verbose == 1);
+}
+
+static void check_ignored(void)
+{
+    clear_env();
+    const char *others[] = {"XPERFVAR_FOO", "perfvar_foo", "PERFVARFOO", "MY_PERFVAR_OUTPUT", "Perfvar_Output",
+                            "PERFVA_R"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) setenv(others[i], "garbage", 1);
+    int rc = load();
+    CHECKF(rc == PERFVAR_OK, "rc %d, \"%s\"", rc, msg);
+    CHECK(msg[0] == 0);
+    check_defaults(PV_CALIB_QUICK);
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) unsetenv(others[i]);
+}
+
+/* A short message buffer is filled, NUL-terminated, and not overrun. */
+static void check_short_message(void)
+{
+    clear_env();
+    setenv("PERFVAR_BUFFER_MB", "lots", 1);
+    char small[24];
+    memset(small, '#', sizeof small);
+    CHECK(pv_config_load(&cfg, small, 16) == PERFVAR_ERR_CONFIG);
+    CHECK(memchr(small, 0, 16) != NULL);
+    CHECK(strlen(small) == 15);
+    int untouched = 1;
+    for (size_t i = 16; i < sizeof small; i++) untouched &= small[i] == '#';
+    CHECK(untouched);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--long-value-message") == 0) {
+        clear_env();
+        check_long_value_message();
+        clear_env();
+        return check_result();
+    }
+    clear_env();
+    CHECK(load() == PERFVAR_OK);
+    CHECK(msg[0] == 0);
+    check_defaults(PV_CALIB_QUICK);
+
+    check_output();
+    check_calibration();
+    check_buffer();
+    check_clock_sync();
+    check_verbose();
+    check_launcher_vars();
+    check_unknown();
+    check_ignored();
+    check_short_message();
+
+    clear_env();
+    return check_result();
+}
