@@ -39,8 +39,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->heap_statuses = NULL;
     c->heap_keys = NULL;
     c->heap_fstatuses = NULL;
-    int site_id = pv_site_id(fn, site);
-    c->site = (void *)(intptr_t)site_id;
+    int site_id = c->site_id = pv_site_id(fn, site);
     pv_note_cpu(c->cpu_entry);
     if (pv_rt.prev_site >= 0) {
         uint32_t seg = pv_segment_region(pv_rt.prev_site, site_id);
@@ -121,7 +120,7 @@ void pv_call_leave(pv_call *c, pv_args *a, int rc)
     free(c->heap_statuses);
     free(c->heap_keys);
     free(c->heap_fstatuses);
-    pv_rt.prev_site = (int)(intptr_t)c->site;
+    pv_rt.prev_site = c->site_id;
     pv_depth = 0;
     pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
 }

@@ -50,7 +50,8 @@ typedef struct pv_args {
 
 typedef struct pv_call {
     int fn;
-    void *site;
+    void *site;       /* Init: the caller's return address */
+    int site_id;      /* traced calls: the call site's id (sites.c) */
     uint64_t t_entry;
     int cpu_entry;
     MPI_Status own_status;

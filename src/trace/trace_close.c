@@ -307,8 +307,8 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
         range[0] = (uint64_t)((int64_t)pv_trace.first_t + sync->offset_begin);
         range[1] = UINT64_MAX - (uint64_t)((int64_t)pv_trace.last_t + sync->offset_end);
     }
-    uint64_t rt[3] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
-                      c->rank == 0 ? realtime_ticks : UINT64_MAX, 0};
+    uint64_t rt[2] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
+                      c->rank == 0 ? realtime_ticks : UINT64_MAX}; /* rank 0's, by min */
     if (c->allreduce_u64(c->ctx, range, 2, 0) || c->allreduce_u64(c->ctx, rt, 2, 0)) rc = -1;
     uint64_t offset = range[0] == UINT64_MAX ? 0 : range[0];
     uint64_t last = UINT64_MAX - range[1];

@@ -1,5 +1,5 @@
 !> fortran_timers — the Fortran module `perfvar`: trimmed names, nesting, error codes through ierr,
-!> elapsed time and counts. Ends with `error stop` on any failure. (Status texts: fortran_strerror.f90.)
+!> elapsed time and counts, status texts (perfvar_strerror). Ends with `error stop` on any failure.
 program fortran_timers
     use perfvar
     implicit none
@@ -65,6 +65,8 @@ program fortran_timers
     t = perfvar_elapsed_ns(outer, n)
     call check(n == 1 .and. t > 0, "outer: one pair")
 
+    call check_strerror()
+
     if (failures > 0) then
         print '(i0, a)', failures, " check(s) failed"
         error stop 1
@@ -72,6 +74,33 @@ program fortran_timers
     print '(a)', "all Fortran checks passed"
 
 contains
+
+    !> perfvar_strerror: non-empty, distinct texts for the status codes, the same text on every
+    !> call (the result is allocatable), and one fallback for unknown codes.
+    subroutine check_strerror()
+        integer :: i, j
+        character(len=:), allocatable :: text, fallback
+        text = perfvar_strerror(-3)
+        print '(a, a, a)', "perfvar_strerror(-3) = '", text, "'"
+        call check(len(text) > 0, "perfvar_strerror(-3) is empty")
+        call check(index(text, "start") > 0, "perfvar_strerror(-3) does not mention the missing start")
+        call check(text /= perfvar_strerror(-2), "perfvar_strerror(-3) equals perfvar_strerror(-2)")
+        ! Called repeatedly (the result is allocatable): same text every time.
+        do i = 1, 3
+            call check(perfvar_strerror(-3) == text, "perfvar_strerror(-3) changed between calls")
+        end do
+
+        fallback = perfvar_strerror(12345)
+        call check(len(fallback) > 0, "perfvar_strerror(12345) is empty")
+        call check(perfvar_strerror(-11) == fallback, "unknown codes give different texts")
+        do i = 0, -10, -1
+            call check(len(perfvar_strerror(i)) > 0, "a status text is empty")
+            call check(perfvar_strerror(i) /= fallback, "a known code gives the fallback text")
+            do j = 0, i + 1, -1
+                call check(perfvar_strerror(i) /= perfvar_strerror(j), "two codes share a text")
+            end do
+        end do
+    end subroutine check_strerror
 
     subroutine check(ok, what)
         logical, intent(in) :: ok
