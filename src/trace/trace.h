@@ -42,7 +42,8 @@ typedef struct pv_trace_clock_sync {
 } pv_trace_clock_sync;
 
 typedef struct pv_trace_stats {
-    uint64_t events_written, events_lost, timestamps_raised, flushes;
+    uint64_t events_written, events_lost, timestamps_raised;
+    uint64_t flushes; /* event buffer written to disk because it was full (not the final write) */
 } pv_trace_stats;
 
 /* Open DIR/traces.otf2 (collective). The static regions get the global ids 0..nstatic-1 on every rank.

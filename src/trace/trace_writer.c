@@ -14,8 +14,8 @@ pv_trace_state pv_trace;
  * the last timestamp already written, so it never breaks the per-location time order. */
 static OTF2_FlushType pre_flush(void *u, OTF2_FileType ft, OTF2_LocationRef loc, void *cb, bool final)
 {
-    (void)u, (void)loc, (void)cb, (void)final;
-    if (ft == OTF2_FILETYPE_EVENTS) pv_trace.stats.flushes++;
+    (void)u, (void)loc, (void)cb;
+    if (ft == OTF2_FILETYPE_EVENTS && !final) pv_trace.stats.flushes++; /* buffer full, mid-run */
     return OTF2_FLUSH;
 }
 

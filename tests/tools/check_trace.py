@@ -33,6 +33,7 @@ def main() -> int:
     ap.add_argument("--calls", default="", help="NAME=COUNT,... expected Enter count per rank")
     ap.add_argument("--min-segments", type=int, default=1, help="per rank")
     ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
+    ap.add_argument("--min-flushes", type=int, default=0, help="buffer-full flushes per rank")
     args = ap.parse_args()
     archive = args.trace_dir / "traces.otf2"
     errors: list[str] = []
@@ -113,8 +114,13 @@ def main() -> int:
         meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
         if not meta.exists():
             errors.append(f"missing {meta}")
-        elif json.loads(meta.read_text())["events"]["lost"]:
-            errors.append(f"rank {r}: events lost")
+        else:
+            events = json.loads(meta.read_text())["events"]
+            if events["lost"]:
+                errors.append(f"rank {r}: events lost")
+            if events["buffer_flushes"] < args.min_flushes:
+                errors.append(f"rank {r}: {events['buffer_flushes']} buffer flushes, "
+                              f"expected >= {args.min_flushes}")
     if args.messages and not sum(sends.values()):
         errors.append("no messages recorded")
 
