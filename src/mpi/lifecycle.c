@@ -75,8 +75,8 @@ static void make_output_dir(char *dir, size_t len)
     dir[0] = 0;
 }
 
-/* ---- user timer regions in the trace ---- */
-static uint32_t user_region(int handle)
+/* ---- user timer regions in the trace: local region id of a handle, defined on first use ---- */
+uint32_t pv_user_region(int handle)
 {
     if (!pv_rt.user_regions) pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof(uint32_t));
     if (!pv_rt.user_regions || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return UINT32_MAX;
@@ -97,18 +97,14 @@ static int traced_thread(void)
     return pv_rt.state == PV_ACTIVE && pthread_equal(pthread_self(), pv_rt.thread);
 }
 
-static void user_enter(int handle, uint64_t t, int cpu)
+static void user_enter(int handle, uint64_t t, int cpu, void *site)
 {
-    if (!traced_thread()) return;
-    uint32_t r = user_region(handle);
-    if (r != UINT32_MAX) pv_trace_enter(t, r, cpu);
+    if (traced_thread()) pv_user_boundary(handle, 0, site, t, cpu);
 }
 
-static void user_leave(int handle, uint64_t t, int cpu)
+static void user_leave(int handle, uint64_t t, int cpu, void *site)
 {
-    if (!traced_thread()) return;
-    uint32_t r = user_region(handle);
-    if (r != UINT32_MAX) pv_trace_leave(t, r, cpu);
+    if (traced_thread()) pv_user_boundary(handle, 1, site, t, cpu);
 }
 
 static const pv_region_sink user_sink = {user_enter, user_leave};

@@ -2,6 +2,7 @@
 #include "runtime.h"
 #include "perfvar_clock.h"
 #include "state.h"
+#include "../timer/region_sink.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,35 @@ static void lazy_start(void)
     PMPI_Initialized(&init);
     PMPI_Finalized(&fin);
     if (init && !fin) pv_start(-1, NULL, 0);
+}
+
+/* Write the compute segment that ran from the last resume to t, ending at site `to`. */
+static void close_segment(int to, uint64_t t, int cpu)
+{
+    pv_note_cpu(cpu);
+    if (pv_rt.prev_site < 0) return;
+    uint32_t seg = pv_segment_region(pv_rt.prev_site, to);
+    if (seg == UINT32_MAX) return;
+    pv_trace_enter(pv_rt.resume_t, seg, pv_rt.resume_cpu);
+    pv_trace_leave(t, seg, cpu);
+    pv_rt.nsegments++;
+}
+
+void pv_user_boundary(int handle, int is_stop, void *site, uint64_t t, int cpu)
+{
+    if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
+    const char *name = pv_region_name(handle);
+    int site_id = pv_site_user(handle, is_stop, name ? name : "?", site);
+    uint32_t region = pv_user_region(handle);
+    close_segment(site_id, t, cpu);
+    if (region != UINT32_MAX) {
+        if (is_stop)
+            pv_trace_leave(t, region, cpu);
+        else
+            pv_trace_enter(t, region, cpu);
+    }
+    pv_rt.prev_site = site_id;
+    pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
 }
 
 int pv_call_enter(pv_call *c, int fn, void *site)
@@ -39,16 +69,8 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->heap_statuses = NULL;
     c->heap_keys = NULL;
     c->heap_fstatuses = NULL;
-    int site_id = c->site_id = pv_site_id(fn, site);
-    pv_note_cpu(c->cpu_entry);
-    if (pv_rt.prev_site >= 0) {
-        uint32_t seg = pv_segment_region(pv_rt.prev_site, site_id);
-        if (seg != UINT32_MAX) {
-            pv_trace_enter(pv_rt.resume_t, seg, pv_rt.resume_cpu);
-            pv_trace_leave(c->t_entry, seg, c->cpu_entry);
-            pv_rt.nsegments++;
-        }
-    }
+    c->site_id = pv_site_id(fn, site);
+    close_segment(c->site_id, c->t_entry, c->cpu_entry);
     pv_trace_enter(c->t_entry, (uint32_t)fn, -1);
     if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) pv_rt.in_finalize = 1;
     return 1;

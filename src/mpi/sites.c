@@ -1,6 +1,7 @@
 /* sites.c — call sites and the compute-segment regions they delimit.
  *
- * A site is (MPI function, return address into the caller). Its name uses the module and the offset
+ * A site is (MPI function, return address into the caller), or (user timer start/stop of a region,
+ * return address), since perfvar_start/perfvar_stop cut segments too. Its name uses the module and the offset
  * from the module's load bias, so it is the same on every rank of a run (ASLR moves addresses, not
  * offsets) and `addr2line -e module offset-1` symbolises it. Names are made once per site, on first
  * sight, outside the measured segments (inside the MPI region). */
@@ -30,11 +31,9 @@ static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
     }
 }
 
-int pv_site_id(int fn, void *ra)
+/* Define a new site named "<what>@<module>+0x<offset>" for return address ra; its id or -1. */
+static int site_define(const char *what, void *ra)
 {
-    uint64_t key = ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn;
-    pv_u64val *v = pv_u64map_find(&pv_rt.sites, key);
-    if (v) return (int)v->a;
     if (pv_rt.nsites == pv_rt.sites_cap) {
         int cap = pv_rt.sites_cap ? 2 * pv_rt.sites_cap : 64;
         char **n = realloc(pv_rt.site_names, (size_t)cap * sizeof *n);
@@ -48,16 +47,42 @@ int pv_site_id(int fn, void *ra)
     uintptr_t off;
     module_of(ra, path, sizeof path, &off);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    const char *name = pv_fn_info[fn].name;
     int id = pv_rt.nsites;
-    snprintf(buf, sizeof buf, "%s@%s+0x%lx", name, path, (unsigned long)off);
+    snprintf(buf, sizeof buf, "%s@%s+0x%lx", what, path, (unsigned long)off);
     pv_rt.site_names[id] = strdup(buf);
-    snprintf(buf, sizeof buf, "%s@%s+0x%lx", name, base, (unsigned long)off);
+    snprintf(buf, sizeof buf, "%s@%s+0x%lx", what, base, (unsigned long)off);
     pv_rt.site_labels[id] = strdup(buf);
-    if (!pv_rt.site_names[id] || !pv_rt.site_labels[id] ||
-        pv_u64map_put(&pv_rt.sites, key, (pv_u64val){id, 0}))
-        return -1;
+    if (!pv_rt.site_names[id] || !pv_rt.site_labels[id]) return -1;
     return pv_rt.nsites++;
+}
+
+/* Site id of key in map, defining it as "<what>@..." on first sight. */
+static int site_lookup(pv_u64map *map, uint64_t key, const char *what, void *ra)
+{
+    pv_u64val *v = pv_u64map_find(map, key);
+    if (v) return (int)v->a;
+    int id = site_define(what, ra);
+    if (id < 0 || pv_u64map_put(map, key, (pv_u64val){id, 0})) return -1;
+    return id;
+}
+
+int pv_site_id(int fn, void *ra)
+{
+    return site_lookup(&pv_rt.sites, ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn,
+                       pv_fn_info[fn].name, ra);
+}
+
+int pv_site_user(int handle, int is_stop, const char *name, void *ra)
+{
+    uint64_t key = ((uint64_t)(uintptr_t)ra << 16) | ((uint64_t)handle << 1) | (uint64_t)is_stop;
+    pv_u64val *v = pv_u64map_find(&pv_rt.user_sites, key);
+    if (v) return (int)v->a;
+    /* '@' and ';' separate the parts of a segment key: keep them out of the name. */
+    char what[PERFVAR_NAME_MAX + 16];
+    snprintf(what, sizeof what, "%s(%s)", is_stop ? "perfvar_stop" : "perfvar_start", name);
+    for (char *p = what; *p; p++)
+        if (*p == '@' || *p == ';') *p = '_';
+    return site_lookup(&pv_rt.user_sites, key, what, ra);
 }
 
 uint32_t pv_segment_region(int from, int to)

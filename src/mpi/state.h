@@ -42,6 +42,7 @@ typedef struct pv_runtime {
     uint64_t nsegments;
     int in_finalize;        /* MPI_Finalize entered through a wrapper, its Leave is pending */
     pv_u64map sites;        /* (fn, return address) -> site id */
+    pv_u64map user_sites;   /* (user region handle, start|stop, return address) -> site id */
     pv_u64map segments;     /* (from site, to site) -> local region id */
     char **site_names;      /* site id -> "MPI_x@/abs/module+0xoff" */
     char **site_labels;     /* site id -> "MPI_x@module+0xoff" */
@@ -56,8 +57,10 @@ typedef struct pv_runtime {
 extern pv_runtime pv_rt;
 extern _Thread_local int pv_depth;
 
-/* sites.c: site id of a call (defines its name on first sight); local region id of a segment. */
+/* sites.c: site id of an MPI call or of a user timer start/stop (defines its name on first sight);
+ * local region id of a segment. -1 / UINT32_MAX when out of memory. */
 int pv_site_id(int fn, void *return_address);
+int pv_site_user(int handle, int is_stop, const char *name, void *return_address);
 uint32_t pv_segment_region(int from_site, int to_site);
 void pv_note_cpu(int cpu);
 
@@ -65,7 +68,13 @@ void pv_note_cpu(int cpu);
 void pv_messages_prepare(int fn, uint64_t t_entry, pv_args *a);
 void pv_messages_leave(int fn, uint64_t t_exit, const pv_args *a, const MPI_Request *keys, int rc);
 
-/* lifecycle.c: start after MPI initialisation; init_fn < 0 for a lazy start from another call. */
+/* runtime.c: a user timer start/stop on the traced thread: ends the current segment at t, records
+ * the user region's Enter/Leave, starts the next segment. */
+void pv_user_boundary(int handle, int is_stop, void *site, uint64_t t, int cpu);
+
+/* lifecycle.c: start after MPI initialisation; init_fn < 0 for a lazy start from another call.
+ * pv_user_region: local region id of a user timer handle (UINT32_MAX on failure). */
+uint32_t pv_user_region(int handle);
 void pv_start(int init_fn, void *site, uint64_t t_entry);
 
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */

@@ -74,7 +74,7 @@ int perfvar_start(int handle)
     t_stack[t_depth].start = now;
     t_depth++;
     const pv_region_sink *sink = atomic_load_explicit(&g_sink, memory_order_acquire);
-    if (sink) sink->enter(handle, now, cpu);
+    if (sink) sink->enter(handle, now, cpu, __builtin_return_address(0));
     return PERFVAR_OK;
 }
 
@@ -111,7 +111,7 @@ int perfvar_stop(int handle)
     atomic_min(&r->min_ticks, d);
     atomic_max(&r->max_ticks, d);
     const pv_region_sink *sink = atomic_load_explicit(&g_sink, memory_order_acquire);
-    if (sink) sink->leave(handle, now, cpu);
+    if (sink) sink->leave(handle, now, cpu, __builtin_return_address(0));
     return PERFVAR_OK;
 }
 
