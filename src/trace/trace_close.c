@@ -7,6 +7,7 @@
 #include "trace_internal.h"
 #include "perfvar.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,17 @@ static int write_local_defs(const uint64_t *dyn_map, const pv_trace_clock_sync *
     return OTF2_Archive_CloseDefWriter(pv_trace.archive, w) == OTF2_SUCCESS ? 0 : -1;
 }
 
+/* A local timestamp on rank 0's clock, as OTF2 readers correct it: the offset interpolated linearly
+ * between the two ClockOffset records, and extrapolated with the same slope outside them. */
+static uint64_t corrected(const pv_trace_clock_sync *s, uint64_t t)
+{
+    double slope = s->t_end != s->t_begin ? (double)(s->offset_end - s->offset_begin) /
+                                                ((double)s->t_end - (double)s->t_begin)
+                                          : 0.0;
+    double diff = (double)t - (double)s->t_begin;
+    return t + (uint64_t)(s->offset_begin + (int64_t)rint(slope * diff));
+}
+
 int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
                    uint64_t realtime_ticks, pv_trace_stats *stats)
 {
@@ -304,8 +316,8 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     /* Trace time range on rank 0's clock: [min first, max last] over ranks, clock-corrected. */
     uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
     if (pv_trace.have_first) {
-        range[0] = (uint64_t)((int64_t)pv_trace.first_t + sync->offset_begin);
-        range[1] = UINT64_MAX - (uint64_t)((int64_t)pv_trace.last_t + sync->offset_end);
+        range[0] = corrected(sync, pv_trace.first_t);
+        range[1] = UINT64_MAX - corrected(sync, pv_trace.last_t);
     }
     uint64_t rt[2] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
                       c->rank == 0 ? realtime_ticks : UINT64_MAX}; /* rank 0's, by min */
