@@ -14,7 +14,10 @@ With --bind "C0 C1 ..." rank i runs pinned on CPU Ci. A run without injection ma
 slow core (a shared VM: a vCPU whose host core is busy runs the same code ~45% slower for seconds).
 So when `none` is expected and a rank is named, the run is repeated with the CPU list reversed: a
 finding that follows the CPU is the machine's and passes (reported); one that follows the rank to
-another CPU is a false positive of perfvar or of the program, and fails.
+another CPU is a false positive of perfvar or of the program, and fails. Symmetrically, when a
+rank was slowed on purpose (`RANK:...`), host load can stretch the peers' distribution over it for a
+whole run; --attempts N repeats such a run up to N times in all, printing each miss, and fails when
+the rank is never named.
 """
 from __future__ import annotations
 
@@ -69,6 +72,7 @@ def main() -> None:
     ap.add_argument("--no-trace", action="store_true")
     ap.add_argument("--analyze-expect")
     ap.add_argument("--bind", help="CPU per rank, e.g. '0 1' (needs taskset)")
+    ap.add_argument("--attempts", type=int, default=1, help="runs allowed to name RANK")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     program = a.program[1:] if a.program[:1] == ["--"] else a.program
@@ -157,8 +161,20 @@ def main() -> None:
                   "belonged to the machine (it did not follow the rank)")
         else:
             rank, seg_re = a.analyze_expect.split(":", 1)
-            if named != [int(rank)]:
-                fail(f"analysis names ranks {named}, expected [{rank}]")
+            for attempt in range(1, a.attempts + 1):
+                if attempt > 1:
+                    out = Path(f"{a.out}.attempt{attempt}")
+                    if instrumented(out, a.bind).returncode != a.expect_exit:
+                        fail(f"attempt {attempt} failed")
+                    slow, named, result = analyze(out)
+                if named == [int(rank)]:
+                    break
+                cells = [(j["rank"], j["median_ns"], j["overlap"]) for j in result["judgements"]
+                         if j["status"] in ("ok", "slow")]
+                print(f"run_mpi: attempt {attempt}: analysis names ranks {named}, expected "
+                      f"[{rank}]; judged (rank, median ns, overlap): {cells}")
+            else:
+                fail(f"rank {rank} not named in {a.attempts} attempt(s)")
             segs = {s["id"]: s for s in result["segments"]}
             labels = [json.dumps(segs.get(x["segment"], x["segment"])) for x in slow]
             if not any(re.search(seg_re, lab) for lab in labels):
