@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what perfvar needs to build, run and test, only where it is missing.
-# Debian packages: compilers, Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scikit-learn,
+# Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
+# Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scikit-learn,
 # otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation).
 # Idempotent; safe to run as root (CI) or with sudo available.
 set -euo pipefail
 
 apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
-          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils)
+          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux
+          gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user)
 py_pkgs=(numpy scikit-learn otf2 pympistandard pytest)
 
 SUDO=""

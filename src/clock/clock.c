@@ -12,6 +12,8 @@ static perfvar_clock_info g_info;
 static double g_ticks_per_ns;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+
+#if defined(__x86_64__)
 static uint64_t mono_raw_ns(void)
 {
     struct timespec ts;
@@ -19,7 +21,6 @@ static uint64_t mono_raw_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-#if defined(__x86_64__)
 /* One (ticks, ns) pair: the ns read is bracketed by two tick reads; the narrowest bracket out of a
  * few tries wins, and its half-width (ticks) bounds the pairing error. */
 static void paired_read(uint64_t *ticks, uint64_t *ns, uint64_t *half_width)

@@ -1,6 +1,8 @@
 # expect_failure.cmake — run PROG, require a non-zero exit status and output matching REGEX.
-#   cmake -DPROG=<path> -DREGEX=<regex> -P expect_failure.cmake
-execute_process(COMMAND ${PROG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+#   cmake -DPROG=<path> -DREGEX=<regex> [-DEMULATOR=<cmd|arg|...>] -P expect_failure.cmake
+# EMULATOR (cross builds: qemu-user) has its words separated by '|'.
+string(REPLACE "|" ";" emulator "${EMULATOR}")
+execute_process(COMMAND ${emulator} ${PROG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("exit status: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
 if(rc STREQUAL "0")
   message(FATAL_ERROR "${PROG} exited with status 0; a non-zero status was expected")

@@ -61,6 +61,7 @@ static void check_timing(void)
     CHECKF(ml > 10 * ms, "100000 ADDs took only %.1fx as long as 1000", ml / ms);
 }
 
+#if defined(__x86_64__) || defined(__aarch64__)
 /* Collapse runs of blanks and tabs to one space and trim both ends. */
 static void squeeze(char *s)
 {
@@ -78,12 +79,22 @@ static void squeeze(char *s)
     if (w > s && w[-1] == ' ') w--;
     *w = 0;
 }
+#endif
+
+/* The kernel's ADD as objdump prints it (blanks squeezed) and its 4-byte encoding. */
+#if defined(__x86_64__)
+#define ADD_TEXT "add $0x1,%rax"
+#define ADD_BYTES "48 83 c0 01"
+#elif defined(__aarch64__)
+#define ADD_TEXT "add x0, x0, #0x1"
+#define ADD_BYTES "91000400"
+#endif
 
 static int check_disassembly(const char *objdump, const char *lib)
 {
-#if !defined(__x86_64__)
+#if !defined(ADD_TEXT)
     (void)objdump, (void)lib;
-    SKIP("the disassembly check is for the x86-64 kernel only");
+    SKIP("no assembly kernel on this architecture (generic C chain)");
 #else
     if (!objdump[0] || strstr(objdump, "NOTFOUND")) SKIP("no objdump");
     char cmd[8192];
@@ -106,7 +117,8 @@ static int check_disassembly(const char *objdump, const char *lib)
             inside = 0;
             continue;
         }
-        /* "  addr:\t48 83 c0 01          \tadd    $0x1,%rax" */
+        /* x86-64: "  addr:\t48 83 c0 01          \tadd    $0x1,%rax"
+         * aarch64: "  addr:\t91000400 \tadd\tx0, x0, #0x1" */
         char *t1 = strchr(line, '\t');
         char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
         if (!t2) continue;
@@ -114,9 +126,9 @@ static int check_disassembly(const char *objdump, const char *lib)
         char *bytes = t1 + 1, *insn = t2 + 1;
         squeeze(bytes);
         squeeze(insn);
-        if (strcmp(insn, "add $0x1,%rax") == 0) {
+        if (strcmp(insn, ADD_TEXT) == 0) {
             adds++;
-            adds_4byte += strcmp(bytes, "48 83 c0 01") == 0;
+            adds_4byte += strcmp(bytes, ADD_BYTES) == 0;
         } else if (strncmp(insn, "add", 3) == 0) {
             other_adds++;
         }
@@ -125,8 +137,8 @@ static int check_disassembly(const char *objdump, const char *lib)
     int status = pclose(p);
     CHECKF(status == 0, "'%s' exited with status %d", cmd, status);
     CHECKF(found, "no <pv_add_chain> in the disassembly of %s", lib);
-    printf("pv_add_chain: %d x add $0x1,%%rax (%d encoded 48 83 c0 01), %d other add, %d ret\n", adds,
-           adds_4byte, other_adds, rets);
+    printf("pv_add_chain: %d x %s (%d encoded %s), %d other add, %d ret\n", adds, ADD_TEXT,
+           adds_4byte, ADD_BYTES, other_adds, rets);
     CHECK(adds == 256);
     CHECK(adds_4byte == 256); /* the computed entry jump assumes 4 bytes per ADD */
     CHECK(other_adds == 0);

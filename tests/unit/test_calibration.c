@@ -60,9 +60,11 @@ static int check_quick(void)
         if (!r.status) return 1;
         int complete = strcmp(r.status, "complete") == 0;
         CHECKF(complete || strcmp(r.status, "partial") == 0, "status \"%s\"", r.status);
-        CHECK(r.timer_overhead_ns > 0);
+        /* A read pair costs at least one clock step, or less than one (0 ticks: coarse counters
+         * such as a 25-100 MHz Armv8 generic timer). Either way it is a whole number of steps. */
+        CHECK(r.timer_overhead_ns >= 0);
         CHECK(r.granularity_ns > 0);
-        CHECK(r.granularity_ns <= r.timer_overhead_ns);
+        CHECK(r.timer_overhead_ns == 0 || r.granularity_ns <= r.timer_overhead_ns * 1.000001);
         CHECK(r.elapsed_ms > 0);
 #if defined(__x86_64__)
         CHECK(r.cpu_start >= 0 && r.cpu_end >= 0);
@@ -98,7 +100,7 @@ static void check_tiny_budget(void)
     CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
     print("quick, 1 ms", &r);
     CHECKF(r.status && strcmp(r.status, "partial") == 0, "status \"%s\"", r.status ? r.status : "(null)");
-    CHECK(r.timer_overhead_ns > 0); /* measured before the budget is checked */
+    CHECK(r.granularity_ns > 0); /* measured before the budget is checked */
 }
 
 int main(void)

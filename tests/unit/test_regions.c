@@ -150,7 +150,10 @@ static void check_stats(void)
     printf("stats: count %llu, total %.0f ns, min %.0f ns, max %.0f ns\n", (unsigned long long)s.count,
            s.total_ns, s.min_ns, s.max_ns);
     CHECK(s.count == 100);
-    CHECK(s.min_ns > 0);
+    /* The shortest pair may read 0 ticks on a coarse counter (Armv8 generic timer under qemu:
+     * 16 ns steps), but the spins add up to more than one step. */
+    CHECK(s.min_ns >= 0);
+    CHECK(s.max_ns > 0 && s.total_ns > 0);
     CHECK(s.min_ns <= s.max_ns);
     CHECK(s.total_ns >= (double)s.count * s.min_ns * (1 - 1e-12));
     CHECK(s.total_ns <= (double)s.count * s.max_ns * (1 + 1e-12));
