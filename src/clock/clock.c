@@ -9,6 +9,8 @@
 #include <time.h>
 
 static perfvar_clock_info g_info;
+static pv_clock_caps g_caps;
+static double g_measured_hz;
 static double g_ticks_per_ns;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -48,8 +50,18 @@ static void measure_tsc_hz(void)
     do {
         paired_read(&t1, &n1, &w1);
     } while (n1 - n0 < 20000000u);
-    double hz = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
-    g_info.hz = hz;
+    g_measured_hz = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
+    double stated[3] = {g_caps.cpuid_tsc_hz, g_caps.hypervisor_tsc_hz, g_caps.kernel_tsc_hz};
+    static const char *const source[3] = {"CPUID 0x15", "hypervisor CPUID 0x40000010",
+                                          "kernel perf_event time_mult/time_shift"};
+    for (int i = 0; i < 3; i++) {
+        if (stated[i] <= 0) continue;
+        g_info.hz = stated[i];
+        g_info.hz_rel_error = 0; /* as stated; pv_clock_measured_hz() cross-checks it */
+        snprintf(g_info.hz_method, sizeof g_info.hz_method, "%s", source[i]);
+        return;
+    }
+    g_info.hz = g_measured_hz;
     g_info.hz_rel_error = (double)(w0 + w1) / (double)(t1 - t0);
     snprintf(g_info.hz_method, sizeof g_info.hz_method, "measured vs CLOCK_MONOTONIC_RAW");
 }
@@ -58,11 +70,12 @@ static void measure_tsc_hz(void)
 static void clock_init_once(void)
 {
     memset(&g_info, 0, sizeof g_info);
+    pv_clock_probe(&g_caps);
     snprintf(g_info.name, sizeof g_info.name, "%s", PERFVAR_CLOCK_NATIVE_NAME);
 #if defined(__x86_64__)
     measure_tsc_hz();
     g_info.serialized = 1;
-    g_info.has_cpu_id = 1;
+    g_info.has_cpu_id = g_caps.rdtscp;
 #elif defined(__aarch64__)
     g_info.hz = (double)perfvar_clock_native_hz();
     g_info.hz_rel_error = 0.0;
@@ -74,6 +87,10 @@ static void clock_init_once(void)
 #endif
     g_ticks_per_ns = g_info.hz / 1e9;
 }
+
+const pv_clock_caps *pv_clock_caps_get(void) { return &g_caps; }
+
+double pv_clock_measured_hz(void) { return g_measured_hz; }
 
 const perfvar_clock_info *pv_clock_init(void)
 {

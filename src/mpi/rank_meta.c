@@ -2,6 +2,7 @@
  * the layout is documented in docs/trace-format.md. */
 #define _GNU_SOURCE
 #include "state.h"
+#include "../clock/clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,8 +52,21 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.clock.name);
     fprintf(f, ", \"hz\": %.3f, \"hz_method\": ", pv_rt.clock.hz);
     json_str(f, pv_rt.clock.hz_method);
-    fprintf(f, ", \"hz_rel_error\": %.3g, \"serialized\": %s},\n", pv_rt.clock.hz_rel_error,
-            pv_rt.clock.serialized ? "true" : "false");
+    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"serialized\": %s},\n",
+            pv_rt.clock.hz_rel_error, pv_clock_measured_hz(), pv_rt.clock.serialized ? "true" : "false");
+    const pv_clock_caps *k = pv_clock_caps_get();
+    fprintf(f,
+            "  \"clock_caps\": {\"rdtscp\": %s, \"invariant_tsc\": %s, \"cpuid_tsc_hz\": %.0f, "
+            "\"cpuid_base_mhz\": %.0f,\n    \"hypervisor\": ",
+            k->rdtscp ? "true" : "false", k->invariant_tsc ? "true" : "false", k->cpuid_tsc_hz,
+            k->cpuid_base_mhz);
+    json_str(f, k->hypervisor);
+    fprintf(f, ", \"hypervisor_tsc_hz\": %.0f, \"kernel_tsc_hz\": %.3f, \"kernel_tsc_why\": ",
+            k->hypervisor_tsc_hz, k->kernel_tsc_hz);
+    json_str(f, k->kernel_tsc_why);
+    fprintf(f, ",\n    \"cycles\": %s, \"cycles_why\": ", k->cycles ? "true" : "false");
+    json_str(f, k->cycles_why);
+    fprintf(f, "},\n");
     fprintf(f,
             "  \"clock_offset\": {\"begin_ticks\": %lld, \"end_ticks\": %lld, "
             "\"stddev_ticks\": %.1f},\n",

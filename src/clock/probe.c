@@ -1,0 +1,163 @@
+/* probe.c — see probe.h. */
+#define _GNU_SOURCE
+#include "probe.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+static sigjmp_buf probe_jump;
+
+static void probe_trap(int sig)
+{
+    siglongjmp(probe_jump, sig);
+}
+
+/* Run fn under a SIGILL/SIGSEGV guard: returns 0 if it ran, else the signal it raised. */
+static int guarded(void (*fn)(void *), void *arg)
+{
+    struct sigaction trap = {0}, old_ill, old_segv;
+    trap.sa_handler = probe_trap;
+    sigemptyset(&trap.sa_mask);
+    sigaction(SIGILL, &trap, &old_ill);
+    sigaction(SIGSEGV, &trap, &old_segv);
+    int sig = sigsetjmp(probe_jump, 1);
+    if (sig == 0) fn(arg);
+    sigaction(SIGILL, &old_ill, NULL);
+    sigaction(SIGSEGV, &old_segv, NULL);
+    return sig;
+}
+
+#if defined(__x86_64__)
+static int perf_open(uint32_t type, uint64_t config)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = type;
+    a.config = config;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+}
+
+static void try_rdpmc(void *arg)
+{
+    uint32_t counter = *(uint32_t *)arg, lo, hi;
+    __asm__ volatile("lfence\n\trdpmc\n\tlfence" : "=a"(lo), "=d"(hi) : "c"(counter) : "memory");
+    *(uint64_t *)arg = ((uint64_t)hi << 32) | lo;
+}
+
+/* The cycles event's mmap page says whether user rdpmc is allowed, and (any event's page) the
+ * kernel's TSC conversion. */
+static void probe_perf(pv_clock_caps *c)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int fd = perf_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+    int have_cycles_event = fd >= 0;
+    if (fd < 0) {
+        snprintf(c->cycles_why, sizeof c->cycles_why,
+                 "no hardware cycles event (perf_event_open: %s%s)", strerror(errno),
+                 errno == ENOENT ? ": no PMU, e.g. a VM without PMU passthrough" : "");
+        fd = perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY); /* for the time fields only */
+    }
+    if (fd < 0) {
+        snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf_event_open: %s",
+                 strerror(errno));
+        return;
+    }
+    struct perf_event_mmap_page *p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf mmap: %s", strerror(errno));
+        if (have_cycles_event)
+            snprintf(c->cycles_why, sizeof c->cycles_why, "perf mmap: %s", strerror(errno));
+        close(fd);
+        return;
+    }
+    if (p->cap_user_time && p->time_mult)
+        c->kernel_tsc_hz = 1e9 * (double)(1ull << p->time_shift) / (double)p->time_mult;
+    else
+        snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why,
+                 "the kernel does not expose its TSC conversion (cap_user_time = 0)");
+    if (have_cycles_event) {
+        if (!p->cap_user_rdpmc || !p->index) {
+            snprintf(c->cycles_why, sizeof c->cycles_why,
+                     "user rdpmc not allowed (cap_user_rdpmc = %d; see /sys/devices/cpu/rdpmc)",
+                     (int)p->cap_user_rdpmc);
+        } else {
+            uint64_t counter = p->index - 1;
+            int sig = guarded(try_rdpmc, &counter);
+            if (sig)
+                snprintf(c->cycles_why, sizeof c->cycles_why, "rdpmc trapped (signal %d)", sig);
+            else
+                c->cycles = 1;
+        }
+    }
+    munmap(p, (size_t)page);
+    close(fd);
+}
+
+static void probe_cpuid(pv_clock_caps *c)
+{
+    unsigned a, b, cx, d;
+    if (__get_cpuid(0x80000001, &a, &b, &cx, &d)) c->rdtscp = (d >> 27) & 1;
+    if (__get_cpuid(0x80000007, &a, &b, &cx, &d)) c->invariant_tsc = (d >> 8) & 1;
+    unsigned max = __get_cpuid_max(0, NULL);
+    if (max >= 0x15) {
+        __cpuid_count(0x15, 0, a, b, cx, d);
+        if (a && b && cx) c->cpuid_tsc_hz = (double)cx * b / a;
+    }
+    if (max >= 0x16) {
+        __cpuid_count(0x16, 0, a, b, cx, d);
+        c->cpuid_base_mhz = a & 0xffff;
+    }
+    __cpuid(1, a, b, cx, d);
+    if (cx & (1u << 31)) { /* running under a hypervisor */
+        unsigned hmax;
+        __cpuid(0x40000000, hmax, b, cx, d);
+        memcpy(c->hypervisor, &b, 4), memcpy(c->hypervisor + 4, &cx, 4), memcpy(c->hypervisor + 8, &d, 4);
+        c->hypervisor[12] = 0;
+        if (hmax >= 0x40000010) {
+            __cpuid(0x40000010, a, b, cx, d);
+            if (a) c->hypervisor_tsc_hz = a * 1e3; /* kHz */
+        }
+    }
+}
+#elif defined(__aarch64__)
+static void try_pmccntr(void *arg)
+{
+    uint64_t v;
+    __asm__ volatile("isb\n\tmrs %0, pmccntr_el0\n\tisb" : "=r"(v)::"memory");
+    *(uint64_t *)arg = v;
+}
+#endif
+
+void pv_clock_probe(pv_clock_caps *c)
+{
+    memset(c, 0, sizeof *c);
+#if defined(__x86_64__)
+    probe_cpuid(c);
+    probe_perf(c);
+#elif defined(__aarch64__)
+    uint64_t v;
+    int sig = guarded(try_pmccntr, &v);
+    if (sig)
+        snprintf(c->cycles_why, sizeof c->cycles_why,
+                 "pmccntr_el0 is not readable at EL0 (signal %d; the kernel must set PMUSERENR_EL0)", sig);
+    else
+        c->cycles = 1;
+    snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "not needed: cntfrq_el0 states the frequency");
+#else
+    snprintf(c->cycles_why, sizeof c->cycles_why, "no cycle counter support on this architecture");
+#endif
+}
