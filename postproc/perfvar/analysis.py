@@ -282,6 +282,7 @@ def analyze(
             "beta search from -0.6 in -0.01 steps (paper 5.4.2)",
         },
         "timer_resolution_hz": trace.timer_resolution_hz,
+        "clock": meta.clock,
         "run": meta.run,
         "ranks": ranks,
         "segments": segments,

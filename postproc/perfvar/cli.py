@@ -150,6 +150,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"perfvar: error: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("perfvar: error: interrupted", file=sys.stderr)
+    except (
+        BrokenPipeError
+    ):  # the reader of our output left (`perfvar analyze DIR | head`)
+        # stdout -> /dev/null, so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
         if os.environ.get("PERFVAR_DEBUG"):
             raise

@@ -21,7 +21,7 @@ KIND = "shared_cpu"
 
 
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """One ``shared_cpu`` anomaly per rank that shares its main CPU with another rank."""
+    """One ``shared_cpu`` anomaly per rank sharing its main CPU with another rank."""
     result = DetectorResult()
     started = prep.samples[prep.samples["cpu_enter"] != CPU_UNKNOWN]
     by_cpu: dict[tuple[Optional[str], int], list[int]] = defaultdict(list)

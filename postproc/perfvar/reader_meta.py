@@ -45,6 +45,9 @@ class RankMeta:
     cpus: list[int] = field(default_factory=list)
     calibration: Calibration = field(default_factory=Calibration)
     clock: dict[str, Any] = field(default_factory=dict)
+    caps: dict[str, Any] = field(
+        default_factory=dict
+    )  # clock_caps: the capability probe
     events_lost: Optional[int] = None
     source: Optional[str] = None  # the rank-N.json path, if it was read
     problem: Optional[str] = None
@@ -63,6 +66,51 @@ class RunMeta:
     run: Optional[dict[str, Any]]
     ranks: dict[int, RankMeta]
     notes: list[str] = field(default_factory=list)
+    clock: dict[str, Any] = field(default_factory=dict)  # see clock_summary()
+
+
+# Ranks measuring one clock should agree on its rate; Score-P warns beyond this too.
+HZ_AGREEMENT = 1e-4
+
+
+def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]]:
+    """What clock the ranks used, what the machine lacked, whether their rates agree.
+
+    Returns (summary for analysis.json, notes). The summary takes rank 0's (or the first
+    rank's) clock and capability probe; notes name ranks whose measured frequency
+    differs from the others by more than HZ_AGREEMENT (relative).
+    """
+    with_clock = {r: m for r, m in sorted(ranks.items()) if m.clock}
+    if not with_clock:
+        return {}, []
+    first = next(iter(with_clock.values()))
+    caps = first.caps
+    summary = {
+        "name": first.clock.get("name"),
+        "hz": _number(first.clock.get("hz")),
+        "hz_method": first.clock.get("hz_method"),
+        "hz_rel_error": _number(first.clock.get("hz_rel_error")),
+        "cycles_counter": bool(caps.get("cycles")) if caps else None,
+        "cycles_why": caps.get("cycles_why") if caps else None,
+    }
+    notes = []
+    rates = {}
+    for r, m in with_clock.items():
+        hz = _number(m.clock.get("measured_hz")) or _number(m.clock.get("hz"))
+        if hz:
+            rates[r] = hz
+    if len(rates) >= 2:
+        lo, hi = min(rates, key=rates.get), max(rates, key=rates.get)
+        spread = rates[hi] / rates[lo] - 1
+        summary["hz_spread_rel"] = spread
+        if spread > HZ_AGREEMENT:
+            notes.append(
+                "ranks disagree on the clock frequency: "
+                f"rank {lo} {rates[lo] / 1e9:.6f} GHz"
+                f" vs rank {hi} {rates[hi] / 1e9:.6f} GHz (relative {spread:.1e} > "
+                f"{HZ_AGREEMENT:g}); the trace uses one resolution for all ranks"
+            )
+    return summary, notes
 
 
 def _number(value: Any) -> Optional[float]:
@@ -94,6 +142,8 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
         meta.cpus = sorted({int(c) for c in cpus if isinstance(c, int)})
     clock = data.get("clock")
     meta.clock = clock if isinstance(clock, dict) else {}
+    caps = data.get("clock_caps")
+    meta.caps = caps if isinstance(caps, dict) else {}
     events = data.get("events")
     if isinstance(events, dict) and isinstance(events.get("lost"), int):
         meta.events_lost = int(events["lost"])
@@ -166,4 +216,5 @@ def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
             notes.append(
                 f"metadata for ranks not in the trace: {compact_ranges(extra)}"
             )
-    return RunMeta(run=run, ranks=result, notes=notes)
+    clock, clock_notes = clock_summary(result)
+    return RunMeta(run=run, ranks=result, notes=notes + clock_notes, clock=clock)

@@ -71,7 +71,8 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
     if a["kind"] == "shared_cpu":
         others = [r for r in ev["ranks"] if r != a["rank"]]
         return (
-            f"{_where(a)} shared CPU {ev['cpu']} with rank(s) {compact_ranges(others)}: "
+            f"{_where(a)} shared CPU {ev['cpu']} with rank(s) "
+            f"{compact_ranges(others)}: "
             "its segments include time-slicing, so wall-clock comparisons with this "
             "rank mean little; run one rank per core; informational"
         )
@@ -122,6 +123,18 @@ def render(result: dict[str, Any]) -> str:
         f"{_plural(summ['n_segment_classes'], 'segment class', 'segment classes')}, "
         f"timer {_hz(result['timer_resolution_hz'])}, alpha {result['alpha']:g}"
     )
+    clock = result.get("clock") or {}
+    if clock.get("name"):
+        err = clock.get("hz_rel_error")
+        method = clock.get("hz_method") or "unknown method"
+        line = f"clock {clock['name']}: frequency {method}"
+        if err:
+            line += f" (relative error <= {err:.1e})"
+        if clock.get("cycles_counter") is False:
+            line += (
+                f"; no CPU-cycle counter: {clock.get('cycles_why') or 'unknown why'}"
+            )
+        out.append(line)
     out.append("")
     out.append("Ranks")
     rows = []

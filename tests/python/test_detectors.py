@@ -1,4 +1,4 @@
-"""Slow-segment, migration and shared-CPU detectors on synthetic (segment, rank) samples."""
+"""Slow-segment, migration and shared-CPU detectors on synthetic cells."""
 
 import numpy as np
 import pytest
@@ -132,7 +132,9 @@ def test_shared_cpu_detector_names_ranks_on_one_cpu_of_one_host():
     prep = make_prepared(_ranks(0, nranks=4))
     prep.hosts = {r: "node" for r in prep.hosts}
     assert detect_shared_cpu.detect(prep).anomalies == []  # one CPU per rank
-    prep.samples["cpu_enter"][prep.samples["rank"] == 3] = 1  # rank 3 joins rank 1's CPU
+    prep.samples["cpu_enter"][
+        prep.samples["rank"] == 3
+    ] = 1  # rank 3 joins rank 1's CPU
     result = detect_shared_cpu.detect(prep)
     assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [
         ("shared_cpu", 1, 1),
