@@ -76,8 +76,62 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _csv_of(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [x for x in text.split(",") if x]
+        bad = [x for x in items if x not in choices]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: a comma-separated list of {', '.join(choices)}"
+            )
+        return items
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    from perfvar.calibrate import CalibParams
+    from perfvar.calibrate_run import run
+    from perfvar.report_calibrate import render
+
+    params = CalibParams.quick() if args.quick else CalibParams()
+    for name in ("n", "p", "q", "epsilon", "alpha"):
+        if getattr(args, name) is not None:
+            setattr(params, name, getattr(args, name))
+    timers = args.timers or (
+        ["barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc"]
+        if args.compare
+        else ["barrier"]
+    )
+    budget = args.budget if args.budget else (45.0 if args.quick else None)
+    doc = run(timers, args.states, params, budget, lib=args.lib, quiet=args.quiet)
+    doc["mode"] = "quick" if args.quick else "full"
+    if not args.quiet:
+        sys.stdout.write(render(doc))
+    if args.json:
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=1)
+                fh.write("\n")
+        except OSError as exc:
+            raise TraceError(f"cannot write {args.json}: {exc.strerror}") from exc
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands: analyze)."""
+    """The argument parser (subcommands: analyze, calibrate)."""
     parser = _Parser(
         prog="perfvar",
         description="Find MPI ranks and cores that run the same work slower "
@@ -136,6 +190,46 @@ def build_parser() -> argparse.ArgumentParser:
         "at most 8; 1 = serial)",
     )
     p.set_defaults(func=_cmd_analyze)
+
+    from perfvar.calibrate_run import STATES
+    from perfvar.kernels import TIMERS
+
+    c = sub.add_parser(
+        "calibrate",
+        help="measure t_min and t_diff of timers on this core",
+        description="Measure, on the CPU it starts on, each timer's overhead, "
+        "fluctuation, precision t_min and sensitivity t_diff in the cache states "
+        "0, 4xL1, 4xL2, 4xL3 (paper Algorithms 1 and 2 with filter_cost and "
+        "filter_os). Results a time budget cut short are marked 'partial'.",
+    )
+    c.add_argument(
+        "--compare",
+        action="store_true",
+        help="all timers side by side, not only perfvar's",
+    )
+    c.add_argument(
+        "--quick",
+        action="store_true",
+        help="bounded run (N=200, p=3, q=3, 45 s in all unless --budget)",
+    )
+    c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    c.add_argument("--timers", type=_csv_of(TIMERS), help="timers to calibrate")
+    c.add_argument(
+        "--states", type=_csv_of(STATES), default=list(STATES), help="cache states"
+    )
+    c.add_argument(
+        "--budget", type=_positive_float, metavar="S", help="total time budget (s)"
+    )
+    c.add_argument(
+        "-n", type=_positive_int, metavar="N", help="samples per distribution"
+    )
+    c.add_argument("--p", type=_positive_int, help="confirmations of t_min (paper: 30)")
+    c.add_argument("--q", type=_positive_int, help="pairs for t_diff (paper: 80)")
+    c.add_argument("--epsilon", type=_positive_float, help="CV threshold (0.01)")
+    c.add_argument("--alpha", type=_alpha, help="overlap threshold (0.05)")
+    c.add_argument("--lib", metavar="PATH", help="libperfvar.so to use")
+    c.add_argument("--quiet", action="store_true", help="no table and no progress")
+    c.set_defaults(func=_cmd_calibrate)
     return parser
 
 

@@ -72,11 +72,13 @@ class OsFilterInfo:
         }
 
 
-def isolation_scores(features: np.ndarray) -> np.ndarray:
+def isolation_scores(
+    features: np.ndarray, n_estimators: int = N_ESTIMATORS
+) -> np.ndarray:
     """IsolationForest ``score_samples`` of each row, in (-1, 0); lower = outlier."""
     from sklearn.ensemble import IsolationForest
 
-    forest = IsolationForest(n_estimators=N_ESTIMATORS, random_state=RANDOM_STATE)
+    forest = IsolationForest(n_estimators=n_estimators, random_state=RANDOM_STATE)
     forest.fit(features)
     return forest.score_samples(features)
 
@@ -110,11 +112,15 @@ def best_beta(scores: np.ndarray, values: np.ndarray) -> tuple[float, str]:
     return float(betas[above[0]]), "beta search"
 
 
-def filter_os(samples: np.ndarray) -> tuple[np.ndarray, OsFilterInfo]:
+def filter_os(
+    samples: np.ndarray, n_estimators: int = N_ESTIMATORS
+) -> tuple[np.ndarray, OsFilterInfo]:
     """Flag OS-noise samples (paper §5.4.2).
 
     ``samples``: shape (n,) wall-clock ns, or (n, k) with wall-clock ns in column 0
-    and e.g. CPU cycles in column 1. Returns (kept mask of shape (n,), info).
+    and e.g. CPU cycles in column 1. ``n_estimators``: trees of the forest (fewer
+    is faster and coarser; quick calibration uses fewer). Returns (kept mask of
+    shape (n,), info).
     """
     x = np.asarray(samples, dtype=np.float64)
     features = x.reshape(-1, 1) if x.ndim == 1 else x
@@ -125,7 +131,7 @@ def filter_os(samples: np.ndarray) -> tuple[np.ndarray, OsFilterInfo]:
         return keep_all, OsFilterInfo(n, 0, None, f"skipped: n < {MIN_SAMPLES_OS}")
     if np.all(features == features[0]):
         return keep_all, OsFilterInfo(n, 0, None, "skipped: constant")
-    scores = isolation_scores(features)
+    scores = isolation_scores(features, n_estimators)
     beta, method = best_beta(scores, values)
     mask = scores >= beta
     return mask, OsFilterInfo(n, int(n - mask.sum()), beta, method)

@@ -84,8 +84,12 @@ def summarize(samples: np.ndarray) -> Summary:
     )
 
 
-def overlap(a0: np.ndarray, a1: np.ndarray) -> float:
+def overlap(a0: np.ndarray, a1: np.ndarray, ties: bool = False) -> float:
     """Paper Algorithm 2 overlap: the fraction of ``a1`` samples below ``max(a0)``.
+
+    With ``ties=True`` samples equal to ``max(a0)`` count as overlapping too: on a
+    quantised clock (10 ns steps on a VM's TSC) two different chain lengths often read
+    the same value, and the paper's strict ``<`` would call them separated.
 
     ``a0`` is the faster (reference) set, ``a1`` the slower candidate. 0.0 means
     every a1 sample is at least as slow as the slowest a0 sample (fully separated);
@@ -94,4 +98,5 @@ def overlap(a0: np.ndarray, a1: np.ndarray) -> float:
     """
     ref = _checked(a0, "reference set")
     cand = _checked(a1, "candidate set")
-    return float(np.count_nonzero(cand < ref.max()) / cand.size)
+    below = cand <= ref.max() if ties else cand < ref.max()
+    return float(np.count_nonzero(below) / cand.size)

@@ -1,0 +1,48 @@
+/*
+ * perfvar_calib.h — measurement kernels for calibrating timers (paper §5.4), for tools such as
+ * `perfvar calibrate`, which drive them from Python through the shared library.
+ *
+ * One sample = read timer; run a chain of `adds` dependent ADDs; read timer; then write the whole
+ * cache-flush buffer of `flush_bytes` (one store per 64-byte line), so the next sample starts with
+ * the caches in that state (paper Fig. 1). Results are in ns; cycle timers are converted at the
+ * clock rate perfvar measured. Timers that are not available here return PERFVAR_ERR_UNAVAILABLE
+ * and perfvar_timer_available says why. Not thread-safe (one shared flush buffer).
+ */
+#ifndef PERFVAR_CALIB_H
+#define PERFVAR_CALIB_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum perfvar_timer {
+    PERFVAR_TIMER_BARRIER = 0,        /* perfvar: lfence; rdtscp; lfence (Armv8: isb; cntvct) */
+    PERFVAR_TIMER_RDTSC = 1,          /* plain rdtsc, no fences (x86-64 only) */
+    PERFVAR_TIMER_CLOCK_GETTIME = 2,  /* clock_gettime(CLOCK_MONOTONIC) */
+    PERFVAR_TIMER_PAPI_REAL_NSEC = 3, /* PAPI_get_real_nsec (libpapi loaded at run time) */
+    PERFVAR_TIMER_PAPI_REAL_CYC = 4,  /* PAPI_get_real_cyc, converted to ns */
+    PERFVAR_TIMER_COUNT
+};
+
+/* Short name of a timer ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc"),
+ * or NULL for an unknown one. Thread-safe. */
+const char *perfvar_timer_name(int timer);
+
+/* PERFVAR_OK if `timer` can be read here; else PERFVAR_ERR_UNAVAILABLE (or INVALID_ARG) with the
+ * reason in why (may be NULL). The first PAPI query loads and initialises libpapi. */
+int perfvar_timer_available(int timer, char *why, int why_len);
+
+/* Take n samples into out_ns[0..n-1] (see above). adds: chain length (0 = timer cost only);
+ * flush_bytes: 0 for none. Errors: INVALID_ARG, UNAVAILABLE, NO_MEMORY. */
+int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, double *out_ns);
+
+/* Size in bytes of the data or unified cache of `level` (1, 2, 3) of CPU 0 from sysfs, or 0 when
+ * unknown. Thread-safe. */
+uint64_t perfvar_cache_size(int level);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PERFVAR_CALIB_H */

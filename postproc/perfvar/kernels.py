@@ -1,0 +1,102 @@
+"""The C measurement kernels of libperfvar (include/perfvar_calib.h), through ctypes.
+
+The library is found, in order: ``$PERFVAR_LIB``; ``libperfvar.so`` next to an
+installed ``perfvar-run`` (``../lib``); the linker's search path; the source tree's
+``build/`` (a developer checkout). Not thread-safe (the C side shares a flush buffer).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+from typing import Optional
+
+import numpy as np
+
+from perfvar.errors import TraceError
+
+TIMERS = ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc")
+
+
+class KernelError(TraceError):
+    """libperfvar could not be loaded or a kernel failed (one clear message)."""
+
+
+def _candidates() -> list[str]:
+    found = []
+    if os.environ.get("PERFVAR_LIB"):
+        found.append(os.environ["PERFVAR_LIB"])
+    launcher = shutil.which("perfvar-run")
+    if launcher:
+        found.append(
+            os.path.join(os.path.dirname(launcher), "..", "lib", "libperfvar.so")
+        )
+    name = ctypes.util.find_library("perfvar")
+    if name:
+        found.append(name)
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, "..", "..", "build", "libperfvar.so"))
+    return found
+
+
+class Kernels:
+    """Loaded libperfvar: timer availability, samples (ns), cache sizes (bytes)."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        tried = [path] if path else _candidates()
+        self.lib = None
+        for cand in tried:
+            try:
+                self.lib = ctypes.CDLL(cand)
+                self.path = cand
+                break
+            except OSError:
+                continue
+        if self.lib is None:
+            raise KernelError(
+                "cannot load libperfvar.so (tried: "
+                + ", ".join(tried)
+                + "); set PERFVAR_LIB to its path"
+            )
+        lib = self.lib
+        lib.perfvar_timer_available.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+        ]
+        lib.perfvar_calib_sample.argtypes = [
+            ctypes.c_int,
+            ctypes.c_uint64,
+            ctypes.c_uint64,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_double),
+        ]
+        lib.perfvar_cache_size.restype = ctypes.c_uint64
+        lib.perfvar_strerror.restype = ctypes.c_char_p
+
+    def available(self, timer: str) -> tuple[bool, str]:
+        """(True, "") or (False, why) for a timer named in TIMERS."""
+        why = ctypes.create_string_buffer(256)
+        rc = self.lib.perfvar_timer_available(TIMERS.index(timer), why, len(why))
+        return rc == 0, why.value.decode()
+
+    def sample(self, timer: str, adds: int, flush_bytes: int, n: int) -> np.ndarray:
+        """n samples (ns) of ``adds`` dependent ADDs; flush_bytes flushed after each."""
+        out = np.empty(n, dtype=np.float64)
+        rc = self.lib.perfvar_calib_sample(
+            TIMERS.index(timer),
+            int(adds),
+            int(flush_bytes),
+            n,
+            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        )
+        if rc != 0:
+            why = self.lib.perfvar_strerror(rc).decode()
+            raise KernelError(f"perfvar_calib_sample({timer}): {why}")
+        return out
+
+    def cache_size(self, level: int) -> int:
+        """Bytes of the level-``level`` data cache of CPU 0 (sysfs), 0 if unknown."""
+        return int(self.lib.perfvar_cache_size(level))

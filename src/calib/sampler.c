@@ -1,0 +1,197 @@
+/* sampler.c — measurement kernels behind perfvar_calib.h. */
+#define _GNU_SOURCE
+#include "perfvar_calib.h"
+#include "add_chain.h"
+#include "perfvar.h"
+#include "perfvar_clock.h"
+#include "../clock/clock.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(PERFVAR_HAVE_PAPI_H)
+#include <papi.h>
+#endif
+
+static const char *const timer_names[PERFVAR_TIMER_COUNT] = {
+    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc"};
+
+const char *perfvar_timer_name(int timer)
+{
+    return timer >= 0 && timer < PERFVAR_TIMER_COUNT ? timer_names[timer] : NULL;
+}
+
+/* ---- PAPI, loaded on first use so libperfvar does not depend on it ---- */
+static long long (*papi_nsec)(void);
+static long long (*papi_cyc)(void);
+static char papi_why[160];
+static int papi_state; /* 0 untried, 1 ok, -1 unavailable */
+
+static void papi_load(void)
+{
+    if (papi_state) return;
+    papi_state = -1;
+#if defined(PERFVAR_HAVE_PAPI_H)
+    void *lib = dlopen("libpapi.so", RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) lib = dlopen("libpapi.so." PERFVAR_PAPI_SOVERSION, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) {
+        snprintf(papi_why, sizeof papi_why, "libpapi not found (%s)", dlerror());
+        return;
+    }
+    int (*init)(int) = (int (*)(int))dlsym(lib, "PAPI_library_init");
+    papi_nsec = (long long (*)(void))dlsym(lib, "PAPI_get_real_nsec");
+    papi_cyc = (long long (*)(void))dlsym(lib, "PAPI_get_real_cyc");
+    if (!init || !papi_nsec || !papi_cyc) {
+        snprintf(papi_why, sizeof papi_why, "libpapi lacks PAPI_get_real_nsec/cyc");
+        return;
+    }
+    int rc = init(PAPI_VER_CURRENT);
+    if (rc != PAPI_VER_CURRENT && rc < 0) {
+        snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", rc);
+        return;
+    }
+    papi_state = 1;
+#else
+    snprintf(papi_why, sizeof papi_why, "perfvar was built without papi.h");
+#endif
+}
+
+int perfvar_timer_available(int timer, char *why, int why_len)
+{
+    const char *reason = NULL;
+    switch (timer) {
+    case PERFVAR_TIMER_BARRIER:
+    case PERFVAR_TIMER_CLOCK_GETTIME: break;
+    case PERFVAR_TIMER_RDTSC:
+#if !defined(__x86_64__)
+        reason = "rdtsc exists on x86-64 only";
+#endif
+        break;
+    case PERFVAR_TIMER_PAPI_REAL_NSEC:
+    case PERFVAR_TIMER_PAPI_REAL_CYC:
+        papi_load();
+        if (papi_state < 0) reason = papi_why;
+        break;
+    default: reason = "unknown timer";
+    }
+    if (why && why_len > 0) snprintf(why, (size_t)why_len, "%s", reason ? reason : "");
+    if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return PERFVAR_ERR_INVALID_ARG;
+    return reason ? PERFVAR_ERR_UNAVAILABLE : PERFVAR_OK;
+}
+
+/* ---- the samples ---- */
+static unsigned char *flush_buf;
+static uint64_t flush_cap;
+
+static int flush_prepare(uint64_t bytes)
+{
+    if (bytes <= flush_cap) return 0;
+    unsigned char *b = realloc(flush_buf, bytes);
+    if (!b) return -1;
+    flush_buf = b, flush_cap = bytes;
+    return 0;
+}
+
+/* Dirty every 64-byte line of the first `bytes` bytes: the caches then hold this data, not the
+ * timer's and the kernel's. */
+static void flush(uint64_t bytes)
+{
+    volatile unsigned char *b = flush_buf;
+    for (uint64_t i = 0; i < bytes; i += 64) b[i] = (unsigned char)(b[i] + 1);
+}
+
+static inline uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+static inline uint64_t plain_rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, double *out)
+{
+    if (!out || n < 0) return PERFVAR_ERR_INVALID_ARG;
+    int rc = perfvar_timer_available(timer, NULL, 0);
+    if (rc != PERFVAR_OK) return rc;
+    if (flush_prepare(flush_bytes)) return PERFVAR_ERR_NO_MEMORY;
+    double ns_per_tick = 1.0 / pv_clock_ticks_per_ns();
+    for (int i = -4; i < n; i++) { /* 4 warm-up samples, discarded */
+        double d;
+        switch (timer) {
+        case PERFVAR_TIMER_BARRIER: {
+            uint64_t t0 = perfvar_clock_read();
+            pv_add_chain(adds);
+            d = (double)(perfvar_clock_read() - t0) * ns_per_tick;
+            break;
+        }
+#if defined(__x86_64__)
+        case PERFVAR_TIMER_RDTSC: {
+            uint64_t t0 = plain_rdtsc();
+            pv_add_chain(adds);
+            d = (double)(plain_rdtsc() - t0) * ns_per_tick;
+            break;
+        }
+#endif
+        case PERFVAR_TIMER_CLOCK_GETTIME: {
+            uint64_t t0 = mono_ns();
+            pv_add_chain(adds);
+            d = (double)(mono_ns() - t0);
+            break;
+        }
+        case PERFVAR_TIMER_PAPI_REAL_NSEC: {
+            long long t0 = papi_nsec();
+            pv_add_chain(adds);
+            d = (double)(papi_nsec() - t0);
+            break;
+        }
+        default: { /* PERFVAR_TIMER_PAPI_REAL_CYC */
+            long long t0 = papi_cyc();
+            pv_add_chain(adds);
+            d = (double)(papi_cyc() - t0) * ns_per_tick;
+            break;
+        }
+        }
+        if (i >= 0) out[i] = d;
+        if (flush_bytes) flush(flush_bytes);
+    }
+    return PERFVAR_OK;
+}
+
+uint64_t perfvar_cache_size(int level)
+{
+    for (int index = 0; index < 8; index++) {
+        char path[128], text[64], type[32];
+        int lv = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (fscanf(f, "%d", &lv) != 1) lv = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+        if (!(f = fopen(path, "r"))) continue;
+        if (fscanf(f, "%31s", type) != 1) type[0] = 0;
+        fclose(f);
+        if (lv != level || strcmp(type, "Instruction") == 0) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+        if (!(f = fopen(path, "r"))) continue;
+        unsigned long long v = 0;
+        char unit = 0;
+        if (fgets(text, sizeof text, f) && sscanf(text, "%llu%c", &v, &unit) >= 1) {
+            fclose(f);
+            return unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v;
+        }
+        fclose(f);
+    }
+    return 0;
+}
