@@ -83,14 +83,15 @@ typedef struct perfvar_clock_info {
     double hz_rel_error;    /* estimated relative error of hz (0 when exact) */
     int serialized;         /* 1 if reads are fenced against out-of-order execution */
     int has_cpu_id;         /* 1 if each read also reports the CPU number */
+    char note[160];         /* "" or why the clock PERFVAR_CLOCK asked for is not the one used */
 } perfvar_clock_info;
 
 /* Initialise the clock if needed (first call measures the frequency, ~20 ms) and describe it.
  * Thread-safe. Errors: INVALID_ARG. */
 int perfvar_clock_info_get(perfvar_clock_info *out);
 
-/* Read the clock now: ticks in *ticks, CPU number in *cpu (may be NULL; -1 if unknown).
- * Thread-safe, async-signal-safe once the clock is initialised. Errors: INVALID_ARG. */
+/* Read the clock perfvar uses (PERFVAR_CLOCK): ticks in *ticks, CPU number in *cpu (may be NULL;
+ * -1 if unknown). Thread-safe, async-signal-safe once the clock is initialised. Errors: INVALID_ARG. */
 int perfvar_clock_now(uint64_t *ticks, int *cpu);
 
 /* Convert a tick difference to nanoseconds with the calibrated frequency. Thread-safe. */

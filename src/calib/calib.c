@@ -2,7 +2,6 @@
 #include "calib.h"
 #include "add_chain.h"
 #include "perfvar.h"
-#include "perfvar_clock.h"
 #include "../clock/clock.h"
 
 #include <math.h>
@@ -24,7 +23,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int over_budget(const ctx *c) { return perfvar_clock_read() > c->deadline; }
+static int over_budget(const ctx *c) { return pv_now() > c->deadline; }
 
 /* Measure n samples of a k-ADD chain, overhead removed, trimmed above
  * median + max(3 IQR, 3 clock steps): with a quantised clock the IQR is often 0, and a bare 3 IQR
@@ -36,9 +35,9 @@ static int measure(ctx *c, uint64_t k)
     int n = c->p->n_samples;
     for (int i = 0; i < 8; i++) pv_add_chain(k); /* warm-up: caches, branch predictor */
     for (int i = 0; i < n; i++) {
-        uint64_t t0 = perfvar_clock_read();
+        uint64_t t0 = pv_now();
         pv_add_chain(k);
-        uint64_t t1 = perfvar_clock_read();
+        uint64_t t1 = pv_now();
         c->buf[i] = perfvar_ticks_to_ns(t1 - t0) - c->overhead_ns;
         if ((i & 63) == 63 && i + 1 >= 16 && over_budget(c)) {
             n = i + 1;
@@ -151,7 +150,7 @@ int pv_calib_run(const pv_calib_params *p, pv_calib_result *r)
         free(c.buf), free(c.sorted), free(a0);
         return PERFVAR_ERR_NO_MEMORY;
     }
-    uint64_t start = perfvar_clock_read_cpu(&r->cpu_start);
+    uint64_t start = pv_now_cpu(&r->cpu_start);
     c.deadline = start + (uint64_t)(p->budget_ms * 1e6 * pv_clock_ticks_per_ns());
     int complete = 0;
 
@@ -159,8 +158,8 @@ int pv_calib_run(const pv_calib_params *p, pv_calib_result *r)
     /* and the clock's granularity: the gcd of the observed read-pair differences. */
     uint64_t best = UINT64_MAX, step = 0;
     for (int i = 0; i < 4 * p->n_samples; i++) {
-        uint64_t t0 = perfvar_clock_read();
-        uint64_t t1 = perfvar_clock_read();
+        uint64_t t0 = pv_now();
+        uint64_t t1 = pv_now();
         if (t1 - t0 < best) best = t1 - t0;
         step = gcd_u64(step, t1 - t0);
     }
@@ -222,7 +221,7 @@ int pv_calib_run(const pv_calib_params *p, pv_calib_result *r)
             complete = !over_budget(&c);
         }
     }
-    uint64_t end = perfvar_clock_read_cpu(&r->cpu_end);
+    uint64_t end = pv_now_cpu(&r->cpu_end);
     r->elapsed_ms = perfvar_ticks_to_ns(end - start) / 1e6;
     r->status = complete ? "complete" : "partial";
     free(c.buf), free(c.sorted), free(a0);

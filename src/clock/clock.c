@@ -4,10 +4,13 @@
 #include "perfvar_clock.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+int pv_clock_monotonic;
 static perfvar_clock_info g_info;
 static pv_clock_caps g_caps;
 static double g_measured_hz;
@@ -67,10 +70,57 @@ static void measure_tsc_hz(void)
 }
 #endif
 
+uint64_t pv_clock_monotonic_read(int *cpu)
+{
+    if (cpu) *cpu = sched_getcpu();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the native clock can serve: x86-64 needs rdtscp. */
+static const char *native_unavailable(void)
+{
+#if defined(__x86_64__)
+    return g_caps.rdtscp ? NULL : "this CPU has no rdtscp";
+#elif defined(__aarch64__)
+    return NULL;
+#else
+    return "no serialized clock on this architecture";
+#endif
+}
+
+/* PERFVAR_CLOCK: 1 to use CLOCK_MONOTONIC_RAW; fills g_info.note when the request is not met. */
+static int choose_monotonic(void)
+{
+    const char *want = getenv("PERFVAR_CLOCK");
+    const char *native_missing = native_unavailable();
+    if (!want || !*want || !strcmp(want, "auto")) return native_missing != NULL;
+    if (!strcmp(want, "clock_monotonic_raw")) return 1;
+    if (!strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) && !native_missing) return 0;
+    const char *why = native_missing ? native_missing
+                      : (!strcmp(want, "tsc") || !strcmp(want, "cntvct"))
+                          ? "not this architecture's clock"
+                          : "not a clock perfvar knows (auto, tsc, cntvct, clock_monotonic_raw)";
+    int fallback = native_missing != NULL;
+    snprintf(g_info.note, sizeof g_info.note, "PERFVAR_CLOCK=%.32s is not available here (%s); using %s",
+             want, why, fallback ? "clock_monotonic_raw" : PERFVAR_CLOCK_NATIVE_NAME);
+    return fallback;
+}
+
 static void clock_init_once(void)
 {
     memset(&g_info, 0, sizeof g_info);
     pv_clock_probe(&g_caps);
+    if (choose_monotonic()) {
+        pv_clock_monotonic = 1;
+        snprintf(g_info.name, sizeof g_info.name, "clock_monotonic_raw");
+        snprintf(g_info.hz_method, sizeof g_info.hz_method, "clock_gettime ns");
+        g_info.hz = 1e9;
+        g_info.has_cpu_id = 1; /* sched_getcpu */
+        g_ticks_per_ns = 1.0;
+        return;
+    }
     snprintf(g_info.name, sizeof g_info.name, "%s", PERFVAR_CLOCK_NATIVE_NAME);
 #if defined(__x86_64__)
     measure_tsc_hz();
@@ -114,7 +164,8 @@ int perfvar_clock_info_get(perfvar_clock_info *out)
 int perfvar_clock_now(uint64_t *ticks, int *cpu)
 {
     if (!ticks) return PERFVAR_ERR_INVALID_ARG;
-    *ticks = perfvar_clock_read_cpu(cpu);
+    pv_clock_init();
+    *ticks = pv_now_cpu(cpu);
     return PERFVAR_OK;
 }
 

@@ -6,14 +6,33 @@
  * of CPUID 0x15, the hypervisor leaf 0x40000010 and the kernel's perf_event conversion, else the
  * frequency measured against CLOCK_MONOTONIC_RAW with an error bound (always measured, as a
  * cross-check). Armv8: cntfrq_el0, exact. Fallback: 1 GHz, exact.
+ * PERFVAR_CLOCK=auto|tsc|cntvct|clock_monotonic_raw selects the backend (auto: the native one);
+ * a clock not available here is replaced by the best available one, and perfvar_clock_info.note
+ * says so.
  */
 #ifndef PV_CLOCK_H
 #define PV_CLOCK_H
 #include "perfvar.h"
+#include "perfvar_clock.h"
 #include "probe.h"
 
 /* Initialise once (thread-safe, idempotent; ~20 ms on x86-64) and return the description. */
 const perfvar_clock_info *pv_clock_init(void);
+
+/* The clock every perfvar measurement reads: the native serialized read (perfvar_clock.h), or
+ * CLOCK_MONOTONIC_RAW (ns, CPU from sched_getcpu) when PERFVAR_CLOCK asks for it. The selection
+ * happens in pv_clock_init: call it before the first read. Inline, thread-safe; the branch is
+ * always predicted. */
+extern int pv_clock_monotonic;
+uint64_t pv_clock_monotonic_read(int *cpu);
+
+static inline uint64_t pv_now_cpu(int *cpu)
+{
+    if (__builtin_expect(pv_clock_monotonic, 0)) return pv_clock_monotonic_read(cpu);
+    return perfvar_clock_read_cpu(cpu);
+}
+
+static inline uint64_t pv_now(void) { return pv_now_cpu((int *)0); }
 
 /* What the probe found (valid after pv_clock_init). */
 const pv_clock_caps *pv_clock_caps_get(void);

@@ -12,7 +12,8 @@ extern char **environ;
 
 static const char *const known_vars[] = {
     "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
-    "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI", NULL};
+    "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
+    "PERFVAR_CLOCK", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
 static int choice(const char *value, const char *const *choices)
@@ -59,7 +60,7 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
             snprintf(msg, (size_t)len,
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE, PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
+                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }
@@ -93,6 +94,11 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         int m = choice(v, modes);
         if (m < 0) return fail(msg, len, "PERFVAR_CLOCK_SYNC", v, "auto, pingpong or none");
         cfg->clock_sync = (pv_sync_mode)m;
+    }
+    if ((v = getenv("PERFVAR_CLOCK"))) { /* read by the clock module (src/clock/clock.c) */
+        static const char *const clocks[] = {"auto", "tsc", "cntvct", "clock_monotonic_raw", NULL};
+        if (choice(v, clocks) < 0)
+            return fail(msg, len, "PERFVAR_CLOCK", v, "auto, tsc, cntvct or clock_monotonic_raw");
     }
     if ((v = getenv("PERFVAR_VERBOSE"))) {
         if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");

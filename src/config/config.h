@@ -8,6 +8,8 @@
  *   PERFVAR_CLOCK_SYNC=auto|pingpong|none inter-rank clock offsets (auto: ping-pong only for ranks on
  *                                         another host than rank 0, whose TSC is not shared)
  *   PERFVAR_VERBOSE=0|1|2                 messages on stderr (default 0: warnings only)
+ *   PERFVAR_CLOCK=auto|tsc|cntvct|clock_monotonic_raw   the clock (validated here, applied by
+ *                                         src/clock: an unavailable one is replaced and noted)
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).

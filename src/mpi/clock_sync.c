@@ -2,7 +2,7 @@
  * exchange 10 ping-pongs; the offset is taken at the middle of the shortest round trip, and half that
  * round trip is its uncertainty. Ranks on rank 0's host share its TSC, so in `auto` mode they get
  * offset 0 instead of a measured one whose only content would be noise. */
-#include "perfvar_clock.h"
+#include "../clock/clock.h"
 #include "state.h"
 
 #include <stdlib.h>
@@ -20,7 +20,7 @@ void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *of
     int need = mode == PV_SYNC_PINGPONG || (mode == PV_SYNC_AUTO && strcmp(host0, host) != 0);
     int *needs = pv_rt.rank == 0 ? calloc((size_t)pv_rt.size, sizeof *needs) : NULL;
     PMPI_Gather(&need, 1, MPI_INT, needs, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    *t = perfvar_clock_read();
+    *t = pv_now();
     *offset = 0;
     *stddev = 0;
     if (pv_rt.rank == 0) {
@@ -29,10 +29,10 @@ void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *of
             uint64_t best = UINT64_MAX, remote;
             int64_t result[2] = {0, 0};
             for (int i = 0; i < PINGPONGS; i++) {
-                uint64_t t0 = perfvar_clock_read();
+                uint64_t t0 = pv_now();
                 PMPI_Send(&t0, 1, MPI_UINT64_T, r, TAG, MPI_COMM_WORLD);
                 PMPI_Recv(&remote, 1, MPI_UINT64_T, r, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                uint64_t t1 = perfvar_clock_read();
+                uint64_t t1 = pv_now();
                 if (t1 - t0 < best) {
                     best = t1 - t0;
                     result[0] = (int64_t)(t0 + (t1 - t0) / 2) - (int64_t)remote;
@@ -46,7 +46,7 @@ void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *of
         for (int i = 0; i < PINGPONGS; i++) {
             uint64_t ping;
             PMPI_Recv(&ping, 1, MPI_UINT64_T, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            *t = perfvar_clock_read();
+            *t = pv_now();
             PMPI_Send(t, 1, MPI_UINT64_T, 0, TAG, MPI_COMM_WORLD);
         }
         int64_t result[2];

@@ -6,7 +6,6 @@
  * Stop: an MPI_COMM_SELF attribute whose delete callback MPI_Finalize runs first, whichever language
  * binding called it, while MPI is still fully usable. */
 #define _GNU_SOURCE
-#include "perfvar_clock.h"
 #include "state.h"
 #include "../clock/clock.h"
 #include "../timer/region_sink.h"
@@ -112,7 +111,7 @@ static const pv_region_sink user_sink = {user_enter, user_leave};
 /* ---- stop ---- */
 static void stop(void)
 {
-    uint64_t t = perfvar_clock_read();
+    uint64_t t = pv_now();
     pv_depth = 1;
     if (pv_rt.in_finalize) pv_trace_leave(t, (uint32_t)PV_FN_MPI_Finalize, -1);
     pv_regions_set_sink(NULL);
@@ -166,20 +165,21 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     gethostname(pv_rt.host, sizeof pv_rt.host - 1);
     pv_rt.thread = pthread_self();
     pv_rt.clock = *pv_clock_init();
+    if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 
-    uint64_t t_calib0 = perfvar_clock_read();
+    uint64_t t_calib0 = pv_now();
     pv_calib_params params;
     pv_calib_defaults(&params, pv_rt.cfg.calibration);
     if (pv_rt.cfg.calibration_budget_ms > 0) params.budget_ms = pv_rt.cfg.calibration_budget_ms;
     if (pv_calib_run(&params, &pv_rt.calib) != PERFVAR_OK)
         pv_message(0, "calibration skipped: out of memory");
-    uint64_t t_calib1 = perfvar_clock_read();
+    uint64_t t_calib1 = pv_now();
 
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin, &pv_rt.sync.offset_begin,
                   &pv_rt.sync.stddev_begin);
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    pv_rt.realtime_ticks = perfvar_clock_read();
+    pv_rt.realtime_ticks = pv_now();
     pv_rt.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 
     static pv_static_region regions[PV_FN_COUNT + PV_NSTATIC_EXTRA];
@@ -210,7 +210,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_trace_enter(t_calib0, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
     pv_trace_leave(t_calib1, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
     if (init_fn >= 0) {
-        pv_trace_leave(perfvar_clock_read(), (uint32_t)init_fn, -1);
+        pv_trace_leave(pv_now(), (uint32_t)init_fn, -1);
         pv_rt.prev_site = pv_site_id(init_fn, site);
     }
     pv_regions_set_sink(&user_sink);

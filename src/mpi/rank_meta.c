@@ -52,8 +52,10 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.clock.name);
     fprintf(f, ", \"hz\": %.3f, \"hz_method\": ", pv_rt.clock.hz);
     json_str(f, pv_rt.clock.hz_method);
-    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"serialized\": %s},\n",
+    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"serialized\": %s, \"note\": ",
             pv_rt.clock.hz_rel_error, pv_clock_measured_hz(), pv_rt.clock.serialized ? "true" : "false");
+    json_str(f, pv_rt.clock.note);
+    fprintf(f, "},\n");
     const pv_clock_caps *k = pv_clock_caps_get();
     fprintf(f,
             "  \"clock_caps\": {\"rdtscp\": %s, \"invariant_tsc\": %s, \"cpuid_tsc_hz\": %.0f, "

@@ -1,6 +1,6 @@
 /* runtime.c — the call protocol of generated wrappers: segments, MPI regions, guard; see runtime.h. */
 #include "runtime.h"
-#include "perfvar_clock.h"
+#include "../clock/clock.h"
 #include "state.h"
 #include "../timer/region_sink.h"
 
@@ -46,7 +46,7 @@ void pv_user_boundary(int handle, int is_stop, void *site, uint64_t t, int cpu)
             pv_trace_enter(t, region, cpu);
     }
     pv_rt.prev_site = site_id;
-    pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
+    pv_rt.resume_t = pv_now_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
 }
 
 int pv_call_enter(pv_call *c, int fn, void *site)
@@ -63,7 +63,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
         __atomic_fetch_add(&pv_rt.untraced_thread_calls, 1, __ATOMIC_RELAXED);
         return 0;
     }
-    c->t_entry = perfvar_clock_read_cpu(&c->cpu_entry); /* first: ends the compute segment */
+    c->t_entry = pv_now_cpu(&c->cpu_entry); /* first: ends the compute segment */
     pv_depth = 1;
     c->fn = fn;
     c->heap_statuses = NULL;
@@ -136,7 +136,7 @@ void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n)
 
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
-    uint64_t t_exit = perfvar_clock_read();
+    uint64_t t_exit = pv_now();
     pv_messages_leave(c->fn, t_exit, a, c->heap_keys ? c->heap_keys : c->keys, rc);
     pv_trace_leave(t_exit, (uint32_t)c->fn, -1);
     free(c->heap_statuses);
@@ -144,14 +144,15 @@ void pv_call_leave(pv_call *c, pv_args *a, int rc)
     free(c->heap_fstatuses);
     pv_rt.prev_site = c->site_id;
     pv_depth = 0;
-    pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
+    pv_rt.resume_t = pv_now_cpu(&pv_rt.resume_cpu); /* last: starts the next segment */
 }
 
 void pv_init_begin(pv_call *c, int fn, void *site)
 {
     c->fn = fn;
     c->site = site;
-    c->t_entry = perfvar_clock_read();
+    pv_clock_init(); /* selects the clock (PERFVAR_CLOCK) before its first read */
+    c->t_entry = pv_now();
     pv_depth++; /* MPI's own calls during initialisation are not the application's */
 }
 
@@ -162,7 +163,7 @@ void pv_init_end(pv_call *c, int rc)
         pv_depth = 1;
         pv_start(c->fn, c->site, c->t_entry);
         pv_depth = 0;
-        if (pv_rt.state == PV_ACTIVE) pv_rt.resume_t = perfvar_clock_read_cpu(&pv_rt.resume_cpu);
+        if (pv_rt.state == PV_ACTIVE) pv_rt.resume_t = pv_now_cpu(&pv_rt.resume_cpu);
     }
 }
 

@@ -1,6 +1,5 @@
 /* regions.c — region registry and per-thread start/stop stacks behind perfvar.h. */
 #include "perfvar.h"
-#include "perfvar_clock.h"
 #include "region_sink.h"
 #include "../clock/clock.h"
 
@@ -69,7 +68,7 @@ int perfvar_start(int handle)
     if (!valid_handle(handle)) return PERFVAR_ERR_UNKNOWN_HANDLE;
     if (t_depth == PERFVAR_MAX_DEPTH) return PERFVAR_ERR_TOO_MANY;
     int cpu;
-    uint64_t now = perfvar_clock_read_cpu(&cpu);
+    uint64_t now = pv_now_cpu(&cpu);
     t_stack[t_depth].handle = handle;
     t_stack[t_depth].start = now;
     t_depth++;
@@ -95,7 +94,7 @@ static void atomic_max(_Atomic uint64_t *v, uint64_t x)
 int perfvar_stop(int handle)
 {
     int cpu;
-    uint64_t now = perfvar_clock_read_cpu(&cpu); /* first: the check below is not part of the work */
+    uint64_t now = pv_now_cpu(&cpu); /* first: the check below is not part of the work */
     if (!valid_handle(handle)) return PERFVAR_ERR_UNKNOWN_HANDLE;
     if (t_depth == 0) return PERFVAR_ERR_NOT_STARTED;
     if (t_stack[t_depth - 1].handle != handle) {
