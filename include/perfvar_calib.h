@@ -23,15 +23,17 @@ enum perfvar_timer {
     PERFVAR_TIMER_CLOCK_GETTIME = 2,  /* clock_gettime(CLOCK_MONOTONIC) */
     PERFVAR_TIMER_PAPI_REAL_NSEC = 3, /* PAPI_get_real_nsec (libpapi loaded at run time) */
     PERFVAR_TIMER_PAPI_REAL_CYC = 4,  /* PAPI_get_real_cyc, converted to ns */
+    PERFVAR_TIMER_MPI_WTIME = 5,      /* MPI_Wtime of the MPI library this process initialised */
     PERFVAR_TIMER_COUNT
 };
 
-/* Short name of a timer ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc"),
- * or NULL for an unknown one. Thread-safe. */
+/* Short name of a timer ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc",
+ * "mpi_wtime"), or NULL for an unknown one. Thread-safe. */
 const char *perfvar_timer_name(int timer);
 
 /* PERFVAR_OK if `timer` can be read here; else PERFVAR_ERR_UNAVAILABLE (or INVALID_ARG) with the
- * reason in why (may be NULL). The first PAPI query loads and initialises libpapi. */
+ * reason in why (may be NULL). The first PAPI query loads and initialises libpapi; MPI_Wtime needs
+ * an MPI library already loaded and initialised in this process (e.g. by mpi4py). */
 int perfvar_timer_available(int timer, char *why, int why_len);
 
 /* Take n samples into out_ns[0..n-1] (see above). adds: chain length (0 = timer cost only);

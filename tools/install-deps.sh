@@ -2,7 +2,8 @@
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
 # Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scikit-learn,
-# otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation).
+# otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation),
+# mpi4py (perfvar calibrate under mpiexec).
 # Idempotent; safe to run as root (CI) or with sudo available.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user)
-py_pkgs=(numpy scikit-learn otf2 pympistandard pytest)
+py_pkgs=(numpy scikit-learn otf2 pympistandard pytest mpi4py)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -33,6 +34,7 @@ for p in "${py_pkgs[@]}"; do
 done
 if [ ${#py_missing[@]} -gt 0 ]; then
     echo "install-deps: installing Python packages: ${py_missing[*]}"
-    "$PYTHON" -m pip install -q "${py_missing[@]}"
+    # mpi4py, if built from source, builds against Open MPI (perfvar calibrate under mpiexec).
+    MPICC=${MPICC:-mpicc.openmpi} "$PYTHON" -m pip install -q "${py_missing[@]}"
 fi
 echo "install-deps: all dependencies present"

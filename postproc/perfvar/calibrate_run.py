@@ -3,6 +3,9 @@
 Cache states are the paper's flush sizes: 0, 4 x L1, 4 x L2, 4 x L3 (sizes from sysfs).
 The process is pinned to the CPU it starts on, so every sample comes from one core.
 Progress goes to stderr (a bar on a terminal, one line per step otherwise).
+Under mpiexec (mpi4py), every rank calibrates its own core at the same time, in the
+environment of a real run, and rank 0 gathers the results (MPI_Wtime is then a timer
+too).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import socket
 import sys
 import time
 from typing import Any, Optional
@@ -117,9 +121,45 @@ def run(
     return {
         "generated_by": f"perfvar {__version__} calibrate",
         "library": k.path,
+        "host": socket.gethostname(),
         "cpu": cpu,
         "flush_bytes": sizes,
         "params": vars(params),
         "elapsed_s": time.monotonic() - began,
         "timers": out_timers,
+    }
+
+
+def mpi_launched() -> bool:
+    """True when started by an MPI launcher (Open MPI, MPICH/Hydra, PMIx)."""
+    return any(
+        v in os.environ for v in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+    )
+
+
+def run_mpi(**kwargs: Any) -> Optional[dict[str, Any]]:
+    """run() on every rank; rank 0 gets {"nranks", "ranks": [...], "timers": rank 0's},
+    the other ranks None. Needs mpi4py (imported here, so standalone use does not)."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        from perfvar.errors import TraceError
+
+        raise TraceError(
+            "perfvar calibrate under mpiexec needs mpi4py (pip install mpi4py)"
+        ) from exc
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    kwargs["quiet"] = kwargs.get("quiet", False) or rank != 0
+    doc = run(**kwargs)
+    doc["rank"] = rank
+    docs = comm.gather(doc, root=0)
+    if rank != 0:
+        return None
+    return {
+        "generated_by": doc["generated_by"],
+        "nranks": len(docs),
+        "timers": docs[0]["timers"],
+        "ranks": docs,
+        "params": docs[0]["params"],
     }

@@ -103,20 +103,27 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     import json
 
     from perfvar.calibrate import CalibParams
-    from perfvar.calibrate_run import run
+    from perfvar.calibrate_run import mpi_launched, run, run_mpi
+    from perfvar.kernels import TIMERS
     from perfvar.report_calibrate import render
 
     params = CalibParams.quick() if args.quick else CalibParams()
     for name in ("n", "p", "q", "epsilon", "alpha"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
-    timers = args.timers or (
-        ["barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc"]
-        if args.compare
-        else ["barrier"]
-    )
+    timers = args.timers or (list(TIMERS) if args.compare else ["barrier"])
     budget = args.budget if args.budget else (45.0 if args.quick else None)
-    doc = run(timers, args.states, params, budget, lib=args.lib, quiet=args.quiet)
+    how = run_mpi if mpi_launched() else run
+    doc = how(
+        timers=timers,
+        states=args.states,
+        params=params,
+        total_budget_s=budget,
+        lib=args.lib,
+        quiet=args.quiet,
+    )
+    if doc is None:  # an MPI rank other than 0: rank 0 reports
+        return 0
     doc["mode"] = "quick" if args.quick else "full"
     if not args.quiet:
         sys.stdout.write(render(doc))
@@ -197,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "calibrate",
         help="measure t_min and t_diff of timers on this core",
-        description="Measure, on the CPU it starts on, each timer's overhead, "
+        description="Measure, on the CPU it starts on (under mpiexec: every rank on "
+        "its own, with MPI_Wtime as a timer), each timer's overhead, "
         "fluctuation, precision t_min and sensitivity t_diff in the cache states "
         "0, 4xL1, 4xL2, 4xL3 (paper Algorithms 1 and 2 with filter_cost and "
         "filter_os). Results a time budget cut short are marked 'partial'.",

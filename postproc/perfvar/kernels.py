@@ -17,7 +17,14 @@ import numpy as np
 
 from perfvar.errors import TraceError
 
-TIMERS = ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc")
+TIMERS = (
+    "barrier",
+    "rdtsc",
+    "clock_gettime",
+    "papi_real_nsec",
+    "papi_real_cyc",
+    "mpi_wtime",
+)
 
 
 class KernelError(TraceError):

@@ -12,7 +12,14 @@ def _v(x: Any) -> str:
 
 
 def render(doc: dict[str, Any]) -> str:
-    """The report as one string (ends with a newline)."""
+    """The report as one string (ends with a newline); one table per rank under MPI."""
+    if "ranks" in doc:
+        parts = [
+            f"perfvar calibrate on {doc['nranks']} MPI ranks, each on its own core\n"
+        ]
+        for r in doc["ranks"]:
+            parts.append(f"=== rank {r['rank']} (host {r['host']})\n" + render(r))
+        return "\n".join(parts)
     p = doc["params"]
     out = [
         f"perfvar calibrate on CPU {doc['cpu']}: N={p['n']} samples per distribution, "

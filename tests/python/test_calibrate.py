@@ -134,6 +134,7 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
         "clock_gettime",
         "papi_real_nsec",
         "papi_real_cyc",
+        "mpi_wtime",
     ]
     for t in doc["timers"]:
         if not t["available"]:
