@@ -112,37 +112,42 @@ def f_record(params: list, kind: str) -> tuple[list[str], list[str]]:
     return before, after
 
 
+# ---- the call protocol (runtime.h), shared by both languages ------------------------------------
+
+def protocol_body(s: SpecLine, untraced: str, traced: str, before: list[str], after: list[str],
+                  rc: str, returns: bool) -> str:
+    """The wrapper body: untraced/traced are the PMPI calls (statements without ';'), before/after
+    the pv_args statements around the traced call, rc the expression of its return code."""
+    fn = f"PV_FN_{s.name}"
+    ra = "__builtin_return_address(0)"
+    ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
+    bypass = (f"        return {untraced};\n" if returns
+              else f"        {untraced};\n        return;\n")
+    open_, close = ("", "") if returns else (" {", "    }\n")
+    keep = f"int rc = {traced};" if returns else f"{traced};"
+    ret = ["return rc;"] if returns else []
+    if s.kind == "init":
+        return ind(["pv_call c;", f"pv_init_begin(&c, {fn}, {ra});", keep,
+                    f"pv_init_end(&c, {rc});"] + ret)
+    enter = f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, {ra})){open_}\n{bypass}{close}"
+    if s.kind == "finalize":
+        return enter + ind([keep, "pv_finalize_end(&c);"] + ret)
+    return enter + ind(["pv_args a = PV_ARGS_INIT;"] + before + ["pv_call_prepare(&c, &a);", keep]
+                       + after + [f"pv_call_leave(&c, &a, {rc});"] + ret)
+
+
 # ---- C wrappers -------------------------------------------------------------------------------
 
 def c_wrapper(s: SpecLine) -> str:
     proc = std.PROCEDURES[s.name.lower()].express.iso_c
     params = list(proc.parameters)
-    proto = str(proc)
-    call_args = []
-    for p in params:
-        if p.name == "status":
-            call_args.append("a.status")
-        elif p.name == "array_of_statuses":
-            call_args.append("a.statuses")
-        else:
-            call_args.append(p.name)
+    # Statuses may be replaced by perfvar's own storage (pv_call_prepare).
+    subst = {"status": "a.status", "array_of_statuses": "a.statuses"}
     plain = ", ".join(p.name for p in params)
-    call = ", ".join(call_args)
-    fn = f"PV_FN_{s.name}"
-    if s.kind == "init":
-        body = (f"    pv_call c;\n    pv_init_begin(&c, {fn}, __builtin_return_address(0));\n"
-                f"    int rc = P{s.name}({plain});\n    pv_init_end(&c, rc);\n    return rc;\n")
-    elif s.kind == "finalize":
-        body = (f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, __builtin_return_address(0)))\n"
-                f"        return P{s.name}({plain});\n    int rc = P{s.name}({plain});\n"
-                f"    pv_finalize_end(&c);\n    return rc;\n")
-    else:
-        rec = "".join(f"    {line}\n" for line in c_record(params, s.kind))
-        body = (f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, __builtin_return_address(0)))\n"
-                f"        return P{s.name}({plain});\n    pv_args a = PV_ARGS_INIT;\n{rec}"
-                f"    pv_call_prepare(&c, &a);\n    int rc = P{s.name}({call});\n"
-                f"    pv_call_leave(&c, &a, rc);\n    return rc;\n")
-    return f"{proto}\n{{\n{body}}}\n"
+    call = ", ".join(subst.get(p.name, p.name) for p in params)
+    body = protocol_body(s, f"P{s.name}({plain})", f"P{s.name}({call})", c_record(params, s.kind),
+                         [], "rc", returns=True)
+    return f"{str(proc)}\n{{\n{body}}}\n"
 
 
 # ---- Fortran entry points ---------------------------------------------------------------------
@@ -158,24 +163,11 @@ def f_wrapper(s: SpecLine) -> str:
     # Statuses may be replaced by perfvar's own storage (see pv_f_status_arg).
     traced_args = ", ".join([{"status": "status_arg", "array_of_statuses": "statuses_arg"}.get(n, n)
                              for n in names] + [f"{n}_len" for n in strings])
-    fn = f"PV_FN_{s.name}"
     ierr = "*(const MPI_Fint *)ierror" if "ierror" in names else "MPI_SUCCESS"
     target = f"p{lower}_"
-    if s.kind == "init":
-        body = (f"    pv_call c;\n    pv_init_begin(&c, {fn}, __builtin_return_address(0));\n"
-                f"    {target}({args});\n    pv_init_end(&c, {ierr});\n")
-    elif s.kind == "finalize":
-        body = (f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, __builtin_return_address(0))) {{\n"
-                f"        {target}({args});\n        return;\n    }}\n    {target}({args});\n"
-                f"    pv_finalize_end(&c);\n")
-    else:
-        before, after = f_record(params, s.kind)
-        b = "".join(f"    {line}\n" for line in before)
-        a_ = "".join(f"    {line}\n" for line in after)
-        body = (f"    pv_call c;\n    if (!pv_call_enter(&c, {fn}, __builtin_return_address(0))) {{\n"
-                f"        {target}({args});\n        return;\n    }}\n    pv_args a = PV_ARGS_INIT;\n{b}"
-                f"    pv_call_prepare(&c, &a);\n    {target}({traced_args});\n{a_}"
-                f"    pv_call_leave(&c, &a, {ierr});\n")
+    before, after = f_record(params, s.kind)
+    body = protocol_body(s, f"{target}({args})", f"{target}({traced_args})", before, after, ierr,
+                         returns=False)
     out = [f"extern void {target}({decl});",
            f"void {lower}_({decl});",
            f"void {lower}_({decl})\n{{\n{body}}}"]
