@@ -223,6 +223,7 @@ def _rank_table(
                 "t_diff_ns": c.t_diff_ns,
                 "timer_overhead_ns": c.timer_overhead_ns,
                 "calibration_status": c.status,
+                "calibration_source": c.source,
                 "n_segments": int(counts.get(rank, 0)),
                 "verdict": _rank_verdict(mine, rank in errors, m.calibrated),
                 "migrated": rank in migrated,
@@ -240,15 +241,18 @@ def analyze(
     peers: str = "robust",
     min_samples: int = 8,
     jobs: int = 1,
+    paper_check: bool = True,
 ) -> dict[str, Any]:
     """Analyse a perfvar trace directory; returns the analysis.json content.
 
     ``alpha``: overlap threshold; ``symbolize_sites``: run addr2line on call sites;
     ``peers``: "robust" or "all" (see detect_slow_segment); ``min_samples``: filtered
-    samples a (segment, rank) needs to be judged; ``jobs``: processes for filter_os.
+    samples a (segment, rank) needs to be judged; ``jobs``: processes for filter_os;
+    ``paper_check``: t_min/t_diff by the paper's statistics over the stored calibration
+    samples (else the C search's estimates).
     """
     trace = read_trace(directory)
-    meta = read_meta(directory, trace.ranks)
+    meta = read_meta(directory, trace.ranks, paper_check=paper_check)
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, jobs=jobs)

@@ -63,6 +63,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         peers=args.peers,
         min_samples=args.min_samples,
         jobs=args.jobs if args.jobs > 0 else default_jobs(),
+        paper_check=not args.c_estimates,
     )
     if not args.quiet:
         sys.stdout.write(render(result))
@@ -195,6 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes for the OS-noise filter (default 0 = number of CPUs, "
         "at most 8; 1 = serial)",
+    )
+    p.add_argument(
+        "--c-estimates",
+        action="store_true",
+        help="judge with the start-up search's t_min/t_diff estimates instead of "
+        "recomputing them with the paper's statistics (faster, about 1 s per rank)",
     )
     p.set_defaults(func=_cmd_analyze)
 

@@ -34,6 +34,9 @@ class Calibration:
     t_diff_ns: Optional[float] = None
     status: Optional[str] = None  # "complete", "partial", "off"
     mode: Optional[str] = None  # "quick", "full"
+    # Where t_min / t_diff come from: the paper's statistics over the stored samples,
+    # or the C search's estimate (with why the paper check did not confirm it).
+    source: str = "C estimate"
 
 
 @dataclass
@@ -164,8 +167,49 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     return meta
 
 
-def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
-    """Read DIR/perfvar/*.json for the given ranks (the ranks found in the trace)."""
+def _apply_paper_check(meta: RankMeta, path: str, notes: list[str]) -> None:
+    """Replace the C estimates by the paper's statistics over calibration-rank-N.json
+    where those confirm both t_min and t_diff; otherwise keep the estimates, say so."""
+    from perfvar.calibration_check import SOURCE, recheck
+
+    doc, why = _load_json(path)
+    if doc is None:
+        if why != "missing":
+            notes.append(
+                f"{os.path.basename(path)} {why}: "
+                f"rank {meta.rank} keeps the C estimates"
+            )
+        return
+    try:
+        paper = recheck(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        notes.append(f"{os.path.basename(path)} malformed ({exc}): C estimates kept")
+        return
+    c = meta.calibration
+    if paper["t_min_ns"] is not None and paper["t_diff_ns"] is not None:
+        c.t_min_ns, c.t_diff_ns, c.source = (
+            paper["t_min_ns"],
+            paper["t_diff_ns"],
+            SOURCE,
+        )
+        if meta.problem and meta.problem.startswith("calibration status"):
+            meta.problem = None
+        return
+    missing = "t_min" if paper["t_min_ns"] is None else "t_diff"
+    c.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
+    notes.append(
+        f"rank {meta.rank}: the start-up samples do not confirm {missing} under the "
+        "paper's statistics; judged with the C search's estimate"
+    )
+
+
+def read_meta(
+    directory: str, ranks: Iterable[int], paper_check: bool = True
+) -> RunMeta:
+    """Read DIR/perfvar/*.json for the given ranks (the ranks found in the trace).
+
+    ``paper_check``: redo t_min/t_diff from calibration-rank-N.json (see
+    calibration_check), about a second per rank."""
     meta_dir = os.path.join(directory, "perfvar")
     notes: list[str] = []
     run, why = _load_json(os.path.join(meta_dir, "run.json"))
@@ -193,6 +237,12 @@ def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
                 f"file name wins"
             )
         result[rank] = _parse_rank(rank, path, data)
+        if paper_check:
+            _apply_paper_check(
+                result[rank],
+                os.path.join(meta_dir, f"calibration-rank-{rank}.json"),
+                notes,
+            )
         if result[rank].events_lost:
             notes.append(f"rank {rank} lost {result[rank].events_lost} events")
     if missing:

@@ -10,11 +10,13 @@
 
 typedef struct ctx {
     const pv_calib_params *p;
+    pv_calib_result *r;    /* where the raw distributions are logged */
     double *buf;           /* n_samples scratch, ns */
     double *sorted;        /* n_samples scratch */
     uint64_t deadline;     /* ticks */
     double overhead_ns;
     double granularity_ns;
+    int last_n;            /* samples the last measure() took (fewer when the budget ran out) */
 } ctx;
 
 static int cmp_double(const void *a, const void *b)
@@ -44,6 +46,7 @@ static int measure(ctx *c, uint64_t k)
             break;
         }
     }
+    c->last_n = n;
     memcpy(c->sorted, c->buf, (size_t)n * sizeof(double));
     qsort(c->sorted, (size_t)n, sizeof(double), cmp_double);
     double med = c->sorted[n / 2];
@@ -52,6 +55,28 @@ static int measure(ctx *c, uint64_t k)
     int kept = n;
     while (kept > 1 && c->sorted[kept - 1] > limit) kept--;
     return kept;
+}
+
+/* Keep the raw samples of the distribution measure() just took (c->buf). */
+static void log_dist(ctx *c, pv_dist_kind kind, uint64_t adds, uint64_t base, uint64_t d, int pair)
+{
+    pv_calib_result *r = c->r;
+    int n = c->last_n;
+    if (r->ndists == PV_CALIB_MAX_DISTS) {
+        r->dists_dropped++;
+        return;
+    }
+    if (!r->dists && !(r->dists = calloc(PV_CALIB_MAX_DISTS, sizeof *r->dists))) {
+        r->dists_dropped++;
+        return;
+    }
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) {
+        r->dists_dropped++;
+        return;
+    }
+    for (int i = 0; i < n; i++) x[i] = (float)c->buf[i];
+    r->dists[r->ndists++] = (pv_calib_dist){kind, adds, base, d, pair, c->last_n, x};
 }
 
 static double cv_of(const double *x, int n)
@@ -69,6 +94,7 @@ static int precise_enough(ctx *c, uint64_t k, int confirmations, double *cv)
 {
     for (int i = 0; i < confirmations; i++) {
         int kept = measure(c, k);
+        log_dist(c, PV_DIST_TMIN, k, 0, 0, i);
         *cv = cv_of(c->sorted, kept);
         if (!(*cv < c->p->epsilon)) return 0;
     }
@@ -101,8 +127,10 @@ static int separable(ctx *c, uint64_t k0, uint64_t d, double *worst, double *a0)
     *worst = 0;
     for (int i = 1; i <= c->p->q_pairs; i++) {
         int n0 = measure(c, k0 + (uint64_t)(i - 1) * d);
+        log_dist(c, PV_DIST_PAIR_SHORT, k0 + (uint64_t)(i - 1) * d, k0, d, i);
         memcpy(a0, c->sorted, (size_t)n0 * sizeof(double));
         int n1 = measure(c, k0 + (uint64_t)i * d);
+        log_dist(c, PV_DIST_PAIR_LONG, k0 + (uint64_t)i * d, k0, d, i);
         double ov = overlap(a0, n0, c->sorted, n1);
         if (ov > *worst) *worst = ov;
         if (!(ov < c->p->alpha)) return 0;
@@ -114,6 +142,14 @@ static double median_of(ctx *c, uint64_t k)
 {
     int kept = measure(c, k);
     return c->sorted[kept / 2];
+}
+
+void pv_calib_free(pv_calib_result *r)
+{
+    for (int i = 0; i < r->ndists; i++) free(r->dists[i].samples_ns);
+    free(r->dists);
+    r->dists = NULL;
+    r->ndists = 0;
 }
 
 void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode)
@@ -142,7 +178,7 @@ int pv_calib_run(const pv_calib_params *p, pv_calib_result *r)
     r->cpu_start = r->cpu_end = -1;
     if (p->mode == PV_CALIB_OFF) return PERFVAR_OK;
     pv_clock_init();
-    ctx c = {.p = p};
+    ctx c = {.p = p, .r = r};
     c.buf = malloc((size_t)p->n_samples * sizeof(double));
     c.sorted = malloc((size_t)p->n_samples * sizeof(double));
     double *a0 = malloc((size_t)p->n_samples * sizeof(double));

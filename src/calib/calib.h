@@ -30,6 +30,21 @@ typedef struct pv_calib_params {
     double alpha;       /* overlap threshold (paper: 0.05) */
 } pv_calib_params;
 
+/* One distribution the search measured, kept raw (overhead removed, nothing trimmed) so the
+ * statistics can be redone with the paper's filter_os elsewhere (perfvar analyze). */
+typedef enum { PV_DIST_TMIN = 0, PV_DIST_PAIR_SHORT = 1, PV_DIST_PAIR_LONG = 2 } pv_dist_kind;
+
+typedef struct pv_calib_dist {
+    pv_dist_kind kind;
+    uint64_t adds;      /* chain length measured */
+    uint64_t base, d;   /* t_diff pairs: base chain and step (0 for t_min distributions) */
+    int pair;           /* t_diff pairs: i of (base + (i-1) d, base + i d); t_min: confirmation */
+    int n;
+    float *samples_ns;  /* n samples */
+} pv_calib_dist;
+
+#define PV_CALIB_MAX_DISTS 512
+
 typedef struct pv_calib_result {
     const char *status;        /* "complete", "partial" (see above) or "off" */
     double timer_overhead_ns;  /* t_e,std */
@@ -42,12 +57,16 @@ typedef struct pv_calib_result {
     double t_diff_overlap;     /* worst overlap of the accepted t_diff pairs */
     double elapsed_ms;
     int cpu_start, cpu_end;    /* CPU at start and end (-1 unknown) */
+    pv_calib_dist *dists;      /* every distribution measured, at most PV_CALIB_MAX_DISTS */
+    int ndists, dists_dropped; /* kept, and not kept for lack of room */
 } pv_calib_result;
 
 /* Parameters of a mode (quick: 250 ms budget, N=300, p=5, q=5; full: 120 s, N=10000, p=30, q=80). */
 void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode);
 
-/* Run the calibration. Returns 0, or PERFVAR_ERR_NO_MEMORY (result then says status "off"). */
+/* Run the calibration. Returns 0, or PERFVAR_ERR_NO_MEMORY (result then says status "off").
+ * The result owns r->dists: release them with pv_calib_free. */
 int pv_calib_run(const pv_calib_params *p, pv_calib_result *r);
+void pv_calib_free(pv_calib_result *r);
 
 #endif

@@ -125,6 +125,8 @@ static void stop(void)
                             &pv_rt.trace_stats);
     if (rc != PERFVAR_OK) pv_message(0, "writing the OTF2 trace failed: %s", perfvar_strerror(rc));
     pv_write_rank_meta();
+    pv_write_calibration_samples();
+    pv_calib_free(&pv_rt.calib);
     pv_write_run_meta();
     uint64_t counts[2] = {pv_rt.trace_stats.events_written, pv_rt.trace_stats.events_lost};
     PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
@@ -168,10 +170,10 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 
     uint64_t t_calib0 = pv_now();
-    pv_calib_params params;
-    pv_calib_defaults(&params, pv_rt.cfg.calibration);
-    if (pv_rt.cfg.calibration_budget_ms > 0) params.budget_ms = pv_rt.cfg.calibration_budget_ms;
-    if (pv_calib_run(&params, &pv_rt.calib) != PERFVAR_OK)
+    pv_calib_params *params = &pv_rt.calib_params;
+    pv_calib_defaults(params, pv_rt.cfg.calibration);
+    if (pv_rt.cfg.calibration_budget_ms > 0) params->budget_ms = pv_rt.cfg.calibration_budget_ms;
+    if (pv_calib_run(params, &pv_rt.calib) != PERFVAR_OK)
         pv_message(0, "calibration skipped: out of memory");
     uint64_t t_calib1 = pv_now();
 

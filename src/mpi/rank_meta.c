@@ -99,6 +99,35 @@ int pv_write_rank_meta(void)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+int pv_write_calibration_samples(void)
+{
+    const pv_calib_result *c = &pv_rt.calib;
+    if (!c->ndists) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "calibration-rank-%d.json", pv_rt.rank);
+    FILE *f = open_meta(name);
+    if (!f) return -1;
+    static const char *const kinds[] = {"tmin", "pair_short", "pair_long"};
+    fprintf(f,
+            "{\"rank\": %d, \"flush\": 0, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, \"q\": %d,\n"
+            " \"timer_overhead_ns\": %.3f, \"overhead_removed\": true, \"dropped\": %d,\n"
+            " \"distributions\": [",
+            pv_rt.rank, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
+            pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns,
+            c->dists_dropped);
+    for (int i = 0; i < c->ndists; i++) {
+        const pv_calib_dist *d = &c->dists[i];
+        fprintf(f, "%s\n  {\"kind\": \"%s\", \"adds\": %llu, \"base\": %llu, \"d\": %llu, \"pair\": %d, "
+                   "\"samples_ns\": [",
+                i ? "," : "", kinds[d->kind], (unsigned long long)d->adds, (unsigned long long)d->base,
+                (unsigned long long)d->d, d->pair);
+        for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples_ns[j]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n]}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 int pv_write_run_meta(void)
 {
     if (pv_rt.rank != 0) return 0;

@@ -31,6 +31,7 @@ typedef struct pv_runtime {
     char dir[4096];
     pv_config cfg;
     perfvar_clock_info clock;
+    pv_calib_params calib_params;
     pv_calib_result calib;
     pv_trace_clock_sync sync;
     uint64_t realtime_ns, realtime_ticks;
@@ -85,6 +86,8 @@ void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *of
 
 /* rank_meta.c: DIR/perfvar/rank-N.json and (rank 0) run.json; 0 or -1 (message printed). */
 int pv_write_rank_meta(void);
+/* DIR/perfvar/calibration-rank-N.json: the raw distributions of the start-up calibration. */
+int pv_write_calibration_samples(void);
 int pv_write_run_meta(void);
 
 /* Print "perfvar: ..." on stderr (only on rank 0 when rank0_only). */
