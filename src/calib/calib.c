@@ -62,7 +62,7 @@ static void log_dist(ctx *c, pv_dist_kind kind, uint64_t adds, uint64_t base, ui
 {
     pv_calib_result *r = c->r;
     int n = c->last_n;
-    if (r->ndists == PV_CALIB_MAX_DISTS) {
+    if (r->ndists == PV_CALIB_MAX_DISTS || r->kept_samples + n > PV_CALIB_MAX_KEPT_SAMPLES) {
         r->dists_dropped++;
         return;
     }
@@ -76,7 +76,8 @@ static void log_dist(ctx *c, pv_dist_kind kind, uint64_t adds, uint64_t base, ui
         return;
     }
     for (int i = 0; i < n; i++) x[i] = (float)c->buf[i];
-    r->dists[r->ndists++] = (pv_calib_dist){kind, adds, base, d, pair, c->last_n, x};
+    r->dists[r->ndists++] = (pv_calib_dist){kind, adds, base, d, pair, n, x};
+    r->kept_samples += n;
 }
 
 static double cv_of(const double *x, int n)
@@ -150,6 +151,7 @@ void pv_calib_free(pv_calib_result *r)
     free(r->dists);
     r->dists = NULL;
     r->ndists = 0;
+    r->kept_samples = 0;
 }
 
 void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode)

@@ -44,6 +44,7 @@ typedef struct pv_calib_dist {
 } pv_calib_dist;
 
 #define PV_CALIB_MAX_DISTS 512
+#define PV_CALIB_MAX_KEPT_SAMPLES (1 << 20) /* 4 MiB of floats per rank, whatever the mode */
 
 typedef struct pv_calib_result {
     const char *status;        /* "complete", "partial" (see above) or "off" */
@@ -59,6 +60,7 @@ typedef struct pv_calib_result {
     int cpu_start, cpu_end;    /* CPU at start and end (-1 unknown) */
     pv_calib_dist *dists;      /* every distribution measured, at most PV_CALIB_MAX_DISTS */
     int ndists, dists_dropped; /* kept, and not kept for lack of room */
+    long kept_samples;         /* samples held in dists */
 } pv_calib_result;
 
 /* Parameters of a mode (quick: 250 ms budget, N=300, p=5, q=5; full: 120 s, N=10000, p=30, q=80). */

@@ -86,6 +86,23 @@ static int check_quick(void)
             CHECK(fabs(r.t_diff_ns - (double)r.t_diff_adds * r.ns_per_add) <= 1e-9 * r.t_diff_ns);
             CHECK(r.t_diff_overlap >= 0 && r.t_diff_overlap < p.alpha);
         }
+        /* The raw distributions the search measured are kept, bounded, for the paper's re-check. */
+        CHECK(r.ndists > 0 && r.ndists <= PV_CALIB_MAX_DISTS);
+        CHECK(r.kept_samples > 0 && r.kept_samples <= PV_CALIB_MAX_KEPT_SAMPLES);
+        long total = 0;
+        int tmin_at_result = 0;
+        for (int i = 0; i < r.ndists; i++) {
+            const pv_calib_dist *d = &r.dists[i];
+            CHECK(d->n > 0 && d->n <= p.n_samples && d->samples_ns);
+            CHECK(d->kind == PV_DIST_TMIN || d->kind == PV_DIST_PAIR_SHORT || d->kind == PV_DIST_PAIR_LONG);
+            total += d->n;
+            tmin_at_result += d->kind == PV_DIST_TMIN && d->adds == r.t_min_adds;
+        }
+        CHECK(total == r.kept_samples);
+        CHECKF(tmin_at_result >= p.p_confirm || r.dists_dropped > 0,
+               "%d stored distributions at t_min, %d confirmations expected", tmin_at_result, p.p_confirm);
+        pv_calib_free(&r);
+        CHECK(r.dists == NULL && r.ndists == 0);
         return 1;
     }
     return 0;
