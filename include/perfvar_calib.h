@@ -18,8 +18,9 @@ extern "C" {
 #endif
 
 enum perfvar_timer {
-    PERFVAR_TIMER_BARRIER = 0,        /* perfvar: lfence; rdtscp; lfence (Armv8: isb; cntvct) */
-    PERFVAR_TIMER_RDTSC = 1,          /* plain rdtsc, no fences (x86-64 only) */
+    PERFVAR_TIMER_BARRIER = 0,        /* perfvar's clock: lfence; rdtscp; lfence (Armv8: isb; cntvct),
+                                         or what PERFVAR_CLOCK selected */
+    PERFVAR_TIMER_RDTSC = 1,          /* plain rdtsc, no fences (x86-64; needs the TSC rate) */
     PERFVAR_TIMER_CLOCK_GETTIME = 2,  /* clock_gettime(CLOCK_MONOTONIC) */
     PERFVAR_TIMER_PAPI_REAL_NSEC = 3, /* PAPI_get_real_nsec (libpapi loaded at run time) */
     PERFVAR_TIMER_PAPI_REAL_CYC = 4,  /* PAPI_get_real_cyc, converted to ns */

@@ -3,7 +3,6 @@
 #include "perfvar_calib.h"
 #include "add_chain.h"
 #include "perfvar.h"
-#include "perfvar_clock.h"
 #include "../clock/clock.h"
 
 #include <dlfcn.h>
@@ -79,6 +78,14 @@ static void mpi_find(void)
         snprintf(mpi_why, sizeof mpi_why, "no initialised MPI in this process (run under mpiexec)");
 }
 
+/* Cycle timers are converted to ns at the TSC rate perfvar measured; with PERFVAR_CLOCK=
+ * clock_monotonic_raw that rate is not known. NULL when it is. */
+static const char *tsc_rate_unknown(void)
+{
+    pv_clock_init();
+    return pv_clock_monotonic ? "TSC rate not measured (PERFVAR_CLOCK=clock_monotonic_raw)" : NULL;
+}
+
 int perfvar_timer_available(int timer, char *why, int why_len)
 {
     const char *reason = NULL;
@@ -89,11 +96,13 @@ int perfvar_timer_available(int timer, char *why, int why_len)
 #if !defined(__x86_64__)
         reason = "rdtsc exists on x86-64 only";
 #endif
+        if (!reason && tsc_rate_unknown()) reason = tsc_rate_unknown();
         break;
     case PERFVAR_TIMER_PAPI_REAL_NSEC:
     case PERFVAR_TIMER_PAPI_REAL_CYC:
         papi_load();
         if (papi_state < 0) reason = papi_why;
+        else if (timer == PERFVAR_TIMER_PAPI_REAL_CYC) reason = tsc_rate_unknown();
         break;
     case PERFVAR_TIMER_MPI_WTIME:
         mpi_find();
@@ -149,14 +158,14 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
     int rc = perfvar_timer_available(timer, NULL, 0);
     if (rc != PERFVAR_OK) return rc;
     if (flush_prepare(flush_bytes)) return PERFVAR_ERR_NO_MEMORY;
-    double ns_per_tick = 1.0 / pv_clock_ticks_per_ns();
+    double ns_per_tick = 1.0 / pv_clock_ticks_per_ns(); /* the TSC's when a TSC timer runs */
     for (int i = -4; i < n; i++) { /* 4 warm-up samples, discarded */
         double d;
         switch (timer) {
-        case PERFVAR_TIMER_BARRIER: {
-            uint64_t t0 = perfvar_clock_read();
+        case PERFVAR_TIMER_BARRIER: { /* perfvar's clock, as PERFVAR_CLOCK selected it */
+            uint64_t t0 = pv_now();
             pv_add_chain(adds);
-            d = (double)(perfvar_clock_read() - t0) * ns_per_tick;
+            d = (double)(pv_now() - t0) * ns_per_tick;
             break;
         }
 #if defined(__x86_64__)

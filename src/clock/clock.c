@@ -19,13 +19,6 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 
 #if defined(__x86_64__)
-static uint64_t mono_raw_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One (ticks, ns) pair: the ns read is bracketed by two tick reads; the narrowest bracket out of a
  * few tries wins, and its half-width (ticks) bounds the pairing error. */
 static void paired_read(uint64_t *ticks, uint64_t *ns, uint64_t *half_width)
@@ -33,7 +26,7 @@ static void paired_read(uint64_t *ticks, uint64_t *ns, uint64_t *half_width)
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 16; i++) {
         uint64_t a = perfvar_clock_read();
-        uint64_t n = mono_raw_ns();
+        uint64_t n = pv_clock_monotonic_read(NULL);
         uint64_t b = perfvar_clock_read();
         if (b - a < best) {
             best = b - a;
