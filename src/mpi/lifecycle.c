@@ -125,8 +125,6 @@ static void stop(void)
                             &pv_rt.trace_stats);
     if (rc != PERFVAR_OK) pv_message(0, "writing the OTF2 trace failed: %s", perfvar_strerror(rc));
     pv_write_rank_meta();
-    pv_write_calibration_samples();
-    pv_calib_free(&pv_rt.calib);
     pv_write_run_meta();
     uint64_t counts[2] = {pv_rt.trace_stats.events_written, pv_rt.trace_stats.events_lost};
     PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
@@ -215,6 +213,9 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
         pv_trace_leave(pv_now(), (uint32_t)init_fn, -1);
         pv_rt.prev_site = pv_site_id(init_fn, site);
     }
+    /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
+    pv_write_calibration_samples();
+    pv_calib_free(&pv_rt.calib);
     pv_regions_set_sink(&user_sink);
     pv_rt.state = PV_ACTIVE;
     if (pv_rt.cfg.verbose >= 1)
