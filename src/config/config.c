@@ -13,6 +13,7 @@ extern char **environ;
 static const char *const known_vars[] = {
     "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
+    "PERFVAR_BOUNDARIES",
     "PERFVAR_CLOCK", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
@@ -42,12 +43,31 @@ static int fail(char *msg, int len, const char *var, const char *value, const ch
     return PERFVAR_ERR_CONFIG;
 }
 
+const char *const pv_group_names[PV_GROUP_COUNT + 1] = {
+    "env", "p2p", "collective", "wait", "onesided", "file", "comm", "local", NULL};
+
+/* "all", or a comma-separated list of group names; -1 when a name is not a group. */
+static long parse_groups(const char *s)
+{
+    if (strcmp(s, "all") == 0) return (1L << PV_GROUP_COUNT) - 1;
+    long mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int g = choice(tok, pv_group_names);
+        if (g < 0) return -1;
+        mask |= 1L << g;
+    }
+    return strlen(s) < sizeof buf && mask ? mask : -1;
+}
+
 int pv_config_load(pv_config *cfg, char *msg, int len)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->calibration = PV_CALIB_QUICK;
     cfg->buffer_mb = 16;
     cfg->clock_sync = PV_SYNC_AUTO;
+    cfg->boundaries = PV_BOUNDARIES_DEFAULT;
     msg[0] = 0;
 
     for (char **e = environ; e && *e; e++) {
@@ -60,7 +80,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
             snprintf(msg, (size_t)len,
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
+                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PRELOAD_LIB, "
+                     "PERFVAR_MPI",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }
@@ -99,6 +120,14 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         static const char *const clocks[] = {"auto", "tsc", "cntvct", "clock_monotonic_raw", NULL};
         if (choice(v, clocks) < 0)
             return fail(msg, len, "PERFVAR_CLOCK", v, "auto, tsc, cntvct or clock_monotonic_raw");
+    }
+    if ((v = getenv("PERFVAR_BOUNDARIES"))) {
+        long mask = parse_groups(v);
+        if (mask < 0)
+            return fail(msg, len, "PERFVAR_BOUNDARIES", v,
+                        "all or a comma-separated list of env, p2p, collective, wait, onesided, "
+                        "file, comm, local");
+        cfg->boundaries = (unsigned)mask;
     }
     if ((v = getenv("PERFVAR_VERBOSE"))) {
         if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");

@@ -10,6 +10,10 @@
  *   PERFVAR_VERBOSE=0|1|2                 messages on stderr (default 0: warnings only)
  *   PERFVAR_CLOCK=auto|tsc|cntvct|clock_monotonic_raw   the clock (validated here, applied by
  *                                         src/clock: an unavailable one is replaced and noted)
+ *   PERFVAR_BOUNDARIES=GROUP,...|all      the MPI function groups whose calls end a compute segment
+ *                                         and are traced (default: all but local), of env, p2p,
+ *                                         collective, wait, onesided, file, comm, local; calls of
+ *                                         other groups are only counted
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
@@ -20,6 +24,14 @@
 
 typedef enum { PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE } pv_sync_mode;
 
+/* MPI function groups (src/mpi/mpi_groups.py keeps the same names and order). */
+typedef enum {
+    PV_GROUP_ENV, PV_GROUP_P2P, PV_GROUP_COLLECTIVE, PV_GROUP_WAIT, PV_GROUP_ONESIDED,
+    PV_GROUP_FILE, PV_GROUP_COMM, PV_GROUP_LOCAL, PV_GROUP_COUNT
+} pv_mpi_group;
+extern const char *const pv_group_names[PV_GROUP_COUNT + 1];
+#define PV_BOUNDARIES_DEFAULT (((1u << PV_GROUP_COUNT) - 1) & ~(1u << PV_GROUP_LOCAL))
+
 typedef struct pv_config {
     char output[4096];          /* empty: use the timestamped default */
     pv_calib_mode calibration;
@@ -27,6 +39,7 @@ typedef struct pv_config {
     unsigned buffer_mb;
     pv_sync_mode clock_sync;
     int verbose;
+    unsigned boundaries;        /* bit (1 << pv_mpi_group) set: that group's calls are traced */
 } pv_config;
 
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the

@@ -1,5 +1,11 @@
 /* messages.c — MpiSend/MpiRecv and collective records for traced calls.
  *
+ * A receive started by MPI_Irecv is recorded by the Wait or Test call that completes it: a request
+ * handle the call set to MPI_REQUEST_NULL. Its status is the call's single status (Wait, Test,
+ * Waitany, Testany: one request completes) or the matching element of array_of_statuses
+ * (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source and tag are used,
+ * so an MPI_ANY_SOURCE receive completed there is not recorded).
+ *
  * Only MPI_COMM_WORLD is defined in the trace yet, so messages and collectives on other
  * communicators are not recorded (their MPI regions and segments are). Sends are recorded at the
  * entry of Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
@@ -56,6 +62,8 @@ static void collective_end(int fn, uint64_t t, const pv_args *a)
 {
     uint64_t n = (uint64_t)pv_rt.size;
     uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
+    uint64_t s = a->send_bytes > 0 ? (uint64_t)a->send_bytes : 0;
+    uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
     uint64_t sent = 0, received = 0;
     uint32_t root = a->root != PV_NONE ? (uint32_t)a->root : OTF2_UNDEFINED_UINT32;
     int is_root = a->root == pv_rt.rank;
@@ -63,13 +71,15 @@ static void collective_end(int fn, uint64_t t, const pv_args *a)
     case OTF2_COLLECTIVE_OP_BCAST: sent = is_root ? b * n : 0, received = b; break;
     case OTF2_COLLECTIVE_OP_REDUCE: sent = b, received = is_root ? b * n : 0; break;
     case OTF2_COLLECTIVE_OP_ALLREDUCE: sent = b * n, received = b * n; break;
-    case OTF2_COLLECTIVE_OP_ALLGATHER: {
-        uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
-        sent = (a->send_bytes >= 0 ? (uint64_t)a->send_bytes : r) * n;
-        received = r * n;
+    case OTF2_COLLECTIVE_OP_SCAN:
+    case OTF2_COLLECTIVE_OP_EXSCAN: sent = b, received = b; break;
+    case OTF2_COLLECTIVE_OP_ALLGATHER:
+    case OTF2_COLLECTIVE_OP_ALLTOALL: /* in place: the receive side's count */
+        sent = (a->send_bytes >= 0 ? s : r) * n, received = r * n;
         break;
-    }
-    default: break;
+    case OTF2_COLLECTIVE_OP_GATHER: sent = a->send_bytes >= 0 ? s : r, received = is_root ? r * n : 0; break;
+    case OTF2_COLLECTIVE_OP_SCATTER: sent = is_root ? s * n : 0, received = r; break;
+    default: break; /* vector variants, Reduce_scatter, Barrier: no byte counts */
     }
     pv_trace_collective_end(t, pv_fn_info[fn].op, root, sent, received);
 }
@@ -91,15 +101,18 @@ void pv_messages_leave(int fn, uint64_t t, const pv_args *a, const MPI_Request *
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
         }
         break;
-    case PV_KIND_WAIT:
+    case PV_KIND_WAIT: {
+        MPI_Fint fnull = a->frequests ? PMPI_Request_c2f(MPI_REQUEST_NULL) : 0;
         for (int i = 0; i < a->nreq; i++) {
             pv_u64val v;
-            if (!pv_u64map_take(&pv_rt.requests, request_key(keys[i]), &v)) continue;
+            int done = a->requests ? a->requests[i] == MPI_REQUEST_NULL : a->frequests[i] == fnull;
+            if (!done || !pv_u64map_take(&pv_rt.requests, request_key(keys[i]), &v)) continue;
             const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                    : (a->has_status ? a->status : NULL);
             recv_record(t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b, st);
         }
         break;
+    }
     case PV_KIND_COLLECTIVE:
         if (on_world(a->comm)) collective_end(fn, t, a);
         break;

@@ -32,6 +32,33 @@ static FILE *open_meta(const char *name)
     return f;
 }
 
+/* "mpi": the MPI library, which groups were traced, and the calls the application made. */
+static void write_mpi_meta(FILE *f)
+{
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    PMPI_Get_library_version(version, &len);
+    version[strcspn(version, "\n")] = 0;
+    fprintf(f, "  \"mpi\": {\"library\": ");
+    json_str(f, version);
+    fprintf(f, ", \"layer\": \"%s\",\n    \"boundaries\": [", PV_MPI_FLAVOUR);
+    const char *sep = "";
+    for (int g = 0; g < PV_GROUP_COUNT; g++) {
+        if (!(pv_rt.cfg.boundaries & (1u << g))) continue;
+        fprintf(f, "%s\"%s\"", sep, pv_group_names[g]);
+        sep = ", ";
+    }
+    fprintf(f, "],\n    \"calls\": {");
+    sep = "";
+    for (int fn = 0; fn < PV_FN_COUNT; fn++) {
+        uint64_t n = __atomic_load_n(&pv_calls[fn], __ATOMIC_RELAXED);
+        if (!n) continue;
+        fprintf(f, "%s\"%s\": %llu", sep, pv_fn_info[fn].name, (unsigned long long)n);
+        sep = ", ";
+    }
+    fprintf(f, "}},\n");
+}
+
 int pv_write_rank_meta(void)
 {
     char name[64];
@@ -89,6 +116,7 @@ int pv_write_rank_meta(void)
             mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
             c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms);
+    write_mpi_meta(f);
     const pv_trace_stats *s = &pv_rt.trace_stats;
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "

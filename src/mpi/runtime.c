@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-pv_runtime pv_rt = {.prev_site = -1};
+pv_runtime pv_rt = {.prev_site = -1, .cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
 _Thread_local int pv_depth;
+uint64_t pv_calls[PV_FN_COUNT];
 
 /* First traced call of a program whose MPI_Init we did not see (e.g. initialised through a binding
  * perfvar does not wrap): start now, if MPI is up. */
@@ -51,7 +52,9 @@ void pv_user_boundary(int handle, int is_stop, void *site, uint64_t t, int cpu)
 
 int pv_call_enter(pv_call *c, int fn, void *site)
 {
-    if (pv_depth) return 0;
+    if (pv_depth) return 0; /* an inner layer of a call already seen, or perfvar's own call */
+    __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
+    if (!(pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group))) return 0;
     if (pv_rt.state != PV_ACTIVE) {
         if (pv_rt.state != PV_UNINIT) return 0;
         pv_depth = 1;
@@ -101,39 +104,6 @@ void pv_call_prepare(pv_call *c, pv_args *a)
     pv_messages_prepare(c->fn, c->t_entry, a);
 }
 
-void *pv_f_status_arg(pv_call *c, void *status)
-{
-    return status == (void *)MPI_F_STATUS_IGNORE ? (void *)c->own_fstatuses : status;
-}
-
-void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg)
-{
-    if (PMPI_Status_f2c((const MPI_Fint *)status_arg, &c->own_status) == MPI_SUCCESS)
-        a->status = &c->own_status, a->has_status = 1;
-}
-
-void *pv_f_statuses_arg(pv_call *c, void *statuses, int n)
-{
-    c->heap_fstatuses = NULL;
-    if (statuses != (void *)MPI_F_STATUSES_IGNORE || n <= 0) return statuses;
-    if (n <= PV_INLINE_REQUESTS) return c->own_fstatuses;
-    c->heap_fstatuses = malloc((size_t)n * PV_F_STATUS_FINTS * sizeof(MPI_Fint));
-    return c->heap_fstatuses ? (void *)c->heap_fstatuses : statuses;
-}
-
-void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n)
-{
-    if (statuses_arg == (const void *)MPI_F_STATUSES_IGNORE || n <= 0) return;
-    MPI_Status *st = c->own_statuses;
-    if (n > PV_INLINE_REQUESTS && !(st = c->heap_statuses = malloc((size_t)n * sizeof *st))) return;
-    /* Fortran statuses are MPI_STATUS_SIZE integers apart: the MPI's own layout, which f2c reads. */
-    int stride = (int)((sizeof(MPI_Status) + sizeof(MPI_Fint) - 1) / sizeof(MPI_Fint));
-    for (int i = 0; i < n; i++)
-        if (PMPI_Status_f2c((const MPI_Fint *)statuses_arg + (size_t)i * stride, &st[i]) != MPI_SUCCESS)
-            return;
-    a->statuses = st, a->has_statuses = 1;
-}
-
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
     uint64_t t_exit = pv_now();
@@ -152,6 +122,7 @@ void pv_init_begin(pv_call *c, int fn, void *site)
     c->fn = fn;
     c->site = site;
     pv_clock_init(); /* selects the clock (PERFVAR_CLOCK) before its first read */
+    if (pv_depth == 0) __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
     c->t_entry = pv_now();
     pv_depth++; /* MPI's own calls during initialisation are not the application's */
 }
@@ -179,12 +150,4 @@ int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype)
     if (count < 0 || datatype == MPI_DATATYPE_NULL) return -1;
     if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size < 0) return -1;
     return (int64_t)count * size;
-}
-
-/* Open MPI's Fortran sentinels are common blocks; weak so other MPIs link (issue: MPICH f08 path). */
-extern char mpi_fortran_in_place_ __attribute__((weak));
-
-int pv_fortran_is_in_place(const void *buf)
-{
-    return &mpi_fortran_in_place_ != NULL && buf == (const void *)&mpi_fortran_in_place_;
 }

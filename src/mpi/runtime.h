@@ -1,13 +1,15 @@
 /*
  * runtime.h — the protocol between generated MPI wrappers and perfvar's MPI runtime (internal).
  *
- * Every traced call, from C or from a Fortran entry point, does:
- *     pv_call c;
- *     if (!pv_call_enter(&c, PV_FN_x, __builtin_return_address(0))) return PMPI_x(...);  // untraced
- *     pv_args a = PV_ARGS_INIT; ...fill what the call carries...
- *     pv_call_prepare(&c, &a);          // C: substitutes ignored statuses, copies request handles
- *     rc = PMPI_x(...);                 // statuses passed as a.status / a.statuses
- *     pv_call_leave(&c, &a, rc);
+ * Every wrapped call, from C or from a Fortran entry point, does:
+ *     pv_call pv_c;
+ *     if (!pv_call_enter(&pv_c, PV_FN_x, __builtin_return_address(0))) return PMPI_x(...); // untraced
+ *     pv_args pv_a = PV_ARGS_INIT; ...fill what the call carries...
+ *     pv_call_prepare(&pv_c, &pv_a);    // C: substitutes ignored statuses, copies request handles
+ *     rc = PMPI_x(...);                 // statuses passed as pv_a.status / pv_a.statuses
+ *     pv_call_leave(&pv_c, &pv_a, rc);
+ * pv_call_enter counts every call made by the application (per function, any thread) and traces it
+ * only when its group is one of PERFVAR_BOUNDARIES.
  * pv_call_enter reads the clock first, closes the compute segment that ran since the previous traced
  * call returned, and opens the MPI region; pv_call_leave writes message/collective records, closes the
  * region and reads the clock last, when the application resumes.
@@ -38,7 +40,7 @@ typedef struct pv_args {
     MPI_Request *request;                  /* Isend/Irecv: the new request (after the call) */
     int nreq;                              /* Wait/Waitall: requests to complete */
     MPI_Request *requests;                 /* C binding */
-    const MPI_Fint *frequests;             /* Fortran binding */
+    const MPI_Fint *frequests;             /* Fortran bindings (handles are integers in all three) */
     MPI_Status *status, *statuses;         /* C binding; NULL from Fortran (not decoded yet) */
     unsigned char has_status, has_statuses; /* C binding: status / array_of_statuses are the
                                               caller's arguments (possibly MPI_STATUS(ES)_IGNORE) */
@@ -63,13 +65,21 @@ typedef struct pv_call {
     MPI_Fint *heap_fstatuses;
 } pv_call;
 
-/* Fortran statuses: the argument to pass on (perfvar's own storage where the caller passed
- * MPI_STATUS(ES)_IGNORE, so the real source and tag are known), then, after the call, the statuses
- * decoded read-only into a->status / a->statuses. */
-void *pv_f_status_arg(pv_call *c, void *status);
-void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg);
-void *pv_f_statuses_arg(pv_call *c, void *statuses, int n);
-void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n);
+/* The Fortran binding an entry point belongs to: mpif.h / use mpi (INTEGER handles and statuses),
+ * use mpi_f08 (TYPE(MPI_x) handles, TYPE(MPI_Status)), and use mpi_f08 routines whose choice buffers
+ * arrive as Fortran 2018 C descriptors (MPICH's _f08ts_ entry points). */
+typedef enum { PV_FB_F77, PV_FB_F08, PV_FB_F08_DESC } pv_fbinding;
+
+/* fortran_args.c — Fortran statuses: the argument to pass on (perfvar's own storage where the
+ * caller passed MPI_STATUS(ES)_IGNORE, so the real source and tag are known), then, after the call,
+ * the statuses decoded read-only into a->status / a->statuses. The sentinels and the status layout
+ * are the MPI flavour's and the binding's. */
+void *pv_f_status_arg(pv_call *c, void *status, pv_fbinding b);
+void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg, pv_fbinding b);
+void *pv_f_statuses_arg(pv_call *c, void *statuses, int n, pv_fbinding b);
+void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n, pv_fbinding b);
+/* Fortran MPI_IN_PLACE of binding b (read-only detection, the argument is passed on unchanged). */
+int pv_f_is_in_place(const void *buf, pv_fbinding b);
 
 /* 1: record this call (the guard is taken); 0: pass it straight to PMPI. */
 int pv_call_enter(pv_call *c, int fn, void *site);
@@ -87,7 +97,7 @@ void pv_finalize_end(pv_call *c);
 /* Bytes of count elements of datatype; -1 when unknown (MPI_DATATYPE_NULL, count < 0). */
 int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype);
 
-/* Fortran MPI_IN_PLACE / MPI_BOTTOM detection for reading (never changing) Fortran arguments. */
-int pv_fortran_is_in_place(const void *buf);
+/* Calls the application made, per function (any thread, traced or not): rank-N.json. */
+extern uint64_t pv_calls[PV_FN_COUNT];
 
 #endif

@@ -9,7 +9,7 @@ rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 prefix=$work/prefix
 for f in bin/perfvar-run include/perfvar.h include/perfvar_clock.h lib/pkgconfig/perfvar.pc \
-         lib/cmake/perfvar/perfvarConfig.cmake lib/libperfvar_mpi.so; do
+         lib/cmake/perfvar/perfvarConfig.cmake lib/libperfvar_mpi_openmpi.so lib/libperfvar_mpi_mpich.so; do
     [ -e "$prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
 ls "$prefix"/include/perfvar/*/perfvar.mod >/dev/null

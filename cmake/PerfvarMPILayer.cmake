@@ -1,0 +1,43 @@
+# perfvar_add_mpi_layer(FLAVOUR C_TARGET FORTRAN_TARGET LIBRARIES)
+# Builds libperfvar_mpi_<FLAVOUR> (target perfvar_mpi_<FLAVOUR>, exported as perfvar::mpi_<FLAVOUR>):
+# wrappers generated from the MPI standard and the symbols LIBRARIES export, compiled against the
+# flavour's mpi.h, linked with its C and Fortran libraries (the Fortran profiling symbols live there).
+function(perfvar_add_mpi_layer flavour c_target f_target libraries)
+  set(gen ${PROJECT_BINARY_DIR}/generated/${flavour})
+  set(files ${gen}/pv_mpi_functions.h ${gen}/pv_mpi_functions.c ${gen}/pv_wrappers_c.c
+            ${gen}/pv_wrappers_fortran.c ${gen}/coverage.txt)
+  set(shared_libs "")
+  foreach(lib ${libraries})
+    if(lib MATCHES "/lib(mpi|mpich)[^/]*\\.so")
+      list(APPEND shared_libs ${lib})
+    endif()
+  endforeach()
+  add_custom_command(OUTPUT ${files}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/mpi/gen_wrappers.py --flavour ${flavour}
+            --out ${gen} ${shared_libs}
+    DEPENDS ${PROJECT_SOURCE_DIR}/src/mpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/mpi/mpi_groups.py
+    COMMENT "Generating the ${flavour} MPI wrappers")
+  set(t perfvar_mpi_${flavour})
+  add_library(${t} SHARED ${files}
+    ${PROJECT_SOURCE_DIR}/src/mpi/runtime.c ${PROJECT_SOURCE_DIR}/src/mpi/fortran_args.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/sites.c ${PROJECT_SOURCE_DIR}/src/mpi/messages.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/mpi/flavour_check.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/mpi/clock_sync.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c
+    ${PROJECT_SOURCE_DIR}/src/trace/trace_writer.c ${PROJECT_SOURCE_DIR}/src/trace/trace_close.c)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/mpi ${gen})
+  target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
+  # The standard's prototypes differ from MPI-3.1 headers in const and [] spelling only (see
+  # gen_wrappers.py c_file): not an ABI difference.
+  set_source_files_properties(${gen}/pv_wrappers_c.c PROPERTIES
+    COMPILE_OPTIONS "-Wno-incompatible-pointer-types;-Wno-discarded-qualifiers")
+  # MPI is private: the application links its own MPI, which must be the same flavour.
+  target_link_libraries(${t} PUBLIC perfvar
+                        PRIVATE ${c_target} ${f_target} PkgConfig::OTF2 ${CMAKE_DL_LIBS} m)
+  # Nothing in an application references the layer by name: keep Debian's linker from dropping it.
+  target_link_options(${t} INTERFACE "LINKER:--no-as-needed")
+  set_target_properties(${t} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
+                        EXPORT_NAME mpi_${flavour})
+  add_library(perfvar::mpi_${flavour} ALIAS ${t})
+  set(PERFVAR_MPI_FLAVOURS ${PERFVAR_MPI_FLAVOURS} ${flavour} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,146 @@
+"""What perfvar does with each MPI function: its group, what it records, its OTF2 role.
+
+Used by gen_wrappers.py. Every function of the MPI standard's API that the installed MPI exports
+is wrapped unless it is in EXCEPTIONS (with the reason). The group decides whether a call ends a
+compute segment (PERFVAR_BOUNDARIES, see src/config); the kind decides which message or collective
+facts it records; the role and collective operation go into the OTF2 region definition.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Groups, in the order of the bit mask PERFVAR_BOUNDARIES uses (src/config/config.c knows the names).
+GROUPS = ("env", "p2p", "collective", "wait", "onesided", "file", "comm", "local")
+
+# Not wrapped, and why. Prefix patterns end with '*'.
+EXCEPTIONS = {
+    "MPI_Wtime": "returns a double, not an error code; cheap local clock read",
+    "MPI_Wtick": "returns a double, not an error code",
+    "MPI_Aint_add": "returns an MPI_Aint: address arithmetic, no MPI semantics",
+    "MPI_Aint_diff": "returns an MPI_Aint: address arithmetic, no MPI semantics",
+    "MPI_Pcontrol": "varargs in C: cannot be forwarded portably",
+    "MPI_T_*": "tool information interface: callable outside MPI_Init/MPI_Finalize, not the "
+    "application's communication",
+    "MPI_Abi_*": "MPI-5 ABI queries, not exported by the MPIs perfvar supports",
+    "*_c2f": "handle or status conversion: returns a handle, perfvar converts handles itself",
+    "*_f2c": "handle or status conversion: returns a handle, perfvar converts handles itself",
+    "*_toint": "handle conversion (MPI-5)",
+    "*_fromint": "handle conversion (MPI-5)",
+    "MPI_Status_c2f08": "status conversion: perfvar converts Fortran statuses itself",
+    "MPI_Status_f082c": "status conversion: perfvar converts Fortran statuses itself",
+    "MPI_Status_f082f": "status conversion: perfvar converts Fortran statuses itself",
+    "MPI_Status_f2f08": "status conversion: perfvar converts Fortran statuses itself",
+    "MPI_Type_create_f90_*": "Fortran-kind datatypes: local, and the Fortran forms are functions of "
+    "KIND parameters the C side cannot see",
+}
+
+# Fortran-only exclusions (functions there, or not real procedures).
+FORTRAN_EXCEPTIONS = {
+    "MPI_Sizeof": "generic compile-time procedure, no library entry point",
+    "MPI_F_sync_reg": "a no-op that exists for the compiler's data-flow analysis",
+}
+
+
+def excluded(name: str, table: dict[str, str] = EXCEPTIONS) -> str | None:
+    """The reason `name` is not wrapped, or None."""
+    for pattern, why in table.items():
+        if pattern == name:
+            return why
+        if pattern.endswith("*") and name.startswith(pattern[:-1]):
+            return why
+        if pattern.startswith("*") and name.endswith(pattern[1:]):
+            return why
+    return None
+
+
+@dataclass(frozen=True)
+class Info:
+    group: str
+    kind: str  # what it records: see KINDS
+    role: str  # OTF2_REGION_ROLE_*
+    op: str  # OTF2_COLLECTIVE_OP_* or "-"
+
+
+KINDS = ("init", "finalize", "send", "isend", "recv", "irecv", "sendrecv", "wait",
+         "collective", "other")
+
+# Blocking collectives: the OTF2 operation and region role.
+_COLLECTIVES = {
+    "Barrier": ("BARRIER", "BARRIER"),
+    "Bcast": ("BCAST", "COLL_ONE2ALL"),
+    "Scatter": ("SCATTER", "COLL_ONE2ALL"),
+    "Scatterv": ("SCATTERV", "COLL_ONE2ALL"),
+    "Gather": ("GATHER", "COLL_ALL2ONE"),
+    "Gatherv": ("GATHERV", "COLL_ALL2ONE"),
+    "Reduce": ("REDUCE", "COLL_ALL2ONE"),
+    "Allgather": ("ALLGATHER", "COLL_ALL2ALL"),
+    "Allgatherv": ("ALLGATHERV", "COLL_ALL2ALL"),
+    "Alltoall": ("ALLTOALL", "COLL_ALL2ALL"),
+    "Alltoallv": ("ALLTOALLV", "COLL_ALL2ALL"),
+    "Alltoallw": ("ALLTOALLW", "COLL_ALL2ALL"),
+    "Allreduce": ("ALLREDUCE", "COLL_ALL2ALL"),
+    "Reduce_scatter": ("REDUCE_SCATTER", "COLL_ALL2ALL"),
+    "Reduce_scatter_block": ("REDUCE_SCATTER_BLOCK", "COLL_ALL2ALL"),
+    "Scan": ("SCAN", "COLL_OTHER"),
+    "Exscan": ("EXSCAN", "COLL_OTHER"),
+}
+_COLL_NAMES = "|".join(sorted(_COLLECTIVES, key=len, reverse=True))
+
+_P2P = {
+    "Send": "send", "Bsend": "send", "Ssend": "send", "Rsend": "send",
+    "Isend": "isend", "Ibsend": "isend", "Issend": "isend", "Irsend": "isend",
+    "Recv": "recv", "Mrecv": "recv", "Irecv": "irecv",
+    "Sendrecv": "sendrecv", "Sendrecv_replace": "sendrecv",
+}
+_WAITS = {"Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall", "Testany", "Testsome"}
+
+# Communicator calls that only read local state (grouped as local queries).
+_COMM_LOCAL = re.compile(
+    r"^Comm_(rank|size|remote_size|test_inter|compare|group|remote_group|get_name|set_name|"
+    r"get_attr|set_attr|delete_attr|get_info|set_info|get_errhandler|set_errhandler|"
+    r"call_errhandler|create_errhandler|create_keyval|free_keyval|get_parent)$")
+_ONESIDED = re.compile(r"^(Win_.*|Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|"
+                       r"Rput|Rget|Raccumulate|Rget_accumulate)$")
+_ONESIDED_LOCAL = re.compile(r"^Win_(get|set|delete|create_keyval|free_keyval|create_errhandler|"
+                             r"call_errhandler|shared_query)")
+
+
+def classify(name: str) -> Info:
+    """Group, recorded kind, OTF2 role and collective operation of MPI function `name`."""
+    base = name[4:]  # without "MPI_"
+    if base in ("Init", "Init_thread"):
+        return Info("env", "init", "FUNCTION", "-")
+    if base == "Finalize":
+        return Info("env", "finalize", "FUNCTION", "-")
+    if base in ("Abort", "Session_init", "Session_finalize"):
+        return Info("env", "other", "FUNCTION", "-")
+    if base in _COLLECTIVES:
+        op, role = _COLLECTIVES[base]
+        return Info("collective", "collective", role, op)
+    if re.match(rf"^(I({_COLL_NAMES})|({_COLL_NAMES})_init|I?[Nn]eighbor_.*|Reduce_local)$", base):
+        group = "local" if base == "Reduce_local" else "collective"
+        return Info(group, "other", "FUNCTION", "-")
+    if base in _P2P:
+        return Info("p2p", _P2P[base], "POINT2POINT", "-")
+    if re.match(r"^(Isendrecv(_replace)?|Imrecv|Probe|Iprobe|Mprobe|Improbe|[BSR]?send_init|"
+                r"Recv_init|Psend_init|Precv_init|Start|Startall|Pready.*|Parrived|"
+                r"Buffer_.*|.*_attach_buffer|.*_detach_buffer|.*flush_buffer)$", base):
+        return Info("p2p", "other", "POINT2POINT", "-")
+    if base in _WAITS:
+        return Info("wait", "wait", "FUNCTION", "-")
+    if base.startswith("Request_") or base in ("Cancel", "Grequest_complete", "Grequest_start"):
+        return Info("wait", "other", "FUNCTION", "-")
+    if _ONESIDED.match(base):
+        local = _ONESIDED_LOCAL.match(base)
+        return Info("local" if local else "onesided", "other", "FUNCTION", "-")
+    if base.startswith("File_") or base == "Register_datarep":
+        local = re.match(r"^File_(get_|set_errhandler|call_errhandler|create_errhandler)", base)
+        return Info("local" if local else "file", "other", "FILE_IO", "-")
+    if base.startswith("Comm_") and not _COMM_LOCAL.match(base):
+        return Info("comm", "other", "FUNCTION", "-")
+    if re.match(r"^(Intercomm_.*|Cart_create|Cart_sub|Graph_create|Dist_graph_create.*|"
+                r"Open_port|Close_port|Lookup_name|Publish_name|Unpublish_name)$", base):
+        return Info("comm", "other", "FUNCTION", "-")
+    return Info("local", "other", "FUNCTION", "-")
