@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#if defined(MPICH_VERSION) && defined(MPI_F08_STATUS_IGNORE)
+#ifdef MPICH_VERSION
 #define PV_F08_STATUS_IS_C_LAYOUT 1 /* MPICH: TYPE(MPI_Status) is MPI_F08_status */
 #endif
 

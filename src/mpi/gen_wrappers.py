@@ -190,15 +190,19 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
     fid = f"PV_FN_{fn.name}"
     ra = "__builtin_return_address(0)"
     ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
-    bypass = (f"        return {untraced};\n" if returns
-              else f"        {untraced};\n        return;\n")
-    open_, close = ("", "") if returns else (" {", "    }\n")
+    # pv_call_enter < 0: counted, not traced; the guard is held so inner layers stay unseen.
+    if returns:
+        bypass = (f"        if (pv_t == 0) return {untraced};\n        int pv_rc = {untraced};\n"
+                  "        pv_untraced_end();\n        return pv_rc;\n")
+    else:
+        bypass = f"        {untraced};\n        if (pv_t < 0) pv_untraced_end();\n        return;\n"
     keep = f"int pv_rc = {traced};" if returns else f"{traced};"
     ret = ["return pv_rc;"] if returns else []
     if fn.info.kind == "init":
         return ind(["pv_call pv_c;", f"pv_init_begin(&pv_c, {fid}, {ra});", keep,
                     f"pv_init_end(&pv_c, {rc});"] + ret)
-    enter = f"    pv_call pv_c;\n    if (!pv_call_enter(&pv_c, {fid}, {ra})){open_}\n{bypass}{close}"
+    enter = (f"    pv_call pv_c;\n    int pv_t = pv_call_enter(&pv_c, {fid}, {ra});\n"
+             f"    if (pv_t <= 0) {{\n{bypass}    }}\n")
     if fn.info.kind == "finalize":
         return enter + ind([keep, "pv_finalize_end(&pv_c);"] + ret)
     return enter + ind(["pv_args pv_a = PV_ARGS_INIT;"] + before + ["pv_call_prepare(&pv_c, &pv_a);",

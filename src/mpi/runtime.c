@@ -54,17 +54,20 @@ int pv_call_enter(pv_call *c, int fn, void *site)
 {
     if (pv_depth) return 0; /* an inner layer of a call already seen, or perfvar's own call */
     __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
-    if (!(pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group))) return 0;
-    if (pv_rt.state != PV_ACTIVE) {
-        if (pv_rt.state != PV_UNINIT) return 0;
+    int traced = (pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group)) != 0;
+    if (traced && pv_rt.state == PV_UNINIT) {
         pv_depth = 1;
         lazy_start();
         pv_depth = 0;
-        if (pv_rt.state != PV_ACTIVE) return 0;
+    }
+    if (!traced || pv_rt.state != PV_ACTIVE) {
+        pv_depth++;
+        return -1;
     }
     if (!pthread_equal(pthread_self(), pv_rt.thread)) {
         __atomic_fetch_add(&pv_rt.untraced_thread_calls, 1, __ATOMIC_RELAXED);
-        return 0;
+        pv_depth++;
+        return -1;
     }
     c->t_entry = pv_now_cpu(&c->cpu_entry); /* first: ends the compute segment */
     pv_depth = 1;

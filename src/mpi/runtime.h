@@ -3,7 +3,9 @@
  *
  * Every wrapped call, from C or from a Fortran entry point, does:
  *     pv_call pv_c;
- *     if (!pv_call_enter(&pv_c, PV_FN_x, __builtin_return_address(0))) return PMPI_x(...); // untraced
+ *     int t = pv_call_enter(&pv_c, PV_FN_x, __builtin_return_address(0));
+ *     if (t == 0) return PMPI_x(...);                        // inside another call: not counted
+ *     if (t < 0) { rc = PMPI_x(...); pv_untraced_end(); return rc; }  // counted, not traced
  *     pv_args pv_a = PV_ARGS_INIT; ...fill what the call carries...
  *     pv_call_prepare(&pv_c, &pv_a);    // C: substitutes ignored statuses, copies request handles
  *     rc = PMPI_x(...);                 // statuses passed as pv_a.status / pv_a.statuses
@@ -81,8 +83,12 @@ void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n,
 /* Fortran MPI_IN_PLACE of binding b (read-only detection, the argument is passed on unchanged). */
 int pv_f_is_in_place(const void *buf, pv_fbinding b);
 
-/* 1: record this call (the guard is taken); 0: pass it straight to PMPI. */
+/* 1: record this call (the guard is taken); -1: counted only (its group is not traced, perfvar is
+ * not active, or another thread): the guard is taken, release it with pv_untraced_end after the
+ * PMPI call; 0: an inner layer of a call already seen, or perfvar's own: pass it straight on. */
 int pv_call_enter(pv_call *c, int fn, void *site);
+extern _Thread_local int pv_depth;
+static inline void pv_untraced_end(void) { pv_depth--; }
 void pv_call_prepare(pv_call *c, pv_args *a);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
 

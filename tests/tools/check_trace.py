@@ -6,7 +6,8 @@
    per-location time order and time range (ClockProperties), Enter/Leave nesting with every
    region closed, MpiSend/MpiRecv matching (sender, receiver, tag, bytes), balanced collectives
    with the same number of MPI_COMM_WORLD collectives on every rank;
-3. expectations given on the command line (ranks, per-rank call counts, segments).
+3. expectations given on the command line (ranks, per-rank call counts in the trace and as counted
+   by perfvar in rank-N.json, the MPI layer, segments).
 
 Prints one summary line; exits 1 with the reasons on any failure.
 """
@@ -31,6 +32,9 @@ def main() -> int:
     ap.add_argument("trace_dir", type=Path)
     ap.add_argument("--ranks", type=int, help="expected number of ranks")
     ap.add_argument("--calls", default="", help="NAME=COUNT,... expected Enter count per rank")
+    ap.add_argument("--counted", default="",
+                    help="NAME=COUNT,... calls perfvar counted per rank (rank-N.json, traced or not)")
+    ap.add_argument("--layer", help="the perfvar MPI layer expected (openmpi, mpich)")
     ap.add_argument("--min-segments", type=int, default=1, help="per rank")
     ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
     ap.add_argument("--min-flushes", type=int, default=0, help="buffer-full flushes per rank")
@@ -115,7 +119,16 @@ def main() -> int:
         if not meta.exists():
             errors.append(f"missing {meta}")
         else:
-            events = json.loads(meta.read_text())["events"]
+            rank_meta = json.loads(meta.read_text())
+            events = rank_meta["events"]
+            counted = rank_meta["mpi"]["calls"]
+            for item in filter(None, args.counted.split(",")):
+                name, count = item.split("=")
+                if counted.get(name, 0) != int(count):
+                    errors.append(f"rank {r}: perfvar counted {counted.get(name, 0)} x {name}, "
+                                  f"expected {count}")
+            if args.layer and rank_meta["mpi"]["layer"] != args.layer:
+                errors.append(f"rank {r}: layer {rank_meta['mpi']['layer']}, expected {args.layer}")
             if events["lost"]:
                 errors.append(f"rank {r}: events lost")
             if events["buffer_flushes"] < args.min_flushes:
