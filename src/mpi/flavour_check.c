@@ -79,14 +79,26 @@ static char **own_argv(void)
     return argv;
 }
 
+/* Before MPI_Init the rank is only in the launcher's environment: the message is printed once,
+ * by rank 0 (or by a process started without a launcher). */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
+    for (int i = 0; vars[i]; i++)
+        if (getenv(vars[i])) return atoi(getenv(vars[i]));
+    return 0;
+}
+
 __attribute__((constructor)) static void pv_flavour_check(void)
 {
     char other[512] = "";
     if (!dl_iterate_phdr(find_other, other)) return;
+    int tell = launcher_rank() == 0;
     Dl_info self;
     const char *path = dladdr((void *)pv_flavour_check, &self) && self.dli_fname ? self.dli_fname : "?";
     if (drop_from_preload(path)) {
-        fprintf(stderr,
+        if (tell)
+            fprintf(stderr,
                 "perfvar: this program uses %s (%s) but %s is the " PV_MPI_FLAVOUR
                 " layer; running it uninstrumented (perfvar-run picks the right layer, or use "
                 "--mpi)\n",
@@ -96,7 +108,8 @@ __attribute__((constructor)) static void pv_flavour_check(void)
         fprintf(stderr, "perfvar: cannot re-execute the program without perfvar; it may crash\n");
         return;
     }
-    fprintf(stderr,
+    if (tell)
+        fprintf(stderr,
             "perfvar: this program loads %s (%s) and %s, the " PV_MPI_FLAVOUR
             " layer, which cannot work with it: relink with perfvar::mpi_%s\n",
             PV_OTHER_NAME, other, path,
