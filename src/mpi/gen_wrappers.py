@@ -108,7 +108,9 @@ INT_FIELDS = ("dest", "source", "tag", "sendtag", "recvtag", "root")
 BYTE_PAIRS = (("count", "datatype", "bytes", None),
               ("sendcount", "sendtype", "send_bytes", "sendbuf"),
               ("recvcount", "recvtype", "recv_bytes", None))
-MESSAGE_KINDS = ("send", "isend", "recv", "irecv", "sendrecv", "collective")
+MESSAGE_KINDS = ("send", "isend", "recv", "irecv", "sendrecv", "collective", "mprobe", "mrecv",
+                 "imrecv")
+STATUS_KINDS = ("recv", "sendrecv", "wait", "mprobe", "mrecv")
 
 
 def wait_count(names: set[str]) -> str | None:
@@ -130,9 +132,15 @@ def c_record(params: list, kind: str) -> list[str]:
                 if inplace and inplace in names:
                     expr = f"{inplace} == MPI_IN_PLACE ? -1 : {expr}"
                 out.append(f"pv_a.{fld} = {expr};")
-        if kind == "irecv":
+        if kind in ("irecv", "imrecv"):
             out.append("pv_a.request = request;")
-    if kind in ("recv", "sendrecv", "wait") and "status" in names:
+        if kind == "mprobe":  # the message handle and flag are outputs
+            out.append("pv_a.message = message;")
+            if "flag" in names:
+                out.append("pv_a.flag = flag;")
+        if kind in ("mrecv", "imrecv"):  # the call sets *message to MPI_MESSAGE_NULL
+            out.append("pv_a.message_before = *message;")
+    if kind in STATUS_KINDS and "status" in names:
         out.append("pv_a.status = status, pv_a.has_status = 1;")
     if kind == "wait":
         n = wait_count(names)
@@ -162,10 +170,18 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
                 if inplace and inplace in names:
                     expr = f"pv_f_is_in_place({inplace}, {e.binding}) ? -1 : {expr}"
                 before.append(f"pv_a.{fld} = {expr};")
-        if kind == "irecv":
+        if kind in ("irecv", "imrecv"):
             after.append("MPI_Request pv_request = PMPI_Request_f2c(*(const MPI_Fint *)request);")
             after.append("pv_a.request = &pv_request;")
-    if kind in ("recv", "sendrecv", "wait") and "status" in names:
+        if kind == "mprobe":
+            after.append("MPI_Message pv_message = PMPI_Message_f2c(*(const MPI_Fint *)message);")
+            after.append("pv_a.message = &pv_message;")
+            if "flag" in names:  # Fortran LOGICAL: nonzero is true with gfortran
+                after.append("int pv_flag = *(const MPI_Fint *)flag != 0;")
+                after.append("pv_a.flag = &pv_flag;")
+        if kind in ("mrecv", "imrecv"):
+            before.append("pv_a.message_before = PMPI_Message_f2c(*(const MPI_Fint *)message);")
+    if kind in STATUS_KINDS and "status" in names:
         before.append(f"void *pv_status = pv_f_status_arg(&pv_c, status, {e.binding});")
         after.append(f"pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding});")
     if kind == "wait":

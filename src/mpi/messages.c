@@ -1,5 +1,8 @@
 /* messages.c — MpiSend/MpiRecv and collective records for traced calls.
  *
+ * A message matched by MPI_Mprobe/Improbe is recorded as received by the MPI_Mrecv (or, through its
+ * request, the Wait/Test completing the MPI_Imrecv) that takes it, with the probe's source and tag.
+ *
  * A receive started by MPI_Irecv is recorded by the Wait or Test call that completes it: a request
  * handle the call set to MPI_REQUEST_NULL. Its status is the call's single status (Wait, Test,
  * Waitany, Testany: one request completes) or the matching element of array_of_statuses
@@ -43,6 +46,14 @@ static uint64_t request_key(MPI_Request r)
     uint64_t k = 0;
     memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
     return k ^ 0x9e3779b97f4a7c15ull; /* never 0, whatever MPI_REQUEST_NULL is */
+}
+
+/* Matched messages (Mprobe -> Mrecv/Imrecv) share the request map under another key space. */
+static uint64_t message_key(MPI_Message m)
+{
+    uint64_t k = 0;
+    memcpy(&k, &m, sizeof m < sizeof k ? sizeof m : sizeof k);
+    return k ^ 0xc2b2ae3d27d4eb4full;
 }
 
 void pv_messages_prepare(int fn, uint64_t t_entry, pv_args *a)
@@ -101,6 +112,28 @@ void pv_messages_leave(int fn, uint64_t t, const pv_args *a, const MPI_Request *
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
         }
         break;
+    case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
+        if (on_world(a->comm) && a->message && *a->message != MPI_MESSAGE_NULL &&
+            *a->message != MPI_MESSAGE_NO_PROC && (!a->flag || *a->flag) && a->has_status) {
+            int count;
+            int64_t bytes = PMPI_Get_count(a->status, MPI_BYTE, &count) == MPI_SUCCESS &&
+                                    count != MPI_UNDEFINED ? count : -1;
+            pv_u64val v = {(int64_t)(uint32_t)a->status->MPI_SOURCE |
+                               ((int64_t)a->status->MPI_TAG << 32), bytes};
+            pv_u64map_put(&pv_rt.requests, message_key(*a->message), v);
+        }
+        break;
+    case PV_KIND_MRECV:
+    case PV_KIND_IMRECV: {
+        pv_u64val v;
+        if (!pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v)) break;
+        if (pv_fn_info[fn].kind == PV_KIND_MRECV)
+            recv_record(t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b,
+                        a->has_status ? a->status : NULL);
+        else if (a->request) /* completed by a Wait/Test, like an Irecv */
+            pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
+        break;
+    }
     case PV_KIND_WAIT: {
         MPI_Fint fnull = a->frequests ? PMPI_Request_c2f(MPI_REQUEST_NULL) : 0;
         for (int i = 0; i < a->nreq; i++) {

@@ -64,7 +64,7 @@ class Info:
 
 
 KINDS = ("init", "finalize", "send", "isend", "recv", "irecv", "sendrecv", "wait",
-         "collective", "other")
+         "collective", "mprobe", "mrecv", "imrecv", "other")
 
 # Blocking collectives: the OTF2 operation and region role.
 _COLLECTIVES = {
@@ -91,7 +91,8 @@ _COLL_NAMES = "|".join(sorted(_COLLECTIVES, key=len, reverse=True))
 _P2P = {
     "Send": "send", "Bsend": "send", "Ssend": "send", "Rsend": "send",
     "Isend": "isend", "Ibsend": "isend", "Issend": "isend", "Irsend": "isend",
-    "Recv": "recv", "Mrecv": "recv", "Irecv": "irecv",
+    "Recv": "recv", "Irecv": "irecv",
+    "Mprobe": "mprobe", "Improbe": "mprobe", "Mrecv": "mrecv", "Imrecv": "imrecv",
     "Sendrecv": "sendrecv", "Sendrecv_replace": "sendrecv",
 }
 _WAITS = {"Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall", "Testany", "Testsome"}
@@ -124,7 +125,7 @@ def classify(name: str) -> Info:
         return Info(group, "other", "FUNCTION", "-")
     if base in _P2P:
         return Info("p2p", _P2P[base], "POINT2POINT", "-")
-    if re.match(r"^(Isendrecv(_replace)?|Imrecv|Probe|Iprobe|Mprobe|Improbe|[BSR]?send_init|"
+    if re.match(r"^(Isendrecv(_replace)?|Probe|Iprobe|[BSR]?send_init|"
                 r"Recv_init|Psend_init|Precv_init|Start|Startall|Pready.*|Parrived|"
                 r"Buffer_.*|.*_attach_buffer|.*_detach_buffer|.*flush_buffer)$", base):
         return Info("p2p", "other", "POINT2POINT", "-")

@@ -39,7 +39,10 @@ typedef struct pv_args {
     int dest, source, tag, sendtag, recvtag, root;
     MPI_Comm comm;
     int64_t bytes, send_bytes, recv_bytes; /* -1: unknown */
-    MPI_Request *request;                  /* Isend/Irecv: the new request (after the call) */
+    MPI_Request *request;                  /* Irecv/Imrecv: the new request (after the call) */
+    MPI_Message *message;                  /* Mprobe/Improbe: the matched message (after the call) */
+    MPI_Message message_before;            /* Mrecv/Imrecv: the message received */
+    int *flag;                             /* Improbe: whether a message was matched */
     int nreq;                              /* Wait/Waitall: requests to complete */
     MPI_Request *requests;                 /* C binding */
     const MPI_Fint *frequests;             /* Fortran bindings (handles are integers in all three) */
@@ -49,8 +52,8 @@ typedef struct pv_args {
 } pv_args;
 
 #define PV_ARGS_INIT                                                                              \
-    {PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, MPI_COMM_NULL, -1, -1, -1, NULL, 0,      \
-     NULL, NULL, NULL, NULL, 0, 0}
+    {PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, MPI_COMM_NULL, -1, -1, -1, NULL,         \
+     NULL, MPI_MESSAGE_NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0}
 
 typedef struct pv_call {
     int fn;
