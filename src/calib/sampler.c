@@ -1,6 +1,7 @@
 /* sampler.c — measurement kernels behind perfvar_calib.h. */
 #define _GNU_SOURCE
 #include "perfvar_calib.h"
+#include "perfvar_clock.h"
 #include "add_chain.h"
 #include "perfvar.h"
 #include "../clock/clock.h"
@@ -16,11 +17,17 @@
 #endif
 
 static const char *const timer_names[PERFVAR_TIMER_COUNT] = {
-    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc", "mpi_wtime"};
+    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc", "mpi_wtime", "cycles"};
 
 const char *perfvar_timer_name(int timer)
 {
     return timer >= 0 && timer < PERFVAR_TIMER_COUNT ? timer_names[timer] : NULL;
+}
+
+const char *perfvar_timer_unit(int timer)
+{
+    if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return NULL;
+    return timer == PERFVAR_TIMER_CYCLES ? "cycles" : "ns";
 }
 
 /* ---- PAPI, loaded on first use so libperfvar does not depend on it ---- */
@@ -78,6 +85,9 @@ static void mpi_find(void)
         snprintf(mpi_why, sizeof mpi_why, "no initialised MPI in this process (run under mpiexec)");
 }
 
+/* The CPU-cycle counter: why it is not readable (the probe's reason, or this thread's). */
+static char cycles_why[200];
+
 /* Cycle timers are converted to ns at the TSC rate perfvar measured; with PERFVAR_CLOCK=
  * clock_monotonic_raw that rate is not known. NULL when it is. */
 static const char *tsc_rate_unknown(void)
@@ -107,6 +117,9 @@ int perfvar_timer_available(int timer, char *why, int why_len)
     case PERFVAR_TIMER_MPI_WTIME:
         mpi_find();
         if (!mpi_wtime) reason = mpi_why;
+        break;
+    case PERFVAR_TIMER_CYCLES:
+        if (perfvar_cycles_open(NULL, cycles_why, sizeof cycles_why) != PERFVAR_OK) reason = cycles_why;
         break;
     default: reason = "unknown timer";
     }
@@ -159,6 +172,9 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
     if (rc != PERFVAR_OK) return rc;
     if (flush_prepare(flush_bytes)) return PERFVAR_ERR_NO_MEMORY;
     double ns_per_tick = 1.0 / pv_clock_ticks_per_ns(); /* the TSC's when a TSC timer runs */
+    const perfvar_cycles_page *cycles_page = NULL;
+    if (timer == PERFVAR_TIMER_CYCLES && perfvar_cycles_open(&cycles_page, NULL, 0) != PERFVAR_OK)
+        return PERFVAR_ERR_UNAVAILABLE;
     for (int i = -4; i < n; i++) { /* 4 warm-up samples, discarded */
         double d;
         switch (timer) {
@@ -192,6 +208,12 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
             double t0 = mpi_wtime();
             pv_add_chain(adds);
             d = (mpi_wtime() - t0) * 1e9;
+            break;
+        }
+        case PERFVAR_TIMER_CYCLES: { /* cycles, not converted: the core's rate is not the TSC's */
+            uint64_t t0 = perfvar_cycles_read(cycles_page);
+            pv_add_chain(adds);
+            d = (double)(perfvar_cycles_read(cycles_page) - t0);
             break;
         }
         default: { /* PERFVAR_TIMER_PAPI_REAL_CYC */
