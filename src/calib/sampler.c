@@ -3,6 +3,7 @@
 #include "perfvar_calib.h"
 #include "perfvar_clock.h"
 #include "add_chain.h"
+#include "flush.h"
 #include "perfvar.h"
 #include "../clock/clock.h"
 
@@ -141,13 +142,6 @@ static int flush_prepare(uint64_t bytes)
     return 0;
 }
 
-/* Dirty every 64-byte line of the first `bytes` bytes: the caches then hold this data, not the
- * timer's and the kernel's. */
-static void flush(uint64_t bytes)
-{
-    volatile unsigned char *b = flush_buf;
-    for (uint64_t i = 0; i < bytes; i += 64) b[i] = (unsigned char)(b[i] + 1);
-}
 
 static inline uint64_t mono_ns(void)
 {
@@ -224,7 +218,7 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
         }
         }
         if (i >= 0) out[i] = d;
-        if (flush_bytes) flush(flush_bytes);
+        if (flush_bytes) pv_flush_lines(flush_buf, flush_bytes);
     }
     return PERFVAR_OK;
 }
