@@ -23,6 +23,7 @@ from perfvar import (
     detect_shared_cpu,
     detect_slow_segment,
 )
+from perfvar.cache_state import cell_context, choose
 from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
 from perfvar.model import Cell, DetectParams, Judgement, Prepared
 from perfvar.reader_meta import RunMeta, read_meta
@@ -92,6 +93,8 @@ def prepare(
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
     applied per cell (see perfvar.filters), in ``jobs`` processes when there are many.
+    Each cell gets the rank's calibrated cache state closest to its context (see
+    perfvar.cache_state).
     """
     s = trace.samples
     order = np.lexsort((s["rank"], s["segment"]))
@@ -108,6 +111,9 @@ def prepare(
     cells: dict[tuple[int, int], Cell] = {}
     for chunk, values, (mask, info) in zip(chunks, durations, filtered):
         seg, rank = int(chunk["segment"][0]), int(chunk["rank"][0])
+        rmeta = meta.ranks.get(rank)
+        context = cell_context(chunk["context_bytes"])
+        choice = choose(context, rmeta.calibration.states if rmeta else [])
         cells[(seg, rank)] = Cell(
             segment=seg,
             rank=rank,
@@ -115,6 +121,9 @@ def prepare(
             samples_ns=values[mask],
             os_info=info,
             cpu=_cpu_mode(chunk["cpu_enter"]),
+            state=choice.state,
+            state_target=choice.target,
+            context_bytes=context,
         )
     ids = [segment_ids.get(i, f"?{i}") for i in range(len(trace.segments))]
     return Prepared(
@@ -148,6 +157,8 @@ def _segment_table(
         ]
         start_label = ends[0].label if ends[0] else None
         end_label = ends[1].label if ends[1] else None
+        states = Counter(c.state.label for c in cells if c.state is not None)
+        contexts = [c.context_bytes for c in cells if c.context_bytes is not None]
         table.append(
             {
                 "id": prep.segment_ids[seg],
@@ -165,6 +176,11 @@ def _segment_table(
                 "n_ranks": len(cells),
                 "median_ns": float(np.median(kept)) if kept.size else None,
                 "total_ns": float(totals[seg]),
+                # The cache state its cells were judged with (the most common one;
+                # per rank in cache_states) and the context that chose it.
+                "context_bytes": int(np.median(contexts)) if contexts else None,
+                "cache_state": states.most_common(1)[0][0] if states else None,
+                "cache_states": dict(sorted(states.items())),
             }
         )
     return table
@@ -224,6 +240,7 @@ def _rank_table(
                 "timer_overhead_ns": c.timer_overhead_ns,
                 "calibration_status": c.status,
                 "calibration_source": c.source,
+                "calibration_states": [st.to_json() for st in c.states],
                 "n_segments": int(counts.get(rank, 0)),
                 "verdict": _rank_verdict(mine, rank in errors, m.calibrated),
                 "migrated": rank in migrated,

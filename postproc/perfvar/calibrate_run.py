@@ -1,5 +1,8 @@
 """`perfvar calibrate`: every timer x cache state on this core, with a time budget.
 
+Times are ns, except for the CPU-cycle counter ("cycles"), whose figures are cycles
+under ``*_cycles`` keys (its ``*_ns`` keys are null; ``unit`` says which).
+
 Cache states are the paper's flush sizes: 0, 4 x L1, 4 x L2, 4 x L3 (sizes from sysfs).
 The process is pinned to the CPU it starts on, so every sample comes from one core.
 Progress goes to stderr (a bar on a terminal, one line per step otherwise).
@@ -27,6 +30,22 @@ STATES = ("0", "4xL1", "4xL2", "4xL3")
 
 def _measure(k: Kernels, timer: str, flush: int, n: int, adds: int):
     return k.sample(timer, adds, flush, n)
+
+
+def in_unit(doc: dict[str, Any], unit: str) -> dict[str, Any]:
+    """``doc`` with its ``*_ns`` values under ``*_<unit>`` keys when the timer does not
+    measure ns (the CPU-cycle counter). The ``*_ns`` keys stay, as null, so a reader of
+    the documented layout finds them and never takes cycles for ns."""
+    if unit == "ns":
+        return doc
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key.endswith("_ns"):
+            out[key] = None
+            out[f"{key[:-3]}_{unit}"] = value
+        else:
+            out[key] = value
+    return out
 
 
 def _current_cpu() -> Optional[int]:
@@ -94,10 +113,11 @@ def run(
     out_timers = []
     for timer in timers:
         ok, why = k.available(timer)
-        entry: dict[str, Any] = {"name": timer, "available": ok}
+        unit = k.unit(timer)
+        entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
         if not ok:
             entry.update(why=why, overhead_ns=None, fluctuation_ns=None, states=[])
-            out_timers.append(entry)
+            out_timers.append(in_unit(entry, unit))
             continue
         overhead, fluctuation = timer_overhead(k.sample(timer, 0, 0, n_overhead))
         entry.update(overhead_ns=overhead, fluctuation_ns=fluctuation, states=[])
@@ -114,9 +134,9 @@ def run(
             )
             if state != "0" and flush == 0:
                 r.notes.append("cache size unknown (sysfs): nothing flushed")
-            entry["states"].append(r.to_json())
+            entry["states"].append(in_unit(r.to_json(), unit))
             progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
-        out_timers.append(entry)
+        out_timers.append(in_unit(entry, unit))
     progress.close()
     return {
         "generated_by": f"perfvar {__version__} calibrate",

@@ -3,6 +3,9 @@
 For each segment class present on at least two ranks, and each rank r of it:
 
 * fewer than ``min_samples`` (8) filtered samples -> "too few samples", not judged;
+* t_min/t_diff: those of the cache state chosen for the cell (perfvar.cache_state:
+  the state closest to the bytes the preceding MPI call moved), else the rank's
+  flush-0 calibration;
 * no t_min/t_diff for r (no calibration)          -> "no calibration", not judged;
 * median(r) < t_min(r)                           -> "below precision": counted,
   never judged (the timer cannot resolve it);
@@ -35,6 +38,7 @@ from perfvar.model import (
     DetectParams,
     Judgement,
     Prepared,
+    cell_calibration,
 )
 from perfvar.stats import iqr, overlap
 
@@ -59,7 +63,7 @@ def _medians(cells: dict[int, Cell], min_samples: int) -> dict[int, float]:
 def _already_slow(
     cells: dict[int, Cell],
     medians: dict[int, float],
-    calibration: dict,
+    prep: Prepared,
     alpha: float,
 ) -> list[int]:
     """Ranks significantly slower than the lower half of the ranks (by median).
@@ -82,7 +86,7 @@ def _already_slow(
     for q, m in sorted(medians.items()):
         if m <= center:
             continue
-        cal = calibration.get(q)
+        cal = cell_calibration(prep, cells[q])
         t_diff = cal.t_diff_ns if cal is not None and cal.t_diff_ns is not None else 0.0
         if m - ref_median > t_diff and overlap(ref, cells[q].samples_ns) < alpha:
             out.append(q)
@@ -114,13 +118,16 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
         present = [r for r, c in cells.items() if c.n > 0]
         medians = _medians(cells, params.min_samples)
         slow = (
-            _already_slow(cells, medians, prep.calibration, params.alpha)
+            _already_slow(cells, medians, prep, params.alpha)
             if params.peers == "robust"
             else []
         )
         for rank in sorted(cells):
             cell = cells[rank]
             judgement = Judgement(seg_id, rank, "ok", cell.n)
+            judgement.context_bytes = cell.context_bytes
+            if cell.state is not None:
+                judgement.cache_state = cell.state.label
             result.judgements.append(judgement)
             if len(present) < 2:
                 judgement.status = "single rank"
@@ -130,7 +137,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 continue
             med = medians[rank]
             judgement.median_ns = med
-            cal = prep.calibration.get(rank)
+            cal = cell_calibration(prep, cell)
             if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
                 judgement.status = "no calibration"
                 continue
@@ -173,6 +180,8 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                         "alpha": params.alpha,
                         "t_diff_ns": cal.t_diff_ns,
                         "t_min_ns": cal.t_min_ns,
+                        "cache_state": judgement.cache_state,
+                        "context_bytes": cell.context_bytes,
                     },
                 )
             )

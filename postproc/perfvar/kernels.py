@@ -24,6 +24,7 @@ TIMERS = (
     "papi_real_nsec",
     "papi_real_cyc",
     "mpi_wtime",
+    "cycles",
 )
 
 
@@ -49,7 +50,8 @@ def _candidates() -> list[str]:
 
 
 class Kernels:
-    """Loaded libperfvar: timer availability, samples (ns), cache sizes (bytes)."""
+    """Loaded libperfvar: timer availability, samples (ns; cycles for "cycles"),
+    cache sizes (bytes)."""
 
     def __init__(self, path: Optional[str] = None) -> None:
         tried = [path] if path else _candidates()
@@ -82,6 +84,10 @@ class Kernels:
         ]
         lib.perfvar_cache_size.restype = ctypes.c_uint64
         lib.perfvar_strerror.restype = ctypes.c_char_p
+        # Older libraries have no cycles timer and no unit query: all timers are ns.
+        self._unit = getattr(lib, "perfvar_timer_unit", None)
+        if self._unit is not None:
+            self._unit.restype = ctypes.c_char_p
 
     def available(self, timer: str) -> tuple[bool, str]:
         """(True, "") or (False, why) for a timer named in TIMERS."""
@@ -89,8 +95,16 @@ class Kernels:
         rc = self.lib.perfvar_timer_available(TIMERS.index(timer), why, len(why))
         return rc == 0, why.value.decode()
 
+    def unit(self, timer: str) -> str:
+        """Unit of the timer's samples: "ns", or "cycles" for the CPU-cycle counter."""
+        if self._unit is None:
+            return "ns"
+        unit = self._unit(TIMERS.index(timer))
+        return unit.decode() if unit else "ns"
+
     def sample(self, timer: str, adds: int, flush_bytes: int, n: int) -> np.ndarray:
-        """n samples (ns) of ``adds`` dependent ADDs; flush_bytes flushed after each."""
+        """n samples (in ``unit(timer)``) of ``adds`` dependent ADDs; flush_bytes
+        flushed after each."""
         out = np.empty(n, dtype=np.float64)
         rc = self.lib.perfvar_calib_sample(
             TIMERS.index(timer),

@@ -7,10 +7,11 @@ over arrays, thread-safe. Times are ns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
+from perfvar.cache_state import CacheState
 from perfvar.filters import OsFilterInfo
 from perfvar.reader_meta import Calibration
 
@@ -25,10 +26,25 @@ class Cell:
     samples_ns: np.ndarray  # kept samples, ns (timer overhead already subtracted)
     os_info: OsFilterInfo
     cpu: Optional[int] = None  # the CPU most of these segments started on
+    # The cache state it is judged with (perfvar.cache_state; None: the rank's flush-0
+    # calibration, as when no state was chosen) and the context that chose it.
+    state: Optional[CacheState] = None
+    state_target: Optional[str] = None  # the state the context asked for
+    context_bytes: Optional[int] = None  # median bytes the preceding MPI call moved
 
     @property
     def n(self) -> int:
         return int(self.samples_ns.size)
+
+
+def cell_calibration(
+    prep: Prepared, cell: Cell
+) -> Optional[Union[CacheState, Calibration]]:
+    """What a cell is judged against: its cache state, else its rank's calibration.
+    Both have t_min_ns and t_diff_ns (ns; None when unknown)."""
+    if cell.state is not None:
+        return cell.state
+    return prep.calibration.get(cell.rank)
 
 
 @dataclass
@@ -90,6 +106,8 @@ class Judgement:
     median_ns: Optional[float] = None
     shift_ns: Optional[float] = None
     overlap: Optional[float] = None
+    cache_state: Optional[str] = None  # label of the calibration state used
+    context_bytes: Optional[int] = None  # what chose it (None: unknown context)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +118,8 @@ class Judgement:
             "median_ns": self.median_ns,
             "shift_ns": self.shift_ns,
             "overlap": self.overlap,
+            "cache_state": self.cache_state,
+            "context_bytes": self.context_bytes,
         }
 
 

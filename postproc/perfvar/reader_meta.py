@@ -3,7 +3,10 @@
 Per rank: host, CPUs, clock, and the calibration the detectors judge against:
 ``timer_overhead_ns`` (t_e,std, minimal cost of one clock-read pair, ns), ``t_min_ns``
 (precision: shortest duration whose measurement CV < 1 %, ns) and ``t_diff_ns``
-(sensitivity: smallest difference detectable with overlap < 5 %, ns).
+(sensitivity: smallest difference detectable with overlap < 5 %, ns), at flush 0 and,
+in ``Calibration.states``, per cache state (flush 0, 4xL1, 4xL2, 4xL3; files written
+before cache states existed give flush 0 only). perfvar.cache_state picks the state
+each segment is judged with.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
@@ -20,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from perfvar.cache_state import CacheState
 from perfvar.units import compact_ranges
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
@@ -37,6 +41,8 @@ class Calibration:
     # Where t_min / t_diff come from: the paper's statistics over the stored samples,
     # or the C search's estimate (with why the paper check did not confirm it).
     source: str = "C estimate"
+    # Per cache state, flush 0 first (it repeats the values above).
+    states: list[CacheState] = field(default_factory=list)
 
 
 @dataclass
@@ -161,16 +167,73 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
         status=cal.get("status") if isinstance(cal.get("status"), str) else None,
         mode=cal.get("mode") if isinstance(cal.get("mode"), str) else None,
     )
+    meta.calibration.states = _parse_states(cal.get("states"), meta.calibration)
     if not meta.calibrated:
         status = meta.calibration.status or "unknown"
         meta.problem = f"calibration status {status}, t_min/t_diff not available"
     return meta
 
 
-def _apply_paper_check(meta: RankMeta, path: str, notes: list[str]) -> None:
+def _positive(value: Any) -> Optional[float]:
+    """A C-side value that is 0 when the search found nothing: None then."""
+    v = _number(value)
+    return v if v else None
+
+
+def _parse_states(raw: Any, cal: Calibration) -> list[CacheState]:
+    """calibration.states of rank-N.json; flush 0 alone (the top-level values) for
+    files written before cache states existed. Flush 0 mirrors the top level."""
+    first = CacheState("0", 0, cal.t_min_ns, cal.t_diff_ns, cal.status, cal.source)
+    states = [first]
+    if not isinstance(raw, list):
+        return states
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("label"), str):
+            continue
+        if entry["label"] == "0":
+            first.note = str(entry.get("note") or "")
+            continue
+        flush = entry.get("flush")
+        status = entry.get("status")
+        states.append(
+            CacheState(
+                label=entry["label"],
+                flush_bytes=int(flush) if isinstance(flush, int) and flush > 0 else 0,
+                t_min_ns=_positive(entry.get("t_min_ns")),
+                t_diff_ns=_positive(entry.get("t_diff_ns")),
+                status=status if isinstance(status, str) else None,
+                note=str(entry.get("note") or ""),
+            )
+        )
+    return states
+
+
+def _confirm(
+    target: Any, distributions: Any, doc: dict[str, Any], source: str
+) -> Optional[str]:
+    """Redo t_min/t_diff of one state (a Calibration or a CacheState) from its raw
+    distributions; sets them where both are confirmed and returns None, else keeps
+    the estimates, labels them and returns the value not confirmed."""
+    from perfvar.calibration_check import recheck
+
+    paper = recheck({**doc, "distributions": distributions})
+    if paper["t_min_ns"] is not None and paper["t_diff_ns"] is not None:
+        target.t_min_ns, target.t_diff_ns = paper["t_min_ns"], paper["t_diff_ns"]
+        target.source = source
+        return None
+    missing = "t_min" if paper["t_min_ns"] is None else "t_diff"
+    target.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
+    return missing
+
+
+def _apply_paper_check(
+    meta: RankMeta, path: str, notes: list[str], unconfirmed: dict[str, list[int]]
+) -> None:
     """Replace the C estimates by the paper's statistics over calibration-rank-N.json
-    where those confirm both t_min and t_diff; otherwise keep the estimates, say so."""
-    from perfvar.calibration_check import SOURCE, recheck
+    where those confirm both t_min and t_diff, per cache state; otherwise keep the
+    estimates, say so (flush 0 here; flushed states summed up in ``unconfirmed``,
+    label -> ranks)."""
+    from perfvar.calibration_check import SOURCE
 
     doc, why = _load_json(path)
     if doc is None:
@@ -180,23 +243,29 @@ def _apply_paper_check(meta: RankMeta, path: str, notes: list[str]) -> None:
                 f"rank {meta.rank} keeps the C estimates"
             )
         return
+    c = meta.calibration
     try:
-        paper = recheck(doc)
-    except (KeyError, TypeError, ValueError) as exc:
+        missing = _confirm(c, doc.get("distributions", []), doc, SOURCE)
+        flushed = doc.get("states", [])
+        by_label = {
+            s.get("label"): s for s in flushed if isinstance(s, dict)
+        }  # flushed states' raw samples
+        for state in c.states[1:]:
+            raw = by_label.get(state.label)
+            if raw is None or not raw.get("distributions"):
+                continue
+            if _confirm(state, raw["distributions"], doc, SOURCE) is not None:
+                unconfirmed.setdefault(state.label, []).append(meta.rank)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         notes.append(f"{os.path.basename(path)} malformed ({exc}): C estimates kept")
         return
-    c = meta.calibration
-    if paper["t_min_ns"] is not None and paper["t_diff_ns"] is not None:
-        c.t_min_ns, c.t_diff_ns, c.source = (
-            paper["t_min_ns"],
-            paper["t_diff_ns"],
-            SOURCE,
-        )
+    finally:
+        c.states[0].t_min_ns, c.states[0].t_diff_ns = c.t_min_ns, c.t_diff_ns
+        c.states[0].source = c.source
+    if missing is None:
         if meta.problem and meta.problem.startswith("calibration status"):
             meta.problem = None
         return
-    missing = "t_min" if paper["t_min_ns"] is None else "t_diff"
-    c.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
     notes.append(
         f"rank {meta.rank}: the start-up samples do not confirm {missing} under the "
         "paper's statistics; judged with the C search's estimate"
@@ -219,6 +288,7 @@ def read_meta(
     wanted = sorted(set(ranks))
     result: dict[int, RankMeta] = {}
     missing: list[int] = []
+    unconfirmed: dict[str, list[int]] = {}
     for rank in wanted:
         path = os.path.join(meta_dir, f"rank-{rank}.json")
         data, why = _load_json(path)
@@ -242,9 +312,16 @@ def read_meta(
                 result[rank],
                 os.path.join(meta_dir, f"calibration-rank-{rank}.json"),
                 notes,
+                unconfirmed,
             )
         if result[rank].events_lost:
             notes.append(f"rank {rank} lost {result[rank].events_lost} events")
+    for label, where in sorted(unconfirmed.items()):
+        notes.append(
+            f"cache state {label}: the start-up samples of rank(s) "
+            f"{compact_ranges(where)} do not confirm t_min/t_diff under the paper's "
+            "statistics; the C search's estimates are used there"
+        )
     if missing:
         notes.append(
             f"perfvar/rank-N.json missing for {len(missing)} rank(s) "

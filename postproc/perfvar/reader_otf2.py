@@ -2,9 +2,13 @@
 
 One sample per matched Enter/Leave pair of a region whose canonical name starts with
 ``perfvar:segment:``: (segment index, rank, start in ticks, duration in ns, CPU at
-Enter, CPU at Leave). Ticks are converted with the ClockProperties timer resolution
-(Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer attribute
-named ``cpu`` on the Enter/Leave events (-1 when absent).
+Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProperties timer
+resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
+attribute named ``cpu`` on the Enter/Leave events (-1 when absent). The context bytes
+are what the MPI call before the segment moved: the sum of the message sizes of the
+MpiSend/MpiRecv records and of the sent + received sizes of the MpiCollectiveEnd
+records between the previous segment and this one (-1 when there was none; see
+perfvar.cache_state for what they are used for).
 
 Events are matched per location with a stack, so user timer regions
 (``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import os
 import sys
 import tempfile
@@ -47,9 +52,11 @@ SAMPLE_DTYPE = np.dtype(
         ("duration_ns", np.float64),  # Leave - Enter, ns
         ("cpu_enter", np.int32),  # CPU at Enter, -1 = unknown
         ("cpu_leave", np.int32),  # CPU at Leave, -1 = unknown
+        ("context_bytes", np.int64),  # bytes the preceding MPI call moved, -1 = unknown
     ]
 )
 CPU_UNKNOWN = -1
+CONTEXT_UNKNOWN = -1
 CPU_ATTRIBUTE = "cpu"
 
 
@@ -154,8 +161,28 @@ def _raw_get_uint32() -> Optional[Callable[..., int]]:
         return None
 
 
+# OTF2 event -> the scanner method that handles it.
+_EVENTS = (
+    ("Enter", "enter"),
+    ("Leave", "leave"),
+    ("MpiSend", "mpi_send"),
+    ("MpiRecv", "mpi_recv"),
+    ("MpiCollectiveEnd", "mpi_collective_end"),
+)
+
+
+def _c_callback(method: Callable[..., None]) -> Callable[..., int]:
+    """The handler as an OTF2 C callback: it returns OTF2_CALLBACK_SUCCESS (0)."""
+
+    def callback(*args: Any) -> int:
+        method(*args)
+        return 0
+
+    return callback
+
+
 def _set_raw_callbacks(callbacks: Any, scanner: Any) -> bool:
-    """Register scanner.raw_enter/raw_leave as C callbacks directly.
+    """Register the scanner's handlers (see _EVENTS) as C callbacks directly.
 
     Skips the ``_otf2`` per-event wrapper (a user-data cast and exception guard per
     event, half of the reading time). The ctypes function objects are kept on the
@@ -164,22 +191,25 @@ def _set_raw_callbacks(callbacks: Any, scanner: Any) -> bool:
     """
     try:
         from _otf2.Config import conf
-        from _otf2.EvtReaderCallbacks import (
-            _EvtReaderCallback_FP_Enter,
-            _EvtReaderCallback_FP_Leave,
-        )
+
+        # The package re-exports a class of this name: import the module itself.
+        cb = importlib.import_module("_otf2.EvtReaderCallbacks")
 
         lib = ctypes.CDLL(conf.lib._name)
-        pairs = (
-            ("Enter", _EvtReaderCallback_FP_Enter, scanner.raw_enter),
-            ("Leave", _EvtReaderCallback_FP_Leave, scanner.raw_leave),
-        )
+        pairs = [
+            (
+                name,
+                getattr(cb, f"_EvtReaderCallback_FP_{name}"),
+                getattr(scanner, m),
+            )
+            for name, m in _EVENTS
+        ]
         keep = []
         for name, proto, method in pairs:
             setter = getattr(lib, f"OTF2_EvtReaderCallbacks_Set{name}Callback")
             setter.argtypes = [ctypes.c_void_p, proto]
             setter.restype = ctypes.c_int
-            fp = proto(method)
+            fp = proto(_c_callback(method))
             keep.append(fp)
             if setter(callbacks, fp) != 0:
                 return False
@@ -212,12 +242,14 @@ class _LocationScanner:
         self.region_segment = region_segment
         self.user_regions = user_regions
         self.cpu_attr = cpu_attr
-        self.stack: list[tuple[int, int, int]] = []  # (region, time, cpu)
+        self.stack: list[tuple[int, int, int, int]] = []  # (region, time, cpu, ctx)
+        self.moved = CONTEXT_UNKNOWN  # bytes MPI records carried since the last segment
         self.seg: list[int] = []
         self.start: list[int] = []
         self.ticks: list[int] = []
         self.cpu_enter: list[int] = []
         self.cpu_leave: list[int] = []
+        self.context: list[int] = []
         self.failure: Optional[BaseException] = None
         self.c_callbacks: list[Any] = []  # keeps C callback objects alive
         self._u32 = ctypes.c_uint32()
@@ -245,10 +277,36 @@ class _LocationScanner:
 
     def enter(self, location, time, position, user, attributes, region) -> None:
         try:
-            cpu = (
-                self._cpu(attributes) if region in self.region_segment else CPU_UNKNOWN
-            )
-            self.stack.append((region, time, cpu))
+            cpu, context = CPU_UNKNOWN, CONTEXT_UNKNOWN
+            if region in self.region_segment:
+                cpu, context = self._cpu(attributes), self.moved
+                self.moved = CONTEXT_UNKNOWN  # the next segment's call starts now
+            self.stack.append((region, time, cpu, context))
+        except BaseException as exc:  # noqa: BLE001 - must not escape to C
+            self.failure = self.failure or exc
+
+    def _moved(self, nbytes: int) -> None:
+        self.moved = max(self.moved, 0) + int(nbytes)
+
+    # One method per event: the binding's fallback keeps a callback alive under the
+    # method's name, so a method registered for two events would lose one of them.
+    def mpi_send(self, location, time, position, user, attributes, *msg) -> None:
+        self._message(msg)  # msg: receiver, communicator, tag, length
+
+    def mpi_recv(self, location, time, position, user, attributes, *msg) -> None:
+        self._message(msg)  # msg: sender, communicator, tag, length
+
+    def _message(self, msg: tuple) -> None:
+        try:
+            self._moved(msg[3])
+        except BaseException as exc:  # noqa: BLE001 - must not escape to C
+            self.failure = self.failure or exc
+
+    def mpi_collective_end(
+        self, location, time, position, user, attributes, *coll
+    ) -> None:
+        try:  # coll: operation, communicator, root, size sent, size received
+            self._moved(coll[3] + coll[4])
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
 
@@ -265,7 +323,7 @@ class _LocationScanner:
                 else:
                     self.report.unmatched_leaves += 1
                     return
-            _, t_enter, cpu_enter = stack.pop()
+            _, t_enter, cpu_enter, context = stack.pop()
             seg = self.region_segment.get(region)
             if seg is not None:
                 self.seg.append(seg)
@@ -273,18 +331,11 @@ class _LocationScanner:
                 self.ticks.append(time - t_enter)
                 self.cpu_enter.append(cpu_enter)
                 self.cpu_leave.append(self._cpu(attributes))
+                self.context.append(context)
             elif region in self.user_regions:
                 self.report.user_regions += 1
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
-
-    def raw_enter(self, *args: Any) -> int:
-        self.enter(*args)
-        return 0  # OTF2_CALLBACK_SUCCESS
-
-    def raw_leave(self, *args: Any) -> int:
-        self.leave(*args)
-        return 0
 
     def to_array(self, ns_per_tick: float) -> np.ndarray:
         out = np.empty(len(self.seg), dtype=SAMPLE_DTYPE)
@@ -294,6 +345,7 @@ class _LocationScanner:
         out["duration_ns"] = np.asarray(self.ticks, dtype=np.float64) * ns_per_tick
         out["cpu_enter"] = self.cpu_enter
         out["cpu_leave"] = self.cpu_leave
+        out["context_bytes"] = self.context
         return out
 
 
@@ -331,8 +383,9 @@ def _read_location(
     try:
         callbacks = _otf2.EvtReaderCallbacks_New()
         if not _set_raw_callbacks(callbacks, scanner):
-            _otf2.EvtReaderCallbacks_SetEnterCallback(callbacks, scanner.enter)
-            _otf2.EvtReaderCallbacks_SetLeaveCallback(callbacks, scanner.leave)
+            for name, method in _EVENTS:
+                setter = getattr(_otf2, f"EvtReaderCallbacks_Set{name}Callback")
+                setter(callbacks, getattr(scanner, method))
         _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
         _otf2.EvtReaderCallbacks_Delete(callbacks)
         report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))

@@ -7,8 +7,15 @@ from typing import Any
 from perfvar.units import fmt_ns
 
 
-def _v(x: Any) -> str:
-    return fmt_ns(x) if isinstance(x, (int, float)) else "-"
+def _v(x: Any, unit: str = "ns") -> str:
+    if not isinstance(x, (int, float)):
+        return "-"
+    return fmt_ns(x) if unit == "ns" else f"{x:.0f} cyc"
+
+
+def _get(d: dict[str, Any], name: str, unit: str) -> Any:
+    """d["<name>_ns"], or d["<name>_cycles"] for a cycles timer (see in_unit)."""
+    return d.get(f"{name}_{unit}")
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -32,21 +39,25 @@ def render(doc: dict[str, Any]) -> str:
         f"{'t_diff':>9}  status",
     ]
     for t in doc["timers"]:
+        unit = t.get("unit", "ns")
         if not t["available"]:
-            out.append(f"{t['name']:<15} unavailable: {t['why']}")
+            what = " (CPU cycles)" if unit == "cycles" else ""
+            out.append(f"{t['name']:<15} unavailable{what}: {t['why']}")
             continue
         for i, s in enumerate(t["states"]):
-            overhead, fluct = _v(t["overhead_ns"]), _v(t["fluctuation_ns"])
+            overhead = _v(_get(t, "overhead", unit), unit)
+            fluct = _v(_get(t, "fluctuation", unit), unit)
             head = f"{t['name']:<15} {overhead:>9} {fluct:>9}" if i == 0 else " " * 35
             note = f" ({'; '.join(s['notes'])})" if s["notes"] else ""
             out.append(
-                f"{head} {s['flush_label']:>6} {_v(s['t_min_ns']):>9} "
-                f"{_v(s['t_diff_ns']):>9}  {s['status']}{note}"
+                f"{head} {s['flush_label']:>6} {_v(_get(s, 't_min', unit), unit):>9} "
+                f"{_v(_get(s, 't_diff', unit), unit):>9}  {s['status']}{note}"
             )
     out.append("")
     out.append(
         "overhead: minimal cost of an empty interval (t_e,std); fluct.: its p99.9 - "
         "p0.1; t_min: shortest interval measured with CV < epsilon; t_diff: smallest "
-        "difference resolved with overlap < alpha. 'partial' = not final."
+        "difference resolved with overlap < alpha. 'partial' = not final. "
+        "'cyc' = CPU cycles of the core (the cycles timer), not time."
     )
     return "\n".join(out) + "\n"

@@ -8,7 +8,7 @@ in words, warnings, and a final ``verdict:`` line. Every duration carries its un
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from perfvar.units import compact_ranges, fmt_ns
 
@@ -41,6 +41,39 @@ def _where(a: dict[str, Any]) -> str:
     return f"rank {a['rank']} (host {host}, cpu {cpu})"
 
 
+def fmt_bytes(n: Optional[int]) -> str:
+    """Bytes with a binary unit (B, KiB, MiB, GiB); "?" when unknown."""
+    if n is None:
+        return "?"
+    v = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if v < 1024:
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"
+
+
+def _state_of(ev: dict[str, Any]) -> str:
+    """ ", flush-0 calibration" or ", 4xL2 calibration after 6.0 MiB moved" etc."""
+    state = ev.get("cache_state")
+    if state is None:
+        return ""
+    moved = ev.get("context_bytes")
+    after = f" after {fmt_bytes(moved)} moved" if moved is not None else ""
+    return f", {'flush-0' if state == '0' else state} calibration{after}"
+
+
+def _states(r: dict[str, Any]) -> str:
+    """The cache states of a rank that have t_min and t_diff; partial ones say so."""
+    out = []
+    for st in r.get("calibration_states") or []:
+        if st["t_min_ns"] is None or st["t_diff_ns"] is None:
+            continue
+        partial = st["status"] not in ("complete", None)
+        out.append(st["label"] + (f"({st['status']})" if partial else ""))
+    return ",".join(out) or "-"
+
+
 def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
     """One sentence with the evidence of an anomaly."""
     ev = a["evidence"]
@@ -56,7 +89,8 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             f"{_where(a)} is slow in segment {a['segment']} "
             f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
             f"vs peers {fmt_ns(ev['peers_median_ns'])} "
-            f"({fmt_ns(a['excess_ns'], signed=True)}, t_diff {fmt_ns(ev['t_diff_ns'])})"
+            f"({fmt_ns(a['excess_ns'], signed=True)}, t_diff {fmt_ns(ev['t_diff_ns'])}"
+            f"{_state_of(ev)})"
             f", overlap {a['overlap']:.3f} < {ev['alpha']:g}, n={ev['n']}, "
             f"{ev['os_noise_removed']} OS-noise samples removed; IQR "
             f"{fmt_ns(ev['iqr_ns'])} vs {fmt_ns(ev['peers_iqr_ns'])} ({peers})"
@@ -77,6 +111,13 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             "rank mean little; run one rank per core; informational"
         )
     return f"{_where(a)}: {a['kind']} {ev}"
+
+
+def _segment_state(s: dict[str, Any]) -> str:
+    states = s.get("cache_states") or {}
+    if len(states) > 1:  # ranks judged with different states (different caches)
+        return "/".join(f"{k}:{v}" for k, v in states.items())
+    return s.get("cache_state") or "-"
 
 
 def _plural(n: int, word: str, plural: str = "") -> str:
@@ -148,12 +189,17 @@ def render(result: dict[str, Any]) -> str:
                 fmt_ns(r["t_min_ns"]),
                 fmt_ns(r["t_diff_ns"]),
                 fmt_ns(r["timer_overhead_ns"]),
+                _states(r),
                 str(r["n_segments"]),
                 verdict,
             ]
         )
-    header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "segments"]
-    out += _table(header + ["verdict"], rows, right={0, 3, 4, 5, 6})
+    header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
+    out += _table(header + ["segments", "verdict"], rows, right={0, 3, 4, 5, 7})
+    out.append(
+        "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
+        "known); 'partial' ones are not final."
+    )
     out.append("")
     out.append("Segment classes")
     if result["segments"]:
@@ -163,12 +209,19 @@ def render(result: dict[str, Any]) -> str:
                 str(s["n"]),
                 str(s["n_ranks"]),
                 fmt_ns(s["median_ns"]),
+                fmt_bytes(s.get("context_bytes")),
+                _segment_state(s),
                 s["label"],
             ]
             for s in result["segments"]
         ]
-        header = ["id", "n", "ranks", "median", "from -> to"]
-        out += _table(header, rows, right={1, 2, 3})
+        header = ["id", "n", "ranks", "median", "moved", "state", "from -> to"]
+        out += _table(header, rows, right={1, 2, 3, 4})
+        out.append(
+            "moved: bytes the MPI call before the segment moved (median); state: the "
+            "cache state whose t_min/t_diff judged it (the largest flush <= moved; "
+            "unknown -> 0; nearest calibrated one if that one is not)."
+        )
     else:
         out.append("(none: no perfvar:segment samples in the trace)")
     out.append("")

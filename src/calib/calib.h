@@ -1,17 +1,27 @@
 /*
- * calib.h — first-cut calibration of the timer on the calling core (paper §5.4, flush size 0).
+ * calib.h — first-cut calibration of the timer on the calling core, per cache state (paper §5.4).
  *
  * Measures, with the serialized-barrier clock:
  *   t_e,std  (timer_overhead_ns) the minimal cost of a back-to-back clock read pair (filter_cost),
- *            and the clock's granularity (gcd of the read-pair differences);
+ *            and the clock's granularity (gcd of the read-pair differences); once, caches warm;
+ *   then, for each cache state (flush 0, 4xL1, 4xL2, 4xL3: 4 x the cache size from sysfs, written
+ *   one store per 64-byte line before every sample, as the paper flushes):
  *   t_min    the shortest ADD chain whose samples have CV < epsilon, confirmed p times (Algorithm 1);
  *   t_diff   the smallest extra ADD count whose samples overlap (Algorithm 2 overlap: fraction of the
  *            longer chain's samples below the shorter chain's maximum) < alpha for q pairs above t_min.
  * The C side cannot run the paper's isolation-forest filter_os; it trims samples above
  * median + max(3 IQR, 3 clock steps) instead, so its t_min / t_diff are ESTIMATES that steer the
- * search. All times in ns. Status "partial" means the search stopped before both t_min and t_diff
- * were found: the budget was spent (the budget is checked every 64 samples), or no difference up to
- * t_min separated the distributions.
+ * search. All times in ns.
+ *
+ * Budget: flush 0 runs first with up to 40 % of budget_ms (what it leaves unused rolls over); each
+ * further state then gets an equal share of what remains. A flushed state starts its searches from
+ * flush 0's t_min / t_diff, and bisects t_diff to 1/8 of its value (flush 0: to one ADD). A state
+ * whose p x N flushes cannot fit its share (checked before allocating, at an optimistic 64 GB/s,
+ * then with one flush timed) is "skipped", with the reason in its note, and allocates nothing more.
+ * Status per state: "complete" (both found within its share), "partial" (the search stopped
+ * before both were found: share spent, or no difference up to t_min separated the distributions),
+ * "skipped" or "off". The budget is checked every 64 samples, every sample when flushing.
+ * Memory: the flush buffer (up to 4 x L3) exists only while pv_calib_run runs.
  * Not thread-safe (run it on one thread; it pins nothing: it measures the core it runs on).
  */
 #ifndef PV_CALIB_H
@@ -20,14 +30,18 @@
 
 typedef enum { PV_CALIB_OFF = 0, PV_CALIB_QUICK = 1, PV_CALIB_FULL = 2 } pv_calib_mode;
 
+#define PV_CALIB_NSTATES 4 /* flush 0, 4xL1, 4xL2, 4xL3; index = cache level */
+
 typedef struct pv_calib_params {
     pv_calib_mode mode;
-    double budget_ms;   /* wall-time budget for the whole calibration */
-    int n_samples;      /* N: samples per distribution */
-    int p_confirm;      /* p: confirmations of CV < epsilon */
-    int q_pairs;        /* q: pairs that must all overlap < alpha */
-    double epsilon;     /* CV threshold (paper: 0.01) */
-    double alpha;       /* overlap threshold (paper: 0.05) */
+    double budget_ms;      /* wall-time budget for the whole calibration, all states */
+    int n_samples;         /* N: samples per distribution, flush 0 */
+    int n_samples_flushed; /* N in the flushed states (each sample costs a flush) */
+    int nstates;           /* cache states to calibrate: 1 (flush 0 only) .. PV_CALIB_NSTATES */
+    int p_confirm;         /* p: confirmations of CV < epsilon */
+    int q_pairs;           /* q: pairs that must all overlap < alpha */
+    double epsilon;        /* CV threshold (paper: 0.01) */
+    double alpha;          /* overlap threshold (paper: 0.05) */
 } pv_calib_params;
 
 /* One distribution the search measured, kept raw (overhead removed, nothing trimmed) so the
@@ -41,29 +55,50 @@ typedef struct pv_calib_dist {
     int pair;           /* t_diff pairs: i of (base + (i-1) d, base + i d); t_min: confirmation */
     int n;
     float *samples_ns;  /* n samples */
+    int state;          /* cache state index (pv_calib_result.states) */
 } pv_calib_dist;
 
 #define PV_CALIB_MAX_DISTS 512
 #define PV_CALIB_MAX_KEPT_SAMPLES (1 << 20) /* 4 MiB of floats per rank, whatever the mode */
 
-typedef struct pv_calib_result {
-    const char *status;        /* "complete", "partial" (see above) or "off" */
-    double timer_overhead_ns;  /* t_e,std */
-    double granularity_ns;     /* smallest step the clock was seen to advance by */
+/* The result of one cache state. */
+typedef struct pv_calib_state {
+    const char *label;         /* "0", "4xL1", "4xL2", "4xL3" */
+    uint64_t flush_bytes;      /* bytes written before each sample: 4 x the cache size */
+    int n_samples;             /* N of its distributions */
+    const char *status;        /* "complete", "partial", "skipped", "off" (see above) */
+    char note[200];            /* why skipped or partial, "" otherwise */
     double t_min_ns;           /* median duration of the t_min chain, overhead removed */
     double t_diff_ns;          /* t_diff_adds * ns_per_add */
     double ns_per_add;         /* measured slope of duration over chain length */
     uint64_t t_min_adds, t_diff_adds;
     double t_min_cv;           /* CV measured at t_min */
     double t_diff_overlap;     /* worst overlap of the accepted t_diff pairs */
+    double budget_ms;          /* this state's share of the budget */
     double elapsed_ms;
+    double flush_ms;           /* one flush, timed (0 when not flushing or skipped before) */
+    int ndists, dists_dropped; /* distributions kept, and not kept for lack of room */
+} pv_calib_state;
+
+typedef struct pv_calib_result {
+    /* Flush 0, as before cache states existed (states[0] repeated; elapsed_ms = all states). */
+    const char *status;        /* "complete", "partial" (see above) or "off" */
+    double timer_overhead_ns;  /* t_e,std */
+    double granularity_ns;     /* smallest step the clock was seen to advance by */
+    double t_min_ns, t_diff_ns, ns_per_add;
+    uint64_t t_min_adds, t_diff_adds;
+    double t_min_cv, t_diff_overlap;
+    double elapsed_ms;         /* the whole calibration */
     int cpu_start, cpu_end;    /* CPU at start and end (-1 unknown) */
+    pv_calib_state states[PV_CALIB_NSTATES];
+    int nstates;               /* states reported (attempted or skipped) */
     pv_calib_dist *dists;      /* every distribution measured, at most PV_CALIB_MAX_DISTS */
     int ndists, dists_dropped; /* kept, and not kept for lack of room */
     long kept_samples;         /* samples held in dists */
 } pv_calib_result;
 
-/* Parameters of a mode (quick: 250 ms budget, N=300, p=5, q=5; full: 120 s, N=10000, p=30, q=80). */
+/* Parameters of a mode (quick: 400 ms budget, N=300 / 100 flushed, p=5, q=5; full: 120 s,
+ * N=10000 both, p=30, q=80; 4 states). */
 void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode);
 
 /* Run the calibration. Returns 0, or PERFVAR_ERR_NO_MEMORY (result then says status "off").

@@ -1,7 +1,9 @@
 /* sampler.c — measurement kernels behind perfvar_calib.h. */
 #define _GNU_SOURCE
 #include "perfvar_calib.h"
+#include "perfvar_clock.h"
 #include "add_chain.h"
+#include "flush.h"
 #include "perfvar.h"
 #include "../clock/clock.h"
 
@@ -16,11 +18,17 @@
 #endif
 
 static const char *const timer_names[PERFVAR_TIMER_COUNT] = {
-    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc", "mpi_wtime"};
+    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc", "mpi_wtime", "cycles"};
 
 const char *perfvar_timer_name(int timer)
 {
     return timer >= 0 && timer < PERFVAR_TIMER_COUNT ? timer_names[timer] : NULL;
+}
+
+const char *perfvar_timer_unit(int timer)
+{
+    if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return NULL;
+    return timer == PERFVAR_TIMER_CYCLES ? "cycles" : "ns";
 }
 
 /* ---- PAPI, loaded on first use so libperfvar does not depend on it ---- */
@@ -78,6 +86,9 @@ static void mpi_find(void)
         snprintf(mpi_why, sizeof mpi_why, "no initialised MPI in this process (run under mpiexec)");
 }
 
+/* The CPU-cycle counter: why it is not readable (the probe's reason, or this thread's). */
+static char cycles_why[200];
+
 /* Cycle timers are converted to ns at the TSC rate perfvar measured; with PERFVAR_CLOCK=
  * clock_monotonic_raw that rate is not known. NULL when it is. */
 static const char *tsc_rate_unknown(void)
@@ -108,6 +119,9 @@ int perfvar_timer_available(int timer, char *why, int why_len)
         mpi_find();
         if (!mpi_wtime) reason = mpi_why;
         break;
+    case PERFVAR_TIMER_CYCLES:
+        if (perfvar_cycles_open(NULL, cycles_why, sizeof cycles_why) != PERFVAR_OK) reason = cycles_why;
+        break;
     default: reason = "unknown timer";
     }
     if (why && why_len > 0) snprintf(why, (size_t)why_len, "%s", reason ? reason : "");
@@ -128,13 +142,6 @@ static int flush_prepare(uint64_t bytes)
     return 0;
 }
 
-/* Dirty every 64-byte line of the first `bytes` bytes: the caches then hold this data, not the
- * timer's and the kernel's. */
-static void flush(uint64_t bytes)
-{
-    volatile unsigned char *b = flush_buf;
-    for (uint64_t i = 0; i < bytes; i += 64) b[i] = (unsigned char)(b[i] + 1);
-}
 
 static inline uint64_t mono_ns(void)
 {
@@ -159,6 +166,9 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
     if (rc != PERFVAR_OK) return rc;
     if (flush_prepare(flush_bytes)) return PERFVAR_ERR_NO_MEMORY;
     double ns_per_tick = 1.0 / pv_clock_ticks_per_ns(); /* the TSC's when a TSC timer runs */
+    const perfvar_cycles_page *cycles_page = NULL;
+    if (timer == PERFVAR_TIMER_CYCLES && perfvar_cycles_open(&cycles_page, NULL, 0) != PERFVAR_OK)
+        return PERFVAR_ERR_UNAVAILABLE;
     for (int i = -4; i < n; i++) { /* 4 warm-up samples, discarded */
         double d;
         switch (timer) {
@@ -194,6 +204,12 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
             d = (mpi_wtime() - t0) * 1e9;
             break;
         }
+        case PERFVAR_TIMER_CYCLES: { /* cycles, not converted: the core's rate is not the TSC's */
+            uint64_t t0 = perfvar_cycles_read(cycles_page);
+            pv_add_chain(adds);
+            d = (double)(perfvar_cycles_read(cycles_page) - t0);
+            break;
+        }
         default: { /* PERFVAR_TIMER_PAPI_REAL_CYC */
             long long t0 = papi_cyc();
             pv_add_chain(adds);
@@ -202,7 +218,7 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
         }
         }
         if (i >= 0) out[i] = d;
-        if (flush_bytes) flush(flush_bytes);
+        if (flush_bytes) pv_flush_lines(flush_buf, flush_bytes);
     }
     return PERFVAR_OK;
 }

@@ -1,6 +1,8 @@
 /* probe.c — see probe.h. */
 #define _GNU_SOURCE
 #include "probe.h"
+#include "cycles.h"
+#include "perfvar_clock.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -39,72 +41,58 @@ static int guarded(void (*fn)(void *), void *arg)
 }
 
 #if defined(__x86_64__)
-static int perf_open(uint32_t type, uint64_t config)
+/* The real read path (perfvar_clock.h), seqlock and all, so "readable" means what the timers do. */
+static void try_cycles_read(void *arg)
 {
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = type;
-    a.config = config;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+    const perfvar_cycles_page *pc = *(const perfvar_cycles_page **)arg;
+    volatile uint64_t a = perfvar_cycles_read(pc);
+    volatile uint64_t b = perfvar_cycles_read(pc);
+    (void)a, (void)b;
 }
 
-static void try_rdpmc(void *arg)
-{
-    uint32_t counter = *(uint32_t *)arg, lo, hi;
-    __asm__ volatile("lfence\n\trdpmc\n\tlfence" : "=a"(lo), "=d"(hi) : "c"(counter) : "memory");
-    *(uint64_t *)arg = ((uint64_t)hi << 32) | lo;
-}
-
-/* The cycles event's mmap page says whether user rdpmc is allowed, and (any event's page) the
- * kernel's TSC conversion. */
+/* The cycles event (cycles.c, pinned, user mode) says whether user rdpmc is allowed; its page, or
+ * any event's page, gives the kernel's TSC conversion. */
 static void probe_perf(pv_clock_caps *c)
 {
     long page = sysconf(_SC_PAGESIZE);
-    int fd = perf_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-    int have_cycles_event = fd >= 0;
-    if (fd < 0) {
-        snprintf(c->cycles_why, sizeof c->cycles_why,
-                 "no hardware cycles event (perf_event_open: %s%s)", strerror(errno),
-                 errno == ENOENT ? ": no PMU, e.g. a VM without PMU passthrough" : "");
-        fd = perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY); /* for the time fields only */
+    pv_cycles_event ev;
+    int readable = pv_cycles_event_open(&ev, c->cycles_why, sizeof c->cycles_why) == 0;
+    if (readable) {
+        const perfvar_cycles_page *pc = ev.page;
+        int sig = guarded(try_cycles_read, &pc);
+        if (sig)
+            snprintf(c->cycles_why, sizeof c->cycles_why, "rdpmc trapped (signal %d)", sig);
+        else
+            c->cycles = 1;
     }
-    if (fd < 0) {
-        snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf_event_open: %s",
-                 strerror(errno));
-        return;
-    }
-    struct perf_event_mmap_page *p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf mmap: %s", strerror(errno));
-        if (have_cycles_event)
-            snprintf(c->cycles_why, sizeof c->cycles_why, "perf mmap: %s", strerror(errno));
-        close(fd);
-        return;
+    const struct perf_event_mmap_page *p = ev.page;
+    int dummy_fd = -1;
+    if (!p) { /* no cycles event: a software event's page has the time fields too */
+        dummy_fd = pv_perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, 0);
+        if (dummy_fd < 0) {
+            snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf_event_open: %s",
+                     strerror(errno));
+            pv_cycles_event_close(&ev);
+            return;
+        }
+        p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, dummy_fd, 0);
+        if (p == MAP_FAILED) {
+            snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why, "perf mmap: %s", strerror(errno));
+            close(dummy_fd);
+            pv_cycles_event_close(&ev);
+            return;
+        }
     }
     if (p->cap_user_time && p->time_mult)
         c->kernel_tsc_hz = 1e9 * (double)(1ull << p->time_shift) / (double)p->time_mult;
     else
         snprintf(c->kernel_tsc_why, sizeof c->kernel_tsc_why,
                  "the kernel does not expose its TSC conversion (cap_user_time = 0)");
-    if (have_cycles_event) {
-        if (!p->cap_user_rdpmc || !p->index) {
-            snprintf(c->cycles_why, sizeof c->cycles_why,
-                     "user rdpmc not allowed (cap_user_rdpmc = %d; see /sys/devices/cpu/rdpmc)",
-                     (int)p->cap_user_rdpmc);
-        } else {
-            uint64_t counter = p->index - 1;
-            int sig = guarded(try_rdpmc, &counter);
-            if (sig)
-                snprintf(c->cycles_why, sizeof c->cycles_why, "rdpmc trapped (signal %d)", sig);
-            else
-                c->cycles = 1;
-        }
+    if (dummy_fd >= 0) {
+        munmap((void *)p, (size_t)page);
+        close(dummy_fd);
     }
-    munmap(p, (size_t)page);
-    close(fd);
+    pv_cycles_event_close(&ev);
 }
 
 static void probe_cpuid(pv_clock_caps *c)
@@ -136,9 +124,7 @@ static void probe_cpuid(pv_clock_caps *c)
 #elif defined(__aarch64__)
 static void try_pmccntr(void *arg)
 {
-    uint64_t v;
-    __asm__ volatile("isb\n\tmrs %0, pmccntr_el0\n\tisb" : "=r"(v)::"memory");
-    *(uint64_t *)arg = v;
+    *(uint64_t *)arg = perfvar_cycles_read(NULL); /* isb; mrs pmccntr_el0; isb */
 }
 #endif
 

@@ -4,8 +4,9 @@
  * x86-64: rdtscp and invariant TSC (CPUID), the TSC frequency where the hardware or hypervisor states
  * it (CPUID 0x15 crystal ratio, hypervisor leaf 0x40000010), the kernel's own TSC->ns conversion
  * (perf_event mmap page, cap_user_time), and whether the CPU-cycle counter can be read at user level
- * with rdpmc (perf_event cycles event whose mmap page allows it; the instruction is then tried under
- * a SIGSEGV/SIGILL guard). Armv8: whether pmccntr_el0 is readable at EL0 (tried under a SIGILL guard).
+ * with rdpmc (the pinned user-mode cycles event of cycles.h whose mmap page allows it; the real read
+ * path, perfvar_cycles_read, is then tried under a SIGSEGV/SIGILL guard). Armv8: whether
+ * pmccntr_el0 is readable at EL0 (perfvar_cycles_read tried under a SIGILL guard).
  * Every "no" comes with the reason. Not thread-safe (installs signal handlers briefly): call it once,
  * before threads, as pv_clock_init does. Frequencies in Hz, 0 when not stated.
  */

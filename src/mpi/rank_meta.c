@@ -59,6 +59,21 @@ static void write_mpi_meta(FILE *f)
     fprintf(f, "}},\n");
 }
 
+/* One cache state's result (rank-N.json calibration.states[]). */
+static void write_state(FILE *f, const pv_calib_state *st, const char *sep)
+{
+    fprintf(f, "%s{\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"status\": \"%s\", \"note\": ", sep,
+            st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status);
+    json_str(f, st->note);
+    fprintf(f,
+            ",\n       \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f, \"ns_per_add\": %.5f, \"t_min_adds\": %llu, "
+            "\"t_diff_adds\": %llu, \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f,\n       \"budget_ms\": %.3f, "
+            "\"elapsed_ms\": %.3f, \"flush_ms\": %.4f, \"distributions\": %d, \"dropped\": %d}",
+            st->t_min_ns, st->t_diff_ns, st->ns_per_add, (unsigned long long)st->t_min_adds,
+            (unsigned long long)st->t_diff_adds, st->t_min_cv, st->t_diff_overlap, st->budget_ms, st->elapsed_ms,
+            st->flush_ms, st->ndists, st->dists_dropped);
+}
+
 int pv_write_rank_meta(void)
 {
     char name[64];
@@ -112,10 +127,12 @@ int pv_write_rank_meta(void)
             "    \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f,\n"
             "    \"ns_per_add\": %.5f, \"t_min_adds\": %llu, \"t_diff_adds\": %llu,\n"
             "    \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f, \"cpu_start\": %d, \"cpu_end\": %d,\n"
-            "    \"elapsed_ms\": %.3f\n  },\n",
+            "    \"elapsed_ms\": %.3f,\n    \"states\": [",
             mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
             c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms);
+    for (int i = 0; i < c->nstates; i++) write_state(f, &c->states[i], i ? ",\n      " : "\n      ");
+    fprintf(f, "%s]\n  },\n", c->nstates ? "\n    " : "");
     write_mpi_meta(f);
     const pv_trace_stats *s = &pv_rt.trace_stats;
     fprintf(f,
@@ -127,6 +144,24 @@ int pv_write_rank_meta(void)
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* The raw distributions of cache state `state`, comma-separated. */
+static void write_dists(FILE *f, const pv_calib_result *c, int state)
+{
+    static const char *const kinds[] = {"tmin", "pair_short", "pair_long"};
+    const char *sep = "";
+    for (int i = 0; i < c->ndists; i++) {
+        const pv_calib_dist *d = &c->dists[i];
+        if (d->state != state) continue;
+        fprintf(f, "%s\n  {\"kind\": \"%s\", \"adds\": %llu, \"base\": %llu, \"d\": %llu, \"pair\": %d, "
+                   "\"samples_ns\": [",
+                sep, kinds[d->kind], (unsigned long long)d->adds, (unsigned long long)d->base,
+                (unsigned long long)d->d, d->pair);
+        for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples_ns[j]);
+        fprintf(f, "]}");
+        sep = ",";
+    }
+}
+
 int pv_write_calibration_samples(void)
 {
     const pv_calib_result *c = &pv_rt.calib;
@@ -135,21 +170,24 @@ int pv_write_calibration_samples(void)
     snprintf(name, sizeof name, "calibration-rank-%d.json", pv_rt.rank);
     FILE *f = open_meta(name);
     if (!f) return -1;
-    static const char *const kinds[] = {"tmin", "pair_short", "pair_long"};
+    /* The top level is flush 0, laid out as before cache states existed; "states" adds the
+     * flushed ones, each with its own distributions. */
     fprintf(f,
-            "{\"rank\": %d, \"flush\": 0, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, \"q\": %d,\n"
-            " \"timer_overhead_ns\": %.3f, \"overhead_removed\": true, \"dropped\": %d,\n"
+            "{\"rank\": %d, \"flush\": 0, \"n_samples\": %d, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, "
+            "\"q\": %d,\n \"timer_overhead_ns\": %.3f, \"overhead_removed\": true, \"dropped\": %d,\n"
             " \"distributions\": [",
-            pv_rt.rank, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
+            pv_rt.rank, pv_rt.calib_params.n_samples, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
             pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns,
-            c->dists_dropped);
-    for (int i = 0; i < c->ndists; i++) {
-        const pv_calib_dist *d = &c->dists[i];
-        fprintf(f, "%s\n  {\"kind\": \"%s\", \"adds\": %llu, \"base\": %llu, \"d\": %llu, \"pair\": %d, "
-                   "\"samples_ns\": [",
-                i ? "," : "", kinds[d->kind], (unsigned long long)d->adds, (unsigned long long)d->base,
-                (unsigned long long)d->d, d->pair);
-        for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples_ns[j]);
+            c->nstates ? c->states[0].dists_dropped : c->dists_dropped);
+    write_dists(f, c, 0);
+    fprintf(f, "\n],\n \"states\": [");
+    for (int s = 1; s < c->nstates; s++) {
+        const pv_calib_state *st = &c->states[s];
+        fprintf(f, "%s\n {\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"status\": \"%s\", "
+                   "\"dropped\": %d,\n  \"distributions\": [",
+                s > 1 ? "," : "", st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status,
+                st->dists_dropped);
+        write_dists(f, c, s);
         fprintf(f, "]}");
     }
     fprintf(f, "\n]}\n");

@@ -52,6 +52,7 @@ def write_trace(
     cpus: Optional[Mapping[int, CpuSpec]] = None,
     calibration: Optional[Mapping[int, Optional[dict]]] = None,
     hosts: Optional[Mapping[int, str]] = None,
+    moved: Optional[Mapping[str, tuple[int, int]]] = None,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -59,10 +60,13 @@ def write_trace(
     order, the classes interleaved. ``cpus[rank]`` is a CPU number or a function of
     the sample index (default: CPU = rank). ``calibration[rank]`` is the calibration
     section of rank-N.json, or None to not write that rank's file (default:
-    CALIBRATION for every rank).
+    CALIBRATION for every rank). ``moved[segment key] = (sent, received)``: the MPI
+    call before each segment of that class records an MpiSend of ``sent`` bytes and,
+    if ``received``, an MpiCollectiveEnd that received ``received`` bytes (default: no
+    records, so the segments' context is unknown).
     """
     import otf2
-    from otf2.enums import Paradigm, RegionRole, Type
+    from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole, Type
 
     os.makedirs(path, exist_ok=True)
     ranks = sorted(durations)
@@ -96,33 +100,61 @@ def write_trace(
             )
             for k in keys
         }
+        locations = {}
         for rank in ranks:
             group = defs.location_group(
                 f"MPI Rank {rank}", system_tree_parent=nodes[hosts[rank]]
             )
-            loc = defs.location("Master thread", group=group)
-            writer = trace.event_writer_from_location(loc)
+            locations[rank] = defs.location("Master thread", group=group)
+        world = None
+        if moved:
+            defs.group(  # the locations MPI ranks index (OTF2 needs it for a comm)
+                "MPI locations",
+                group_type=GroupType.COMM_LOCATIONS,
+                paradigm=Paradigm.MPI,
+                members=[locations[r] for r in ranks],
+            )
+            members = defs.group(
+                "MPI_COMM_WORLD",
+                group_type=GroupType.COMM_GROUP,
+                paradigm=Paradigm.MPI,
+                members=list(range(len(ranks))),
+            )
+            world = defs.comm("MPI_COMM_WORLD", group=members)
+        for rank in ranks:
+            writer = trace.event_writer_from_location(locations[rank])
             spec = cpus.get(rank, rank)
             cpu_of = spec if callable(spec) else (lambda i, c=spec: c)
             t = 1000
             per = durations[rank]
             n = max(len(v) for v in per.values())
-            i = 0
-            for j in range(n):
-                for key in keys:
-                    if key not in per or j >= len(per[key]):
-                        continue
-                    ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
-                    cpu = cpu_of(i)
-                    i += 1
-                    writer.enter(t, regions[key], attributes={cpu_attr: cpu})
-                    writer.enter(t + 1, user)
-                    writer.leave(t + 2, user)
-                    t += ticks
-                    writer.leave(t, regions[key], attributes={cpu_attr: cpu})
-                    writer.enter(t, mpi)
-                    t += 500
-                    writer.leave(t, mpi)
+            order = [
+                (key, j)
+                for j in range(n)
+                for key in keys
+                if key in per and j < len(per[key])
+            ]
+            for i, (key, j) in enumerate(order):
+                ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
+                cpu = cpu_of(i)
+                writer.enter(t, regions[key], attributes={cpu_attr: cpu})
+                writer.enter(t + 1, user)
+                writer.leave(t + 2, user)
+                t += ticks
+                writer.leave(t, regions[key], attributes={cpu_attr: cpu})
+                writer.enter(t, mpi)
+                following = order[i + 1][0] if i + 1 < len(order) else None
+                if world is not None and following in moved:
+                    sent, received = moved[following]
+                    peer = (ranks.index(rank) + 1) % len(ranks)
+                    writer.mpi_send(t + 1, peer, world, 0, sent)
+                    if received:
+                        writer.mpi_collective_begin(t + 2)
+                        writer.mpi_collective_end(
+                            t + 3, CollectiveOp.ALLREDUCE, world, 0, 0, received
+                        )
+                t += 500
+                writer.leave(t, mpi)
     meta = os.path.join(path, "perfvar")
     os.makedirs(meta, exist_ok=True)
     with open(os.path.join(meta, "run.json"), "w") as fh:

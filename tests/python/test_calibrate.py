@@ -142,10 +142,17 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
         "papi_real_nsec",
         "papi_real_cyc",
         "mpi_wtime",
+        "cycles",
     ]
     for t in doc["timers"]:
+        assert t["unit"] == ("cycles" if t["name"] == "cycles" else "ns")
         if not t["available"]:
             assert t["why"]
+            continue
+        if t["unit"] == "cycles":  # a machine with a readable PMU: figures in cycles
+            assert t["overhead_ns"] is None and t["overhead_cycles"] >= 0
+            for s in t["states"]:
+                assert s["t_min_ns"] is None and "t_min_cycles" in s
             continue
         assert t["overhead_ns"] >= 0 and t["fluctuation_ns"] >= 0
         assert [s["flush_label"] for s in t["states"]] == ["0", "4xL1"]
@@ -154,3 +161,66 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
             assert s["status"] in ("complete", "partial")
             if s["status"] == "complete":
                 assert s["t_min_ns"] > 0 and s["t_diff_ns"] is not None
+
+
+def test_cycles_timer_unavailable_is_listed_with_the_probes_reason(tmp_path):
+    """Where the CPU-cycle counter cannot be read (this VM has no PMU), --compare lists
+    it as unavailable, in cycles, with the probe's reason; nothing else is affected."""
+    k = _kernels()
+    ok, why = k.available("cycles")
+    assert k.unit("cycles") == "cycles" and k.unit("barrier") == "ns"
+    if ok:
+        pytest.skip("this machine has a readable cycle counter")
+    assert why
+    out = tmp_path / "cal.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "perfvar", "calibrate", "--quick", "--timers"]
+        + ["cycles,barrier", "--states", "0", "--budget", "4", "--json", str(out)]
+        + ["--lib", k.path],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert f"cycles          unavailable (CPU cycles): {why}" in p.stdout
+    cycles, barrier = json.loads(out.read_text())["timers"]
+    assert cycles == {
+        "name": "cycles",
+        "available": False,
+        "unit": "cycles",
+        "why": why,
+        "overhead_ns": None,
+        "overhead_cycles": None,
+        "fluctuation_ns": None,
+        "fluctuation_cycles": None,
+        "states": [],
+    }
+    assert barrier["available"] and barrier["unit"] == "ns"
+
+
+def test_cycles_figures_are_reported_in_cycles_never_as_ns():
+    from perfvar.calibrate_run import in_unit
+    from perfvar.report_calibrate import render
+
+    state = in_unit(
+        {"flush": 0, "flush_label": "0", "status": "complete", "t_min_ns": 3000.0}
+        | {"t_diff_ns": 40.0, "notes": []},
+        "cycles",
+    )
+    assert state["t_min_ns"] is None and state["t_min_cycles"] == 3000.0
+    timer = in_unit(
+        {"name": "cycles", "available": True, "unit": "cycles", "overhead_ns": 120.0}
+        | {"fluctuation_ns": 8.0, "states": [state]},
+        "cycles",
+    )
+    assert in_unit(timer, "ns") is timer  # ns timers are left alone
+    doc = {
+        "cpu": 0,
+        "params": {"n": 200, "p": 3, "q": 3, "epsilon": 0.01, "alpha": 0.05}
+        | {"budget_s": 1.0},
+        "flush_bytes": {"0": 0},
+        "timers": [timer],
+    }
+    text = render(doc)
+    assert "120 cyc" in text and "3000 cyc" in text and "40 cyc" in text
+    assert " ns" not in text.split("\n")[4]  # the cycles row shows no ns

@@ -14,7 +14,8 @@ from perfvar.cli import main
 ANOMALY_RE = re.compile(
     r"^- rank 1 \(host node0, cpu 3\) is slow in segment (S\d+) "
     r"\[stencil\+0x1a2b MPI_Waitall -> stencil\+0x1c3d MPI_Allreduce\]: "
-    r"median (\d+\.\d) us vs peers (\d+\.\d) us \(\+(\d+\.\d) us, t_diff 4\.1 ns\), "
+    r"median (\d+\.\d) us vs peers (\d+\.\d) us \(\+(\d+\.\d) us, t_diff 4\.1 ns, "
+    r"flush-0 calibration\), "
     r"overlap (0\.\d{3}) < 0\.05, n=(\d+), (\d+) OS-noise samples removed",
     re.M,
 )
@@ -39,13 +40,17 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
     assert float(excess) == pytest.approx(272.3, abs=1.0)
     assert float(ov) == 0.0 and int(n) + int(removed) == 200
     assert re.search(
-        r"^\s+1\s+node0\s+3\s+150\.3 ns\s+4\.1 ns\s+11\.2 ns\s+400\s+slow$", out, re.M
+        r"^\s+1\s+node0\s+3\s+150\.3 ns\s+4\.1 ns\s+11\.2 ns\s+0\s+400\s+slow$",
+        out,
+        re.M,
     ), out
     for rank in (0, 2, 3):
         assert _rank_row(out, rank).endswith(" ok")
     assert re.search(
-        rf"^{seg}\s+800\s+4\s+5\d\d\.\d us\s+stencil\+0x1a2b MPI_Waitall", out, re.M
-    )
+        rf"^{seg}\s+800\s+4\s+5\d\d\.\d us\s+\?\s+0\s+stencil\+0x1a2b MPI_Waitall",
+        out,
+        re.M,
+    )  # moved "?": this trace has no message records, so flush 0 judges
     last = out.rstrip("\n").splitlines()
     assert (
         last[-1] == f"analysis written to {os.path.join(slow_trace, 'analysis.json')}"

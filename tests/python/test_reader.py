@@ -110,10 +110,26 @@ def test_meta_rejects_non_numeric_calibration(tmp_path):
 def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
     import perfvar.reader_otf2 as reader
 
-    path = trace_factory("t", normal_durations(seed=5, nranks=2, n=20))
+    moved = {SEG_A: (1000, 5000), SEG_B: (64, 0)}  # sends and collectives
+    path = trace_factory("t", normal_durations(seed=5, nranks=2, n=20), moved=moved)
+    direct = []
+    raw = reader._set_raw_callbacks
+    monkeypatch.setattr(
+        reader,
+        "_set_raw_callbacks",
+        lambda c, s: direct.append(raw(c, s)) or direct[-1],
+    )
     fast = read_trace(path)
+    assert direct == [True, True]  # the direct C callbacks were really used
     monkeypatch.setattr(reader, "_set_raw_callbacks", lambda callbacks, scanner: False)
     monkeypatch.setattr(reader, "_raw_get_uint32", lambda: None)
     slow = read_trace(path)
     np.testing.assert_array_equal(fast.samples, slow.samples)
     assert fast.segments == slow.segments
+    # Context: what the MPI call before each segment moved; each rank's first
+    # segment has no call before it.
+    s = fast.samples
+    for key, (sent, received) in moved.items():
+        ctx = s["context_bytes"][s["segment"] == fast.segments.index(key)]
+        assert set(ctx.tolist()) <= {sent + received, -1}
+        assert (ctx == sent + received).sum() >= len(ctx) - 2

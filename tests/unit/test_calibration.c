@@ -1,10 +1,13 @@
-/* test_calibration.c — the first-cut calibration: quick mode within a 300 ms budget gives plausible
+/* test_calibration.c — the first-cut calibration: quick mode within its budget gives plausible
  * t_e,std / granularity / t_min / t_diff; off mode does nothing; a budget too small to finish is
- * reported as "partial", never "complete". No wall-clock bound is asserted. Exit 77 (skipped) when the
- * machine is too busy for any quick calibration to find t_min within its budget. */
+ * reported as "partial", never "complete"; every cache state (flush 0, 4xL1, 4xL2, 4xL3) is reported
+ * with its flush size, and the distributions it measured are kept, bounded and labelled with it.
+ * No wall-clock bound is asserted. Exit 77 (skipped) when the machine is too busy for any quick
+ * calibration to find t_min within its budget. */
 #include "check.h"
 #include "calib/calib.h"
 #include "perfvar.h"
+#include "perfvar_calib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,11 +27,13 @@ static void check_defaults(void)
     pv_calib_params p;
     pv_calib_defaults(&p, PV_CALIB_QUICK);
     CHECK(p.mode == PV_CALIB_QUICK);
-    CHECK(p.budget_ms == 250 && p.n_samples == 300 && p.p_confirm == 5 && p.q_pairs == 5);
+    CHECK(p.budget_ms == 400 && p.n_samples == 300 && p.p_confirm == 5 && p.q_pairs == 5);
+    CHECK(p.n_samples_flushed == 100 && p.nstates == PV_CALIB_NSTATES);
     CHECK(p.epsilon == 0.01 && p.alpha == 0.05);
     pv_calib_defaults(&p, PV_CALIB_FULL);
     CHECK(p.mode == PV_CALIB_FULL);
     CHECK(p.budget_ms == 120000 && p.n_samples == 10000 && p.p_confirm == 30 && p.q_pairs == 80);
+    CHECK(p.n_samples_flushed == 10000 && p.nstates == PV_CALIB_NSTATES);
     CHECK(p.epsilon == 0.01 && p.alpha == 0.05);
 }
 
@@ -96,7 +101,7 @@ static int check_quick(void)
             CHECK(d->n > 0 && d->n <= p.n_samples && d->samples_ns);
             CHECK(d->kind == PV_DIST_TMIN || d->kind == PV_DIST_PAIR_SHORT || d->kind == PV_DIST_PAIR_LONG);
             total += d->n;
-            tmin_at_result += d->kind == PV_DIST_TMIN && d->adds == r.t_min_adds;
+            tmin_at_result += d->state == 0 && d->kind == PV_DIST_TMIN && d->adds == r.t_min_adds;
         }
         CHECK(total == r.kept_samples);
         CHECKF(tmin_at_result >= p.p_confirm || r.dists_dropped > 0,
@@ -118,6 +123,70 @@ static void check_tiny_budget(void)
     print("quick, 1 ms", &r);
     CHECKF(r.status && strcmp(r.status, "partial") == 0, "status \"%s\"", r.status ? r.status : "(null)");
     CHECK(r.granularity_ns > 0); /* measured before the budget is checked */
+    /* No state may claim a final result it had no time for. */
+    CHECK(r.nstates == PV_CALIB_NSTATES);
+    for (int s = 0; s < r.nstates; s++) {
+        CHECKF(r.states[s].status && strcmp(r.states[s].status, "complete") != 0, "state %s: %s",
+               r.states[s].label, r.states[s].status ? r.states[s].status : "(null)");
+        CHECK(strcmp(r.states[s].status, "complete") == 0 || r.states[s].note[0]);
+    }
+    pv_calib_free(&r);
+}
+
+/* One calibration in all four states: each reported with its flush size (4 x the sysfs size), its
+ * distributions kept, bounded and labelled with it; skipped states say why and keep nothing. */
+static void check_states(void)
+{
+    pv_calib_params p;
+    pv_calib_result r;
+    pv_calib_defaults(&p, PV_CALIB_QUICK);
+    CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
+    printf("all states, %.0f ms budget: %.1f ms, %d distributions, %ld samples\n", p.budget_ms,
+           r.elapsed_ms, r.ndists, r.kept_samples);
+    static const char *const labels[] = {"0", "4xL1", "4xL2", "4xL3"};
+    CHECK(r.nstates == PV_CALIB_NSTATES);
+    int per_state[PV_CALIB_NSTATES] = {0}, flushed_measured = 0;
+    long state0_samples = 0;
+    for (int i = 0; i < r.ndists; i++) {
+        const pv_calib_dist *d = &r.dists[i];
+        CHECK(d->state >= 0 && d->state < r.nstates);
+        if (d->state < 0 || d->state >= r.nstates) continue;
+        CHECKF(d->n > 0 && d->n <= r.states[d->state].n_samples, "n %d in state %d", d->n, d->state);
+        per_state[d->state]++;
+        if (d->state == 0) state0_samples += d->n;
+    }
+    /* Flush 0 may fill half of the log, so the flushed states always find room. */
+    CHECK(per_state[0] <= PV_CALIB_MAX_DISTS / 2 && state0_samples <= PV_CALIB_MAX_KEPT_SAMPLES / 2);
+    for (int s = 0; s < r.nstates; s++) {
+        const pv_calib_state *st = &r.states[s];
+        printf("  %-4s %10llu B  N=%-3d %-8s share %6.1f ms, used %6.1f ms, flush %.3f ms, t_min %llu adds "
+               "%.1f ns, t_diff %llu adds %.1f ns, %d dists%s%s\n",
+               st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status, st->budget_ms,
+               st->elapsed_ms, st->flush_ms, (unsigned long long)st->t_min_adds, st->t_min_ns,
+               (unsigned long long)st->t_diff_adds, st->t_diff_ns, st->ndists, st->note[0] ? ": " : "",
+               st->note);
+        CHECK(st->label && strcmp(st->label, labels[s]) == 0);
+        CHECK(st->flush_bytes == (s ? 4 * perfvar_cache_size(s) : 0));
+        CHECK(st->n_samples == (s ? p.n_samples_flushed : p.n_samples));
+        CHECK(st->ndists == per_state[s]);
+        CHECK(st->status != NULL);
+        if (!st->status) continue;
+        int complete = !strcmp(st->status, "complete"), skipped = !strcmp(st->status, "skipped");
+        CHECKF(complete || skipped || !strcmp(st->status, "partial"), "status %s", st->status);
+        CHECK(complete || st->note[0]); /* every non-final state says why */
+        if (skipped) CHECK(st->ndists == 0);
+        if (complete) {
+            CHECK(st->t_min_adds > 0 && st->t_diff_adds > 0 && st->t_diff_adds <= st->t_min_adds);
+            CHECK(st->t_min_cv < p.epsilon && st->t_diff_overlap < p.alpha);
+            CHECK(st->ndists >= p.p_confirm + 2 * p.q_pairs);
+        }
+        if (s) flushed_measured += st->ndists > 0;
+    }
+    CHECK(strcmp(r.status, r.states[0].status) == 0 && r.t_min_adds == r.states[0].t_min_adds &&
+          r.t_diff_ns == r.states[0].t_diff_ns); /* the flush-0 fields, as before states existed */
+    if (perfvar_cache_size(1) > 0 && r.states[0].t_min_adds > 0)
+        CHECKF(flushed_measured > 0, "no flushed state measured anything");
+    pv_calib_free(&r);
 }
 
 int main(void)
@@ -126,6 +195,7 @@ int main(void)
     check_off();
     check_tiny_budget();
     int measured = check_quick();
+    if (measured) check_states();
     if (check_failures) return check_result();
     if (!measured) SKIP("3 quick calibrations ran out of budget before finding t_min: machine too busy");
     return 0;
