@@ -89,7 +89,8 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
         OTF2_Archive_SetMemoryCallbacks(pv_trace.archive, &memory_callbacks, NULL) != OTF2_SUCCESS ||
         comm->set_otf2_collectives(comm->ctx, pv_trace.archive) != 0 ||
         OTF2_Archive_OpenEvtFiles(pv_trace.archive) != OTF2_SUCCESS) {
-        OTF2_Archive_Close(pv_trace.archive);
+        /* Not closed: OTF2 3.0's OTF2_Archive_Close crashes on an archive whose event files could
+         * not be opened (e.g. DIR/traces/ exists already), and the run must go on uninstrumented. */
         pv_trace.archive = NULL;
         return PERFVAR_ERR_IO;
     }
