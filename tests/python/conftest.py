@@ -2,7 +2,8 @@
 
 ``write_trace`` writes a small perfvar trace directory with the ``otf2`` package's
 writer, following docs/trace-format.md: ClockProperties with a timer resolution in
-Hz, one LocationGroup "MPI Rank N" and one Location per rank, segment regions with
+Hz, one LocationGroup "MPI Rank N" and one Location per thread of a rank (one by
+default), segment regions with
 ``perfvar:segment:...`` canonical names, Enter/Leave carrying a UINT32 ``cpu``
 attribute, a nested ``perfvar:user:`` region inside every segment, an MPI region
 between segments, and perfvar/rank-N.json + run.json.
@@ -52,6 +53,7 @@ def write_trace(
     cpus: Optional[Mapping[int, CpuSpec]] = None,
     calibration: Optional[Mapping[int, Optional[dict]]] = None,
     hosts: Optional[Mapping[int, str]] = None,
+    threads: int = 1,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -59,7 +61,8 @@ def write_trace(
     order, the classes interleaved. ``cpus[rank]`` is a CPU number or a function of
     the sample index (default: CPU = rank). ``calibration[rank]`` is the calibration
     section of rank-N.json, or None to not write that rank's file (default:
-    CALIBRATION for every rank).
+    CALIBRATION for every rank). ``threads``: locations per rank, each writing the
+    rank's durations; thread k runs on CPU ``cpus[rank] + 10 * k``.
     """
     import otf2
     from otf2.enums import Paradigm, RegionRole, Type
@@ -100,29 +103,32 @@ def write_trace(
             group = defs.location_group(
                 f"MPI Rank {rank}", system_tree_parent=nodes[hosts[rank]]
             )
-            loc = defs.location("Master thread", group=group)
-            writer = trace.event_writer_from_location(loc)
-            spec = cpus.get(rank, rank)
-            cpu_of = spec if callable(spec) else (lambda i, c=spec: c)
-            t = 1000
-            per = durations[rank]
-            n = max(len(v) for v in per.values())
-            i = 0
-            for j in range(n):
-                for key in keys:
-                    if key not in per or j >= len(per[key]):
-                        continue
-                    ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
-                    cpu = cpu_of(i)
-                    i += 1
-                    writer.enter(t, regions[key], attributes={cpu_attr: cpu})
-                    writer.enter(t + 1, user)
-                    writer.leave(t + 2, user)
-                    t += ticks
-                    writer.leave(t, regions[key], attributes={cpu_attr: cpu})
-                    writer.enter(t, mpi)
-                    t += 500
-                    writer.leave(t, mpi)
+            for k in range(threads):
+                name = f"Thread {k}" if k else "Master thread"
+                loc = defs.location(name, group=group)
+                writer = trace.event_writer_from_location(loc)
+                spec = cpus.get(rank, rank)
+                base = spec if callable(spec) else (lambda i, c=spec: c)
+                cpu_of = lambda i, k=k, base=base: base(i) + 10 * k  # noqa: E731
+                t = 1000
+                per = durations[rank]
+                n = max(len(v) for v in per.values())
+                i = 0
+                for j in range(n):
+                    for key in keys:
+                        if key not in per or j >= len(per[key]):
+                            continue
+                        ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
+                        cpu = cpu_of(i)
+                        i += 1
+                        writer.enter(t, regions[key], attributes={cpu_attr: cpu})
+                        writer.enter(t + 1, user)
+                        writer.leave(t + 2, user)
+                        t += ticks
+                        writer.leave(t, regions[key], attributes={cpu_attr: cpu})
+                        writer.enter(t, mpi)
+                        t += 500
+                        writer.leave(t, mpi)
     meta = os.path.join(path, "perfvar")
     os.makedirs(meta, exist_ok=True)
     with open(os.path.join(meta, "run.json"), "w") as fh:
