@@ -23,15 +23,10 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/mpi/sites.c ${PROJECT_SOURCE_DIR}/src/mpi/messages.c
     ${PROJECT_SOURCE_DIR}/src/mpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/mpi/flavour_check.c
     ${PROJECT_SOURCE_DIR}/src/mpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/mpi/clock_sync.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/mpi/threads.c
     ${PROJECT_SOURCE_DIR}/src/trace/trace_writer.c ${PROJECT_SOURCE_DIR}/src/trace/trace_close.c)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/mpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
-  # The standard's prototypes differ from MPI-3.1 headers in const and [] spelling only (see
-  # gen_wrappers.py c_file): not an ABI difference. Deprecated functions are wrapped as long as they
-  # are exported: applications still call them.
-  set_source_files_properties(${gen}/pv_wrappers_c.c PROPERTIES
-    COMPILE_OPTIONS "-Wno-incompatible-pointer-types;-Wno-discarded-qualifiers;-Wno-deprecated-declarations")
   # MPI is private: the application links its own MPI, which must be the same flavour.
   target_link_libraries(${t} PUBLIC perfvar
                         PRIVATE ${c_target} ${f_target} PkgConfig::OTF2 ${CMAKE_DL_LIBS} m)

@@ -1,10 +1,12 @@
-"""Detector "migrated": a rank whose compute segments ran on more than one CPU.
+"""Detector "migrated": a rank thread whose compute segments ran on several CPUs.
 
 The CPU of a segment's Enter and Leave comes from the ``cpu`` event attribute
-(TSC_AUX); unknown CPUs (-1) are ignored. Informational: it does not make a rank
-"slow", but a migration explains noise and makes per-core attribution ambiguous.
-``evidence`` lists the segments started per CPU and how many segments began on one
-CPU and ended on another. Pure function; thread-safe.
+(TSC_AUX); unknown CPUs (-1) are ignored. Each thread of a rank is looked at on its
+own: threads running on different CPUs is not a migration, a thread that moved is.
+Informational: it does not make a rank "slow", but a migration explains noise and
+makes per-core attribution ambiguous. ``evidence`` lists the segments started per CPU
+and how many segments began on one CPU and ended on another, and the thread when the
+rank has several. Pure function; thread-safe.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ KIND = "migrated"
 
 
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """One ``migrated`` anomaly per rank that used more than one CPU."""
+    """One ``migrated`` anomaly per (rank, thread) that used more than one CPU."""
     result = DetectorResult()
-    samples = prep.samples[np.argsort(prep.samples["rank"], kind="stable")]
-    bounds = np.nonzero(np.diff(samples["rank"]))[0] + 1
+    s = prep.samples
+    samples = s[np.lexsort((s["thread"], s["rank"]))]
+    keys = np.stack([samples["rank"], samples["thread"]], axis=1)
+    bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
+    multi = {int(r) for r, t in np.unique(keys, axis=0).tolist() if t > 0}
     for mine in np.split(samples, bounds) if samples.size else []:
-        rank = int(mine["rank"][0])
+        rank, thread = int(mine["rank"][0]), int(mine["thread"][0])
         enter, leave = mine["cpu_enter"], mine["cpu_leave"]
         known = np.concatenate(
             [enter[enter != CPU_UNKNOWN], leave[leave != CPU_UNKNOWN]]
@@ -38,6 +43,16 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
         both = (enter != CPU_UNKNOWN) & (leave != CPU_UNKNOWN)
         crossed = int(np.count_nonzero(both & (enter != leave)))
         main_cpu = int(values[np.argmax(counts)]) if values.size else int(cpus[0])
+        evidence = {
+            "cpus": [int(c) for c in cpus],
+            "segments_started_per_cpu": {
+                str(int(v)): int(c) for v, c in zip(values, counts)
+            },
+            "segments_migrated_inside": crossed,
+            "segments": int(mine.size),
+        }
+        if rank in multi:
+            evidence["thread"] = thread
         result.anomalies.append(
             Anomaly(
                 kind=KIND,
@@ -47,14 +62,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 segment=None,
                 excess_ns=None,
                 overlap=None,
-                evidence={
-                    "cpus": [int(c) for c in cpus],
-                    "segments_started_per_cpu": {
-                        str(int(v)): int(c) for v, c in zip(values, counts)
-                    },
-                    "segments_migrated_inside": crossed,
-                    "segments": int(mine.size),
-                },
+                evidence=evidence,
             )
         )
     return result

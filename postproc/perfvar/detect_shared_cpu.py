@@ -3,8 +3,11 @@
 Two ranks time-sharing a core (an oversubscribed run, or a bad binding) each see the
 other's work as their own: their wall-clock segments include waiting for the CPU, so a
 slow rank can hide and a healthy one look slow. This says so, per CPU, with the ranks
-involved; it is informational and judges nobody. The CPU of a rank is the one most of
-its segments started on (``cpu`` attribute, from TSC_AUX). Pure function; thread-safe.
+involved; it is informational and judges nobody. The CPU of a thread is the one most of
+its segments started on (``cpu`` attribute, from TSC_AUX); each traced thread of a rank
+counts on its own, so several threads of one rank bound to one core (a rank bound to a
+core, as Open MPI does by default, running threads) are reported too, with the threads
+in the evidence. Pure function; thread-safe.
 """
 
 from __future__ import annotations
@@ -21,19 +24,23 @@ KIND = "shared_cpu"
 
 
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """One ``shared_cpu`` anomaly per rank sharing its main CPU with another rank."""
+    """One ``shared_cpu`` anomaly per rank with a thread sharing its main CPU."""
     result = DetectorResult()
     started = prep.samples[prep.samples["cpu_enter"] != CPU_UNKNOWN]
-    by_cpu: dict[tuple[Optional[str], int], list[int]] = defaultdict(list)
-    for rank in np.unique(started["rank"]):
-        cpus, counts = np.unique(
-            started["cpu_enter"][started["rank"] == rank], return_counts=True
-        )
+    by_cpu: dict[tuple[Optional[str], int], list[tuple[int, int]]] = defaultdict(list)
+    units = np.unique(np.stack([started["rank"], started["thread"]], axis=1), axis=0)
+    for rank, thread in units.tolist():
+        mine = (started["rank"] == rank) & (started["thread"] == thread)
+        cpus, counts = np.unique(started["cpu_enter"][mine], return_counts=True)
         main = int(cpus[np.argmax(counts)])
-        by_cpu[(prep.hosts.get(int(rank)), main)].append(int(rank))
-    for (host, cpu), ranks in sorted(by_cpu.items(), key=lambda kv: kv[1][0]):
-        if len(ranks) < 2:
+        by_cpu[(prep.hosts.get(int(rank)), main)].append((int(rank), int(thread)))
+    for (host, cpu), members in sorted(by_cpu.items(), key=lambda kv: kv[1][0]):
+        if len(members) < 2:
             continue
+        ranks = sorted({r for r, _ in members})
+        evidence: dict = {"cpu": cpu, "ranks": ranks}
+        if any(t for _, t in members):
+            evidence["threads"] = [[r, t] for r, t in members]
         for rank in ranks:
             result.anomalies.append(
                 Anomaly(
@@ -44,7 +51,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                     segment=None,
                     excess_ns=None,
                     overlap=None,
-                    evidence={"cpu": cpu, "ranks": ranks},
+                    evidence=evidence,
                 )
             )
     return result

@@ -1,19 +1,22 @@
 """Read compute-segment samples from a perfvar OTF2 archive (DIR/traces.otf2).
 
 One sample per matched Enter/Leave pair of a region whose canonical name starts with
-``perfvar:segment:``: (segment index, rank, start in ticks, duration in ns, CPU at
-Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProperties timer
-resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
+``perfvar:segment:``: (segment index, rank, thread, start in ticks, duration in ns, CPU
+at Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProperties
+timer resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
 attribute named ``cpu`` on the Enter/Leave events (-1 when absent). The context bytes
 are what the MPI call before the segment moved: the sum of the message sizes of the
 MpiSend/MpiRecv records and of the sent + received sizes of the MpiCollectiveEnd
-records between the previous segment and this one (-1 when there was none; see
-perfvar.cache_state for what they are used for).
+records between the previous segment and this one on the same location (-1 when there
+was none; see perfvar.cache_state for what they are used for).
 
 Events are matched per location with a stack, so user timer regions
 (``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
 The rank of a location is the id of its LocationGroup (perfvar writes one group per
-MPI rank with id = rank).
+MPI rank with id = rank). A location is one thread of its rank: the thread index is
+the location's position in its group, in definition order (perfvar writes thread k of
+a rank, 0 = the thread that initialised MPI, as the group's k-th location), so
+segments are per (rank, thread).
 
 The global definitions are read with the high-level ``otf2`` reader; events are read
 per location through the low-level ``_otf2`` API with only Enter/Leave callbacks (about
@@ -48,6 +51,7 @@ SAMPLE_DTYPE = np.dtype(
     [
         ("segment", np.int32),  # index into TraceSamples.segments
         ("rank", np.int32),
+        ("thread", np.int32),  # index of the thread in its rank, 0 = master thread
         ("start_ticks", np.uint64),  # Enter timestamp, timer ticks
         ("duration_ns", np.float64),  # Leave - Enter, ns
         ("cpu_enter", np.int32),  # CPU at Enter, -1 = unknown
@@ -62,12 +66,13 @@ CPU_ATTRIBUTE = "cpu"
 
 @dataclass
 class LocationReport:
-    """What was read from one OTF2 location (one MPI rank's master thread)."""
+    """What was read from one OTF2 location (one thread of an MPI rank)."""
 
     rank: int
     location: int  # OTF2 location id
     name: str
     events_defined: int  # number of events the definitions announce
+    thread: int = 0  # position in the rank's location group
     events_read: int = 0
     segments: int = 0  # matched segment Enter/Leave pairs
     user_regions: int = 0  # matched perfvar:user Enter/Leave pairs
@@ -341,6 +346,7 @@ class _LocationScanner:
         out = np.empty(len(self.seg), dtype=SAMPLE_DTYPE)
         out["segment"] = self.seg
         out["rank"] = self.report.rank
+        out["thread"] = self.report.thread
         out["start_ticks"] = np.asarray(self.start, dtype=np.uint64)
         out["duration_ns"] = np.asarray(self.ticks, dtype=np.float64) * ns_per_tick
         out["cpu_enter"] = self.cpu_enter
@@ -467,12 +473,19 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
 
     reports: list[LocationReport] = []
     arrays: list[np.ndarray] = []
+    threads_seen: dict[int, int] = {}  # rank -> locations met so far
     try:
         for loc in locations:
             group = getattr(loc, "group", None)
             rank = int(group._ref) if group is not None else int(loc._ref)
+            thread = threads_seen.get(rank, 0)
+            threads_seen[rank] = thread + 1
             report = LocationReport(
-                rank, int(loc._ref), str(loc.name), int(loc.number_of_events or 0)
+                rank,
+                int(loc._ref),
+                str(loc.name),
+                int(loc.number_of_events or 0),
+                thread,
             )
             scanner = _LocationScanner(report, region_segment, user_regions, cpu_attr)
             _read_location(handle, loc, scanner, cerr)
@@ -505,29 +518,34 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
 
 def _reading_warnings(reports: list[LocationReport], segments: list[str]) -> list[str]:
     out: list[str] = []
+    per_rank: dict[int, int] = {}
     for r in reports:
+        per_rank[r.rank] = per_rank.get(r.rank, 0) + 1
+    for r in reports:
+        single = per_rank[r.rank] == 1
+        where = f"rank {r.rank}" + ("" if single else f" thread {r.thread}")
         if not r.ok:
             out.append(
-                f"rank {r.rank}: events unreadable, rank excluded from the analysis "
-                f"({r.error})"
+                f"{where}: events unreadable, {'rank' if single else 'thread'} "
+                f"excluded from the analysis ({r.error})"
             )
             continue
         if r.events_defined and r.events_read < r.events_defined:
             out.append(
-                f"rank {r.rank}: read {r.events_read} of {r.events_defined} events "
+                f"{where}: read {r.events_read} of {r.events_defined} events "
                 "announced in the definitions (trace cut short?)"
             )
         if r.unclosed or r.unmatched_leaves:
             out.append(
-                f"rank {r.rank}: {r.unclosed} Enter without Leave, "
+                f"{where}: {r.unclosed} Enter without Leave, "
                 f"{r.unmatched_leaves} Leave without Enter (ignored)"
             )
-    per_rank: dict[int, int] = {}
-    for r in reports:
-        per_rank[r.rank] = per_rank.get(r.rank, 0) + 1
     for rank, count in sorted(per_rank.items()):
         if count > 1:
-            out.append(f"rank {rank}: {count} locations, their samples are pooled")
+            out.append(
+                f"rank {rank}: {count} threads; the slow-segment judgement pools "
+                "their samples per segment class"
+            )
     if not segments:
         out.append("the archive defines no perfvar:segment regions: nothing to judge")
     return out

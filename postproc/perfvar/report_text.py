@@ -96,19 +96,25 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             f"{fmt_ns(ev['iqr_ns'])} vs {fmt_ns(ev['peers_iqr_ns'])} ({peers})"
         )
     if a["kind"] == "migrated":
+        thread = f" thread {ev['thread']}" if "thread" in ev else ""
         return (
-            f"{_where(a)} migrated: its segments ran on CPUs "
+            f"{_where(a)}{thread} migrated: its segments ran on CPUs "
             f"{compact_ranges(ev['cpus'])} ({ev['segments_migrated_inside']} of "
             f"{ev['segments']} segments began on one CPU and ended on another); "
             "informational"
         )
     if a["kind"] == "shared_cpu":
         others = [r for r in ev["ranks"] if r != a["rank"]]
+        mine = [t for r, t in ev.get("threads", []) if r == a["rank"]]
+        with_whom = []
+        if len(mine) > 1:
+            with_whom.append(f"between its threads {compact_ranges(mine)}")
+        if others:
+            with_whom.append(f"with rank(s) {compact_ranges(others)}")
         return (
-            f"{_where(a)} shared CPU {ev['cpu']} with rank(s) "
-            f"{compact_ranges(others)}: "
+            f"{_where(a)} shared CPU {ev['cpu']} {' and '.join(with_whom)}: "
             "its segments include time-slicing, so wall-clock comparisons with this "
-            "rank mean little; run one rank per core; informational"
+            "rank mean little; run one rank (or thread) per core; informational"
         )
     return f"{_where(a)}: {a['kind']} {ev}"
 

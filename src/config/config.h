@@ -4,7 +4,8 @@
  *   PERFVAR_OUTPUT=DIR                    trace directory (default perfvar-YYYYmmdd-HHMMSS[-N])
  *   PERFVAR_CALIBRATION=quick|full|off    start-up calibration mode (default quick)
  *   PERFVAR_CALIBRATION_BUDGET_MS=N       1..3600000, overrides the mode's budget
- *   PERFVAR_BUFFER_MB=N                   1..65536, event memory per rank before a flush (default 16)
+ *   PERFVAR_BUFFER_MB=N                   1..65536, event memory per traced thread before a flush
+ *                                         (default 16)
  *   PERFVAR_CLOCK_SYNC=auto|pingpong|none inter-rank clock offsets (auto: ping-pong only for ranks on
  *                                         another host than rank 0, whose TSC is not shared)
  *   PERFVAR_VERBOSE=0|1|2                 messages on stderr (default 0: warnings only)

@@ -248,7 +248,10 @@ def c_file(functions: list[Function]) -> str:
     names = [v.name for f in functions for v in f.c_variants]
     rename = "".join(f"#define {n} pv_mpih_{n}\n" for n in names)
     unrename = "".join(f"#undef {n}\n" for n in names)
-    return (f"{rename}#include \"runtime.h\"\n{unrename}\n"
+    # Deprecated functions are wrapped as long as the MPI exports them: applications still call them.
+    pragmas = "".join(f'#pragma GCC diagnostic ignored "-W{w}"\n' for w in (
+        "incompatible-pointer-types", "discarded-qualifiers", "deprecated-declarations"))
+    return (f"{pragmas}{rename}#include \"runtime.h\"\n{unrename}\n"
             + "\n".join(c_wrapper(f, v) for f in functions for v in f.c_variants))
 
 

@@ -4,7 +4,9 @@
  * configuration, output directory (rank 0 decides), clock, calibration on this rank's core, clock
  * offsets, OTF2 archive. Any failure: one message, the application runs uninstrumented.
  * Stop: an MPI_COMM_SELF attribute whose delete callback MPI_Finalize runs first, whichever language
- * binding called it, while MPI is still fully usable. */
+ * binding called it, while MPI is still fully usable. It writes the buffers of every traced thread:
+ * as MPI requires, the application's other threads have made their last MPI call by then (and, for
+ * perfvar, their last user timer start/stop: normally they have joined). */
 #define _GNU_SOURCE
 #include "state.h"
 #include "../clock/clock.h"
@@ -77,33 +79,41 @@ static void make_output_dir(char *dir, size_t len)
 /* ---- user timer regions in the trace: local region id of a handle, defined on first use ---- */
 uint32_t pv_user_region(int handle)
 {
-    if (!pv_rt.user_regions) pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof(uint32_t));
     if (!pv_rt.user_regions || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return UINT32_MAX;
-    if (!pv_rt.user_regions[handle]) {
+    uint32_t id = __atomic_load_n(&pv_rt.user_regions[handle], __ATOMIC_ACQUIRE);
+    if (id) return id - 1;
+    pthread_mutex_lock(&pv_rt.defs_lock);
+    id = pv_rt.user_regions[handle]; /* another thread may have defined it meanwhile */
+    if (!id) {
         char canonical[PERFVAR_NAME_MAX + 16];
         const char *name = pv_region_name(handle);
         snprintf(canonical, sizeof canonical, "perfvar:user:%s", name ? name : "?");
         uint32_t r = pv_trace_region_define(canonical, name ? name : "?", OTF2_REGION_ROLE_FUNCTION,
                                             OTF2_PARADIGM_USER);
-        if (r == UINT32_MAX) return r;
-        pv_rt.user_regions[handle] = r + 1;
+        if (r != UINT32_MAX) __atomic_store_n(&pv_rt.user_regions[handle], id = r + 1, __ATOMIC_RELEASE);
     }
-    return pv_rt.user_regions[handle] - 1;
+    pthread_mutex_unlock(&pv_rt.defs_lock);
+    return id ? id - 1 : UINT32_MAX;
 }
 
-static int traced_thread(void)
+/* The calling thread's state if its timers are traced now, else NULL. */
+static pv_thread *timer_thread(void)
 {
-    return pv_rt.state == PV_ACTIVE && pthread_equal(pthread_self(), pv_rt.thread);
+    if (pv_state() != PV_ACTIVE || pv_depth) return NULL;
+    pv_thread *self = pv_self;
+    return self ? self : pv_thread_attach();
 }
 
 static void user_enter(int handle, uint64_t t, int cpu, void *site)
 {
-    if (traced_thread()) pv_user_boundary(handle, 0, site, t, cpu);
+    pv_thread *self = timer_thread();
+    if (self) pv_user_boundary(self, handle, 0, site, t, cpu);
 }
 
 static void user_leave(int handle, uint64_t t, int cpu, void *site)
 {
-    if (traced_thread()) pv_user_boundary(handle, 1, site, t, cpu);
+    pv_thread *self = timer_thread();
+    if (self) pv_user_boundary(self, handle, 1, site, t, cpu);
 }
 
 static const pv_region_sink user_sink = {user_enter, user_leave};
@@ -113,9 +123,9 @@ static void stop(void)
 {
     uint64_t t = pv_now();
     pv_depth = 1;
-    if (pv_rt.in_finalize) pv_trace_leave(t, (uint32_t)PV_FN_MPI_Finalize, -1);
+    if (pv_rt.finalizer) pv_trace_leave(pv_rt.finalizer->loc, t, (uint32_t)PV_FN_MPI_Finalize, -1);
     pv_regions_set_sink(NULL);
-    pv_rt.state = PV_FINISHED;
+    pv_set_state(PV_FINISHED);
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
                   &pv_rt.sync.stddev_end);
     /* One timer resolution for the whole trace: rank 0's (same-host ranks measure the same TSC). */
@@ -137,7 +147,7 @@ static void stop(void)
 static int finalize_callback(MPI_Comm comm, int key, void *value, void *extra)
 {
     (void)comm, (void)key, (void)value, (void)extra;
-    if (pv_rt.state == PV_ACTIVE) stop();
+    if (pv_state() == PV_ACTIVE) stop();
     return MPI_SUCCESS;
 }
 
@@ -148,11 +158,19 @@ static int all_agree(int ok)
     return ok;
 }
 
+int pv_start_claim(void)
+{
+    /* PV_DISABLED until pv_start has worked: other threads' calls pass through meanwhile. */
+    pv_state_t expect = PV_UNINIT;
+    return __atomic_compare_exchange_n(&pv_rt.state, &expect, PV_DISABLED, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+}
+
 void pv_start(int init_fn, void *site, uint64_t t_entry)
 {
-    pv_rt.state = PV_DISABLED; /* until everything below worked */
     PMPI_Comm_rank(MPI_COMM_WORLD, &pv_rt.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
+    PMPI_Query_thread(&pv_rt.thread_level);
     char msg[512];
     int ok = pv_config_load(&pv_rt.cfg, msg, sizeof msg) == PERFVAR_OK;
     if (!ok) pv_message(1, "%s; running uninstrumented", msg);
@@ -163,7 +181,6 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     if (!pv_rt.dir[0]) return;
 
     gethostname(pv_rt.host, sizeof pv_rt.host - 1);
-    pv_rt.thread = pthread_self();
     pv_rt.clock = *pv_clock_init();
     if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 
@@ -193,7 +210,9 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     snprintf(trace_dir, sizeof trace_dir, "%s", pv_rt.dir);
     int rc = pv_trace_open(trace_dir, pv_rt.cfg.buffer_mb, regions, PV_FN_COUNT + PV_NSTATIC_EXTRA,
                            &comm);
-    if (!all_agree(rc == PERFVAR_OK)) {
+    pv_thread *self = rc == PERFVAR_OK ? pv_thread_first() : NULL;
+    pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof *pv_rt.user_regions);
+    if (!all_agree(self && pv_rt.user_regions)) {
         pv_message(1, "cannot create the OTF2 archive in '%s'; running uninstrumented", pv_rt.dir);
         return;
     }
@@ -206,18 +225,18 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
 
     /* The MPI_Init region spans MPI's initialisation and perfvar's calibration inside it. A lazy
      * start (init_fn < 0) has no MPI_Init region and no segment before the next call. */
-    if (init_fn >= 0) pv_trace_enter(t_entry, (uint32_t)init_fn, -1);
-    pv_trace_enter(t_calib0, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
-    pv_trace_leave(t_calib1, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
+    if (init_fn >= 0) pv_trace_enter(self->loc, t_entry, (uint32_t)init_fn, -1);
+    pv_trace_enter(self->loc, t_calib0, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
+    pv_trace_leave(self->loc, t_calib1, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
     if (init_fn >= 0) {
-        pv_trace_leave(pv_now(), (uint32_t)init_fn, -1);
-        pv_rt.prev_site = pv_site_id(init_fn, site);
+        pv_trace_leave(self->loc, pv_now(), (uint32_t)init_fn, -1);
+        self->prev_site = pv_site_id(self, init_fn, site);
     }
     /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
     pv_write_calibration_samples();
     pv_calib_free(&pv_rt.calib);
     pv_regions_set_sink(&user_sink);
-    pv_rt.state = PV_ACTIVE;
+    pv_set_state(PV_ACTIVE);
     if (pv_rt.cfg.verbose >= 1)
         pv_message(1, "tracing %d ranks into %s (clock %s, %.6f GHz %s)", pv_rt.size, pv_rt.dir,
                    pv_rt.clock.name, pv_rt.clock.hz / 1e9, pv_rt.clock.hz_method);

@@ -13,22 +13,43 @@
  * communicators are not recorded (their MPI regions and segments are). Sends are recorded at the
  * entry of Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
  * Irecv), with source, tag and size from the status when there is one, else from the Irecv's
- * arguments. */
+ * arguments. Records go to the calling thread's location.
+ *
+ * Pending receives (Irecv -> the Wait* that completes it) are in one map per process, because a
+ * request may be completed by another thread than the one that started it. Under
+ * MPI_THREAD_MULTIPLE the map is locked; below that level MPI calls (ours inside them included) are
+ * already serialised. A Wait* takes its requests' entries out before calling MPI: once MPI completes
+ * a request it may hand the same handle to another thread's Irecv at once, whose entry must not be
+ * mistaken for ours. */
 #include "state.h"
 
 #include <string.h>
 
 static int on_world(MPI_Comm comm) { return comm == MPI_COMM_WORLD; }
 
-static void send_record(uint64_t t, const pv_args *a, int64_t bytes)
+/* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
+static int requests_lock(void)
+{
+    int locked = pv_rt.thread_level == MPI_THREAD_MULTIPLE;
+    if (locked) pthread_mutex_lock(&pv_rt.requests_lock);
+    return locked;
+}
+
+static void requests_unlock(int locked)
+{
+    if (locked) pthread_mutex_unlock(&pv_rt.requests_lock);
+}
+
+static void send_record(pv_trace_loc *l, uint64_t t, const pv_args *a, int64_t bytes)
 {
     if (!on_world(a->comm) || a->dest == MPI_PROC_NULL || a->dest < 0) return;
     int tag = a->sendtag != PV_NONE ? a->sendtag : a->tag;
-    pv_trace_send(t, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    pv_trace_send(l, t, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
 /* A completed receive: the status (may be NULL) wins over what the call was given. */
-static void recv_record(uint64_t t, int source, int tag, int64_t bytes, const MPI_Status *st)
+static void recv_record(pv_trace_loc *l, uint64_t t, int source, int tag, int64_t bytes,
+                        const MPI_Status *st)
 {
     if (st) {
         int count;
@@ -38,7 +59,7 @@ static void recv_record(uint64_t t, int source, int tag, int64_t bytes, const MP
             bytes = count;
     }
     if (source < 0 || source == MPI_PROC_NULL || tag < 0) return; /* ANY_SOURCE/TAG, unknown */
-    pv_trace_recv(t, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    pv_trace_recv(l, t, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
 static uint64_t request_key(MPI_Request r)
@@ -56,20 +77,70 @@ static uint64_t message_key(MPI_Message m)
     return k ^ 0xc2b2ae3d27d4eb4full;
 }
 
-void pv_messages_prepare(int fn, uint64_t t_entry, pv_args *a)
+static pv_req_slot *slots_of(pv_call *c) { return c->heap_slots ? c->heap_slots : c->slots; }
+
+/* Take the pending receives of a Wait*'s requests out of the map into its slots. Not inlined: it
+ * would make every call's pv_messages_prepare save more registers (measured with callgrind). */
+static __attribute__((noinline)) void take_pending(pv_call *c, const pv_args *a)
 {
-    switch (pv_fn_info[fn].kind) {
+    pv_req_slot *s = slots_of(c);
+    int locked = requests_lock();
+    for (int i = 0; i < a->nreq; i++) {
+        pv_u64val v = {0, 0};
+        s[i].pending = pv_u64map_take(&pv_rt.requests, request_key(s[i].key), &v);
+        s[i].what = v.a, s[i].bytes = v.b;
+    }
+    requests_unlock(locked);
+}
+
+void pv_messages_prepare(pv_call *c, pv_args *a)
+{
+    pv_trace_loc *l = c->thread->loc;
+    switch (pv_fn_info[c->fn].kind) {
     case PV_KIND_SEND:
-    case PV_KIND_ISEND: send_record(t_entry, a, a->bytes); break;
-    case PV_KIND_SENDRECV: send_record(t_entry, a, a->send_bytes); break;
+    case PV_KIND_ISEND: send_record(l, c->t_entry, a, a->bytes); break;
+    case PV_KIND_SENDRECV: send_record(l, c->t_entry, a, a->send_bytes); break;
     case PV_KIND_COLLECTIVE:
-        if (on_world(a->comm)) pv_trace_collective_begin(t_entry);
+        if (on_world(a->comm)) pv_trace_collective_begin(l, c->t_entry);
         break;
+    case PV_KIND_WAIT: take_pending(c, a); break;
     default: break;
     }
 }
 
-static void collective_end(int fn, uint64_t t, const pv_args *a)
+/* Did the Wait* or Test* complete request i? A completed non-persistent request's handle is set to
+ * MPI_REQUEST_NULL (Fortran: its Fortran value); Test*, Waitany and Waitsome complete only some. */
+static int completed(const pv_args *a, const pv_req_slot *s, int i)
+{
+    MPI_Request now = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
+    return now != s[i].key;
+}
+
+static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
+{
+    pv_req_slot *s = slots_of(c);
+    int put_back = 0;
+    for (int i = 0; i < a->nreq; i++) {
+        if (!s[i].pending) continue;
+        if (!completed(a, s, i)) {
+            put_back = 1;
+            continue;
+        }
+        const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
+                                               : (a->has_status ? a->status : NULL);
+        recv_record(c->thread->loc, t, (int32_t)(s[i].what & 0xffffffff), (int32_t)(s[i].what >> 32),
+                    s[i].bytes, st);
+    }
+    if (!put_back) return;
+    /* Still pending (the call failed before completing them): a later Wait* will. */
+    int locked = requests_lock();
+    for (int i = 0; i < a->nreq; i++)
+        if (s[i].pending && !completed(a, s, i))
+            pv_u64map_put(&pv_rt.requests, request_key(s[i].key), (pv_u64val){s[i].what, s[i].bytes});
+    requests_unlock(locked);
+}
+
+static void collective_end(pv_trace_loc *l, int fn, uint64_t t, const pv_args *a)
 {
     uint64_t n = (uint64_t)pv_rt.size;
     uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
@@ -92,24 +163,32 @@ static void collective_end(int fn, uint64_t t, const pv_args *a)
     case OTF2_COLLECTIVE_OP_SCATTER: sent = is_root ? s * n : 0, received = r; break;
     default: break; /* vector variants, Reduce_scatter, Barrier: no byte counts */
     }
-    pv_trace_collective_end(t, pv_fn_info[fn].op, root, sent, received);
+    pv_trace_collective_end(l, t, pv_fn_info[fn].op, root, sent, received);
 }
 
-void pv_messages_leave(int fn, uint64_t t, const pv_args *a, const MPI_Request *keys, int rc)
+void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
 {
+    pv_trace_loc *l = c->thread->loc;
+    int fn = c->fn;
+    if (pv_fn_info[fn].kind == PV_KIND_WAIT) {
+        wait_leave(c, t, a); /* also when it failed: what it took out goes back */
+        return;
+    }
     if (rc != MPI_SUCCESS) return;
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
     case PV_KIND_SENDRECV:
         if (on_world(a->comm))
-            recv_record(t, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
+            recv_record(l, t, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
                         a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
                         a->has_status ? a->status : NULL);
         break;
     case PV_KIND_IRECV:
         if (on_world(a->comm) && a->source != MPI_PROC_NULL && a->request) {
             pv_u64val v = {(int64_t)(uint32_t)a->source | ((int64_t)a->tag << 32), a->bytes};
+            int locked = requests_lock();
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
+            requests_unlock(locked);
         }
         break;
     case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
@@ -120,34 +199,26 @@ void pv_messages_leave(int fn, uint64_t t, const pv_args *a, const MPI_Request *
                                     count != MPI_UNDEFINED ? count : -1;
             pv_u64val v = {(int64_t)(uint32_t)a->status->MPI_SOURCE |
                                ((int64_t)a->status->MPI_TAG << 32), bytes};
+            int locked = requests_lock();
             pv_u64map_put(&pv_rt.requests, message_key(*a->message), v);
+            requests_unlock(locked);
         }
         break;
     case PV_KIND_MRECV:
     case PV_KIND_IMRECV: {
         pv_u64val v;
-        if (!pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v)) break;
-        if (pv_fn_info[fn].kind == PV_KIND_MRECV)
-            recv_record(t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b,
-                        a->has_status ? a->status : NULL);
-        else if (a->request) /* completed by a Wait/Test, like an Irecv */
+        int locked = requests_lock();
+        int found = pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v);
+        if (found && pv_fn_info[fn].kind == PV_KIND_IMRECV && a->request) /* completed by a Wait */
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
-        break;
-    }
-    case PV_KIND_WAIT: {
-        MPI_Fint fnull = a->frequests ? PMPI_Request_c2f(MPI_REQUEST_NULL) : 0;
-        for (int i = 0; i < a->nreq; i++) {
-            pv_u64val v;
-            int done = a->requests ? a->requests[i] == MPI_REQUEST_NULL : a->frequests[i] == fnull;
-            if (!done || !pv_u64map_take(&pv_rt.requests, request_key(keys[i]), &v)) continue;
-            const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
-                                                   : (a->has_status ? a->status : NULL);
-            recv_record(t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b, st);
-        }
+        requests_unlock(locked);
+        if (found && pv_fn_info[fn].kind == PV_KIND_MRECV)
+            recv_record(l, t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b,
+                        a->has_status ? a->status : NULL);
         break;
     }
     case PV_KIND_COLLECTIVE:
-        if (on_world(a->comm)) collective_end(fn, t, a);
+        if (on_world(a->comm)) collective_end(l, fn, t, a);
         break;
     default: break;
     }

@@ -74,6 +74,35 @@ static void write_state(FILE *f, const pv_calib_state *st, const char *sep)
             st->flush_ms, st->ndists, st->dists_dropped);
 }
 
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "unknown";
+    }
+}
+
+/* The traced threads: their locations and segments (called after the trace is closed, when the
+ * application's other threads have made their last traced call). */
+static void write_threads(FILE *f, uint64_t *nsegments)
+{
+    *nsegments = 0;
+    fprintf(f, "  \"thread_level\": \"%s\",\n  \"threads\": [", thread_level_name(pv_rt.thread_level));
+    for (const pv_thread *t = pv_rt.threads; t; t = t->next) {
+        uint64_t id;
+        pv_trace_stats st;
+        pv_trace_location_info(t->loc, &id, &st);
+        fprintf(f, "%s\n    {\"thread\": %d, \"location\": %llu, \"segments\": %llu, \"events\": %llu}",
+                t->index ? "," : "", t->index, (unsigned long long)id,
+                (unsigned long long)t->nsegments, (unsigned long long)st.events_written);
+        *nsegments += t->nsegments;
+    }
+    fprintf(f, "\n  ],\n");
+}
+
 int pv_write_rank_meta(void)
 {
     char name[64];
@@ -85,8 +114,11 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.host);
     fprintf(f, ",\n  \"pid\": %ld,\n  \"cpus\": [", (long)getpid());
     const char *sep = "";
+    unsigned char seen[PV_MAX_CPUS / 8] = {0}; /* by any thread */
+    for (const pv_thread *t = pv_rt.threads; t; t = t->next)
+        for (int i = 0; i < PV_MAX_CPUS / 8; i++) seen[i] |= t->cpus_seen[i];
     for (int cpu = 0; cpu < PV_MAX_CPUS; cpu++) {
-        if (!(pv_rt.cpus_seen[cpu / 8] & (1u << (cpu % 8)))) continue;
+        if (!(seen[cpu / 8] & (1u << (cpu % 8)))) continue;
         fprintf(f, "%s%d", sep, cpu);
         sep = ", ";
     }
@@ -135,12 +167,15 @@ int pv_write_rank_meta(void)
     fprintf(f, "%s]\n  },\n", c->nstates ? "\n    " : "");
     write_mpi_meta(f);
     const pv_trace_stats *s = &pv_rt.trace_stats;
+    uint64_t nsegments;
+    write_threads(f, &nsegments);
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
             "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu\n}\n",
             (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
-            (unsigned long long)pv_rt.nsegments, (unsigned long long)pv_rt.untraced_thread_calls);
+            (unsigned long long)nsegments,
+            (unsigned long long)__atomic_load_n(&pv_rt.untraced_thread_calls, __ATOMIC_RELAXED));
     return fclose(f) == 0 ? 0 : -1;
 }
 

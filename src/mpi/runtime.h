@@ -18,7 +18,9 @@
  *
  * A thread-local depth guard makes a call that passes through two layers (MPICH: Fortran entry point
  * -> C MPI_x) be recorded once, at the outer layer, and keeps perfvar's own PMPI traffic out.
- * Only the thread that initialised MPI is traced; calls on other threads pass straight through.
+ * Every thread that makes MPI calls is traced on its own: its own compute segments (from its previous
+ * call to its next one) and its own OTF2 location, created on its first call (state.h). All these
+ * functions are thread-safe in that sense; a pv_call belongs to the thread that entered it.
  * A wrapper never changes the return code or the arguments the MPI library sees, except that a
  * caller's MPI_STATUS(ES)_IGNORE is replaced by perfvar's own status storage (C binding) so receives
  * report their real source.
@@ -55,8 +57,19 @@ typedef struct pv_args {
     {PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, MPI_COMM_NULL, -1, -1, -1, NULL,         \
      NULL, MPI_MESSAGE_NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0}
 
+/* A request handle of a Wait* call as it was before the call, and the pending receive taken for it
+ * (messages.c). */
+typedef struct pv_req_slot {
+    MPI_Request key;
+    int pending;          /* what/bytes are valid */
+    int64_t what, bytes;  /* source | tag << 32, bytes (-1: unknown) */
+} pv_req_slot;
+
+struct pv_thread;
+
 typedef struct pv_call {
     int fn;
+    struct pv_thread *thread; /* the calling thread's state */
     void *site;       /* Init: the caller's return address */
     int site_id;      /* traced calls: the call site's id (sites.c) */
     uint64_t t_entry;
@@ -64,8 +77,8 @@ typedef struct pv_call {
     MPI_Status own_status;
     MPI_Status own_statuses[PV_INLINE_REQUESTS];
     MPI_Status *heap_statuses;
-    MPI_Request keys[PV_INLINE_REQUESTS]; /* request handles as they were before the call */
-    MPI_Request *heap_keys;
+    pv_req_slot slots[PV_INLINE_REQUESTS]; /* requests as they were before the call */
+    pv_req_slot *heap_slots;
     MPI_Fint own_fstatuses[PV_INLINE_REQUESTS * PV_F_STATUS_FINTS]; /* Fortran binding */
     MPI_Fint *heap_fstatuses;
 } pv_call;
@@ -90,7 +103,10 @@ int pv_f_is_in_place(const void *buf, pv_fbinding b);
  * not active, or another thread): the guard is taken, release it with pv_untraced_end after the
  * PMPI call; 0: an inner layer of a call already seen, or perfvar's own: pass it straight on. */
 int pv_call_enter(pv_call *c, int fn, void *site);
-extern _Thread_local int pv_depth;
+/* Hidden: the library's own thread-locals are then reached with one TLS lookup per function (local
+ * dynamic model) instead of one per variable, which keeps the per-call cost where it was. */
+#define PV_HIDDEN __attribute__((visibility("hidden"), tls_model("local-dynamic")))
+extern _Thread_local int pv_depth PV_HIDDEN; /* the guard: > 0 inside a wrapped call */
 static inline void pv_untraced_end(void) { pv_depth--; }
 void pv_call_prepare(pv_call *c, pv_args *a);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);

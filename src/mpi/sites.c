@@ -4,7 +4,12 @@
  * return address), since perfvar_start/perfvar_stop cut segments too. Its name uses the module and the offset
  * from the module's load bias, so it is the same on every rank of a run (ASLR moves addresses, not
  * offsets) and `addr2line -e module offset-1` symbolises it. Names are made once per site, on first
- * sight, outside the measured segments (inside the MPI region). */
+ * sight, outside the measured segments (inside the MPI region).
+ *
+ * Sites and segment regions are per process, shared by its threads (the same call site is the same
+ * site on every thread, so a segment class is the same on every thread): defined under
+ * pv_rt.defs_lock. Each thread looks them up in its own caches first, so it takes the lock only the
+ * first time it meets a site or segment. */
 #define _GNU_SOURCE
 #include "state.h"
 
@@ -31,7 +36,8 @@ static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
     }
 }
 
-/* Define a new site named "<what>@<module>+0x<offset>" for return address ra; its id or -1. */
+/* Define a new site named "<what>@<module>+0x<offset>" for return address ra; its id or -1.
+ * Under defs_lock. */
 static int site_define(const char *what, void *ra)
 {
     if (pv_rt.nsites == pv_rt.sites_cap) {
@@ -56,41 +62,43 @@ static int site_define(const char *what, void *ra)
     return pv_rt.nsites++;
 }
 
-/* Site id of key in map, defining it as "<what>@..." on first sight. */
-static int site_lookup(pv_u64map *map, uint64_t key, const char *what, void *ra)
+/* Site id of key in the shared map, defining it as "<what>@..." on first sight; then cached in the
+ * thread's map (a failed cache insert only costs a lock next time). */
+static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const char *what, void *ra)
 {
+    pthread_mutex_lock(&pv_rt.defs_lock);
     pv_u64val *v = pv_u64map_find(map, key);
-    if (v) return (int)v->a;
-    int id = site_define(what, ra);
-    if (id < 0 || pv_u64map_put(map, key, (pv_u64val){id, 0})) return -1;
+    int id = v ? (int)v->a : site_define(what, ra);
+    if (!v && id >= 0 && pv_u64map_put(map, key, (pv_u64val){id, 0})) id = -1;
+    pthread_mutex_unlock(&pv_rt.defs_lock);
+    if (id >= 0) pv_u64map_put(cache, key, (pv_u64val){id, 0});
     return id;
 }
 
-int pv_site_id(int fn, void *ra)
+int pv_site_id(pv_thread *t, int fn, void *ra)
 {
-    return site_lookup(&pv_rt.sites, ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn,
-                       pv_fn_info[fn].name, ra);
+    uint64_t key = ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn;
+    pv_u64val *v = pv_u64map_find(&t->sites, key);
+    if (v) return (int)v->a;
+    return site_lookup(&t->sites, &pv_rt.sites, key, pv_fn_info[fn].name, ra);
 }
 
-int pv_site_user(int handle, int is_stop, const char *name, void *ra)
+int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *ra)
 {
     uint64_t key = ((uint64_t)(uintptr_t)ra << 16) | ((uint64_t)handle << 1) | (uint64_t)is_stop;
-    pv_u64val *v = pv_u64map_find(&pv_rt.user_sites, key);
+    pv_u64val *v = pv_u64map_find(&t->user_sites, key);
     if (v) return (int)v->a;
     /* '@' and ';' separate the parts of a segment key: keep them out of the name. */
     char what[PERFVAR_NAME_MAX + 16];
     snprintf(what, sizeof what, "%s(%s)", is_stop ? "perfvar_stop" : "perfvar_start", name);
     for (char *p = what; *p; p++)
         if (*p == '@' || *p == ';') *p = '_';
-    return site_lookup(&pv_rt.user_sites, key, what, ra);
+    return site_lookup(&t->user_sites, &pv_rt.user_sites, key, what, ra);
 }
 
-uint32_t pv_segment_region(int from, int to)
+/* Define the segment region from -> to (under defs_lock); UINT32_MAX on failure. */
+static uint32_t segment_define(int from, int to)
 {
-    if (from < 0 || to < 0) return UINT32_MAX;
-    uint64_t key = ((uint64_t)(from + 1) << 32) | (uint64_t)(to + 1);
-    pv_u64val *v = pv_u64map_find(&pv_rt.segments, key);
-    if (v) return (uint32_t)v->a;
     size_t n = strlen(pv_rt.site_names[from]) + strlen(pv_rt.site_names[to]) + 32;
     size_t m = strlen(pv_rt.site_labels[from]) + strlen(pv_rt.site_labels[to]) + 8;
     char *canonical = malloc(n), *display = malloc(m);
@@ -99,14 +107,28 @@ uint32_t pv_segment_region(int from, int to)
         snprintf(canonical, n, "perfvar:segment:%s;%s", pv_rt.site_names[from], pv_rt.site_names[to]);
         snprintf(display, m, "%s -> %s", pv_rt.site_labels[from], pv_rt.site_labels[to]);
         region = pv_trace_region_define(canonical, display, OTF2_REGION_ROLE_CODE, OTF2_PARADIGM_USER);
-        if (region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){region, 0}))
-            region = UINT32_MAX;
     }
     free(canonical), free(display);
     return region;
 }
 
-void pv_note_cpu(int cpu)
+uint32_t pv_segment_region(pv_thread *t, int from, int to)
 {
-    if (cpu >= 0 && cpu < PV_MAX_CPUS) pv_rt.cpus_seen[cpu / 8] |= (unsigned char)(1u << (cpu % 8));
+    if (from < 0 || to < 0) return UINT32_MAX;
+    uint64_t key = ((uint64_t)(from + 1) << 32) | (uint64_t)(to + 1);
+    pv_u64val *v = pv_u64map_find(&t->segments, key);
+    if (v) return (uint32_t)v->a;
+    pthread_mutex_lock(&pv_rt.defs_lock);
+    v = pv_u64map_find(&pv_rt.segments, key);
+    uint32_t region = v ? (uint32_t)v->a : segment_define(from, to);
+    if (!v && region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){region, 0}))
+        region = UINT32_MAX;
+    pthread_mutex_unlock(&pv_rt.defs_lock);
+    if (region != UINT32_MAX) pv_u64map_put(&t->segments, key, (pv_u64val){region, 0});
+    return region;
+}
+
+void pv_note_cpu(pv_thread *t, int cpu)
+{
+    if (cpu >= 0 && cpu < PV_MAX_CPUS) t->cpus_seen[cpu / 8] |= (unsigned char)(1u << (cpu % 8));
 }

@@ -1,7 +1,19 @@
 /*
- * state.h — perfvar's per-process MPI runtime state, shared by the files of src/mpi (internal).
- * Written by the traced thread only (the thread that initialised MPI), except g_state which other
- * threads read to decide to pass through.
+ * state.h — perfvar's MPI runtime state, shared by the files of src/mpi (internal).
+ *
+ * Who may touch what:
+ * - pv_rt's process-wide fields (rank, configuration, clock, thread level...) are written by pv_start
+ *   before the application's other threads make traced calls (MPI_Init, or the first traced call),
+ *   and by the thread in MPI_Finalize after they have made their last one; read-only in between.
+ *   pv_rt.state is read with acquire / written with release (pv_state(), pv_set_state()).
+ * - pv_thread: one per traced thread, its segment state and trace location, written by that thread
+ *   only; read by the finalizing thread once the others have joined (an MPI program's threads make
+ *   no MPI call after MPI_Finalize starts).
+ * - shared definitions (sites, segment regions, site names, user region ids, the thread list): under
+ *   pv_rt.defs_lock. Each thread caches what it looked up, so the steady state takes no lock.
+ * - pending receive requests: under pv_rt.requests_lock when MPI provides MPI_THREAD_MULTIPLE; at
+ *   lower levels MPI calls are serialised by the application (one thread, or its own locks), and our
+ *   accesses inside them with the calls.
  */
 #ifndef PV_MPI_STATE_H
 #define PV_MPI_STATE_H
@@ -23,10 +35,26 @@ enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_NSTATIC_EXTRA };
 
 #define PV_MAX_CPUS 4096
 
+/* A traced thread. Index 0 is the thread that started perfvar (normally the one that initialised
+ * MPI); the others are numbered in the order of their first traced call or user timer start/stop. */
+typedef struct pv_thread {
+    int index;
+    pv_trace_loc *loc;      /* its OTF2 location */
+    int prev_site;          /* site of its last traced call, -1 before its first one */
+    uint64_t resume_t;      /* when the application resumed after it */
+    int resume_cpu;
+    uint64_t nsegments;
+    pv_u64map sites;        /* caches of the shared maps below: key -> id */
+    pv_u64map user_sites;
+    pv_u64map segments;
+    unsigned char cpus_seen[PV_MAX_CPUS / 8];
+    struct pv_thread *next; /* pv_rt.threads, in index order */
+} pv_thread;
+
 typedef struct pv_runtime {
-    volatile pv_state_t state;
-    pthread_t thread;
+    pv_state_t state;       /* pv_state() / pv_set_state() */
     int rank, size;
+    int thread_level;       /* MPI_THREAD_* provided */
     char host[256];
     char dir[4096];
     pv_config cfg;
@@ -36,46 +64,64 @@ typedef struct pv_runtime {
     pv_trace_clock_sync sync;
     uint64_t realtime_ns, realtime_ticks;
 
-    /* segments */
-    int prev_site;          /* site of the last traced call, -1 before MPI_Init returns */
-    uint64_t resume_t;      /* when the application resumed after it */
-    int resume_cpu;
-    uint64_t nsegments;
-    int in_finalize;        /* MPI_Finalize entered through a wrapper, its Leave is pending */
+    pv_thread *finalizer;   /* MPI_Finalize entered through a wrapper on it, its Leave is pending */
+
+    /* shared definitions, under defs_lock */
+    pthread_mutex_t defs_lock;
     pv_u64map sites;        /* (fn, return address) -> site id */
     pv_u64map user_sites;   /* (user region handle, start|stop, return address) -> site id */
     pv_u64map segments;     /* (from site, to site) -> local region id */
     char **site_names;      /* site id -> "MPI_x@/abs/module+0xoff" */
     char **site_labels;     /* site id -> "MPI_x@module+0xoff" */
     int nsites, sites_cap;
+    uint32_t *user_regions; /* user timer handle -> local region id + 1 (0 = not defined yet);
+                               read without the lock (atomic), written under it */
+    pv_thread *threads;     /* every traced thread, index order */
+    int nthreads;
+
+    pthread_mutex_t requests_lock; /* taken only at MPI_THREAD_MULTIPLE */
     pv_u64map requests;     /* pending receive request -> (source | tag << 32, bytes) */
-    uint32_t *user_regions; /* user timer handle -> local region id (+1; 0 = not defined yet) */
-    uint64_t untraced_thread_calls;
-    unsigned char cpus_seen[PV_MAX_CPUS / 8];
+
+    uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
     pv_trace_stats trace_stats;
 } pv_runtime;
 
 extern pv_runtime pv_rt;
-extern _Thread_local int pv_depth;
+extern _Thread_local pv_thread *pv_self PV_HIDDEN; /* this thread's state, NULL until first traced */
+
+static inline pv_state_t pv_state(void) { return __atomic_load_n(&pv_rt.state, __ATOMIC_ACQUIRE); }
+static inline void pv_set_state(pv_state_t s) { __atomic_store_n(&pv_rt.state, s, __ATOMIC_RELEASE); }
+
+/* threads.c: this thread's state, created on its first use while perfvar is active; NULL when the
+ * thread cannot be traced (then its call is counted in untraced_thread_calls). pv_thread_first
+ * creates thread 0 (pv_start). Thread-safe. */
+pv_thread *pv_thread_attach(void);
+pv_thread *pv_thread_first(void);
 
 /* sites.c: site id of an MPI call or of a user timer start/stop (defines its name on first sight);
- * local region id of a segment. -1 / UINT32_MAX when out of memory. */
-int pv_site_id(int fn, void *return_address);
-int pv_site_user(int handle, int is_stop, const char *name, void *return_address);
-uint32_t pv_segment_region(int from_site, int to_site);
-void pv_note_cpu(int cpu);
+ * local region id of a segment. -1 / UINT32_MAX when out of memory. Called by thread t for itself
+ * (its caches); thread-safe. */
+int pv_site_id(pv_thread *t, int fn, void *return_address);
+int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
+uint32_t pv_segment_region(pv_thread *t, int from_site, int to_site);
+void pv_note_cpu(pv_thread *t, int cpu);
 
-/* messages.c: message and collective records (see runtime.h for the call protocol). */
-void pv_messages_prepare(int fn, uint64_t t_entry, pv_args *a);
-void pv_messages_leave(int fn, uint64_t t_exit, const pv_args *a, const MPI_Request *keys, int rc);
+/* messages.c: message and collective records (see runtime.h for the call protocol), on the calling
+ * thread's location. prepare takes the pending receives of the requests a Wait* completes out of
+ * the request map (into c's request slots) before MPI can free and reuse their handles; leave
+ * records them, or puts back those the call did not complete. */
+void pv_messages_prepare(pv_call *c, pv_args *a);
+void pv_messages_leave(pv_call *c, uint64_t t_exit, const pv_args *a, int rc);
 
-/* runtime.c: a user timer start/stop on the traced thread: ends the current segment at t, records
- * the user region's Enter/Leave, starts the next segment. */
-void pv_user_boundary(int handle, int is_stop, void *site, uint64_t t, int cpu);
+/* runtime.c: a user timer start/stop on thread t: ends its current segment at t, records the user
+ * region's Enter/Leave, starts its next segment. */
+void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu);
 
 /* lifecycle.c: start after MPI initialisation; init_fn < 0 for a lazy start from another call.
- * pv_user_region: local region id of a user timer handle (UINT32_MAX on failure). */
+ * Only the caller that moved pv_rt.state from PV_UNINIT (pv_start_claim) starts.
+ * pv_user_region: local region id of a user timer handle (UINT32_MAX on failure); thread-safe. */
 uint32_t pv_user_region(int handle);
+int pv_start_claim(void);
 void pv_start(int init_fn, void *site, uint64_t t_entry);
 
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */

@@ -2,11 +2,20 @@
  * trace.h — the OTF2 trace writer (internal). No MPI here: collective steps go through the
  * pv_trace_comm callbacks the MPI layer supplies (as OTF2 itself keeps MPI out of its core).
  *
- * One process = one OTF2 location (id = rank), written by the thread that opened the trace; all event
- * functions must be called from that thread (they are not thread-safe). Timestamps are clock ticks;
- * a timestamp smaller than the previous one is raised to it and counted (OTF2 would drop the event).
- * Events are buffered by OTF2 in 1 MiB chunks, at most `buffer_mb` MiB, then flushed to disk.
- * Every failed write is counted as lost and reported by pv_trace_close.
+ * One OTF2 location per traced thread of a process, all in the rank's location group: location k of
+ * a rank is created by pv_trace_location(k) (k = 0: the thread that started tracing, location id =
+ * rank; k > 0: id = (k << 32) | rank, Score-P's numbering). Timestamps are clock ticks; on each
+ * location a timestamp smaller than the previous one is raised to it and counted (OTF2 would drop the
+ * event). Events are buffered by OTF2 per location in 1 MiB chunks, at most `buffer_mb` MiB per
+ * location, then flushed to disk. Every failed write is counted as lost and reported by
+ * pv_trace_close.
+ *
+ * Thread-safety: a location's event functions (pv_trace_enter ... pv_trace_collective_end) must be
+ * called by one thread at a time, normally the thread it was created for (OTF2 event writers are not
+ * thread-safe); different locations may be written concurrently. pv_trace_location and
+ * pv_trace_region_define are thread-safe. pv_trace_open and pv_trace_close are not: close must run
+ * after every other thread's last event call (the application's threads have joined, as MPI requires
+ * of them before MPI_Finalize), and writes every location's buffer.
  */
 #ifndef PV_TRACE_H
 #define PV_TRACE_H
@@ -46,30 +55,43 @@ typedef struct pv_trace_stats {
     uint64_t flushes; /* event buffer written to disk because it was full (not the final write) */
 } pv_trace_stats;
 
+/* One location (a thread's event stream); opaque. */
+typedef struct pv_trace_loc pv_trace_loc;
+
 /* Open DIR/traces.otf2 (collective). The static regions get the global ids 0..nstatic-1 on every rank.
  * Returns 0 or a negative PERFVAR_ERR_* (then nothing else may be called). */
 int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *regions, int nstatic,
                   const pv_trace_comm *comm);
 
+/* Create location `thread` of this rank (each index once; 0 first). Thread-safe. NULL on failure
+ * (out of memory, OTF2 error). */
+pv_trace_loc *pv_trace_location(uint32_t thread);
+
 /* Define a region of this rank, identified across ranks by its canonical name; returns its local id
- * (dense after the static ones), or UINT32_MAX when out of memory. */
+ * (dense after the static ones, shared by all locations of the rank), or UINT32_MAX when out of
+ * memory. Thread-safe. */
 uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2_RegionRole role,
                                 OTF2_Paradigm paradigm);
 
-/* Events. cpu < 0: no `cpu` attribute. peer/root are ranks in MPI_COMM_WORLD (the trace's comm 0). */
-void pv_trace_enter(uint64_t t, uint32_t region, int cpu);
-void pv_trace_leave(uint64_t t, uint32_t region, int cpu);
-void pv_trace_send(uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
-void pv_trace_recv(uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
-void pv_trace_collective_begin(uint64_t t);
-void pv_trace_collective_end(uint64_t t, OTF2_CollectiveOp op, uint32_t root, uint64_t sent,
-                             uint64_t received);
+/* Events on location l. cpu < 0: no `cpu` attribute. peer/root are ranks in MPI_COMM_WORLD (the
+ * trace's comm 0). */
+void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
+void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
+void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
+void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
+void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t);
+void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, OTF2_CollectiveOp op, uint32_t root,
+                             uint64_t sent, uint64_t received);
 
-/* Unify definitions, write global (rank 0) and local definitions, close the archive (collective).
- * hz: timer resolution of the trace (rank 0's value is used); host: this rank's host name;
- * realtime_ns / realtime_ticks: a CLOCK_REALTIME reading paired with a clock reading (rank 0's used).
- * Fills *stats. Returns 0 or a negative PERFVAR_ERR_*. */
+/* Unify definitions, write global (rank 0) and local definitions of every location, close the
+ * archive (collective). hz: timer resolution of the trace (rank 0's value is used); host: this rank's
+ * host name; realtime_ns / realtime_ticks: a CLOCK_REALTIME reading paired with a clock reading
+ * (rank 0's used). Fills *stats with the sums over this rank's locations. Returns 0 or a negative
+ * PERFVAR_ERR_*. */
 int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
                    uint64_t realtime_ticks, pv_trace_stats *stats);
+
+/* After pv_trace_close: location l's OTF2 id and its own statistics. */
+void pv_trace_location_info(const pv_trace_loc *l, uint64_t *id, pv_trace_stats *stats);
 
 #endif

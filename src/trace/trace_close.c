@@ -1,9 +1,10 @@
 /* trace_close.c — definition unification and archive closing; see trace.h.
  *
- * Every rank sends rank 0 its host name, event count and run-time regions (by canonical name);
- * rank 0 gives each distinct canonical name one global id, returns each rank its local->global map,
- * and writes the global definitions. Each rank writes its mapping table and clock offsets into its
- * local definition file (written even when empty: readers expect one per location). */
+ * Every rank sends rank 0 its host name, its locations (thread index, event count) and its run-time
+ * regions (by canonical name); rank 0 gives each distinct canonical name one global id, returns each
+ * rank its local->global map, and writes the global definitions. The threads of a rank share its
+ * regions, so each rank writes the same mapping table and clock offsets into the local definition
+ * file of each of its locations (written even when empty: readers expect one per location). */
 #include "trace_internal.h"
 #include "perfvar.h"
 
@@ -92,11 +93,14 @@ static void strtab_free(strtab *t)
 
 /* ---- rank 0: what every rank reported ---- */
 typedef struct rank_report {
-    uint64_t nevents;
     const char *host;
+    uint32_t nlocs;
+    const char *locs; /* nlocs records: thread u32, events u64 */
     uint32_t ndyn;
-    const char *dyn; /* ndyn records: role u8, paradigm u8, canonical\0, display\0 */
+    const char *dyn;  /* ndyn records: role u8, paradigm u8, canonical\0, display\0 */
 } rank_report;
+
+#define LOC_RECORD (sizeof(uint32_t) + sizeof(uint64_t))
 
 typedef struct global_region {
     uint32_t name, canonical;
@@ -104,10 +108,17 @@ typedef struct global_region {
     OTF2_Paradigm paradigm;
 } global_region;
 
-static int serialise_local(bytes *b, const char *host, uint64_t nevents)
+static int serialise_local(bytes *b, const char *host)
 {
-    uint32_t ndyn = (uint32_t)pv_trace.ndyn;
-    if (put(b, &nevents, sizeof nevents) || put_str(b, host) || put(b, &ndyn, sizeof ndyn)) return -1;
+    uint32_t nlocs = (uint32_t)pv_trace.nlocs, ndyn = (uint32_t)pv_trace.ndyn;
+    if (put_str(b, host) || put(b, &nlocs, sizeof nlocs)) return -1;
+    for (int i = 0; i < pv_trace.nlocs; i++) {
+        const pv_trace_loc *l = pv_trace.locs[i];
+        if (put(b, &l->thread, sizeof l->thread) ||
+            put(b, &l->stats.events_written, sizeof l->stats.events_written))
+            return -1;
+    }
+    if (put(b, &ndyn, sizeof ndyn)) return -1;
     for (int i = 0; i < pv_trace.ndyn; i++) {
         const pv_local_region *r = &pv_trace.dyn[i];
         unsigned char rp[2] = {(unsigned char)r->role, (unsigned char)r->paradigm};
@@ -118,10 +129,11 @@ static int serialise_local(bytes *b, const char *host, uint64_t nevents)
 
 static void parse_report(const char *p, rank_report *r)
 {
-    memcpy(&r->nevents, p, sizeof r->nevents);
-    p += sizeof r->nevents;
     r->host = p;
     p += strlen(p) + 1;
+    memcpy(&r->nlocs, p, sizeof r->nlocs);
+    r->locs = p + sizeof r->nlocs;
+    p = r->locs + (size_t)r->nlocs * LOC_RECORD;
     memcpy(&r->ndyn, p, sizeof r->ndyn);
     r->dyn = p + sizeof r->ndyn;
 }
@@ -171,19 +183,35 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     uint32_t s_mpi = strtab_id(s, "MPI"), s_cpu = strtab_id(s, "cpu");
     uint32_t s_cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
     uint32_t s_machine = strtab_id(s, "machine"), s_node = strtab_id(s, "node");
-    uint32_t s_thread = strtab_id(s, "Master thread"), s_world = strtab_id(s, "MPI_COMM_WORLD");
+    uint32_t s_world = strtab_id(s, "MPI_COMM_WORLD");
+    uint32_t nthreads = 1; /* thread names: "Master thread" (0), "Thread k" */
+    for (int r = 0; r < nranks; r++)
+        for (uint32_t i = 0; i < reps[r].nlocs; i++) {
+            uint32_t k;
+            memcpy(&k, reps[r].locs + i * LOC_RECORD, sizeof k);
+            if (k >= nthreads) nthreads = k + 1;
+        }
     uint32_t *s_host = calloc((size_t)nranks, sizeof *s_host);
     uint32_t *s_group = calloc((size_t)nranks, sizeof *s_group);
     char (*group_names)[32] = calloc((size_t)nranks, sizeof *group_names);
     uint64_t *members = calloc((size_t)nranks, sizeof *members);
+    char (*thread_names)[32] = calloc(nthreads, sizeof *thread_names);
+    uint32_t *s_thread = calloc(nthreads, sizeof *s_thread);
     uint32_t *node_of_string = NULL;
     int rc = -1;
-    if (!s_host || !s_group || !group_names || !members) goto out;
+    if (!s_host || !s_group || !group_names || !members || !thread_names || !s_thread) goto out;
+    for (uint32_t k = 0; k < nthreads; k++) {
+        if (k)
+            snprintf(thread_names[k], sizeof thread_names[k], "Thread %u", k);
+        else
+            snprintf(thread_names[k], sizeof thread_names[k], "Master thread");
+        s_thread[k] = strtab_id(s, thread_names[k]);
+    }
     for (int r = 0; r < nranks; r++) {
         s_host[r] = strtab_id(s, reps[r].host);
         snprintf(group_names[r], sizeof group_names[r], "MPI Rank %d", r);
         s_group[r] = strtab_id(s, group_names[r]);
-        members[r] = (uint64_t)r;
+        members[r] = PV_LOCATION_ID(r, 0); /* messages and collectives: the master thread */
     }
     node_of_string = calloc(s->n, sizeof *node_of_string); /* system tree node of a host string */
     if (!node_of_string) goto out;
@@ -207,8 +235,14 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
                                                 node_of_string[s_host[r]],
                                                 OTF2_UNDEFINED_LOCATION_GROUP);
     for (int r = 0; r < nranks; r++)
-        OTF2_GlobalDefWriter_WriteLocation(w, (uint64_t)r, s_thread, OTF2_LOCATION_TYPE_CPU_THREAD,
-                                           reps[r].nevents, (uint32_t)r);
+        for (uint32_t i = 0; i < reps[r].nlocs; i++) {
+            uint32_t k;
+            uint64_t nevents;
+            memcpy(&k, reps[r].locs + i * LOC_RECORD, sizeof k);
+            memcpy(&nevents, reps[r].locs + i * LOC_RECORD + sizeof k, sizeof nevents);
+            OTF2_GlobalDefWriter_WriteLocation(w, PV_LOCATION_ID(r, k), s_thread[k],
+                                               OTF2_LOCATION_TYPE_CPU_THREAD, nevents, (uint32_t)r);
+        }
     for (uint32_t i = 0; i < u->nregions; i++) {
         const global_region *g = &u->regions[i];
         OTF2_GlobalDefWriter_WriteRegion(w, i, g->name, g->canonical, s_empty, g->role, g->paradigm,
@@ -224,6 +258,7 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     rc = 0;
 out:
     free(s_host), free(s_group), free(group_names), free(members), free(node_of_string);
+    free(thread_names), free(s_thread);
     return rc;
 }
 
@@ -268,9 +303,10 @@ out:
     return rc;
 }
 
-static int write_local_defs(const uint64_t *dyn_map, const pv_trace_clock_sync *sync)
+static int write_local_defs(uint64_t location, const uint64_t *dyn_map,
+                            const pv_trace_clock_sync *sync)
 {
-    OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, (uint64_t)pv_trace.comm.rank);
+    OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, location);
     if (!w) return -1;
     int identity = 1;
     for (int i = 0; i < pv_trace.ndyn; i++) identity &= dyn_map[i] == (uint64_t)(pv_trace.nstatic + i);
@@ -306,19 +342,29 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
                    uint64_t realtime_ticks, pv_trace_stats *stats)
 {
     const pv_trace_comm *c = &pv_trace.comm;
-    uint64_t nevents = 0;
-    OTF2_EvtWriter_GetNumberOfEvents(pv_trace.evt, &nevents);
     int rc = 0;
-    if (OTF2_Archive_CloseEvtWriter(pv_trace.archive, pv_trace.evt) != OTF2_SUCCESS) rc = -1;
-    if (OTF2_Archive_CloseEvtFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
-    OTF2_AttributeList_Delete(pv_trace.attrs);
-
-    /* Trace time range on rank 0's clock: [min first, max last] over ranks, clock-corrected. */
+    /* Every location's buffer is written here, by this thread: the others have made their last
+     * event call (see trace.h). Time range on rank 0's clock: [min first, max last] over the
+     * locations of all ranks, clock-corrected. */
     uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
-    if (pv_trace.have_first) {
-        range[0] = corrected(sync, pv_trace.first_t);
-        range[1] = UINT64_MAX - corrected(sync, pv_trace.last_t);
+    *stats = (pv_trace_stats){0};
+    for (int i = 0; i < pv_trace.nlocs; i++) {
+        pv_trace_loc *l = pv_trace.locs[i];
+        OTF2_EvtWriter_GetNumberOfEvents(l->evt, &l->stats.events_written);
+        if (OTF2_Archive_CloseEvtWriter(pv_trace.archive, l->evt) != OTF2_SUCCESS) rc = -1;
+        OTF2_AttributeList_Delete(l->attrs);
+        l->evt = NULL, l->attrs = NULL;
+        if (l->have_first) {
+            uint64_t first = corrected(sync, l->first_t), last = corrected(sync, l->last_t);
+            if (first < range[0]) range[0] = first;
+            if (UINT64_MAX - last < range[1]) range[1] = UINT64_MAX - last;
+        }
+        stats->events_written += l->stats.events_written;
+        stats->events_lost += l->stats.events_lost;
+        stats->timestamps_raised += l->stats.timestamps_raised;
+        stats->flushes += l->stats.flushes;
     }
+    if (OTF2_Archive_CloseEvtFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     uint64_t rt[2] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
                       c->rank == 0 ? realtime_ticks : UINT64_MAX}; /* rank 0's, by min */
     if (c->allreduce_u64(c->ctx, range, 2, 0) || c->allreduce_u64(c->ctx, rt, 2, 0)) rc = -1;
@@ -328,7 +374,7 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     uint64_t realtime = (uint64_t)((double)rt[0] + ((double)offset - (double)rt[1]) * 1e9 / hz);
 
     bytes local = {0};
-    if (serialise_local(&local, host, nevents)) rc = -1;
+    if (serialise_local(&local, host)) rc = -1;
     char *all = NULL, *maps = NULL;
     int *counts = NULL, *map_counts = NULL;
     if (c->gatherv(c->ctx, local.p, (int)local.n, &all, &counts)) rc = -1;
@@ -341,7 +387,8 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
         rc = -1;
     if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     else {
-        if (dyn_map && write_local_defs(dyn_map, sync)) rc = -1;
+        for (int i = 0; i < pv_trace.nlocs; i++)
+            if (dyn_map && write_local_defs(pv_trace.locs[i]->id, dyn_map, sync)) rc = -1;
         if (OTF2_Archive_CloseDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     }
     if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
@@ -350,7 +397,6 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     free(local.p), free(all), free(counts), free(maps), free(map_counts), free(dyn_map);
     for (int i = 0; i < pv_trace.ndyn; i++) free(pv_trace.dyn[i].canonical), free(pv_trace.dyn[i].display);
     free(pv_trace.dyn);
-    pv_trace.stats.events_written = nevents;
-    *stats = pv_trace.stats;
+    pv_trace.dyn = NULL, pv_trace.ndyn = pv_trace.dyn_cap = 0;
     return rc ? PERFVAR_ERR_IO : PERFVAR_OK;
 }

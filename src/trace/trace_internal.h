@@ -3,28 +3,42 @@
 #define PV_TRACE_INTERNAL_H
 #include "trace.h"
 
+#include <pthread.h>
+
 typedef struct pv_local_region {
     char *canonical, *display;
     OTF2_RegionRole role;
     OTF2_Paradigm paradigm;
 } pv_local_region;
 
-typedef struct pv_trace_state {
-    OTF2_Archive *archive;
+/* Written by the location's own thread only (events), read by pv_trace_close after it joined. */
+struct pv_trace_loc {
     OTF2_EvtWriter *evt;
     OTF2_AttributeList *attrs;
+    uint64_t id;              /* OTF2 location id */
+    uint32_t thread;          /* index in the rank, 0 = the thread that started tracing */
+    uint64_t first_t, last_t; /* first and last timestamp written */
+    int have_first;
+    pv_trace_stats stats;     /* events_written is set by pv_trace_close */
+};
+
+typedef struct pv_trace_state {
+    OTF2_Archive *archive;
     pv_trace_comm comm;
     const pv_static_region *statics;
     int nstatic;
-    pv_local_region *dyn; /* regions defined at run time, local id = nstatic + index */
+    size_t chunk_limit;       /* event chunks allowed per location before a flush */
+    pthread_mutex_t lock;     /* dyn and locs */
+    pv_local_region *dyn;     /* regions defined at run time, local id = nstatic + index */
     int ndyn, dyn_cap;
-    uint64_t first_t, last_t; /* first and last timestamp written */
-    int have_first;
-    size_t chunk_limit;       /* event chunks allowed before a flush */
-    pv_trace_stats stats;
+    pv_trace_loc **locs;      /* by creation order; pointers stay valid until the process ends */
+    int nlocs, locs_cap;
 } pv_trace_state;
 
 extern pv_trace_state pv_trace;
+
+/* OTF2 location id of thread k of a rank. */
+#define PV_LOCATION_ID(rank, k) (((uint64_t)(k) << 32) | (uint64_t)(uint32_t)(rank))
 
 /* Attribute id of `cpu` (UINT32) and the communicator id of MPI_COMM_WORLD in every trace. */
 #define PV_ATTR_CPU 0

@@ -1,7 +1,8 @@
-/* trace_writer.c — archive opening, bounded OTF2 buffers and event records; see trace.h. */
+/* trace_writer.c — archive opening, locations, bounded OTF2 buffers and event records; see trace.h. */
 #include "trace_internal.h"
 #include "perfvar.h"
 
+#include <otf2/OTF2_Pthread_Locks.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,26 +11,38 @@ pv_trace_state pv_trace;
 #define CHUNK_EVENTS (1u << 20)
 #define CHUNK_DEFS (4u << 20)
 
-/* Flush callbacks: always flush when a buffer is full. The BufferFlush event OTF2 then records gets
- * the last timestamp already written, so it never breaks the per-location time order. */
-static OTF2_FlushType pre_flush(void *u, OTF2_FileType ft, OTF2_LocationRef loc, void *cb, bool final)
+/* The location whose event buffer this thread is flushing: OTF2 calls post_flush right after
+ * pre_flush, on the same thread, without saying which writer it is for. */
+static _Thread_local pv_trace_loc *t_flushing;
+
+/* Flush callbacks: always flush when a buffer is full. A mid-run flush happens inside an event
+ * write, on the location's own thread; the BufferFlush event OTF2 then records gets that location's
+ * last timestamp already written, so it never breaks the location's time order. */
+static OTF2_FlushType pre_flush(void *u, OTF2_FileType ft, OTF2_LocationRef loc, void *writer,
+                                bool final)
 {
-    (void)u, (void)loc, (void)cb;
-    if (ft == OTF2_FILETYPE_EVENTS && !final) pv_trace.stats.flushes++; /* buffer full, mid-run */
+    (void)u, (void)loc;
+    if (ft == OTF2_FILETYPE_EVENTS && !final) { /* buffer full, mid-run */
+        void *l = NULL;
+        if (writer) OTF2_EvtWriter_GetUserData(writer, &l);
+        t_flushing = l;
+        if (t_flushing) t_flushing->stats.flushes++;
+    }
     return OTF2_FLUSH;
 }
 
 static OTF2_TimeStamp post_flush(void *u, OTF2_FileType ft, OTF2_LocationRef loc)
 {
     (void)u, (void)ft, (void)loc;
-    return pv_trace.last_t;
+    return t_flushing ? t_flushing->last_t : 0;
 }
 
 static OTF2_FlushCallbacks flush_callbacks = {.otf2_pre_flush = pre_flush,
                                               .otf2_post_flush = post_flush};
 
 /* Memory callbacks: chunks are kept per buffer in a small list; an event buffer that reached its
- * chunk limit gets NULL, which makes OTF2 flush it to disk and free all its chunks. */
+ * chunk limit gets NULL, which makes OTF2 flush it to disk and free all its chunks. Each buffer
+ * belongs to one writer, so its list is only touched by the thread using that writer. */
 typedef struct chunk_list {
     size_t n, cap;
     void **chunks;
@@ -78,6 +91,7 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
                   const pv_trace_comm *comm)
 {
     memset(&pv_trace, 0, sizeof pv_trace);
+    pthread_mutex_init(&pv_trace.lock, NULL);
     pv_trace.comm = *comm;
     pv_trace.statics = regions;
     pv_trace.nstatic = nstatic;
@@ -85,102 +99,136 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
     pv_trace.archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, CHUNK_EVENTS, CHUNK_DEFS,
                                          OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!pv_trace.archive) return PERFVAR_ERR_IO;
-    if (OTF2_Archive_SetFlushCallbacks(pv_trace.archive, &flush_callbacks, NULL) != OTF2_SUCCESS ||
+    /* OTF2's own locks: threads create their event writers, and flush them, concurrently. */
+    if (OTF2_Pthread_Archive_SetLockingCallbacks(pv_trace.archive, NULL) != OTF2_SUCCESS ||
+        OTF2_Archive_SetFlushCallbacks(pv_trace.archive, &flush_callbacks, NULL) != OTF2_SUCCESS ||
         OTF2_Archive_SetMemoryCallbacks(pv_trace.archive, &memory_callbacks, NULL) != OTF2_SUCCESS ||
         comm->set_otf2_collectives(comm->ctx, pv_trace.archive) != 0 ||
         OTF2_Archive_OpenEvtFiles(pv_trace.archive) != OTF2_SUCCESS) {
-        OTF2_Archive_Close(pv_trace.archive);
+        /* Not closed: OTF2 3.0's OTF2_Archive_Close crashes on an archive whose event files could
+         * not be opened (e.g. DIR/traces/ exists already), and the run must go on uninstrumented. */
         pv_trace.archive = NULL;
         return PERFVAR_ERR_IO;
     }
-    pv_trace.evt = OTF2_Archive_GetEvtWriter(pv_trace.archive, (OTF2_LocationRef)comm->rank);
-    pv_trace.attrs = OTF2_AttributeList_New();
-    if (!pv_trace.evt || !pv_trace.attrs) return PERFVAR_ERR_IO;
     return PERFVAR_OK;
+}
+
+pv_trace_loc *pv_trace_location(uint32_t thread)
+{
+    pv_trace_loc *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->thread = thread;
+    l->id = PV_LOCATION_ID(pv_trace.comm.rank, thread);
+    pthread_mutex_lock(&pv_trace.lock);
+    if (pv_trace.nlocs == pv_trace.locs_cap) {
+        int cap = pv_trace.locs_cap ? 2 * pv_trace.locs_cap : 8;
+        pv_trace_loc **a = realloc(pv_trace.locs, (size_t)cap * sizeof *a);
+        if (a) pv_trace.locs = a, pv_trace.locs_cap = cap;
+    }
+    if (pv_trace.nlocs < pv_trace.locs_cap) {
+        l->evt = OTF2_Archive_GetEvtWriter(pv_trace.archive, l->id);
+        l->attrs = OTF2_AttributeList_New();
+    }
+    if (l->evt && l->attrs && OTF2_EvtWriter_SetUserData(l->evt, l) == OTF2_SUCCESS) {
+        pv_trace.locs[pv_trace.nlocs++] = l;
+    } else {
+        /* A writer we cannot keep is closed again: pv_trace_close must not meet it. */
+        if (l->evt) OTF2_Archive_CloseEvtWriter(pv_trace.archive, l->evt);
+        if (l->attrs) OTF2_AttributeList_Delete(l->attrs);
+        free(l);
+        l = NULL;
+    }
+    pthread_mutex_unlock(&pv_trace.lock);
+    return l;
 }
 
 uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2_RegionRole role,
                                 OTF2_Paradigm paradigm)
 {
-    if (pv_trace.ndyn == pv_trace.dyn_cap) {
+    char *c = strdup(canonical), *d = strdup(display);
+    uint32_t id = UINT32_MAX;
+    pthread_mutex_lock(&pv_trace.lock);
+    if (c && d && pv_trace.ndyn == pv_trace.dyn_cap) {
         int cap = pv_trace.dyn_cap ? 2 * pv_trace.dyn_cap : 64;
-        pv_local_region *d = realloc(pv_trace.dyn, (size_t)cap * sizeof *d);
-        if (!d) return UINT32_MAX;
-        pv_trace.dyn = d, pv_trace.dyn_cap = cap;
+        pv_local_region *r = realloc(pv_trace.dyn, (size_t)cap * sizeof *r);
+        if (r) pv_trace.dyn = r, pv_trace.dyn_cap = cap;
     }
-    pv_local_region *r = &pv_trace.dyn[pv_trace.ndyn];
-    r->canonical = strdup(canonical);
-    r->display = strdup(display);
-    if (!r->canonical || !r->display) {
-        free(r->canonical), free(r->display);
-        return UINT32_MAX;
+    if (c && d && pv_trace.ndyn < pv_trace.dyn_cap) {
+        pv_trace.dyn[pv_trace.ndyn] = (pv_local_region){c, d, role, paradigm};
+        id = (uint32_t)(pv_trace.nstatic + pv_trace.ndyn++);
     }
-    r->role = role;
-    r->paradigm = paradigm;
-    return (uint32_t)(pv_trace.nstatic + pv_trace.ndyn++);
+    pthread_mutex_unlock(&pv_trace.lock);
+    if (id == UINT32_MAX) free(c), free(d);
+    return id;
+}
+
+void pv_trace_location_info(const pv_trace_loc *l, uint64_t *id, pv_trace_stats *stats)
+{
+    *id = l->id;
+    *stats = l->stats;
 }
 
 /* Keep per-location time order; returns the timestamp to write. */
-static uint64_t ordered(uint64_t t)
+static uint64_t ordered(pv_trace_loc *l, uint64_t t)
 {
-    if (!pv_trace.have_first) {
-        pv_trace.first_t = pv_trace.last_t = t;
-        pv_trace.have_first = 1;
+    if (!l->have_first) {
+        l->first_t = l->last_t = t;
+        l->have_first = 1;
     }
-    if (t < pv_trace.last_t) {
-        pv_trace.stats.timestamps_raised++;
-        t = pv_trace.last_t;
+    if (t < l->last_t) {
+        l->stats.timestamps_raised++;
+        t = l->last_t;
     }
-    pv_trace.last_t = t;
+    l->last_t = t;
     return t;
 }
 
-static void check(OTF2_ErrorCode rc)
+static void check(pv_trace_loc *l, OTF2_ErrorCode rc)
 {
-    if (rc != OTF2_SUCCESS) pv_trace.stats.events_lost++;
+    if (rc != OTF2_SUCCESS) l->stats.events_lost++;
 }
 
-static OTF2_AttributeList *cpu_attr(int cpu)
+static OTF2_AttributeList *cpu_attr(pv_trace_loc *l, int cpu)
 {
     if (cpu < 0) return NULL;
-    OTF2_AttributeList_AddUint32(pv_trace.attrs, PV_ATTR_CPU, (uint32_t)cpu);
-    return pv_trace.attrs;
+    OTF2_AttributeList_AddUint32(l->attrs, PV_ATTR_CPU, (uint32_t)cpu);
+    return l->attrs;
 }
 
-void pv_trace_enter(uint64_t t, uint32_t region, int cpu)
+void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_Enter(pv_trace.evt, cpu_attr(cpu), t, region));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_Enter(l->evt, cpu_attr(l, cpu), t, region));
 }
 
-void pv_trace_leave(uint64_t t, uint32_t region, int cpu)
+void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_Leave(pv_trace.evt, cpu_attr(cpu), t, region));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_Leave(l->evt, cpu_attr(l, cpu), t, region));
 }
 
-void pv_trace_send(uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
+void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_MpiSend(pv_trace.evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiSend(l->evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
 }
 
-void pv_trace_recv(uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
+void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_MpiRecv(pv_trace.evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiRecv(l->evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
 }
 
-void pv_trace_collective_begin(uint64_t t)
+void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_MpiCollectiveBegin(pv_trace.evt, NULL, t));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiCollectiveBegin(l->evt, NULL, t));
 }
 
-void pv_trace_collective_end(uint64_t t, OTF2_CollectiveOp op, uint32_t root, uint64_t sent,
-                             uint64_t received)
+void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, OTF2_CollectiveOp op, uint32_t root,
+                             uint64_t sent, uint64_t received)
 {
-    t = ordered(t);
-    check(OTF2_EvtWriter_MpiCollectiveEnd(pv_trace.evt, NULL, t, op, PV_COMM_WORLD, root, sent,
-                                          received));
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiCollectiveEnd(l->evt, NULL, t, op, PV_COMM_WORLD, root, sent,
+                                             received));
 }

@@ -2,7 +2,8 @@
 
 ``write_trace`` writes a small perfvar trace directory with the ``otf2`` package's
 writer, following docs/trace-format.md: ClockProperties with a timer resolution in
-Hz, one LocationGroup "MPI Rank N" and one Location per rank, segment regions with
+Hz, one LocationGroup "MPI Rank N" and one Location per thread of a rank (one by
+default), segment regions with
 ``perfvar:segment:...`` canonical names, Enter/Leave carrying a UINT32 ``cpu``
 attribute, a nested ``perfvar:user:`` region inside every segment, an MPI region
 between segments, and perfvar/rank-N.json + run.json.
@@ -53,6 +54,7 @@ def write_trace(
     calibration: Optional[Mapping[int, Optional[dict]]] = None,
     hosts: Optional[Mapping[int, str]] = None,
     moved: Optional[Mapping[str, tuple[int, int]]] = None,
+    threads: int = 1,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -63,7 +65,8 @@ def write_trace(
     CALIBRATION for every rank). ``moved[segment key] = (sent, received)``: the MPI
     call before each segment of that class records an MpiSend of ``sent`` bytes and,
     if ``received``, an MpiCollectiveEnd that received ``received`` bytes (default: no
-    records, so the segments' context is unknown).
+    records, so the segments' context is unknown). ``threads``: locations per rank,
+    each writing the rank's durations; thread k runs on CPU ``cpus[rank] + 10 * k``.
     """
     import otf2
     from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole, Type
@@ -105,14 +108,16 @@ def write_trace(
             group = defs.location_group(
                 f"MPI Rank {rank}", system_tree_parent=nodes[hosts[rank]]
             )
-            locations[rank] = defs.location("Master thread", group=group)
+            for k in range(threads):
+                name = f"Thread {k}" if k else "Master thread"
+                locations[rank, k] = defs.location(name, group=group)
         world = None
         if moved:
             defs.group(  # the locations MPI ranks index (OTF2 needs it for a comm)
                 "MPI locations",
                 group_type=GroupType.COMM_LOCATIONS,
                 paradigm=Paradigm.MPI,
-                members=[locations[r] for r in ranks],
+                members=[locations[r, 0] for r in ranks],
             )
             members = defs.group(
                 "MPI_COMM_WORLD",
@@ -121,10 +126,11 @@ def write_trace(
                 members=list(range(len(ranks))),
             )
             world = defs.comm("MPI_COMM_WORLD", group=members)
-        for rank in ranks:
-            writer = trace.event_writer_from_location(locations[rank])
+        for (rank, k), loc in locations.items():
+            writer = trace.event_writer_from_location(loc)
             spec = cpus.get(rank, rank)
-            cpu_of = spec if callable(spec) else (lambda i, c=spec: c)
+            base = spec if callable(spec) else (lambda i, c=spec: c)
+            cpu_of = lambda i, k=k, base=base: base(i) + 10 * k  # noqa: E731
             t = 1000
             per = durations[rank]
             n = max(len(v) for v in per.values())

@@ -131,6 +131,23 @@ def test_migration_is_reported_but_not_slow(trace_factory):
     assert "verdict: no anomalous rank found" in proc.stdout
 
 
+def test_threads_of_a_rank_are_analysed_together_without_false_migration(
+    trace_factory,
+):
+    path = trace_factory(
+        "threads", normal_durations(seed=4, slow={2: 272_300.0}), threads=2
+    )
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    assert "migrated" not in proc.stdout
+    assert "- rank 0: 2 threads; the slow-segment judgement pools" in proc.stdout
+    doc = json.load(open(os.path.join(path, "analysis.json")))
+    assert {r["rank"]: r["n_segments"] for r in doc["ranks"]} == {
+        r: 2 * 2 * 200 for r in range(4)
+    }
+    assert [(a["kind"], a["rank"]) for a in doc["anomalies"]] == [("slow_segment", 2)]
+
+
 def test_below_precision_and_missing_calibration(trace_factory):
     cal = {
         "status": "complete",

@@ -128,6 +128,47 @@ def test_migration_detector():
     assert ev["segments_started_per_cpu"] == {"1": 150, "7": 50}
 
 
+def _threads(prep, nthreads):
+    """Spread each rank's samples over nthreads threads, thread k on CPU rank + 10k."""
+    s = prep.samples
+    for rank in np.unique(s["rank"]):
+        mine = np.nonzero(s["rank"] == rank)[0]
+        k = np.arange(mine.size) % nthreads
+        s["thread"][mine] = k
+        s["cpu_enter"][mine] = s["cpu_leave"][mine] = rank + 10 * k
+    return prep
+
+
+def test_threads_on_their_own_cpus_are_not_a_migration_nor_shared():
+    prep = _threads(make_prepared(_ranks(0, nranks=3)), 4)
+    prep.hosts = {r: "node" for r in prep.hosts}
+    assert detect_migration.detect(prep).anomalies == []
+    assert detect_shared_cpu.detect(prep).anomalies == []
+    # Thread 2 of rank 1 moves between CPUs 21 and 30 (another rank's thread's CPU
+    # only now and then: its main CPU stays 21).
+    s = prep.samples
+    moving = np.nonzero((s["rank"] == 1) & (s["thread"] == 2))[0]
+    s["cpu_enter"][moving[::5]] = 30
+    result = detect_migration.detect(prep)
+    assert [(a.rank, a.cpu, a.evidence["thread"]) for a in result.anomalies] == [
+        (1, 21, 2)
+    ]
+    assert result.anomalies[0].evidence["cpus"] == [21, 30]
+
+
+def test_shared_cpu_detector_names_threads_of_a_rank_on_one_cpu():
+    prep = _threads(make_prepared(_ranks(0, nranks=2)), 3)
+    s = prep.samples
+    s["cpu_enter"][s["rank"] == 1] = 1  # rank 1 bound to one core, its threads share it
+    result = detect_shared_cpu.detect(prep)
+    assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [("shared_cpu", 1, 1)]
+    assert result.anomalies[0].evidence == {
+        "cpu": 1,
+        "ranks": [1],
+        "threads": [[1, 0], [1, 1], [1, 2]],
+    }
+
+
 def test_shared_cpu_detector_names_ranks_on_one_cpu_of_one_host():
     prep = make_prepared(_ranks(0, nranks=4))
     prep.hosts = {r: "node" for r in prep.hosts}

@@ -47,6 +47,27 @@ def test_migrating_cpu_attribute_is_read_per_event(trace_factory):
     assert set(s["cpu_enter"][s["rank"] == 1]) == {0, 1}
 
 
+def test_threads_are_read_per_location(trace_factory):
+    # An MPI_THREAD_MULTIPLE run: 3 traced threads per rank, thread k on CPU rank + 10k.
+    durations = normal_durations(seed=0, nranks=2, n=20)
+    trace = read_trace(trace_factory("t", durations, threads=3))
+    s = trace.samples
+    assert trace.ranks == [0, 1] and trace.broken_ranks == []
+    assert [(loc.rank, loc.thread) for loc in trace.locations] == [
+        (r, k) for r in range(2) for k in range(3)
+    ]
+    for rank in range(2):
+        for k in range(3):
+            mine = s[(s["rank"] == rank) & (s["thread"] == k)]
+            assert len(mine) == 2 * 20  # each thread has its own segments
+            assert set(mine["cpu_enter"]) == {rank + 10 * k}
+    assert trace.warnings == [
+        f"rank {r}: 3 threads; the slow-segment judgement pools their samples per "
+        "segment class"
+        for r in range(2)
+    ]
+
+
 def test_errors_are_trace_errors_with_one_line(tmp_path, trace_factory):
     with pytest.raises(TraceError, match="no such directory"):
         read_trace(str(tmp_path / "missing"))

@@ -6,8 +6,13 @@
    per-location time order and time range (ClockProperties), Enter/Leave nesting with every
    region closed, MpiSend/MpiRecv matching (sender, receiver, tag, bytes), balanced collectives
    with the same number of MPI_COMM_WORLD collectives on every rank;
-3. expectations given on the command line (ranks, per-rank call counts in the trace and as counted
-   by perfvar in rank-N.json, the MPI layer, segments).
+3. expectations given on the command line (ranks, threads per rank, call counts per rank and per
+   thread in the trace and as counted by perfvar in rank-N.json, the MPI layer, segments per
+   location), and per rank-N.json: no event lost, no untraced thread call, one "threads" entry per
+   location of the rank.
+
+A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
+the location id (k << 32) | rank (docs/trace-format.md).
 
 Prints one summary line; exits 1 with the reasons on any failure.
 """
@@ -27,15 +32,27 @@ def rank_of(location) -> int:
     return int(location.group.name.rsplit(" ", 1)[1])
 
 
+def thread_of(location) -> int:
+    return int(location._ref) >> 32
+
+
+def counts(spec: str) -> list[tuple[str, int]]:
+    return [(k, int(v)) for k, v in (item.split("=") for item in filter(None, spec.split(",")))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace_dir", type=Path)
     ap.add_argument("--ranks", type=int, help="expected number of ranks")
-    ap.add_argument("--calls", default="", help="NAME=COUNT,... expected Enter count per rank")
+    ap.add_argument("--threads", type=int, default=1, help="expected locations per rank")
+    ap.add_argument("--calls", default="", help="NAME=COUNT,... expected Enter count per rank "
+                    "(all its threads)")
+    ap.add_argument("--thread-calls", default="", help="NAME=COUNT,... expected Enter count on "
+                    "every thread but the master thread")
     ap.add_argument("--counted", default="",
                     help="NAME=COUNT,... calls perfvar counted per rank (rank-N.json, traced or not)")
     ap.add_argument("--layer", help="the perfvar MPI layer expected (openmpi, mpich)")
-    ap.add_argument("--min-segments", type=int, default=1, help="per rank")
+    ap.add_argument("--min-segments", type=int, default=1, help="per location")
     ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
     ap.add_argument("--min-flushes", type=int, default=0, help="buffer-full flushes per rank")
     args = ap.parse_args()
@@ -49,91 +66,113 @@ def main() -> int:
     sends: collections.Counter = collections.Counter()
     recvs: collections.Counter = collections.Counter()
     colls: dict[int, int] = collections.Counter()
-    calls: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    # per location, keyed (rank, thread)
+    calls: dict[tuple[int, int], collections.Counter] = collections.defaultdict(collections.Counter)
     segments: collections.Counter = collections.Counter()
-    last_t: dict[int, int] = {}
-    stacks: dict[int, list] = collections.defaultdict(list)
+    last_t: dict[tuple[int, int], int] = {}
+    stacks: dict[tuple[int, int], list] = collections.defaultdict(list)
     open_colls: collections.Counter = collections.Counter()
+    locs: dict[int, set] = collections.defaultdict(set)  # rank -> its threads
     nevents = 0
     try:
         with otf2.reader.open(str(archive)) as trace:
             cp = trace.definitions.clock_properties
             lo, hi = cp.global_offset, cp.global_offset + cp.trace_length
-            nlocs = len(trace.definitions.locations)
+            for location in trace.definitions.locations:
+                locs[rank_of(location)].add(thread_of(location))
             for location, ev in trace.events:
                 nevents += 1
                 r = rank_of(location)
+                loc = (r, thread_of(location))
                 t = ev.time
-                if t < last_t.get(r, 0):
-                    errors.append(f"rank {r}: time goes back at {t}")
-                last_t[r] = t
+                if t < last_t.get(loc, 0):
+                    errors.append(f"rank {r} thread {loc[1]}: time goes back at {t}")
+                last_t[loc] = t
                 if not lo <= t <= hi:
                     errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
                 if isinstance(ev, otf2.events.Enter):
-                    stacks[r].append(ev.region)
+                    stacks[loc].append(ev.region)
                     if ev.region.canonical_name.startswith("perfvar:segment:"):
-                        segments[r] += 1
+                        segments[loc] += 1
                     else:
-                        calls[r][ev.region.name] += 1
+                        calls[loc][ev.region.name] += 1
                 elif isinstance(ev, otf2.events.Leave):
-                    if not stacks[r] or stacks[r][-1] != ev.region:
-                        errors.append(f"rank {r}: Leave {ev.region.name} does not match the open region")
+                    if not stacks[loc] or stacks[loc][-1] != ev.region:
+                        errors.append(f"rank {r} thread {loc[1]}: Leave {ev.region.name} does not "
+                                      "match the open region")
                     else:
-                        stacks[r].pop()
+                        stacks[loc].pop()
                 elif isinstance(ev, otf2.events.MpiSend):
                     sends[(r, ev.receiver, ev.msg_tag, ev.msg_length)] += 1
                 elif isinstance(ev, otf2.events.MpiRecv):
                     recvs[(ev.sender, r, ev.msg_tag, ev.msg_length)] += 1
                 elif isinstance(ev, otf2.events.MpiCollectiveBegin):
-                    open_colls[r] += 1
+                    open_colls[loc] += 1
                 elif isinstance(ev, otf2.events.MpiCollectiveEnd):
-                    open_colls[r] -= 1
+                    open_colls[loc] -= 1
                     if ev.communicator.name == "MPI_COMM_WORLD":
                         colls[r] += 1
     except Exception as exc:  # the reader's own failure is the finding
         errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
-        nlocs = len(last_t)
+        for r, k in last_t:
+            locs[r].add(k)
+    nranks = len(locs)
 
-    for r, st in stacks.items():
+    for (r, k), st in stacks.items():
         if st:
-            errors.append(f"rank {r}: regions left open: {[x.name for x in st]}")
-    for r, n in open_colls.items():
+            errors.append(f"rank {r} thread {k}: regions left open: {[x.name for x in st]}")
+    for (r, k), n in open_colls.items():
         if n:
-            errors.append(f"rank {r}: {n} collective begin(s) without end")
+            errors.append(f"rank {r} thread {k}: {n} collective begin(s) without end")
     if sends != recvs:
         diff = (sends - recvs) + (recvs - sends)
         errors.append(f"unmatched messages: {dict(list(diff.items())[:5])}")
     if len(set(colls.values())) > 1:
         errors.append(f"ranks disagree on the number of collectives: {dict(colls)}")
-    if args.ranks is not None and nlocs != args.ranks:
-        errors.append(f"{nlocs} locations, expected {args.ranks}")
-    for item in filter(None, args.calls.split(",")):
-        name, count = item.split("=")
-        for r in range(nlocs):
-            if calls[r][name] != int(count):
-                errors.append(f"rank {r}: {calls[r][name]} x {name}, expected {count}")
-    for r in range(nlocs):
-        if segments[r] < args.min_segments:
-            errors.append(f"rank {r}: {segments[r]} segments, expected >= {args.min_segments}")
+    if args.ranks is not None and nranks != args.ranks:
+        errors.append(f"{nranks} ranks, expected {args.ranks}")
+    for r in range(nranks):
+        threads = sorted(locs.get(r, ()))
+        if threads != list(range(args.threads)):
+            errors.append(f"rank {r}: threads {threads}, expected 0..{args.threads - 1}")
+        for name, count in counts(args.calls):
+            n = sum(calls[(r, k)][name] for k in threads)
+            if n != count:
+                errors.append(f"rank {r}: {n} x {name}, expected {count}")
+        for name, count in counts(args.thread_calls):
+            for k in threads[1:]:
+                if calls[(r, k)][name] != count:
+                    errors.append(f"rank {r} thread {k}: {calls[(r, k)][name]} x {name}, "
+                                  f"expected {count}")
+        for k in threads:
+            if segments[(r, k)] < args.min_segments:
+                errors.append(f"rank {r} thread {k}: {segments[(r, k)]} segments, expected >= "
+                              f"{args.min_segments}")
         meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
         if not meta.exists():
             errors.append(f"missing {meta}")
-        else:
-            rank_meta = json.loads(meta.read_text())
-            events = rank_meta["events"]
-            counted = rank_meta["mpi"]["calls"]
-            for item in filter(None, args.counted.split(",")):
-                name, count = item.split("=")
-                if counted.get(name, 0) != int(count):
-                    errors.append(f"rank {r}: perfvar counted {counted.get(name, 0)} x {name}, "
-                                  f"expected {count}")
-            if args.layer and rank_meta["mpi"]["layer"] != args.layer:
-                errors.append(f"rank {r}: layer {rank_meta['mpi']['layer']}, expected {args.layer}")
-            if events["lost"]:
-                errors.append(f"rank {r}: events lost")
-            if events["buffer_flushes"] < args.min_flushes:
-                errors.append(f"rank {r}: {events['buffer_flushes']} buffer flushes, "
-                              f"expected >= {args.min_flushes}")
+            continue
+        doc = json.loads(meta.read_text())
+        events = doc["events"]
+        if events["lost"]:
+            errors.append(f"rank {r}: events lost")
+        if events["buffer_flushes"] < args.min_flushes:
+            errors.append(f"rank {r}: {events['buffer_flushes']} buffer flushes, "
+                          f"expected >= {args.min_flushes}")
+        counted = doc["mpi"]["calls"]
+        for item in filter(None, args.counted.split(",")):
+            name, count = item.split("=")
+            if counted.get(name, 0) != int(count):
+                errors.append(f"rank {r}: perfvar counted {counted.get(name, 0)} x {name}, "
+                              f"expected {count}")
+        if args.layer and doc["mpi"]["layer"] != args.layer:
+            errors.append(f"rank {r}: layer {doc['mpi']['layer']}, expected {args.layer}")
+        if doc.get("untraced_thread_calls"):
+            errors.append(f"rank {r}: {doc['untraced_thread_calls']} untraced thread calls")
+        described = sorted(x["thread"] for x in doc.get("threads", []))
+        if described != threads:
+            errors.append(f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
+                          f"{threads}")
     if args.messages and not sum(sends.values()):
         errors.append("no messages recorded")
 
@@ -142,7 +181,8 @@ def main() -> int:
         for e in errors[:20]:
             print(f"  {e}", file=sys.stderr)
         return 1
-    print(f"check_trace: {args.trace_dir}: ok ({nlocs} ranks, {nevents} events, "
+    nlocs = sum(len(x) for x in locs.values())
+    print(f"check_trace: {args.trace_dir}: ok ({nranks} ranks, {nlocs} locations, {nevents} events, "
           f"{sum(sends.values())} messages matched, {sum(colls.values())} collective records, "
           f"{sum(segments.values())} segments)")
     return 0
