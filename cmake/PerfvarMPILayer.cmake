@@ -21,6 +21,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
   add_library(${t} SHARED ${files}
     ${PROJECT_SOURCE_DIR}/src/mpi/runtime.c ${PROJECT_SOURCE_DIR}/src/mpi/fortran_args.c
     ${PROJECT_SOURCE_DIR}/src/mpi/sites.c ${PROJECT_SOURCE_DIR}/src/mpi/messages.c
+    ${PROJECT_SOURCE_DIR}/src/mpi/comms.c
     ${PROJECT_SOURCE_DIR}/src/mpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/mpi/flavour_check.c
     ${PROJECT_SOURCE_DIR}/src/mpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/mpi/clock_sync.c
     ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/mpi/threads.c

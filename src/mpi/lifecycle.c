@@ -206,6 +206,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
         "perfvar calibration", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
     pv_trace_comm comm;
     pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
+    pv_comms_init();
     char trace_dir[4200];
     snprintf(trace_dir, sizeof trace_dir, "%s", pv_rt.dir);
     int rc = pv_trace_open(trace_dir, pv_rt.cfg.buffer_mb, regions, PV_FN_COUNT + PV_NSTATIC_EXTRA,

@@ -9,9 +9,9 @@
  * (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source and tag are used,
  * so an MPI_ANY_SOURCE receive completed there is not recorded).
  *
- * Only MPI_COMM_WORLD is defined in the trace yet, so messages and collectives on other
- * communicators are not recorded (their MPI regions and segments are). Sends are recorded at the
- * entry of Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
+ * Messages and collectives are recorded on their communicator (comms.c; inter-communicators are
+ * not recorded), with peers and roots as ranks in it. Sends are recorded at the entry of
+ * Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
  * Irecv), with source, tag and size from the status when there is one, else from the Irecv's
  * arguments. Records go to the calling thread's location.
  *
@@ -25,7 +25,25 @@
 
 #include <string.h>
 
-static int on_world(MPI_Comm comm) { return comm == MPI_COMM_WORLD; }
+/* A pending receive's bytes (48 bits, all ones = unknown) and trace communicator (16 bits), packed
+ * into the request map's second value; communicators beyond 65535 per rank are not recorded. */
+#define PV_BYTES_MASK ((UINT64_C(1) << 48) - 1)
+static int64_t pack_bytes(int64_t bytes, uint32_t comm)
+{
+    return (int64_t)(((uint64_t)comm << 48) | ((uint64_t)bytes & PV_BYTES_MASK));
+}
+static int64_t unpack_bytes(int64_t v)
+{
+    uint64_t b = (uint64_t)v & PV_BYTES_MASK;
+    return b == PV_BYTES_MASK ? -1 : (int64_t)b;
+}
+static uint32_t unpack_comm(int64_t v) { return (uint32_t)((uint64_t)v >> 48); }
+
+/* The trace communicator of a, if its messages are recorded (and fit the request map's packing). */
+static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
+{
+    return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
+}
 
 /* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
 static int requests_lock(void)
@@ -42,14 +60,16 @@ static void requests_unlock(int locked)
 
 static void send_record(pv_trace_loc *l, uint64_t t, const pv_args *a, int64_t bytes)
 {
-    if (!on_world(a->comm) || a->dest == MPI_PROC_NULL || a->dest < 0) return;
+    uint32_t comm;
+    int size, rank;
+    if (a->dest == MPI_PROC_NULL || a->dest < 0 || !comm_of(a, &comm, &size, &rank)) return;
     int tag = a->sendtag != PV_NONE ? a->sendtag : a->tag;
-    pv_trace_send(l, t, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    pv_trace_send(l, t, comm, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
 /* A completed receive: the status (may be NULL) wins over what the call was given. */
-static void recv_record(pv_trace_loc *l, uint64_t t, int source, int tag, int64_t bytes,
-                        const MPI_Status *st)
+static void recv_record(pv_trace_loc *l, uint64_t t, uint32_t comm, int source, int tag,
+                        int64_t bytes, const MPI_Status *st)
 {
     if (st) {
         int count;
@@ -59,7 +79,7 @@ static void recv_record(pv_trace_loc *l, uint64_t t, int source, int tag, int64_
             bytes = count;
     }
     if (source < 0 || source == MPI_PROC_NULL || tag < 0) return; /* ANY_SOURCE/TAG, unknown */
-    pv_trace_recv(l, t, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    pv_trace_recv(l, t, comm, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
 static uint64_t request_key(MPI_Request r)
@@ -96,12 +116,14 @@ static __attribute__((noinline)) void take_pending(pv_call *c, const pv_args *a)
 void pv_messages_prepare(pv_call *c, pv_args *a)
 {
     pv_trace_loc *l = c->thread->loc;
+    uint32_t comm;
+    int size, rank;
     switch (pv_fn_info[c->fn].kind) {
     case PV_KIND_SEND:
     case PV_KIND_ISEND: send_record(l, c->t_entry, a, a->bytes); break;
     case PV_KIND_SENDRECV: send_record(l, c->t_entry, a, a->send_bytes); break;
     case PV_KIND_COLLECTIVE:
-        if (on_world(a->comm)) pv_trace_collective_begin(l, c->t_entry);
+        if (comm_of(a, &comm, &size, &rank)) pv_trace_collective_begin(l, c->t_entry);
         break;
     case PV_KIND_WAIT: take_pending(c, a); break;
     default: break;
@@ -128,8 +150,8 @@ static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
         }
         const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                : (a->has_status ? a->status : NULL);
-        recv_record(c->thread->loc, t, (int32_t)(s[i].what & 0xffffffff), (int32_t)(s[i].what >> 32),
-                    s[i].bytes, st);
+        recv_record(c->thread->loc, t, unpack_comm(s[i].bytes), (int32_t)(s[i].what & 0xffffffff),
+                    (int32_t)(s[i].what >> 32), unpack_bytes(s[i].bytes), st);
     }
     if (!put_back) return;
     /* Still pending (the call failed before completing them): a later Wait* will. */
@@ -140,15 +162,16 @@ static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
     requests_unlock(locked);
 }
 
-static void collective_end(pv_trace_loc *l, int fn, uint64_t t, const pv_args *a)
+static void collective_end(pv_trace_loc *l, int fn, uint64_t t, const pv_args *a, uint32_t comm,
+                           int size, int rank)
 {
-    uint64_t n = (uint64_t)pv_rt.size;
+    uint64_t n = (uint64_t)size;
     uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
     uint64_t s = a->send_bytes > 0 ? (uint64_t)a->send_bytes : 0;
     uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
     uint64_t sent = 0, received = 0;
     uint32_t root = a->root != PV_NONE ? (uint32_t)a->root : OTF2_UNDEFINED_UINT32;
-    int is_root = a->root == pv_rt.rank;
+    int is_root = a->root == rank;
     switch (pv_fn_info[fn].op) {
     case OTF2_COLLECTIVE_OP_BCAST: sent = is_root ? b * n : 0, received = b; break;
     case OTF2_COLLECTIVE_OP_REDUCE: sent = b, received = is_root ? b * n : 0; break;
@@ -163,7 +186,7 @@ static void collective_end(pv_trace_loc *l, int fn, uint64_t t, const pv_args *a
     case OTF2_COLLECTIVE_OP_SCATTER: sent = is_root ? s * n : 0, received = r; break;
     default: break; /* vector variants, Reduce_scatter, Barrier: no byte counts */
     }
-    pv_trace_collective_end(l, t, pv_fn_info[fn].op, root, sent, received);
+    pv_trace_collective_end(l, t, comm, pv_fn_info[fn].op, root, sent, received);
 }
 
 void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
@@ -175,30 +198,33 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
         return;
     }
     if (rc != MPI_SUCCESS) return;
+    uint32_t comm;
+    int size, rank;
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
     case PV_KIND_SENDRECV:
-        if (on_world(a->comm))
-            recv_record(l, t, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
+        if (comm_of(a, &comm, &size, &rank))
+            recv_record(l, t, comm, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
                         a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
                         a->has_status ? a->status : NULL);
         break;
     case PV_KIND_IRECV:
-        if (on_world(a->comm) && a->source != MPI_PROC_NULL && a->request) {
-            pv_u64val v = {(int64_t)(uint32_t)a->source | ((int64_t)a->tag << 32), a->bytes};
+        if (a->source != MPI_PROC_NULL && a->request && comm_of(a, &comm, &size, &rank)) {
+            pv_u64val v = {(int64_t)(uint32_t)a->source | ((int64_t)a->tag << 32),
+                           pack_bytes(a->bytes, comm)};
             int locked = requests_lock();
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
             requests_unlock(locked);
         }
         break;
     case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
-        if (on_world(a->comm) && a->message && *a->message != MPI_MESSAGE_NULL &&
-            *a->message != MPI_MESSAGE_NO_PROC && (!a->flag || *a->flag) && a->has_status) {
+        if (a->message && *a->message != MPI_MESSAGE_NULL && *a->message != MPI_MESSAGE_NO_PROC &&
+            (!a->flag || *a->flag) && a->has_status && comm_of(a, &comm, &size, &rank)) {
             int count;
             int64_t bytes = PMPI_Get_count(a->status, MPI_BYTE, &count) == MPI_SUCCESS &&
                                     count != MPI_UNDEFINED ? count : -1;
             pv_u64val v = {(int64_t)(uint32_t)a->status->MPI_SOURCE |
-                               ((int64_t)a->status->MPI_TAG << 32), bytes};
+                               ((int64_t)a->status->MPI_TAG << 32), pack_bytes(bytes, comm)};
             int locked = requests_lock();
             pv_u64map_put(&pv_rt.requests, message_key(*a->message), v);
             requests_unlock(locked);
@@ -213,12 +239,12 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
             pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
         requests_unlock(locked);
         if (found && pv_fn_info[fn].kind == PV_KIND_MRECV)
-            recv_record(l, t, (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32), v.b,
-                        a->has_status ? a->status : NULL);
+            recv_record(l, t, unpack_comm(v.b), (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32),
+                        unpack_bytes(v.b), a->has_status ? a->status : NULL);
         break;
     }
     case PV_KIND_COLLECTIVE:
-        if (on_world(a->comm)) collective_end(l, fn, t, a);
+        if (comm_of(a, &comm, &size, &rank)) collective_end(l, fn, t, a, comm, size, rank);
         break;
     default: break;
     }

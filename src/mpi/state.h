@@ -82,6 +82,7 @@ typedef struct pv_runtime {
     pthread_mutex_t requests_lock; /* taken only at MPI_THREAD_MULTIPLE */
     pv_u64map requests;     /* pending receive request -> (source | tag << 32, bytes) */
 
+    int comm_key;           /* MPI attribute caching a communicator's trace id (comms.c) */
     uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
     pv_trace_stats trace_stats;
 } pv_runtime;
@@ -123,6 +124,12 @@ void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint
 uint32_t pv_user_region(int handle);
 int pv_start_claim(void);
 void pv_start(int init_fn, void *site, uint64_t t_entry);
+
+/* comms.c: the trace communicator of comm (0 = MPI_COMM_WORLD), its size and this process's rank
+ * in it; 0 when messages on comm are not recorded (MPI_COMM_NULL, an inter-communicator). The keyval
+ * is created by pv_comms_init (pv_start). Thread-safe. */
+void pv_comms_init(void);
+int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank);
 
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */
 void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);

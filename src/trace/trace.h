@@ -73,15 +73,23 @@ pv_trace_loc *pv_trace_location(uint32_t thread);
 uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2_RegionRole role,
                                 OTF2_Paradigm paradigm);
 
-/* Events on location l. cpu < 0: no `cpu` attribute. peer/root are ranks in MPI_COMM_WORLD (the
- * trace's comm 0). */
+/* Define a communicator of this rank other than MPI_COMM_WORLD by its members' ranks in
+ * MPI_COMM_WORLD (in its own rank order); returns its local id (> 0; MPI_COMM_WORLD is 0), or
+ * UINT32_MAX when out of memory. Communicators with the same members on the ranks that define them
+ * become one communicator of the trace. Thread-safe. */
+uint32_t pv_trace_comm_define(const uint32_t *world_ranks, uint32_t n);
+
+/* Events on location l. cpu < 0: no `cpu` attribute. comm: a local communicator id (0 =
+ * MPI_COMM_WORLD); peer and root are ranks in that communicator. */
 void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
 void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
-void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
-void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes);
+void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                   uint64_t bytes);
+void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                   uint64_t bytes);
 void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t);
-void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, OTF2_CollectiveOp op, uint32_t root,
-                             uint64_t sent, uint64_t received);
+void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_CollectiveOp op,
+                             uint32_t root, uint64_t sent, uint64_t received);
 
 /* Unify definitions, write global (rank 0) and local definitions of every location, close the
  * archive (collective). hz: timer resolution of the trace (rank 0's value is used); host: this rank's

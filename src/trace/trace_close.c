@@ -1,8 +1,9 @@
 /* trace_close.c — definition unification and archive closing; see trace.h.
  *
- * Every rank sends rank 0 its host name, its locations (thread index, event count) and its run-time
- * regions (by canonical name); rank 0 gives each distinct canonical name one global id, returns each
- * rank its local->global map, and writes the global definitions. The threads of a rank share its
+ * Every rank sends rank 0 its host name, its locations (thread index, event count), its run-time
+ * regions (by canonical name) and its communicators (by their members' world ranks); rank 0 gives
+ * each distinct canonical name and each distinct member list one global id, returns each rank its
+ * local->global maps, and writes the global definitions. The threads of a rank share its
  * regions, so each rank writes the same mapping table and clock offsets into the local definition
  * file of each of its locations (written even when empty: readers expect one per location). */
 #include "trace_internal.h"
@@ -98,6 +99,8 @@ typedef struct rank_report {
     const char *locs; /* nlocs records: thread u32, events u64 */
     uint32_t ndyn;
     const char *dyn;  /* ndyn records: role u8, paradigm u8, canonical\0, display\0 */
+    uint32_t ncomms;
+    const char *comms; /* ncomms records: n u32, world ranks u32[n] (unaligned) */
 } rank_report;
 
 #define LOC_RECORD (sizeof(uint32_t) + sizeof(uint64_t))
@@ -124,6 +127,13 @@ static int serialise_local(bytes *b, const char *host)
         unsigned char rp[2] = {(unsigned char)r->role, (unsigned char)r->paradigm};
         if (put(b, rp, 2) || put_str(b, r->canonical) || put_str(b, r->display)) return -1;
     }
+    uint32_t ncomms = (uint32_t)pv_trace.ncomms;
+    if (put(b, &ncomms, sizeof ncomms)) return -1;
+    for (int i = 0; i < pv_trace.ncomms; i++) {
+        const pv_local_comm *c = &pv_trace.comms[i];
+        if (put(b, &c->n, sizeof c->n) || put(b, c->world_ranks, c->n * sizeof *c->world_ranks))
+            return -1;
+    }
     return 0;
 }
 
@@ -136,6 +146,14 @@ static void parse_report(const char *p, rank_report *r)
     p = r->locs + (size_t)r->nlocs * LOC_RECORD;
     memcpy(&r->ndyn, p, sizeof r->ndyn);
     r->dyn = p + sizeof r->ndyn;
+    p = r->dyn;
+    for (uint32_t i = 0; i < r->ndyn; i++) { /* role, paradigm, canonical\0, display\0 */
+        p += 2;
+        p += strlen(p) + 1;
+        p += strlen(p) + 1;
+    }
+    memcpy(&r->ncomms, p, sizeof r->ncomms);
+    r->comms = p + sizeof r->ncomms;
 }
 
 /* Rank 0: build global regions and per-rank maps (concatenated uint64 arrays, byte counts in
@@ -146,7 +164,37 @@ typedef struct unify {
     uint32_t nregions, cap;
     uint32_t *canon_to_region; /* by canonical string id, UINT32_MAX = none */
     uint32_t canon_cap;
+    strtab comm_keys;          /* "w0,w1,...": global comm id = 1 + key id (0 = MPI_COMM_WORLD) */
+    char **keys;               /* the key strings (owned), by key id */
+    uint32_t nkeys_cap;
 } unify;
+
+/* Global id of the communicator whose members (world ranks, unaligned) are m[0..n); UINT32_MAX on
+ * no memory. */
+static uint32_t add_comm(unify *u, const char *m, uint32_t n)
+{
+    if (u->comm_keys.n == u->nkeys_cap) { /* room for a new key first: every id has its string */
+        uint32_t cap = u->nkeys_cap ? 2 * u->nkeys_cap : 16;
+        char **keys = realloc(u->keys, cap * sizeof *keys);
+        if (!keys) return UINT32_MAX;
+        u->keys = keys, u->nkeys_cap = cap;
+    }
+    char *key = malloc((size_t)n * 11 + 12), *k = key;
+    if (!key) return UINT32_MAX;
+    k += sprintf(k, "%u:", n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r;
+        memcpy(&r, m + i * sizeof r, sizeof r);
+        k += sprintf(k, i ? ",%u" : "%u", r);
+    }
+    uint32_t before = u->comm_keys.n, id = strtab_id(&u->comm_keys, key);
+    if (id == UINT32_MAX || id < before) { /* no memory, or known: the table holds another copy */
+        free(key);
+        return id == UINT32_MAX ? id : id + 1;
+    }
+    u->keys[id] = key;
+    return id + 1;
+}
 
 static uint32_t add_region(unify *u, const char *name, const char *canonical, OTF2_RegionRole role,
                            OTF2_Paradigm paradigm)
@@ -184,6 +232,13 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     uint32_t s_cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
     uint32_t s_machine = strtab_id(s, "machine"), s_node = strtab_id(s, "node");
     uint32_t s_world = strtab_id(s, "MPI_COMM_WORLD");
+    uint32_t ncomms = u->comm_keys.n;
+    char (*comm_names)[32] = calloc(ncomms + 1, sizeof *comm_names);
+    uint32_t *s_comm = calloc(ncomms + 1, sizeof *s_comm);
+    for (uint32_t i = 0; comm_names && s_comm && i < ncomms; i++) {
+        snprintf(comm_names[i], sizeof comm_names[i], "MPI communicator %u", i + 1);
+        s_comm[i] = strtab_id(s, comm_names[i]);
+    }
     uint32_t nthreads = 1; /* thread names: "Master thread" (0), "Thread k" */
     for (int r = 0; r < nranks; r++)
         for (uint32_t i = 0; i < reps[r].nlocs; i++) {
@@ -199,7 +254,9 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     uint32_t *s_thread = calloc(nthreads, sizeof *s_thread);
     uint32_t *node_of_string = NULL;
     int rc = -1;
-    if (!s_host || !s_group || !group_names || !members || !thread_names || !s_thread) goto out;
+    if (!s_host || !s_group || !group_names || !members || !thread_names || !s_thread ||
+        !comm_names || !s_comm)
+        goto out;
     for (uint32_t k = 0; k < nthreads; k++) {
         if (k)
             snprintf(thread_names[k], sizeof thread_names[k], "Thread %u", k);
@@ -255,14 +312,29 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
                                     OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
     OTF2_GlobalDefWriter_WriteComm(w, PV_COMM_WORLD, s_world, 1, OTF2_UNDEFINED_COMM,
                                    OTF2_COMM_FLAG_NONE);
+    /* The other communicators: group 2 + i holds the world ranks of comm 1 + i, in its rank order. */
+    for (uint32_t i = 0; i < ncomms; i++) {
+        const char *key = u->keys[i];
+        uint32_t n = (uint32_t)strtoul(key, NULL, 10);
+        uint64_t *m = malloc((n ? n : 1) * sizeof *m);
+        if (!m) goto out;
+        const char *p = strchr(key, ':') + 1;
+        for (uint32_t j = 0; j < n; j++, p++) m[j] = strtoull(p, (char **)&p, 10);
+        OTF2_GlobalDefWriter_WriteGroup(w, 2 + i, s_comm[i], OTF2_GROUP_TYPE_COMM_GROUP,
+                                        OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, n, m);
+        OTF2_GlobalDefWriter_WriteComm(w, 1 + i, s_comm[i], 2 + i, OTF2_UNDEFINED_COMM,
+                                       OTF2_COMM_FLAG_NONE);
+        free(m);
+    }
     rc = 0;
 out:
     free(s_host), free(s_group), free(group_names), free(members), free(node_of_string);
-    free(thread_names), free(s_thread);
+    free(thread_names), free(s_thread), free(comm_names), free(s_comm);
     return rc;
 }
 
-/* Rank 0's part: returns the concatenated maps (uint64 per dynamic region, per rank). */
+/* Rank 0's part: returns the concatenated maps (per rank: uint64 per dynamic region, then per
+ * communicator). */
 static int unify_and_write(const char *all, const int *counts, int nranks, double hz,
                            uint64_t offset, uint64_t length, uint64_t realtime, char **maps,
                            int **map_counts)
@@ -290,6 +362,14 @@ static int unify_and_write(const char *all, const int *counts, int nranks, doubl
             uint64_t g = add_region(&u, display, canonical, role, paradigm);
             if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
         }
+        const char *c = reps[r].comms;
+        for (uint32_t i = 0; i < reps[r].ncomms; i++) {
+            uint32_t n;
+            memcpy(&n, c, sizeof n);
+            uint64_t g = add_comm(&u, c + sizeof n, n);
+            if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
+            c += sizeof n + (size_t)n * sizeof(uint32_t);
+        }
         mc[r] = (int)(out.n - before);
         p += counts[r];
     }
@@ -299,8 +379,30 @@ static int unify_and_write(const char *all, const int *counts, int nranks, doubl
     rc = 0;
 out:
     free(out.p), free(mc), free(reps), free(u.regions), free(u.canon_to_region);
+    for (uint32_t i = 0; i < u.comm_keys.n && u.keys; i++) free(u.keys[i]);
+    free(u.keys);
     strtab_free(&u.strings);
+    strtab_free(&u.comm_keys);
     return rc;
+}
+
+/* OTF2_MAPPING_COMM: local comm 0 (MPI_COMM_WORLD) -> 0, local 1 + i -> comm_map[i]. */
+static int write_comm_mapping(OTF2_DefWriter *w, const uint64_t *comm_map)
+{
+    int identity = 1;
+    for (int i = 0; i < pv_trace.ncomms; i++) identity &= comm_map[i] == (uint64_t)(i + 1);
+    if (identity) return 0;
+    size_t n = (size_t)pv_trace.ncomms + 1;
+    uint64_t *map = malloc(n * sizeof *map);
+    if (!map) return -1;
+    map[0] = PV_COMM_WORLD;
+    memcpy(map + 1, comm_map, (size_t)pv_trace.ncomms * sizeof *map);
+    OTF2_IdMap *idmap = OTF2_IdMap_CreateFromUint64Array(n, map, true);
+    free(map);
+    if (!idmap) return -1;
+    OTF2_DefWriter_WriteMappingTable(w, OTF2_MAPPING_COMM, idmap);
+    OTF2_IdMap_Free(idmap);
+    return 0;
 }
 
 static int write_local_defs(uint64_t location, const uint64_t *dyn_map,
@@ -308,6 +410,7 @@ static int write_local_defs(uint64_t location, const uint64_t *dyn_map,
 {
     OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, location);
     if (!w) return -1;
+    if (write_comm_mapping(w, dyn_map + pv_trace.ndyn)) return -1;
     int identity = 1;
     for (int i = 0; i < pv_trace.ndyn; i++) identity &= dyn_map[i] == (uint64_t)(pv_trace.nstatic + i);
     if (!identity) { /* an identity map needs no table (and OTF2 would not make one) */
@@ -381,9 +484,9 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     if (c->rank == 0 && all &&
         unify_and_write(all, counts, c->size, hz, offset, length, realtime, &maps, &map_counts))
         rc = -1;
-    uint64_t *dyn_map = calloc((size_t)pv_trace.ndyn + 1, sizeof *dyn_map);
-    if (!dyn_map ||
-        c->scatterv(c->ctx, maps, map_counts, dyn_map, pv_trace.ndyn * (int)sizeof *dyn_map))
+    int nmap = pv_trace.ndyn + pv_trace.ncomms; /* regions, then communicators */
+    uint64_t *dyn_map = calloc((size_t)nmap + 1, sizeof *dyn_map);
+    if (!dyn_map || c->scatterv(c->ctx, maps, map_counts, dyn_map, nmap * (int)sizeof *dyn_map))
         rc = -1;
     if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     else {
@@ -398,5 +501,8 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     for (int i = 0; i < pv_trace.ndyn; i++) free(pv_trace.dyn[i].canonical), free(pv_trace.dyn[i].display);
     free(pv_trace.dyn);
     pv_trace.dyn = NULL, pv_trace.ndyn = pv_trace.dyn_cap = 0;
+    for (int i = 0; i < pv_trace.ncomms; i++) free(pv_trace.comms[i].world_ranks);
+    free(pv_trace.comms);
+    pv_trace.comms = NULL, pv_trace.ncomms = pv_trace.comms_cap = 0;
     return rc ? PERFVAR_ERR_IO : PERFVAR_OK;
 }

@@ -11,6 +11,13 @@ typedef struct pv_local_region {
     OTF2_Paradigm paradigm;
 } pv_local_region;
 
+/* A communicator other than MPI_COMM_WORLD: its members' ranks in MPI_COMM_WORLD, in its rank
+ * order. Communicators with the same members are one communicator in the trace. */
+typedef struct pv_local_comm {
+    uint32_t n;
+    uint32_t *world_ranks;
+} pv_local_comm;
+
 /* Written by the location's own thread only (events), read by pv_trace_close after it joined. */
 struct pv_trace_loc {
     OTF2_EvtWriter *evt;
@@ -33,6 +40,8 @@ typedef struct pv_trace_state {
     int ndyn, dyn_cap;
     pv_trace_loc **locs;      /* by creation order; pointers stay valid until the process ends */
     int nlocs, locs_cap;
+    pv_local_comm *comms;     /* local comm id = 1 + index (0 = MPI_COMM_WORLD); under lock */
+    int ncomms, comms_cap;
 } pv_trace_state;
 
 extern pv_trace_state pv_trace;

@@ -162,6 +162,27 @@ uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2
     return id;
 }
 
+uint32_t pv_trace_comm_define(const uint32_t *world_ranks, uint32_t n)
+{
+    uint32_t *m = malloc((n ? n : 1) * sizeof *m);
+    uint32_t id = UINT32_MAX;
+    if (!m) return id;
+    memcpy(m, world_ranks, n * sizeof *m);
+    pthread_mutex_lock(&pv_trace.lock);
+    if (pv_trace.ncomms == pv_trace.comms_cap) {
+        int cap = pv_trace.comms_cap ? 2 * pv_trace.comms_cap : 16;
+        pv_local_comm *c = realloc(pv_trace.comms, (size_t)cap * sizeof *c);
+        if (c) pv_trace.comms = c, pv_trace.comms_cap = cap;
+    }
+    if (pv_trace.ncomms < pv_trace.comms_cap) {
+        pv_trace.comms[pv_trace.ncomms] = (pv_local_comm){n, m};
+        id = (uint32_t)++pv_trace.ncomms;
+    }
+    pthread_mutex_unlock(&pv_trace.lock);
+    if (id == UINT32_MAX) free(m);
+    return id;
+}
+
 void pv_trace_location_info(const pv_trace_loc *l, uint64_t *id, pv_trace_stats *stats)
 {
     *id = l->id;
@@ -207,16 +228,18 @@ void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
     check(l, OTF2_EvtWriter_Leave(l->evt, cpu_attr(l, cpu), t, region));
 }
 
-void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
+void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                   uint64_t bytes)
 {
     t = ordered(l, t);
-    check(l, OTF2_EvtWriter_MpiSend(l->evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
+    check(l, OTF2_EvtWriter_MpiSend(l->evt, NULL, t, peer, comm, tag, bytes));
 }
 
-void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t peer, uint32_t tag, uint64_t bytes)
+void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                   uint64_t bytes)
 {
     t = ordered(l, t);
-    check(l, OTF2_EvtWriter_MpiRecv(l->evt, NULL, t, peer, PV_COMM_WORLD, tag, bytes));
+    check(l, OTF2_EvtWriter_MpiRecv(l->evt, NULL, t, peer, comm, tag, bytes));
 }
 
 void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
@@ -225,10 +248,9 @@ void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
     check(l, OTF2_EvtWriter_MpiCollectiveBegin(l->evt, NULL, t));
 }
 
-void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, OTF2_CollectiveOp op, uint32_t root,
-                             uint64_t sent, uint64_t received)
+void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_CollectiveOp op,
+                             uint32_t root, uint64_t sent, uint64_t received)
 {
     t = ordered(l, t);
-    check(l, OTF2_EvtWriter_MpiCollectiveEnd(l->evt, NULL, t, op, PV_COMM_WORLD, root, sent,
-                                             received));
+    check(l, OTF2_EvtWriter_MpiCollectiveEnd(l->evt, NULL, t, op, comm, root, sent, received));
 }

@@ -3,7 +3,8 @@
  * (Waitany, Waitsome, Test, Testall, Testany, Testsome, Request_free), collectives (Gather, Scatter,
  * Alltoall, Scan, Exscan, Reduce_scatter_block, Ibarrier, Iallreduce), one-sided (Win_create,
  * Win_fence, Put, Get, Accumulate, Win_free), file I/O (File_open, write_at_all, read_at, close,
- * delete), communicators (Comm_dup, Comm_split, Cart_create, Comm_free) and local queries.
+ * delete), communicators (Comm_dup, Comm_split with a collective and a message on it, Cart_create,
+ * Comm_free) and local queries.
  * Every result is checked (exit 1 on a wrong one); rank 0 prints a checksum compared with and without
  * perfvar. Per-rank counts: G_CALLS in tests/CMakeLists.txt. Any even number of ranks.
  * Usage: c_groups FILE (a path every rank can write, for the MPI-IO part). */
@@ -172,13 +173,18 @@ static long communicators(int rank, int nranks)
     MPI_Comm_rank(half, &hr);
     MPI_Comm_size(half, &hs);
     MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+    /* A message on the split communicator (ranks in it, not in MPI_COMM_WORLD), from ANY_SOURCE. */
+    int got = -1, next = (hr + 1) % hs, prev = (hr + hs - 1) % hs;
+    MPI_Sendrecv(&rank, 1, MPI_INT, next, 41, &got, 1, MPI_INT, MPI_ANY_SOURCE, 41, half,
+                 MPI_STATUS_IGNORE);
+    CHECK(got == (prev * 2 + rank % 2), "Sendrecv on a split communicator");
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
     MPI_Cart_shift(cart, 0, 1, &src, &dst);
     CHECK(hs == nranks / 2 && hr == rank / 2 && dst == (rank + 1) % nranks, "communicators");
     MPI_Comm_free(&cart);
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
-    return sum + hr + dst;
+    return sum + hr + dst + got;
 }
 
 int main(int argc, char **argv)

@@ -32,6 +32,12 @@ def rank_of(location) -> int:
     return int(location.group.name.rsplit(" ", 1)[1])
 
 
+def world_ranks(comm) -> list[int]:
+    """MPI_COMM_WORLD ranks of a communicator's members, in its rank order (its group's members
+    index the COMM_LOCATIONS group, whose k-th member is world rank k)."""
+    return [m if isinstance(m, int) else rank_of(m) for m in comm.group.members]
+
+
 def thread_of(location) -> int:
     return int(location._ref) >> 32
 
@@ -52,6 +58,8 @@ def main() -> int:
     ap.add_argument("--counted", default="",
                     help="NAME=COUNT,... calls perfvar counted per rank (rank-N.json, traced or not)")
     ap.add_argument("--layer", help="the perfvar MPI layer expected (openmpi, mpich)")
+    ap.add_argument("--min-comms", type=int, default=0,
+                    help="communicators with message or collective records, at least")
     ap.add_argument("--min-segments", type=int, default=1, help="per location")
     ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
     ap.add_argument("--min-flushes", type=int, default=0, help="buffer-full flushes per rank")
@@ -65,7 +73,9 @@ def main() -> int:
 
     sends: collections.Counter = collections.Counter()
     recvs: collections.Counter = collections.Counter()
-    colls: dict[int, int] = collections.Counter()
+    colls: collections.Counter = collections.Counter()  # (communicator, world rank) -> count
+    comm_members: dict[str, list[int]] = {}
+    comms_used: set[str] = set()
     # per location, keyed (rank, thread)
     calls: dict[tuple[int, int], collections.Counter] = collections.defaultdict(collections.Counter)
     segments: collections.Counter = collections.Counter()
@@ -103,15 +113,23 @@ def main() -> int:
                     else:
                         stacks[loc].pop()
                 elif isinstance(ev, otf2.events.MpiSend):
-                    sends[(r, ev.receiver, ev.msg_tag, ev.msg_length)] += 1
+                    peer = world_ranks(ev.communicator)[ev.receiver]
+                    comms_used.add(ev.communicator.name)
+                    sends[(r, peer, ev.msg_tag, ev.msg_length)] += 1
                 elif isinstance(ev, otf2.events.MpiRecv):
-                    recvs[(ev.sender, r, ev.msg_tag, ev.msg_length)] += 1
+                    peer = world_ranks(ev.communicator)[ev.sender]
+                    recvs[(peer, r, ev.msg_tag, ev.msg_length)] += 1
                 elif isinstance(ev, otf2.events.MpiCollectiveBegin):
                     open_colls[loc] += 1
                 elif isinstance(ev, otf2.events.MpiCollectiveEnd):
                     open_colls[loc] -= 1
-                    if ev.communicator.name == "MPI_COMM_WORLD":
-                        colls[r] += 1
+                    members = world_ranks(ev.communicator)
+                    if r not in members:
+                        errors.append(f"rank {r}: collective on {ev.communicator.name}, "
+                                      f"which it is not a member of")
+                    comm_members[ev.communicator.name] = members
+                    colls[(ev.communicator.name, r)] += 1
+                    comms_used.add(ev.communicator.name)
     except Exception as exc:  # the reader's own failure is the finding
         errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
         for r, k in last_t:
@@ -127,8 +145,11 @@ def main() -> int:
     if sends != recvs:
         diff = (sends - recvs) + (recvs - sends)
         errors.append(f"unmatched messages: {dict(list(diff.items())[:5])}")
-    if len(set(colls.values())) > 1:
-        errors.append(f"ranks disagree on the number of collectives: {dict(colls)}")
+    for name, members in comm_members.items():
+        per_member = {m: colls[(name, m)] for m in members}
+        if len(set(per_member.values())) > 1:
+            errors.append(f"the members of {name} disagree on its number of collectives: "
+                          f"{per_member}")
     if args.ranks is not None and nranks != args.ranks:
         errors.append(f"{nranks} ranks, expected {args.ranks}")
     for r in range(nranks):
@@ -175,6 +196,9 @@ def main() -> int:
                           f"{threads}")
     if args.messages and not sum(sends.values()):
         errors.append("no messages recorded")
+    if len(comms_used) < args.min_comms:
+        errors.append(f"records on {len(comms_used)} communicators {sorted(comms_used)}, expected "
+                      f">= {args.min_comms}")
 
     if errors:
         print(f"check_trace: {args.trace_dir}: FAILED", file=sys.stderr)

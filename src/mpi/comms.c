@@ -1,0 +1,83 @@
+/* comms.c — the communicators messages and collectives are recorded on.
+ *
+ * MPI_COMM_WORLD is the trace's communicator 0. Any other intra-communicator becomes a trace
+ * communicator on the first record made on it: its members' ranks in MPI_COMM_WORLD, read locally
+ * (PMPI_Comm_group + PMPI_Group_translate_ranks, no communication), define it; what perfvar knows of
+ * it is cached as an MPI attribute of the communicator, so MPI_Comm_free forgets it (the delete
+ * callback) and a later communicator reusing the handle is looked up afresh. Inter-communicators
+ * are not recorded (their peers are ranks of the remote group). Thread-safe: MPI attribute calls
+ * are, and pv_trace_comm_define is; two threads meeting a new communicator at once may both define
+ * it, which the trace's unification merges (same members).
+ */
+#include "state.h"
+
+#include <stdlib.h>
+
+typedef struct pv_comm_info {
+    uint32_t id; /* trace communicator, UINT32_MAX: not recorded */
+    int size, rank;
+} pv_comm_info;
+
+static int delete_info(MPI_Comm comm, int key, void *value, void *extra)
+{
+    (void)comm, (void)key, (void)extra;
+    free(value);
+    return MPI_SUCCESS;
+}
+
+void pv_comms_init(void)
+{
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &pv_rt.comm_key, NULL) !=
+        MPI_SUCCESS)
+        pv_rt.comm_key = MPI_KEYVAL_INVALID;
+}
+
+/* Define comm in the trace (an intra-communicator); UINT32_MAX when it cannot be. */
+static uint32_t define(MPI_Comm comm, int size)
+{
+    MPI_Group group, world;
+    uint32_t id = UINT32_MAX;
+    int *ranks = malloc((size_t)size * sizeof *ranks), *wranks = malloc((size_t)size * sizeof *wranks);
+    if (ranks && wranks && PMPI_Comm_group(comm, &group) == MPI_SUCCESS) {
+        if (PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS) {
+            for (int i = 0; i < size; i++) ranks[i] = i;
+            if (PMPI_Group_translate_ranks(group, size, ranks, world, wranks) == MPI_SUCCESS) {
+                int ok = 1;
+                for (int i = 0; i < size; i++) ok &= wranks[i] >= 0; /* MPI_UNDEFINED: spawned */
+                if (ok) id = pv_trace_comm_define((const uint32_t *)wranks, (uint32_t)size);
+            }
+            PMPI_Group_free(&world);
+        }
+        PMPI_Group_free(&group);
+    }
+    free(ranks), free(wranks);
+    return id;
+}
+
+int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank)
+{
+    if (comm == MPI_COMM_WORLD) {
+        *id = 0, *size = pv_rt.size, *rank = pv_rt.rank;
+        return 1;
+    }
+    if (comm == MPI_COMM_NULL || pv_rt.comm_key == MPI_KEYVAL_INVALID) return 0;
+    pv_comm_info *info = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, pv_rt.comm_key, &info, &found) != MPI_SUCCESS) return 0;
+    if (!found) {
+        int inter = 0;
+        if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || !(info = malloc(sizeof *info)))
+            return 0;
+        info->id = UINT32_MAX;
+        if (!inter && PMPI_Comm_size(comm, &info->size) == MPI_SUCCESS &&
+            PMPI_Comm_rank(comm, &info->rank) == MPI_SUCCESS)
+            info->id = define(comm, info->size);
+        if (PMPI_Comm_set_attr(comm, pv_rt.comm_key, info) != MPI_SUCCESS) {
+            free(info);
+            return 0;
+        }
+    }
+    if (info->id == UINT32_MAX) return 0;
+    *id = info->id, *size = info->size, *rank = info->rank;
+    return 1;
+}
