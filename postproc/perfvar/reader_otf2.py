@@ -6,9 +6,10 @@ at Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProper
 timer resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
 attribute named ``cpu`` on the Enter/Leave events (-1 when absent). The context bytes
 are what the MPI call before the segment moved: the sum of the message sizes of the
-MpiSend/MpiRecv records and of the sent + received sizes of the MpiCollectiveEnd
-records between the previous segment and this one on the same location (-1 when there
-was none; see perfvar.cache_state for what they are used for).
+MpiSend/MpiRecv/MpiIsend/MpiIrecv records and of the sent + received sizes of the
+MpiCollectiveEnd/NonBlockingCollectiveComplete records between the previous segment
+and this one on the same location (-1 when there was none; see perfvar.cache_state for
+what they are used for).
 
 Events are matched per location with a stack, so user timer regions
 (``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
@@ -173,6 +174,9 @@ _EVENTS = (
     ("MpiSend", "mpi_send"),
     ("MpiRecv", "mpi_recv"),
     ("MpiCollectiveEnd", "mpi_collective_end"),
+    ("MpiIsend", "mpi_isend"),
+    ("MpiIrecv", "mpi_irecv"),
+    ("NonBlockingCollectiveComplete", "non_blocking_collective_complete"),
 )
 
 
@@ -301,6 +305,12 @@ class _LocationScanner:
     def mpi_recv(self, location, time, position, user, attributes, *msg) -> None:
         self._message(msg)  # msg: sender, communicator, tag, length
 
+    def mpi_isend(self, location, time, position, user, attributes, *msg) -> None:
+        self._message(msg)  # msg: receiver, communicator, tag, length, request id
+
+    def mpi_irecv(self, location, time, position, user, attributes, *msg) -> None:
+        self._message(msg)  # msg: sender, communicator, tag, length, request id
+
     def _message(self, msg: tuple) -> None:
         try:
             self._moved(msg[3])
@@ -310,7 +320,17 @@ class _LocationScanner:
     def mpi_collective_end(
         self, location, time, position, user, attributes, *coll
     ) -> None:
-        try:  # coll: operation, communicator, root, size sent, size received
+        self._collective(
+            coll
+        )  # operation, communicator, root, size sent, size received
+
+    def non_blocking_collective_complete(
+        self, location, time, position, user, attributes, *coll
+    ) -> None:
+        self._collective(coll)  # the same, and the request id
+
+    def _collective(self, coll: tuple) -> None:
+        try:
             self._moved(coll[3] + coll[4])
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc

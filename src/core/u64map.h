@@ -1,5 +1,5 @@
 /*
- * u64map.h — open-addressing hash map from a non-zero uint64 key to a 16-byte value (internal).
+ * u64map.h — open-addressing hash map from a non-zero uint64 key to a 32-byte value (internal).
  * Linear probing with backward-shift deletion, so lookups stay short after many removals
  * (requests come and go). Grows at 50% load. Not thread-safe: one owner at a time.
  */
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 typedef struct pv_u64val {
-    int64_t a, b;
+    int64_t a, b, c, d; /* the user's; fields not given in an initialiser are 0 */
 } pv_u64val;
 
 typedef struct pv_u64map {

@@ -108,8 +108,9 @@ INT_FIELDS = ("dest", "source", "tag", "sendtag", "recvtag", "root")
 BYTE_PAIRS = (("count", "datatype", "bytes", None),
               ("sendcount", "sendtype", "send_bytes", "sendbuf"),
               ("recvcount", "recvtype", "recv_bytes", None))
-MESSAGE_KINDS = ("send", "isend", "recv", "irecv", "sendrecv", "collective", "mprobe", "mrecv",
-                 "imrecv")
+MESSAGE_KINDS = ("send", "isend", "recv", "irecv", "sendrecv", "collective", "icollective",
+                 "mprobe", "mrecv", "imrecv")
+REQUEST_KINDS = ("isend", "irecv", "imrecv", "icollective")  # start a request tracked to completion
 STATUS_KINDS = ("recv", "sendrecv", "wait", "mprobe", "mrecv")
 
 
@@ -132,7 +133,7 @@ def c_record(params: list, kind: str) -> list[str]:
                 if inplace and inplace in names:
                     expr = f"{inplace} == MPI_IN_PLACE ? -1 : {expr}"
                 out.append(f"pv_a.{fld} = {expr};")
-        if kind in ("irecv", "imrecv"):
+        if kind in REQUEST_KINDS:
             out.append("pv_a.request = request;")
         if kind == "mprobe":  # the message handle and flag are outputs
             out.append("pv_a.message = message;")
@@ -142,7 +143,7 @@ def c_record(params: list, kind: str) -> list[str]:
             out.append("pv_a.message_before = *message;")
     if kind in STATUS_KINDS and "status" in names:
         out.append("pv_a.status = status, pv_a.has_status = 1;")
-    if kind == "wait":
+    if kind in ("wait", "request_free"):
         n = wait_count(names)
         if "request" in names:
             out.append("pv_a.nreq = 1, pv_a.requests = request;")
@@ -170,7 +171,7 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
                 if inplace and inplace in names:
                     expr = f"pv_f_is_in_place({inplace}, {e.binding}) ? -1 : {expr}"
                 before.append(f"pv_a.{fld} = {expr};")
-        if kind in ("irecv", "imrecv"):
+        if kind in REQUEST_KINDS:
             after.append("MPI_Request pv_request = PMPI_Request_f2c(*(const MPI_Fint *)request);")
             after.append("pv_a.request = &pv_request;")
         if kind == "mprobe":
@@ -184,7 +185,7 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
     if kind in STATUS_KINDS and "status" in names:
         before.append(f"void *pv_status = pv_f_status_arg(&pv_c, status, {e.binding});")
         after.append(f"pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding});")
-    if kind == "wait":
+    if kind in ("wait", "request_free"):
         n = wait_count(names)
         if "request" in names:
             before.append("pv_a.nreq = 1, pv_a.frequests = (MPI_Fint *)request;")

@@ -1,21 +1,24 @@
-/* messages.c — MpiSend/MpiRecv and collective records for traced calls.
+/* messages.c — message and collective records for traced calls.
  *
- * A message matched by MPI_Mprobe/Improbe is recorded as received by the MPI_Mrecv (or, through its
- * request, the Wait/Test completing the MPI_Imrecv) that takes it, with the probe's source and tag.
+ * Blocking calls: MpiSend at the entry of Send/Sendrecv, MpiRecv when Recv/Sendrecv return (source,
+ * tag and size from the status, which perfvar supplies when the caller ignores it),
+ * MpiCollectiveBegin/End around blocking collectives.
+ * Non-blocking calls are tracked to completion with a request id: MpiIsend at the Isend and
+ * MpiIsendComplete at the Wait/Test that completes it; MpiIrecvRequest at the Irecv and MpiIrecv
+ * (with the status's source, tag and size) at its completion; NonBlockingCollectiveRequest at an
+ * I-collective and NonBlockingCollectiveComplete at its completion. A Wait/Test call completes a
+ * request when it sets its handle to MPI_REQUEST_NULL. A receive's status is the call's single
+ * status (Wait, Test, Waitany, Testany: one request completes) or the matching element of
+ * array_of_statuses (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source
+ * and tag are used, so an MPI_ANY_SOURCE receive completed there is recorded without its sender).
+ * A message matched by MPI_Mprobe/Improbe is received by the MPI_Mrecv (or, like an Irecv, by the
+ * completion of the MPI_Imrecv) that takes it, with the probe's source and tag. A request given to
+ * MPI_Request_free is forgotten: it is never recorded as complete.
  *
- * A receive started by MPI_Irecv is recorded by the Wait or Test call that completes it: a request
- * handle the call set to MPI_REQUEST_NULL. Its status is the call's single status (Wait, Test,
- * Waitany, Testany: one request completes) or the matching element of array_of_statuses
- * (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source and tag are used,
- * so an MPI_ANY_SOURCE receive completed there is not recorded).
+ * Records are made on their communicator (comms.c; inter-communicators are not recorded), with
+ * peers and roots as ranks in it, on the calling thread's location.
  *
- * Messages and collectives are recorded on their communicator (comms.c; inter-communicators are
- * not recorded), with peers and roots as ranks in it. Sends are recorded at the entry of
- * Send/Isend/Sendrecv; receives at completion (Recv, Sendrecv, or the Wait* completing an
- * Irecv), with source, tag and size from the status when there is one, else from the Irecv's
- * arguments. Records go to the calling thread's location.
- *
- * Pending receives (Irecv -> the Wait* that completes it) are in one map per process, because a
+ * Pending operations (request -> what completes it records) are in one map per process, because a
  * request may be completed by another thread than the one that started it. Under
  * MPI_THREAD_MULTIPLE the map is locked; below that level MPI calls (ours inside them included) are
  * already serialised. A Wait* takes its requests' entries out before calling MPI: once MPI completes
@@ -25,24 +28,45 @@
 
 #include <string.h>
 
-/* A pending receive's bytes (48 bits, all ones = unknown) and trace communicator (16 bits), packed
- * into the request map's second value; communicators beyond 65535 per rank are not recorded. */
-#define PV_BYTES_MASK ((UINT64_C(1) << 48) - 1)
-static int64_t pack_bytes(int64_t bytes, uint32_t comm)
-{
-    return (int64_t)(((uint64_t)comm << 48) | ((uint64_t)bytes & PV_BYTES_MASK));
-}
-static int64_t unpack_bytes(int64_t v)
-{
-    uint64_t b = (uint64_t)v & PV_BYTES_MASK;
-    return b == PV_BYTES_MASK ? -1 : (int64_t)b;
-}
-static uint32_t unpack_comm(int64_t v) { return (uint32_t)((uint64_t)v >> 48); }
+/* ---- pending operations, as request-map values ---- */
+enum { PENDING_RECV = 1, PENDING_SEND, PENDING_COLL };
 
-/* The trace communicator of a, if its messages are recorded (and fit the request map's packing). */
-static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
+typedef struct pending {
+    int kind;         /* PENDING_* */
+    int op;           /* collectives: OTF2_CollectiveOp */
+    uint32_t comm;    /* trace communicator (< 65536) */
+    int32_t peer;     /* receive: source (may be MPI_ANY_SOURCE); collective: root or -1 */
+    int32_t tag;      /* receive: tag (may be MPI_ANY_TAG) */
+    uint64_t id;      /* the trace's request id */
+    int64_t bytes;    /* receive: posted size (-1 unknown); collective: bytes sent */
+    int64_t received; /* collective: bytes received */
+} pending;
+
+static pv_u64val pack(const pending *p)
 {
-    return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
+    return (pv_u64val){
+        (int64_t)((uint64_t)p->kind | (uint64_t)(p->op & 0xff) << 8 | (uint64_t)p->comm << 16 |
+                  (uint64_t)(uint32_t)p->peer << 32),
+        (int64_t)p->id, p->bytes, p->kind == PENDING_COLL ? p->received : p->tag};
+}
+
+static pending unpack(pv_u64val v)
+{
+    uint64_t a = (uint64_t)v.a;
+    pending p = {(int)(a & 0xff), (int)(a >> 8 & 0xff), (uint32_t)(a >> 16 & 0xffff),
+                 (int32_t)(uint32_t)(a >> 32), 0, (uint64_t)v.b, v.c, 0};
+    if (p.kind == PENDING_COLL)
+        p.received = v.d;
+    else
+        p.tag = (int32_t)v.d;
+    return p;
+}
+
+/* Request ids: unique per rank (all its threads). */
+static uint64_t next_request_id(void)
+{
+    static uint64_t next;
+    return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
 }
 
 /* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
@@ -58,76 +82,108 @@ static void requests_unlock(int locked)
     if (locked) pthread_mutex_unlock(&pv_rt.requests_lock);
 }
 
+static uint64_t handle_key(const void *h, size_t n, uint64_t salt)
+{
+    uint64_t k = 0;
+    memcpy(&k, h, n < sizeof k ? n : sizeof k);
+    return k ^ salt; /* never 0, whatever MPI_REQUEST_NULL is */
+}
+static uint64_t request_key(MPI_Request r) { return handle_key(&r, sizeof r, 0x9e3779b97f4a7c15ull); }
+/* Matched messages (Mprobe -> Mrecv/Imrecv) share the request map under another key space. */
+static uint64_t message_key(MPI_Message m) { return handle_key(&m, sizeof m, 0xc2b2ae3d27d4eb4full); }
+
+static void put_pending(uint64_t key, const pending *p)
+{
+    int locked = requests_lock();
+    pv_u64map_put(&pv_rt.requests, key, pack(p));
+    requests_unlock(locked);
+}
+
+/* The trace communicator of a, if its messages are recorded (and fit a pending entry). */
+static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
+{
+    return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
+}
+
+/* ---- records ---- */
+static int send_target(const pv_args *a, uint32_t *comm, int *tag)
+{
+    int size, rank;
+    *tag = a->sendtag != PV_NONE ? a->sendtag : a->tag;
+    return a->dest != MPI_PROC_NULL && a->dest >= 0 && comm_of(a, comm, &size, &rank);
+}
+
 static void send_record(pv_trace_loc *l, uint64_t t, const pv_args *a, int64_t bytes)
 {
     uint32_t comm;
-    int size, rank;
-    if (a->dest == MPI_PROC_NULL || a->dest < 0 || !comm_of(a, &comm, &size, &rank)) return;
-    int tag = a->sendtag != PV_NONE ? a->sendtag : a->tag;
-    pv_trace_send(l, t, comm, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    int tag;
+    if (send_target(a, &comm, &tag))
+        pv_trace_send(l, t, comm, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
-/* A completed receive: the status (may be NULL) wins over what the call was given. */
-static void recv_record(pv_trace_loc *l, uint64_t t, uint32_t comm, int source, int tag,
-                        int64_t bytes, const MPI_Status *st)
+/* The status (may be NULL) wins over what the receive was given; 0 if nothing can be recorded. */
+static int received(const MPI_Status *st, int *source, int *tag, int64_t *bytes)
 {
     if (st) {
         int count;
-        source = st->MPI_SOURCE;
-        tag = st->MPI_TAG;
+        *source = st->MPI_SOURCE;
+        *tag = st->MPI_TAG;
         if (PMPI_Get_count(st, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
-            bytes = count;
+            *bytes = count;
     }
-    if (source < 0 || source == MPI_PROC_NULL || tag < 0) return; /* ANY_SOURCE/TAG, unknown */
-    pv_trace_recv(l, t, comm, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    return !(*source < 0 || *source == MPI_PROC_NULL || *tag < 0); /* ANY_SOURCE/TAG, unknown */
 }
 
-static uint64_t request_key(MPI_Request r)
+static void recv_record(pv_trace_loc *l, uint64_t t, uint32_t comm, int source, int tag,
+                        int64_t bytes, const MPI_Status *st)
 {
-    uint64_t k = 0;
-    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
-    return k ^ 0x9e3779b97f4a7c15ull; /* never 0, whatever MPI_REQUEST_NULL is */
+    if (received(st, &source, &tag, &bytes))
+        pv_trace_recv(l, t, comm, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
 }
 
-/* Matched messages (Mprobe -> Mrecv/Imrecv) share the request map under another key space. */
-static uint64_t message_key(MPI_Message m)
+/* Bytes a collective sends and receives on this rank (0 where the arguments do not say). */
+static void collective_bytes(int fn, const pv_args *a, int size, int rank, uint64_t *sent,
+                             uint64_t *recvd)
 {
-    uint64_t k = 0;
-    memcpy(&k, &m, sizeof m < sizeof k ? sizeof m : sizeof k);
-    return k ^ 0xc2b2ae3d27d4eb4full;
+    uint64_t n = (uint64_t)size;
+    uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
+    uint64_t s = a->send_bytes > 0 ? (uint64_t)a->send_bytes : 0;
+    uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
+    int is_root = a->root == rank;
+    *sent = 0, *recvd = 0;
+    switch (pv_fn_info[fn].op) {
+    case OTF2_COLLECTIVE_OP_BCAST: *sent = is_root ? b * n : 0, *recvd = b; break;
+    case OTF2_COLLECTIVE_OP_REDUCE: *sent = b, *recvd = is_root ? b * n : 0; break;
+    case OTF2_COLLECTIVE_OP_ALLREDUCE: *sent = b * n, *recvd = b * n; break;
+    case OTF2_COLLECTIVE_OP_SCAN:
+    case OTF2_COLLECTIVE_OP_EXSCAN: *sent = b, *recvd = b; break;
+    case OTF2_COLLECTIVE_OP_ALLGATHER:
+    case OTF2_COLLECTIVE_OP_ALLTOALL: /* in place: the receive side's count */
+        *sent = (a->send_bytes >= 0 ? s : r) * n, *recvd = r * n;
+        break;
+    case OTF2_COLLECTIVE_OP_GATHER: *sent = a->send_bytes >= 0 ? s : r, *recvd = is_root ? r * n : 0; break;
+    case OTF2_COLLECTIVE_OP_SCATTER: *sent = is_root ? s * n : 0, *recvd = r; break;
+    default: break; /* vector variants, Reduce_scatter, Barrier: no byte counts */
+    }
 }
 
+static uint32_t root_of(const pv_args *a)
+{
+    return a->root != PV_NONE && a->root >= 0 ? (uint32_t)a->root : OTF2_UNDEFINED_UINT32;
+}
+
+/* ---- Wait / Test ---- */
 static pv_req_slot *slots_of(pv_call *c) { return c->heap_slots ? c->heap_slots : c->slots; }
 
-/* Take the pending receives of a Wait*'s requests out of the map into its slots. Not inlined: it
+/* Take the pending operations of a Wait*'s requests out of the map into its slots. Not inlined: it
  * would make every call's pv_messages_prepare save more registers (measured with callgrind). */
 static __attribute__((noinline)) void take_pending(pv_call *c, const pv_args *a)
 {
     pv_req_slot *s = slots_of(c);
     int locked = requests_lock();
-    for (int i = 0; i < a->nreq; i++) {
-        pv_u64val v = {0, 0};
-        s[i].pending = pv_u64map_take(&pv_rt.requests, request_key(s[i].key), &v);
-        s[i].what = v.a, s[i].bytes = v.b;
-    }
+    for (int i = 0; i < a->nreq; i++)
+        s[i].pending = pv_u64map_take(&pv_rt.requests, request_key(s[i].key), &s[i].val);
     requests_unlock(locked);
-}
-
-void pv_messages_prepare(pv_call *c, pv_args *a)
-{
-    pv_trace_loc *l = c->thread->loc;
-    uint32_t comm;
-    int size, rank;
-    switch (pv_fn_info[c->fn].kind) {
-    case PV_KIND_SEND:
-    case PV_KIND_ISEND: send_record(l, c->t_entry, a, a->bytes); break;
-    case PV_KIND_SENDRECV: send_record(l, c->t_entry, a, a->send_bytes); break;
-    case PV_KIND_COLLECTIVE:
-        if (comm_of(a, &comm, &size, &rank)) pv_trace_collective_begin(l, c->t_entry);
-        break;
-    case PV_KIND_WAIT: take_pending(c, a); break;
-    default: break;
-    }
 }
 
 /* Did the Wait* or Test* complete request i? A completed non-persistent request's handle is set to
@@ -136,6 +192,29 @@ static int completed(const pv_args *a, const pv_req_slot *s, int i)
 {
     MPI_Request now = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
     return now != s[i].key;
+}
+
+static void complete(pv_trace_loc *l, uint64_t t, const pending *p, const MPI_Status *st)
+{
+    switch (p->kind) {
+    case PENDING_SEND: pv_trace_isend_complete(l, t, p->id); break;
+    case PENDING_RECV: {
+        int source = p->peer, tag = p->tag;
+        int64_t bytes = p->bytes;
+        /* Unknown sender (Waitsome with MPI_ANY_SOURCE): the request stays without completion
+         * in the trace rather than with a made-up sender. */
+        if (received(st, &source, &tag, &bytes))
+            pv_trace_irecv(l, t, p->comm, (uint32_t)source, (uint32_t)tag,
+                           bytes > 0 ? (uint64_t)bytes : 0, p->id);
+        break;
+    }
+    case PENDING_COLL:
+        pv_trace_icollective_complete(l, t, p->comm, (OTF2_CollectiveOp)p->op,
+                                      p->peer >= 0 ? (uint32_t)p->peer : OTF2_UNDEFINED_UINT32,
+                                      (uint64_t)p->bytes, (uint64_t)p->received, p->id);
+        break;
+    default: break;
+    }
 }
 
 static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
@@ -150,43 +229,49 @@ static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
         }
         const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                : (a->has_status ? a->status : NULL);
-        recv_record(c->thread->loc, t, unpack_comm(s[i].bytes), (int32_t)(s[i].what & 0xffffffff),
-                    (int32_t)(s[i].what >> 32), unpack_bytes(s[i].bytes), st);
+        pending p = unpack(s[i].val);
+        complete(c->thread->loc, t, &p, st);
     }
     if (!put_back) return;
-    /* Still pending (the call failed before completing them): a later Wait* will. */
+    /* Still pending (not completed by this call): a later Wait* or Test* will. */
     int locked = requests_lock();
     for (int i = 0; i < a->nreq; i++)
         if (s[i].pending && !completed(a, s, i))
-            pv_u64map_put(&pv_rt.requests, request_key(s[i].key), (pv_u64val){s[i].what, s[i].bytes});
+            pv_u64map_put(&pv_rt.requests, request_key(s[i].key), s[i].val);
     requests_unlock(locked);
 }
 
-static void collective_end(pv_trace_loc *l, int fn, uint64_t t, const pv_args *a, uint32_t comm,
-                           int size, int rank)
+/* ---- the call protocol ---- */
+void pv_messages_prepare(pv_call *c, pv_args *a)
 {
-    uint64_t n = (uint64_t)size;
-    uint64_t b = a->bytes > 0 ? (uint64_t)a->bytes : 0;
-    uint64_t s = a->send_bytes > 0 ? (uint64_t)a->send_bytes : 0;
-    uint64_t r = a->recv_bytes > 0 ? (uint64_t)a->recv_bytes : 0;
-    uint64_t sent = 0, received = 0;
-    uint32_t root = a->root != PV_NONE ? (uint32_t)a->root : OTF2_UNDEFINED_UINT32;
-    int is_root = a->root == rank;
-    switch (pv_fn_info[fn].op) {
-    case OTF2_COLLECTIVE_OP_BCAST: sent = is_root ? b * n : 0, received = b; break;
-    case OTF2_COLLECTIVE_OP_REDUCE: sent = b, received = is_root ? b * n : 0; break;
-    case OTF2_COLLECTIVE_OP_ALLREDUCE: sent = b * n, received = b * n; break;
-    case OTF2_COLLECTIVE_OP_SCAN:
-    case OTF2_COLLECTIVE_OP_EXSCAN: sent = b, received = b; break;
-    case OTF2_COLLECTIVE_OP_ALLGATHER:
-    case OTF2_COLLECTIVE_OP_ALLTOALL: /* in place: the receive side's count */
-        sent = (a->send_bytes >= 0 ? s : r) * n, received = r * n;
+    pv_trace_loc *l = c->thread->loc;
+    uint32_t comm;
+    int size, rank, tag;
+    switch (pv_fn_info[c->fn].kind) {
+    case PV_KIND_SEND: send_record(l, c->t_entry, a, a->bytes); break;
+    case PV_KIND_ISEND:
+        c->request_id = 0;
+        if (send_target(a, &comm, &tag)) {
+            c->request_id = next_request_id();
+            pv_trace_isend(l, c->t_entry, comm, (uint32_t)a->dest, (uint32_t)tag,
+                           a->bytes > 0 ? (uint64_t)a->bytes : 0, c->request_id);
+        }
         break;
-    case OTF2_COLLECTIVE_OP_GATHER: sent = a->send_bytes >= 0 ? s : r, received = is_root ? r * n : 0; break;
-    case OTF2_COLLECTIVE_OP_SCATTER: sent = is_root ? s * n : 0, received = r; break;
-    default: break; /* vector variants, Reduce_scatter, Barrier: no byte counts */
+    case PV_KIND_SENDRECV: send_record(l, c->t_entry, a, a->send_bytes); break;
+    case PV_KIND_COLLECTIVE:
+        if (comm_of(a, &comm, &size, &rank)) pv_trace_collective_begin(l, c->t_entry);
+        break;
+    case PV_KIND_ICOLLECTIVE:
+        c->request_id = 0;
+        if (comm_of(a, &comm, &size, &rank)) {
+            c->request_id = next_request_id();
+            pv_trace_icollective_request(l, c->t_entry, c->request_id);
+        }
+        break;
+    case PV_KIND_WAIT:
+    case PV_KIND_REQUEST_FREE: take_pending(c, a); break; /* Request_free: dropped */
+    default: break;
     }
-    pv_trace_collective_end(l, t, comm, pv_fn_info[fn].op, root, sent, received);
 }
 
 void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
@@ -208,13 +293,29 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
                         a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
                         a->has_status ? a->status : NULL);
         break;
+    case PV_KIND_ISEND:
+        if (c->request_id && a->request && *a->request != MPI_REQUEST_NULL) {
+            pending p = {PENDING_SEND, 0, 0, -1, 0, c->request_id, 0, 0};
+            put_pending(request_key(*a->request), &p);
+        }
+        break;
     case PV_KIND_IRECV:
-        if (a->source != MPI_PROC_NULL && a->request && comm_of(a, &comm, &size, &rank)) {
-            pv_u64val v = {(int64_t)(uint32_t)a->source | ((int64_t)a->tag << 32),
-                           pack_bytes(a->bytes, comm)};
-            int locked = requests_lock();
-            pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
-            requests_unlock(locked);
+        if (a->source != MPI_PROC_NULL && a->request && *a->request != MPI_REQUEST_NULL &&
+            comm_of(a, &comm, &size, &rank)) {
+            pending p = {PENDING_RECV, 0, comm, a->source, a->tag, next_request_id(), a->bytes, 0};
+            pv_trace_irecv_request(l, t, p.id);
+            put_pending(request_key(*a->request), &p);
+        }
+        break;
+    case PV_KIND_ICOLLECTIVE:
+        if (c->request_id && a->request && comm_of(a, &comm, &size, &rank)) {
+            uint64_t sent, recvd;
+            collective_bytes(fn, a, size, rank, &sent, &recvd);
+            uint32_t root = root_of(a);
+            pending p = {PENDING_COLL, pv_fn_info[fn].op, comm,
+                         root == OTF2_UNDEFINED_UINT32 ? -1 : (int32_t)root, 0, c->request_id,
+                         (int64_t)sent, (int64_t)recvd};
+            put_pending(request_key(*a->request), &p);
         }
         break;
     case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
@@ -223,11 +324,8 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
             int count;
             int64_t bytes = PMPI_Get_count(a->status, MPI_BYTE, &count) == MPI_SUCCESS &&
                                     count != MPI_UNDEFINED ? count : -1;
-            pv_u64val v = {(int64_t)(uint32_t)a->status->MPI_SOURCE |
-                               ((int64_t)a->status->MPI_TAG << 32), pack_bytes(bytes, comm)};
-            int locked = requests_lock();
-            pv_u64map_put(&pv_rt.requests, message_key(*a->message), v);
-            requests_unlock(locked);
+            pending p = {PENDING_RECV, 0, comm, a->status->MPI_SOURCE, a->status->MPI_TAG, 0, bytes, 0};
+            put_pending(message_key(*a->message), &p);
         }
         break;
     case PV_KIND_MRECV:
@@ -235,16 +333,24 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
         pv_u64val v;
         int locked = requests_lock();
         int found = pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v);
-        if (found && pv_fn_info[fn].kind == PV_KIND_IMRECV && a->request) /* completed by a Wait */
-            pv_u64map_put(&pv_rt.requests, request_key(*a->request), v);
         requests_unlock(locked);
-        if (found && pv_fn_info[fn].kind == PV_KIND_MRECV)
-            recv_record(l, t, unpack_comm(v.b), (int32_t)(v.a & 0xffffffff), (int32_t)(v.a >> 32),
-                        unpack_bytes(v.b), a->has_status ? a->status : NULL);
+        if (!found) break;
+        pending p = unpack(v);
+        if (pv_fn_info[fn].kind == PV_KIND_MRECV) {
+            recv_record(l, t, p.comm, p.peer, p.tag, p.bytes, a->has_status ? a->status : NULL);
+        } else if (a->request && *a->request != MPI_REQUEST_NULL) { /* completed by a Wait/Test */
+            p.id = next_request_id();
+            pv_trace_irecv_request(l, t, p.id);
+            put_pending(request_key(*a->request), &p);
+        }
         break;
     }
     case PV_KIND_COLLECTIVE:
-        if (comm_of(a, &comm, &size, &rank)) collective_end(l, fn, t, a, comm, size, rank);
+        if (comm_of(a, &comm, &size, &rank)) {
+            uint64_t sent, recvd;
+            collective_bytes(fn, a, size, rank, &sent, &recvd);
+            pv_trace_collective_end(l, t, comm, pv_fn_info[fn].op, root_of(a), sent, recvd);
+        }
         break;
     default: break;
     }

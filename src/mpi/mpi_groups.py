@@ -63,8 +63,8 @@ class Info:
     op: str  # OTF2_COLLECTIVE_OP_* or "-"
 
 
-KINDS = ("init", "finalize", "send", "isend", "recv", "irecv", "sendrecv", "wait",
-         "collective", "mprobe", "mrecv", "imrecv", "other")
+KINDS = ("init", "finalize", "send", "isend", "recv", "irecv", "sendrecv", "wait", "request_free",
+         "collective", "icollective", "mprobe", "mrecv", "imrecv", "other")
 
 # Blocking collectives: the OTF2 operation and region role.
 _COLLECTIVES = {
@@ -120,7 +120,10 @@ def classify(name: str) -> Info:
     if base in _COLLECTIVES:
         op, role = _COLLECTIVES[base]
         return Info("collective", "collective", role, op)
-    if re.match(rf"^(I({_COLL_NAMES})|({_COLL_NAMES})_init|I?[Nn]eighbor_.*|Reduce_local)$", base):
+    blocking = base[1:].capitalize()  # Iallreduce -> Allreduce
+    if base.startswith("I") and blocking in _COLLECTIVES:  # completed by a Wait/Test
+        return Info("collective", "icollective", "FUNCTION", _COLLECTIVES[blocking][0])
+    if re.match(rf"^(({_COLL_NAMES})_init|I?[Nn]eighbor_.*|Reduce_local)$", base):
         group = "local" if base == "Reduce_local" else "collective"
         return Info(group, "other", "FUNCTION", "-")
     if base in _P2P:
@@ -131,6 +134,8 @@ def classify(name: str) -> Info:
         return Info("p2p", "other", "POINT2POINT", "-")
     if base in _WAITS:
         return Info("wait", "wait", "FUNCTION", "-")
+    if base == "Request_free":  # the request's pending records are dropped: it will not complete
+        return Info("wait", "request_free", "FUNCTION", "-")
     if base.startswith("Request_") or base in ("Cancel", "Grequest_complete", "Grequest_start"):
         return Info("wait", "other", "FUNCTION", "-")
     if _ONESIDED.match(base):

@@ -30,6 +30,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "../core/u64map.h"
 #include "pv_mpi_functions.h" /* generated: enum pv_fn, pv_fn_info[] */
 
 #define PV_NONE (-32768) /* an integer argument the call does not have */
@@ -61,8 +62,8 @@ typedef struct pv_args {
  * (messages.c). */
 typedef struct pv_req_slot {
     MPI_Request key;
-    int pending;          /* what/bytes are valid */
-    int64_t what, bytes;  /* source | tag << 32, bytes (-1: unknown) */
+    int pending;          /* val holds the pending operation of this request (messages.c) */
+    pv_u64val val;
 } pv_req_slot;
 
 struct pv_thread;
@@ -73,6 +74,7 @@ typedef struct pv_call {
     void *site;       /* Init: the caller's return address */
     int site_id;      /* traced calls: the call site's id (sites.c) */
     uint64_t t_entry;
+    uint64_t request_id; /* Isend, I-collectives: the trace's id of the request they start */
     int cpu_entry;
     MPI_Status own_status;
     MPI_Status own_statuses[PV_INLINE_REQUESTS];

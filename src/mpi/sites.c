@@ -69,9 +69,9 @@ static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const cha
     pthread_mutex_lock(&pv_rt.defs_lock);
     pv_u64val *v = pv_u64map_find(map, key);
     int id = v ? (int)v->a : site_define(what, ra);
-    if (!v && id >= 0 && pv_u64map_put(map, key, (pv_u64val){id, 0})) id = -1;
+    if (!v && id >= 0 && pv_u64map_put(map, key, (pv_u64val){.a = id})) id = -1;
     pthread_mutex_unlock(&pv_rt.defs_lock);
-    if (id >= 0) pv_u64map_put(cache, key, (pv_u64val){id, 0});
+    if (id >= 0) pv_u64map_put(cache, key, (pv_u64val){.a = id});
     return id;
 }
 
@@ -121,10 +121,10 @@ uint32_t pv_segment_region(pv_thread *t, int from, int to)
     pthread_mutex_lock(&pv_rt.defs_lock);
     v = pv_u64map_find(&pv_rt.segments, key);
     uint32_t region = v ? (uint32_t)v->a : segment_define(from, to);
-    if (!v && region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){region, 0}))
+    if (!v && region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){.a = region}))
         region = UINT32_MAX;
     pthread_mutex_unlock(&pv_rt.defs_lock);
-    if (region != UINT32_MAX) pv_u64map_put(&t->segments, key, (pv_u64val){region, 0});
+    if (region != UINT32_MAX) pv_u64map_put(&t->segments, key, (pv_u64val){.a = region});
     return region;
 }
 

@@ -88,6 +88,19 @@ void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, ui
 void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t bytes);
 void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t);
+/* Non-blocking operations, tied to their completion by a request id unique among the rank's
+ * pending requests: Isend ... its completion; the receive request ... the completed receive; the
+ * non-blocking collective's request ... its completion. */
+void pv_trace_isend(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                    uint64_t bytes, uint64_t id);
+void pv_trace_isend_complete(pv_trace_loc *l, uint64_t t, uint64_t id);
+void pv_trace_irecv_request(pv_trace_loc *l, uint64_t t, uint64_t id);
+void pv_trace_irecv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                    uint64_t bytes, uint64_t id);
+void pv_trace_icollective_request(pv_trace_loc *l, uint64_t t, uint64_t id);
+void pv_trace_icollective_complete(pv_trace_loc *l, uint64_t t, uint32_t comm,
+                                   OTF2_CollectiveOp op, uint32_t root, uint64_t sent,
+                                   uint64_t received, uint64_t id);
 void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_CollectiveOp op,
                              uint32_t root, uint64_t sent, uint64_t received);
 

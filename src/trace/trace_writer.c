@@ -248,6 +248,47 @@ void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
     check(l, OTF2_EvtWriter_MpiCollectiveBegin(l->evt, NULL, t));
 }
 
+void pv_trace_isend(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                    uint64_t bytes, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiIsend(l->evt, NULL, t, peer, comm, tag, bytes, id));
+}
+
+void pv_trace_isend_complete(pv_trace_loc *l, uint64_t t, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiIsendComplete(l->evt, NULL, t, id));
+}
+
+void pv_trace_irecv_request(pv_trace_loc *l, uint64_t t, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiIrecvRequest(l->evt, NULL, t, id));
+}
+
+void pv_trace_irecv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
+                    uint64_t bytes, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_MpiIrecv(l->evt, NULL, t, peer, comm, tag, bytes, id));
+}
+
+void pv_trace_icollective_request(pv_trace_loc *l, uint64_t t, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_NonBlockingCollectiveRequest(l->evt, NULL, t, id));
+}
+
+void pv_trace_icollective_complete(pv_trace_loc *l, uint64_t t, uint32_t comm,
+                                   OTF2_CollectiveOp op, uint32_t root, uint64_t sent,
+                                   uint64_t received, uint64_t id)
+{
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_NonBlockingCollectiveComplete(l->evt, NULL, t, op, comm, root, sent,
+                                                          received, id));
+}
+
 void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_CollectiveOp op,
                              uint32_t root, uint64_t sent, uint64_t received)
 {

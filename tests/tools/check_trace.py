@@ -76,6 +76,8 @@ def main() -> int:
     colls: collections.Counter = collections.Counter()  # (communicator, world rank) -> count
     comm_members: dict[str, list[int]] = {}
     comms_used: set[str] = set()
+    # (rank, kind, request id) -> started - completed: every request completes exactly once
+    requests: collections.Counter = collections.Counter()
     # per location, keyed (rank, thread)
     calls: dict[tuple[int, int], collections.Counter] = collections.defaultdict(collections.Counter)
     segments: collections.Counter = collections.Counter()
@@ -112,13 +114,29 @@ def main() -> int:
                                       "match the open region")
                     else:
                         stacks[loc].pop()
-                elif isinstance(ev, otf2.events.MpiSend):
+                elif isinstance(ev, (otf2.events.MpiSend, otf2.events.MpiIsend)):
                     peer = world_ranks(ev.communicator)[ev.receiver]
                     comms_used.add(ev.communicator.name)
                     sends[(r, peer, ev.msg_tag, ev.msg_length)] += 1
-                elif isinstance(ev, otf2.events.MpiRecv):
+                    if isinstance(ev, otf2.events.MpiIsend):
+                        requests[(r, "isend", ev.request_id)] += 1
+                elif isinstance(ev, otf2.events.MpiIsendComplete):
+                    requests[(r, "isend", ev.request_id)] -= 1
+                elif isinstance(ev, otf2.events.MpiIrecvRequest):
+                    requests[(r, "irecv", ev.request_id)] += 1
+                elif isinstance(ev, (otf2.events.MpiRecv, otf2.events.MpiIrecv)):
                     peer = world_ranks(ev.communicator)[ev.sender]
                     recvs[(peer, r, ev.msg_tag, ev.msg_length)] += 1
+                    if isinstance(ev, otf2.events.MpiIrecv):
+                        requests[(r, "irecv", ev.request_id)] -= 1
+                elif isinstance(ev, otf2.events.NonBlockingCollectiveRequest):
+                    requests[(r, "icoll", ev.request_id)] += 1
+                elif isinstance(ev, otf2.events.NonBlockingCollectiveComplete):
+                    requests[(r, "icoll", ev.request_id)] -= 1
+                    members = world_ranks(ev.communicator)
+                    comm_members[ev.communicator.name] = members
+                    colls[(ev.communicator.name, r)] += 1
+                    comms_used.add(ev.communicator.name)
                 elif isinstance(ev, otf2.events.MpiCollectiveBegin):
                     open_colls[loc] += 1
                 elif isinstance(ev, otf2.events.MpiCollectiveEnd):
@@ -145,6 +163,12 @@ def main() -> int:
     if sends != recvs:
         diff = (sends - recvs) + (recvs - sends)
         errors.append(f"unmatched messages: {dict(list(diff.items())[:5])}")
+    # A request may stay incomplete (MPI_Request_free, an unmatched MPI_ANY_SOURCE in Waitsome), but
+    # never complete twice or without having been started.
+    unpaired = {k: v for k, v in requests.items() if v < 0}
+    if unpaired:
+        errors.append(f"non-blocking requests completed without a start or twice: "
+                      f"{dict(list(unpaired.items())[:5])}")
     for name, members in comm_members.items():
         per_member = {m: colls[(name, m)] for m in members}
         if len(set(per_member.values())) > 1:

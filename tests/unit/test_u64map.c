@@ -32,7 +32,7 @@ static int hash_known;
 
 static pv_u64val val_of(uint64_t key, int64_t gen)
 {
-    pv_u64val v = {(int64_t)(key * 3 + 1), gen};
+    pv_u64val v = {.a = (int64_t)(key * 3 + 1), .b = gen};
     return v;
 }
 
@@ -67,7 +67,7 @@ static void detect_hash(void)
 static void check_empty(void)
 {
     pv_u64map m = {0};
-    pv_u64val out = {7, 7};
+    pv_u64val out = {.a = 7, .b = 7};
     CHECK(pv_u64map_find(&m, 42) == NULL);
     CHECK(pv_u64map_take(&m, 42, &out) == 0);
     CHECK(out.a == 7 && out.b == 7);
@@ -171,7 +171,7 @@ static void check_random(void)
             count += !in[i];
             in[i] = 1;
         } else if (r < 8) { /* take */
-            pv_u64val out = {-1, -1};
+            pv_u64val out = {.a = -1, .b = -1};
             int got = pv_u64map_take(&m, pool[i], &out);
             if (got != in[i] || (got && (out.a != val_of(pool[i], 0).a || out.b != gen[i]))) {
                 CHECKF(0, "op %d: take(%#llx) = %d, expected %d", op, (unsigned long long)pool[i], got, in[i]);
