@@ -22,7 +22,7 @@
  * call to its next one) and its own OTF2 location, created on its first call (state.h). All these
  * functions are thread-safe in that sense; a pv_call belongs to the thread that entered it.
  * A wrapper never changes the return code or the arguments the MPI library sees, except that a
- * caller's MPI_STATUS(ES)_IGNORE is replaced by perfvar's own status storage (C binding) so receives
+ * caller's MPI_STATUS(ES)_IGNORE is replaced by perfvar's own status storage (every binding) so receives
  * report their real source.
  */
 #ifndef PV_MPI_RUNTIME_H
