@@ -49,9 +49,10 @@ static void check_off(void)
     CHECK(r.t_min_adds == 0 && r.t_diff_adds == 0 && r.timer_overhead_ns == 0);
 }
 
-/* Quick mode with a 300 ms budget. On an overloaded machine the budget can run out before any chain is
- * precise enough (status "partial", t_min_adds 0, which is the documented outcome): then it retries, up
- * to 3 runs. Returns 1 if a run found t_min and was checked, 0 if every run ran out of budget first. */
+/* Quick mode with a 300 ms budget. On an overloaded machine, or under qemu-user whose emulated
+ * clock jitters by tens of percent, flush 0's share can run out before any chain is precise enough
+ * (status "partial", t_min_adds 0, which is the documented outcome): then it retries, up to 3 runs.
+ * Returns 1 if a run found t_min and was checked, 0 if every run ran out of budget first. */
 static int check_quick(void)
 {
     pv_calib_params p;
@@ -75,8 +76,11 @@ static int check_quick(void)
         CHECK(r.cpu_start >= 0 && r.cpu_end >= 0);
 #endif
         if (r.t_min_adds == 0 && !complete) {
-            /* Only acceptable when the budget really ran out. */
-            CHECKF(r.elapsed_ms >= p.budget_ms, "partial without t_min after only %.1f ms", r.elapsed_ms);
+            /* Only acceptable when flush 0's share of the budget really ran out (the flushed
+             * states then still run in theirs, so the whole may end before budget_ms). */
+            CHECKF(r.states[0].elapsed_ms >= 0.99 * r.states[0].budget_ms,
+                   "partial without t_min after only %.1f ms of flush 0's %.1f ms", r.states[0].elapsed_ms,
+                   r.states[0].budget_ms);
             printf("attempt %d: budget spent before t_min was found (busy machine?)\n", attempt);
             continue;
         }
