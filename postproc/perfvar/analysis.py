@@ -241,6 +241,7 @@ def _rank_table(
                 "calibration_status": c.status,
                 "calibration_source": c.source,
                 "calibration_states": [st.to_json() for st in c.states],
+                "calibration_cycles": c.cycles.to_json(),
                 "n_segments": int(counts.get(rank, 0)),
                 "verdict": _rank_verdict(mine, rank in errors, m.calibrated),
                 "migrated": rank in migrated,

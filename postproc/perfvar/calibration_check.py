@@ -9,7 +9,9 @@ removed). Here they are judged as the paper defines it, with filter_os:
   at or above that t_min, all overlap < alpha after filter_os (ties count: the clock
   is quantised).
 Distributions are filtered lazily, shortest chain first, so only what decides the
-answer is computed. Pure over the document; not thread-safe.
+answer is computed. The same holds for the cycle counter's pass (unit "cycles":
+samples_cycles in, t_min_cycles / t_diff_cycles out). Pure over the document; not
+thread-safe.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ def _filtered(samples: list[float]) -> np.ndarray:
     return x[filter_os(x, TREES)[0]]
 
 
-def recheck(doc: dict[str, Any]) -> dict[str, Optional[float]]:
-    """{t_min_adds, t_min_ns, t_min_cv, t_diff_adds, t_diff_ns, t_diff_overlap};
-    None where the stored samples do not confirm a value."""
+def recheck(doc: dict[str, Any], unit: str = "ns") -> dict[str, Optional[float]]:
+    """{t_min_adds, t_min_<unit>, t_min_cv, t_diff_adds, t_diff_<unit>,
+    t_diff_overlap}; None where the stored samples do not confirm a value."""
+    samples = f"samples_{unit}"
     eps, alpha = float(doc["epsilon"]), float(doc["alpha"])
     p, q = int(doc["p"]), int(doc["q"])
     tmin: dict[int, list] = defaultdict(list)
@@ -42,18 +45,16 @@ def recheck(doc: dict[str, Any]) -> dict[str, Optional[float]]:
     )
     for d in doc.get("distributions", []):
         if d["kind"] == "tmin":
-            tmin[int(d["adds"])].append(d["samples_ns"])
+            tmin[int(d["adds"])].append(d[samples])
         else:
-            pairs[(int(d["base"]), int(d["d"]))][int(d["pair"])][d["kind"]] = d[
-                "samples_ns"
-            ]
+            pairs[(int(d["base"]), int(d["d"]))][int(d["pair"])][d["kind"]] = d[samples]
     out: dict[str, Optional[float]] = dict.fromkeys(
         (
             "t_min_adds",
-            "t_min_ns",
+            f"t_min_{unit}",
             "t_min_cv",
             "t_diff_adds",
-            "t_diff_ns",
+            f"t_diff_{unit}",
             "t_diff_overlap",
         )
     )
@@ -63,9 +64,8 @@ def recheck(doc: dict[str, Any]) -> dict[str, Optional[float]]:
         xs = [_filtered(s) for s in tmin[k]]
         cvs = [float(np.std(x, ddof=1) / np.mean(x)) for x in xs]
         if max(cvs) < eps:
-            out.update(
-                t_min_adds=k, t_min_ns=float(np.median(xs[0])), t_min_cv=max(cvs)
-            )
+            out.update(t_min_adds=k, t_min_cv=max(cvs))
+            out[f"t_min_{unit}"] = float(np.median(xs[0]))
             break
     if out["t_min_adds"] is None:
         return out
@@ -86,6 +86,7 @@ def recheck(doc: dict[str, Any]) -> dict[str, Optional[float]]:
             if ov >= alpha:
                 break
         else:
-            out.update(t_diff_adds=step, t_diff_ns=gap, t_diff_overlap=worst)
+            out.update(t_diff_adds=step, t_diff_overlap=worst)
+            out[f"t_diff_{unit}"] = gap
             break
     return out

@@ -6,7 +6,8 @@ Per rank: host, CPUs, clock, and the calibration the detectors judge against:
 (sensitivity: smallest difference detectable with overlap < 5 %, ns), at flush 0 and,
 in ``Calibration.states``, per cache state (flush 0, 4xL1, 4xL2, 4xL3; files written
 before cache states existed give flush 0 only). perfvar.cache_state picks the state
-each segment is judged with.
+each segment is judged with. ``Calibration.cycles`` holds the pass on the CPU-cycle
+counter (flush 0, in cycles) where the counter was readable, or why it was not.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
@@ -20,13 +21,34 @@ import math
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from perfvar.cache_state import CacheState
 from perfvar.units import compact_ranges
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+
+
+@dataclass
+class CyclesCalibration:
+    """The start-up calibration's pass on the CPU-cycle counter (paper §4.1's second
+    clock): flush 0, in cycles, never converted to time. Reported beside the wall
+    clock's; segments are timed by the wall clock, so verdicts never use it."""
+
+    available: bool = False
+    why: Optional[str] = None  # why not available ("not recorded" in older files)
+    counter: Optional[str] = None  # "rdpmc" (x86-64), "pmccntr" (Armv8)
+    timer_overhead_cycles: Optional[float] = None
+    t_min_cycles: Optional[float] = None
+    t_diff_cycles: Optional[float] = None
+    cycles_per_add: Optional[float] = None
+    status: Optional[str] = None  # "complete", "partial", "off"
+    note: str = ""
+    source: str = "C estimate"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -43,6 +65,7 @@ class Calibration:
     source: str = "C estimate"
     # Per cache state, flush 0 first (it repeats the values above).
     states: list[CacheState] = field(default_factory=list)
+    cycles: CyclesCalibration = field(default_factory=CyclesCalibration)
 
 
 @dataclass
@@ -162,12 +185,13 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
         return meta
     meta.calibration = Calibration(
         timer_overhead_ns=_number(cal.get("timer_overhead_ns")),
-        t_min_ns=_number(cal.get("t_min_ns")),
-        t_diff_ns=_number(cal.get("t_diff_ns")),
+        t_min_ns=_positive(cal.get("t_min_ns")),
+        t_diff_ns=_positive(cal.get("t_diff_ns")),
         status=cal.get("status") if isinstance(cal.get("status"), str) else None,
         mode=cal.get("mode") if isinstance(cal.get("mode"), str) else None,
     )
     meta.calibration.states = _parse_states(cal.get("states"), meta.calibration)
+    meta.calibration.cycles = _parse_cycles(cal.get("cycles"))
     if not meta.calibrated:
         status = meta.calibration.status or "unknown"
         meta.problem = f"calibration status {status}, t_min/t_diff not available"
@@ -206,6 +230,47 @@ def _parse_states(raw: Any, cal: Calibration) -> list[CacheState]:
             )
         )
     return states
+
+
+def _parse_cycles(raw: Any) -> CyclesCalibration:
+    """calibration.cycles of rank-N.json: {"available": false, "why"} or the pass."""
+    if not isinstance(raw, dict):
+        return CyclesCalibration(why="not recorded")
+    if not raw.get("available"):
+        return CyclesCalibration(why=str(raw.get("why") or "unknown"))
+    st = raw.get("state") if isinstance(raw.get("state"), dict) else {}
+    status = st.get("status")
+    return CyclesCalibration(
+        available=True,
+        counter=str(raw.get("counter") or "") or None,
+        timer_overhead_cycles=_number(raw.get("timer_overhead_cycles")),
+        t_min_cycles=_positive(st.get("t_min_cycles")),
+        t_diff_cycles=_positive(st.get("t_diff_cycles")),
+        cycles_per_add=_positive(st.get("cycles_per_add")),
+        status=status if isinstance(status, str) else None,
+        note=str(st.get("note") or ""),
+    )
+
+
+def _confirm_cycles(
+    cycles: CyclesCalibration, doc: dict[str, Any], source: str
+) -> None:
+    """The paper's statistics over the cycle counter's raw samples, as _confirm."""
+    from perfvar.calibration_check import recheck
+
+    raw = doc.get("cycles")
+    if not cycles.available or not isinstance(raw, dict):
+        return
+    if not raw.get("distributions"):
+        return
+    paper = recheck({**doc, "distributions": raw["distributions"]}, unit="cycles")
+    if paper["t_min_cycles"] is not None and paper["t_diff_cycles"] is not None:
+        cycles.t_min_cycles = paper["t_min_cycles"]
+        cycles.t_diff_cycles = paper["t_diff_cycles"]
+        cycles.source = source
+        return
+    missing = "t_min" if paper["t_min_cycles"] is None else "t_diff"
+    cycles.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
 
 
 def _confirm(
@@ -256,6 +321,7 @@ def _apply_paper_check(
                 continue
             if _confirm(state, raw["distributions"], doc, SOURCE) is not None:
                 unconfirmed.setdefault(state.label, []).append(meta.rank)
+        _confirm_cycles(c.cycles, doc, SOURCE)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         notes.append(f"{os.path.basename(path)} malformed ({exc}): C estimates kept")
         return

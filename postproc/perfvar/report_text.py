@@ -63,6 +63,36 @@ def _state_of(ev: dict[str, Any]) -> str:
     return f", {'flush-0' if state == '0' else state} calibration{after}"
 
 
+def _cycles_line(ranks: list[dict[str, Any]]) -> Optional[str]:
+    """The cycle counter's flush-0 calibration over the ranks that had it, as ranges;
+    None when no rank could read the counter (the clock line already says why)."""
+    got = [
+        (r["rank"], r.get("calibration_cycles") or {})
+        for r in ranks
+        if (r.get("calibration_cycles") or {}).get("available")
+    ]
+    if not got:
+        return None
+
+    def span(key: str) -> str:
+        vals = [c[key] for _, c in got if c.get(key) is not None]
+        if not vals:
+            return "?"
+        lo, hi = min(vals), max(vals)
+        return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}"
+
+    line = (
+        f"cycle counter ({got[0][1].get('counter') or '?'}), flush 0, "
+        f"{_plural(len(got), 'rank')}: t_min {span('t_min_cycles')} cycles, "
+        f"t_diff {span('t_diff_cycles')} cycles (reported; segments are judged "
+        "by the wall clock)"
+    )
+    partial = [r for r, c in got if c.get("status") != "complete"]
+    if partial:
+        line += f"; not final on rank(s) {compact_ranges(partial)}"
+    return line
+
+
 def _states(r: dict[str, Any]) -> str:
     """The cache states of a rank that have t_min and t_diff; partial ones say so."""
     out = []
@@ -206,6 +236,9 @@ def render(result: dict[str, Any]) -> str:
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
         "known); 'partial' ones are not final."
     )
+    cycles = _cycles_line(result["ranks"])
+    if cycles:
+        out.append(cycles)
     out.append("")
     out.append("Segment classes")
     if result["segments"]:

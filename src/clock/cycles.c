@@ -95,6 +95,8 @@ int pv_cycles_event_open(pv_cycles_event *ev, char *why, size_t why_len)
 static _Thread_local pv_cycles_event tl_event = {-1, NULL};
 static _Thread_local int tl_open;
 
+int pv_cycles_thread_open(void) { return tl_open; }
+
 int perfvar_cycles_open(const perfvar_cycles_page **page, char *why, int why_len)
 {
     char local[160];

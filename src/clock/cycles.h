@@ -28,4 +28,7 @@ int pv_perf_open(uint32_t type, uint64_t config, int pinned);
 int pv_cycles_event_open(pv_cycles_event *ev, char *why, size_t why_len);
 void pv_cycles_event_close(pv_cycles_event *ev);
 
+/* Whether perfvar_cycles_open has opened the calling thread's counter (and it is not closed). */
+int pv_cycles_thread_open(void);
+
 #endif

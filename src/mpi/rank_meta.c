@@ -59,19 +59,39 @@ static void write_mpi_meta(FILE *f)
     fprintf(f, "}},\n");
 }
 
-/* One cache state's result (rank-N.json calibration.states[]). */
+/* One state's result (rank-N.json calibration.states[] and calibration.cycles.state): times are
+ * named by the state's unit (t_min_ns, ns_per_add; t_min_cycles, cycles_per_add). */
 static void write_state(FILE *f, const pv_calib_state *st, const char *sep)
 {
-    fprintf(f, "%s{\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"status\": \"%s\", \"note\": ", sep,
-            st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status);
+    const char *u = st->unit ? st->unit : "ns";
+    fprintf(f, "%s{\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"n_requested\": %d, \"status\": \"%s\", "
+               "\"note\": ",
+            sep, st->label ? st->label : "0", (unsigned long long)st->flush_bytes, st->n_samples, st->n_requested,
+            st->status);
     json_str(f, st->note);
     fprintf(f,
-            ",\n       \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f, \"ns_per_add\": %.5f, \"t_min_adds\": %llu, "
+            ",\n       \"t_min_%s\": %.3f, \"t_diff_%s\": %.3f, \"%s_per_add\": %.5f, \"t_min_adds\": %llu, "
             "\"t_diff_adds\": %llu, \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f,\n       \"budget_ms\": %.3f, "
             "\"elapsed_ms\": %.3f, \"flush_ms\": %.4f, \"distributions\": %d, \"dropped\": %d}",
-            st->t_min_ns, st->t_diff_ns, st->ns_per_add, (unsigned long long)st->t_min_adds,
+            u, st->t_min, u, st->t_diff, u, st->per_add, (unsigned long long)st->t_min_adds,
             (unsigned long long)st->t_diff_adds, st->t_min_cv, st->t_diff_overlap, st->budget_ms, st->elapsed_ms,
             st->flush_ms, st->ndists, st->dists_dropped);
+}
+
+/* calibration.cycles: the cycle counter's pass, or why there was none. */
+static void write_cycles(FILE *f, const pv_calib_cycles *c)
+{
+    fprintf(f, "    \"cycles\": {\"available\": %s, ", c->available ? "true" : "false");
+    if (!c->available) {
+        fprintf(f, "\"why\": ");
+        json_str(f, c->why[0] ? c->why : "calibration off");
+        fprintf(f, "}\n");
+        return;
+    }
+    fprintf(f, "\"counter\": \"%s\", \"timer_overhead_cycles\": %.1f, \"clock_granularity_cycles\": %.1f,\n      \"state\": ",
+            c->counter, c->timer_overhead, c->granularity);
+    write_state(f, &c->state, "");
+    fprintf(f, "}\n");
 }
 
 static const char *thread_level_name(int level)
@@ -164,7 +184,9 @@ int pv_write_rank_meta(void)
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
             c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms);
     for (int i = 0; i < c->nstates; i++) write_state(f, &c->states[i], i ? ",\n      " : "\n      ");
-    fprintf(f, "%s]\n  },\n", c->nstates ? "\n    " : "");
+    fprintf(f, "%s],\n", c->nstates ? "\n    " : "");
+    write_cycles(f, &c->cycles);
+    fprintf(f, "  },\n");
     write_mpi_meta(f);
     const pv_trace_stats *s = &pv_rt.trace_stats;
     uint64_t nsegments;
@@ -179,8 +201,9 @@ int pv_write_rank_meta(void)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* The raw distributions of cache state `state`, comma-separated. */
-static void write_dists(FILE *f, const pv_calib_result *c, int state)
+/* The raw distributions tagged `state` (a cache state, or PV_CALIB_CYCLES_TAG), comma-separated;
+ * samples named by their unit (samples_ns, samples_cycles). */
+static void write_dists(FILE *f, const pv_calib_result *c, int state, const char *unit)
 {
     static const char *const kinds[] = {"tmin", "pair_short", "pair_long"};
     const char *sep = "";
@@ -188,10 +211,10 @@ static void write_dists(FILE *f, const pv_calib_result *c, int state)
         const pv_calib_dist *d = &c->dists[i];
         if (d->state != state) continue;
         fprintf(f, "%s\n  {\"kind\": \"%s\", \"adds\": %llu, \"base\": %llu, \"d\": %llu, \"pair\": %d, "
-                   "\"samples_ns\": [",
+                   "\"samples_%s\": [",
                 sep, kinds[d->kind], (unsigned long long)d->adds, (unsigned long long)d->base,
-                (unsigned long long)d->d, d->pair);
-        for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples_ns[j]);
+                (unsigned long long)d->d, d->pair, unit);
+        for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples[j]);
         fprintf(f, "]}");
         sep = ",";
     }
@@ -214,7 +237,7 @@ int pv_write_calibration_samples(void)
             pv_rt.rank, pv_rt.calib_params.n_samples, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
             pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns,
             c->nstates ? c->states[0].dists_dropped : c->dists_dropped);
-    write_dists(f, c, 0);
+    write_dists(f, c, 0, "ns");
     fprintf(f, "\n],\n \"states\": [");
     for (int s = 1; s < c->nstates; s++) {
         const pv_calib_state *st = &c->states[s];
@@ -222,10 +245,19 @@ int pv_write_calibration_samples(void)
                    "\"dropped\": %d,\n  \"distributions\": [",
                 s > 1 ? "," : "", st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status,
                 st->dists_dropped);
-        write_dists(f, c, s);
+        write_dists(f, c, s, "ns");
         fprintf(f, "]}");
     }
-    fprintf(f, "\n]}\n");
+    fprintf(f, "\n]");
+    if (c->cycles.available && c->cycles.state.ndists) { /* the cycle counter's pass: flush 0, in cycles */
+        const pv_calib_state *st = &c->cycles.state;
+        fprintf(f, ",\n \"cycles\": {\"counter\": \"%s\", \"n_samples\": %d, \"status\": \"%s\", "
+                   "\"timer_overhead_cycles\": %.1f, \"dropped\": %d,\n  \"distributions\": [",
+                c->cycles.counter, st->n_samples, st->status, c->cycles.timer_overhead, st->dists_dropped);
+        write_dists(f, c, PV_CALIB_CYCLES_TAG, "cycles");
+        fprintf(f, "]}");
+    }
+    fprintf(f, "}\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -128,6 +128,20 @@ def test_meta_rejects_non_numeric_calibration(tmp_path):
     assert meta.ranks[0].calibration.t_diff_ns is None
 
 
+def test_meta_takes_the_c_searchs_zero_as_not_found(tmp_path):
+    # A partial start-up calibration writes 0 where its search found nothing: the rank
+    # must stay unjudged, never be judged against t_min = t_diff = 0 ns.
+    os.makedirs(tmp_path / "perfvar")
+    cal = {"status": "partial", "timer_overhead_ns": 20.0, "t_min_ns": 0.0}
+    doc = {"rank": 0, "calibration": {**cal, "t_diff_ns": 0.0}}
+    (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
+    meta = read_meta(str(tmp_path), [0], paper_check=False)
+    c = meta.ranks[0].calibration
+    assert c.t_min_ns is None and c.t_diff_ns is None and c.timer_overhead_ns == 20.0
+    assert not meta.ranks[0].calibrated and "partial" in meta.ranks[0].problem
+    assert c.states[0].t_min_ns is None
+
+
 def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
     import perfvar.reader_otf2 as reader
 

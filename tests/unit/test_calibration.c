@@ -102,7 +102,7 @@ static int check_quick(void)
         int tmin_at_result = 0;
         for (int i = 0; i < r.ndists; i++) {
             const pv_calib_dist *d = &r.dists[i];
-            CHECK(d->n > 0 && d->n <= p.n_samples && d->samples_ns);
+            CHECK(d->n > 0 && d->n <= p.n_samples && d->samples);
             CHECK(d->kind == PV_DIST_TMIN || d->kind == PV_DIST_PAIR_SHORT || d->kind == PV_DIST_PAIR_LONG);
             total += d->n;
             tmin_at_result += d->state == 0 && d->kind == PV_DIST_TMIN && d->adds == r.t_min_adds;
@@ -166,8 +166,8 @@ static void check_states(void)
         printf("  %-4s %10llu B  N=%-3d %-8s share %6.1f ms, used %6.1f ms, flush %.3f ms, t_min %llu adds "
                "%.1f ns, t_diff %llu adds %.1f ns, %d dists%s%s\n",
                st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status, st->budget_ms,
-               st->elapsed_ms, st->flush_ms, (unsigned long long)st->t_min_adds, st->t_min_ns,
-               (unsigned long long)st->t_diff_adds, st->t_diff_ns, st->ndists, st->note[0] ? ": " : "",
+               st->elapsed_ms, st->flush_ms, (unsigned long long)st->t_min_adds, st->t_min,
+               (unsigned long long)st->t_diff_adds, st->t_diff, st->ndists, st->note[0] ? ": " : "",
                st->note);
         CHECK(st->label && strcmp(st->label, labels[s]) == 0);
         CHECK(st->flush_bytes == (s ? 4 * perfvar_cache_size(s) : 0));
@@ -187,7 +187,7 @@ static void check_states(void)
         if (s) flushed_measured += st->ndists > 0;
     }
     CHECK(strcmp(r.status, r.states[0].status) == 0 && r.t_min_adds == r.states[0].t_min_adds &&
-          r.t_diff_ns == r.states[0].t_diff_ns); /* the flush-0 fields, as before states existed */
+          r.t_diff_ns == r.states[0].t_diff); /* the flush-0 fields, as before states existed */
     if (perfvar_cache_size(1) > 0 && r.states[0].t_min_adds > 0)
         CHECKF(flushed_measured > 0, "no flushed state measured anything");
     pv_calib_free(&r);
