@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 enum perfvar_timer {
-    PERFVAR_TIMER_BARRIER = 0,        /* perfvar's clock: lfence; rdtscp; lfence (Armv8: isb; cntvct),
+    PERFVAR_TIMER_BARRIER = 0,        /* perfvar's clock: rdtscp; lfence (Armv8: isb; cntvct),
                                          or what PERFVAR_CLOCK selected */
     PERFVAR_TIMER_RDTSC = 1,          /* plain rdtsc, no fences (x86-64; needs the TSC rate) */
     PERFVAR_TIMER_CLOCK_GETTIME = 2,  /* clock_gettime(CLOCK_MONOTONIC) */

@@ -109,8 +109,18 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
     """What clock the ranks used, what the machine lacked, whether their rates agree.
 
     Returns (summary for analysis.json, notes). The summary takes rank 0's (or the first
-    rank's) clock and capability probe; notes name ranks whose measured frequency
-    differs from the others by more than HZ_AGREEMENT (relative).
+    rank's) clock and capability probe, plus, over all ranks:
+
+    - ``notes``: each distinct ``clock.note`` (why the clock asked for, or the native
+      one, was not used) with the ranks that wrote it, ``[{"note", "ranks"}]``;
+    - ``stated_vs_measured``: ranks whose stated frequency (``hz_rel_error`` taken as
+      exact) differs from the one measured against CLOCK_MONOTONIC_RAW by more than the
+      measurement's own error bound plus ``hz_rel_error``: ``{"ranks", "hz_method",
+      "max_rel", "bound"}``, or None.
+
+    Notes name ranks whose measured frequency differs from the others by more than
+    HZ_AGREEMENT (relative); the clock notes and the stated-vs-measured disagreement are
+    for the report's clock lines (report_text), not repeated there.
     """
     with_clock = {r: m for r, m in sorted(ranks.items()) if m.clock}
     if not with_clock:
@@ -122,8 +132,14 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
         "hz": _number(first.clock.get("hz")),
         "hz_method": first.clock.get("hz_method"),
         "hz_rel_error": _number(first.clock.get("hz_rel_error")),
+        "measured_hz": _number(first.clock.get("measured_hz")),
+        "measured_rel_error": _number(first.clock.get("measured_rel_error")),
+        "fenced_read": first.clock.get("fenced_read"),
         "cycles_counter": bool(caps.get("cycles")) if caps else None,
         "cycles_why": caps.get("cycles_why") if caps else None,
+        "tsc_stable_by": caps.get("tsc_stable_by") if caps else None,
+        "notes": _clock_notes(with_clock),
+        "stated_vs_measured": _stated_vs_measured(with_clock),
     }
     notes = []
     rates = {}
@@ -143,6 +159,43 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
                 f"{HZ_AGREEMENT:g}); the trace uses one resolution for all ranks"
             )
     return summary, notes
+
+
+def _clock_notes(ranks: dict[int, RankMeta]) -> list[dict[str, Any]]:
+    """Each distinct non-empty clock.note with the ranks that wrote it."""
+    by_note: dict[str, list[int]] = {}
+    for r, m in ranks.items():
+        note = m.clock.get("note")
+        if isinstance(note, str) and note:
+            by_note.setdefault(note, []).append(r)
+    return [{"note": n, "ranks": rs} for n, rs in by_note.items()]
+
+
+def _stated_vs_measured(ranks: dict[int, RankMeta]) -> Optional[dict[str, Any]]:
+    """Ranks whose stated (or nominal) frequency is further from the measured one than
+    the measurement's error bound plus the stated value's own error."""
+    bad: dict[int, float] = {}
+    bound = 0.0
+    method = None
+    for r, m in ranks.items():
+        rel = _number(m.clock.get("hz_vs_measured_rel"))
+        if rel is None:
+            continue
+        limit = (_number(m.clock.get("measured_rel_error")) or 0.0) + (
+            _number(m.clock.get("hz_rel_error")) or 0.0
+        )
+        if rel > limit:
+            bad[r] = rel
+            bound = max(bound, limit)
+            method = method or m.clock.get("hz_method")
+    if not bad:
+        return None
+    return {
+        "ranks": sorted(bad),
+        "hz_method": method,
+        "max_rel": max(bad.values()),
+        "bound": bound,
+    }
 
 
 def _number(value: Any) -> Optional[float]:

@@ -190,6 +190,31 @@ def verdict_line(result: dict[str, Any]) -> str:
     return f"verdict: no anomalous rank found ({scope}{unreadable})"
 
 
+def _clock_remarks(clock: dict[str, Any], n_ranks: int) -> list[str]:
+    """The clock notes (naming ranks unless all share one) and a stated frequency the
+    measurement contradicts, one line each."""
+    lines = []
+    notes = clock.get("notes") or []
+    for entry in notes:
+        ranks = entry.get("ranks") or []
+        who = (
+            "all ranks"
+            if len(notes) == 1 and len(ranks) >= n_ranks
+            else f"{_plural(len(ranks), 'rank')} ({compact_ranges(ranks)})"
+        )
+        lines.append(f"clock note, {who}: {entry.get('note')}")
+    svm = clock.get("stated_vs_measured")
+    if svm:
+        lines.append(
+            f"clock frequency as stated ({svm.get('hz_method') or 'stated'}) "
+            f"differs from the measured one by up to {svm['max_rel']:.1e} "
+            f"(relative), above the measurement's error bound {svm['bound']:.1e}: "
+            "ranks "
+            f"{compact_ranges(svm['ranks'])}"
+        )
+    return lines
+
+
 def render(result: dict[str, Any]) -> str:
     """The whole report as one string (ends with the verdict line and a newline)."""
     out: list[str] = []
@@ -204,7 +229,8 @@ def render(result: dict[str, Any]) -> str:
     if clock.get("name"):
         err = clock.get("hz_rel_error")
         method = clock.get("hz_method") or "unknown method"
-        line = f"clock {clock['name']}: frequency {method}"
+        read = f" ({clock['fenced_read']})" if clock.get("fenced_read") else ""
+        line = f"clock {clock['name']}{read}: frequency {method}"
         if err:
             line += f" (relative error <= {err:.1e})"
         if clock.get("cycles_counter") is False:
@@ -212,6 +238,7 @@ def render(result: dict[str, Any]) -> str:
                 f"; no CPU-cycle counter: {clock.get('cycles_why') or 'unknown why'}"
             )
         out.append(line)
+        out += _clock_remarks(clock, summ["n_ranks"])
     out.append("")
     out.append("Ranks")
     rows = []

@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "perfvar_clock.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 int pv_clock_monotonic;
 static perfvar_clock_info g_info;
 static pv_clock_caps g_caps;
-static double g_measured_hz;
+static double g_measured_hz, g_measured_rel_error;
 static double g_ticks_per_ns;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -47,21 +48,40 @@ static void measure_tsc_hz(void)
         paired_read(&t1, &n1, &w1);
     } while (n1 - n0 < 20000000u);
     g_measured_hz = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
-    double stated[3] = {g_caps.cpuid_tsc_hz, g_caps.hypervisor_tsc_hz, g_caps.kernel_tsc_hz};
+    g_measured_rel_error = (double)(w0 + w1) / (double)(t1 - t0);
+}
+#endif
+
+void pv_clock_pick_hz(const pv_clock_caps *caps, double measured_hz, double measured_rel_error,
+                      perfvar_clock_info *info)
+{
+    double stated[3] = {caps->cpuid_tsc_hz, caps->hypervisor_tsc_hz, caps->kernel_tsc_hz};
     static const char *const source[3] = {"CPUID 0x15", "hypervisor CPUID 0x40000010",
                                           "kernel perf_event time_mult/time_shift"};
     for (int i = 0; i < 3; i++) {
         if (stated[i] <= 0) continue;
-        g_info.hz = stated[i];
-        g_info.hz_rel_error = 0; /* as stated; pv_clock_measured_hz() cross-checks it */
-        snprintf(g_info.hz_method, sizeof g_info.hz_method, "%s", source[i]);
+        info->hz = stated[i];
+        info->hz_rel_error = 0; /* as stated; rank-N.json compares it with the measured rate */
+        snprintf(info->hz_method, sizeof info->hz_method, "%s", source[i]);
         return;
     }
-    g_info.hz = g_measured_hz;
-    g_info.hz_rel_error = (double)(w0 + w1) / (double)(t1 - t0);
-    snprintf(g_info.hz_method, sizeof g_info.hz_method, "measured vs CLOCK_MONOTONIC_RAW");
+    /* The nominal base frequency is close to the TSC's on CPUs whose TSC runs at it, but not
+     * exact: its error is its distance from the measured rate, plus the measurement's. A nominal
+     * value further off than PV_CLOCK_NOMINAL_AGREEMENT is not this TSC's rate. */
+    double nominal = caps->cpuid_base_mhz * 1e6;
+    if (nominal > 0 && measured_hz > 0) {
+        double off = fabs(nominal / measured_hz - 1);
+        if (off <= PV_CLOCK_NOMINAL_AGREEMENT) {
+            info->hz = nominal;
+            info->hz_rel_error = off + measured_rel_error;
+            snprintf(info->hz_method, sizeof info->hz_method, "CPUID 0x16 base frequency (nominal)");
+            return;
+        }
+    }
+    info->hz = measured_hz;
+    info->hz_rel_error = measured_rel_error;
+    snprintf(info->hz_method, sizeof info->hz_method, "measured vs CLOCK_MONOTONIC_RAW");
 }
-#endif
 
 uint64_t pv_clock_monotonic_read(int *cpu)
 {
@@ -71,33 +91,53 @@ uint64_t pv_clock_monotonic_read(int *cpu)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Whether the native clock can serve: x86-64 needs rdtscp. */
-static const char *native_unavailable(void)
+/* Why the native clock cannot serve (NULL: it can). *forceable: PERFVAR_CLOCK naming it may
+ * still have it (a TSC without a constant rate still counts; a missing instruction does not). */
+static const char *native_unavailable(const pv_clock_caps *caps, int *forceable)
 {
+    *forceable = 0;
 #if defined(__x86_64__)
-    return g_caps.rdtscp ? NULL : "this CPU has no rdtscp";
+    if (!caps->rdtscp) return "this CPU has no rdtscp";
+    if (!caps->invariant_tsc && !caps->tsc_stable_by[0]) {
+        *forceable = 1;
+        return "no invariant TSC, nor a hypervisor stating it stable";
+    }
+    return NULL;
 #elif defined(__aarch64__)
+    (void)caps;
     return NULL;
 #else
+    (void)caps;
     return "no serialized clock on this architecture";
 #endif
 }
 
-/* PERFVAR_CLOCK: 1 to use CLOCK_MONOTONIC_RAW; fills g_info.note when the request is not met. */
-static int choose_monotonic(void)
+int pv_clock_choose(const pv_clock_caps *caps, const char *want, char *note, int note_len)
 {
-    const char *want = getenv("PERFVAR_CLOCK");
-    const char *native_missing = native_unavailable();
-    if (!want || !*want || !strcmp(want, "auto")) return native_missing != NULL;
-    if (!strcmp(want, "clock_monotonic_raw")) return 1;
-    if (!strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) && !native_missing) return 0;
-    const char *why = native_missing ? native_missing
-                      : (!strcmp(want, "tsc") || !strcmp(want, "cntvct"))
-                          ? "not this architecture's clock"
-                          : "not a clock perfvar knows (auto, tsc, cntvct, clock_monotonic_raw)";
+    int forceable;
+    const char *native_missing = native_unavailable(caps, &forceable);
+    note[0] = 0;
+    if (want && !strcmp(want, "clock_monotonic_raw")) return 1;
+    if (want && !strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) && (!native_missing || forceable)) {
+        if (native_missing)
+            snprintf(note, (size_t)note_len, "PERFVAR_CLOCK=%s used although %s", want, native_missing);
+        return 0;
+    }
+    if (!want || !*want || !strcmp(want, "auto")) {
+        if (native_missing && strcmp(PERFVAR_CLOCK_NATIVE_NAME, "clock_monotonic_raw"))
+            snprintf(note, (size_t)note_len, "%s not used: %s; using clock_monotonic_raw%s",
+                     PERFVAR_CLOCK_NATIVE_NAME, native_missing,
+                     forceable ? " (PERFVAR_CLOCK=" PERFVAR_CLOCK_NATIVE_NAME " forces it)" : "");
+        return native_missing != NULL;
+    }
+    int known = !strcmp(want, "tsc") || !strcmp(want, "cntvct");
+    const char *why = !known ? "not a clock perfvar knows (auto, tsc, cntvct, clock_monotonic_raw)"
+                      : !strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) ? native_missing
+                                                                  : "not this architecture's clock";
     int fallback = native_missing != NULL;
-    snprintf(g_info.note, sizeof g_info.note, "PERFVAR_CLOCK=%.32s is not available here (%s); using %s",
-             want, why, fallback ? "clock_monotonic_raw" : PERFVAR_CLOCK_NATIVE_NAME);
+    snprintf(note, (size_t)note_len, "PERFVAR_CLOCK=%.32s is not available here (%s); using %s%s%s", want,
+             why, fallback ? "clock_monotonic_raw" : PERFVAR_CLOCK_NATIVE_NAME,
+             fallback && why != native_missing ? ": " : "", fallback && why != native_missing ? native_missing : "");
     return fallback;
 }
 
@@ -105,7 +145,7 @@ static void clock_init_once(void)
 {
     memset(&g_info, 0, sizeof g_info);
     pv_clock_probe(&g_caps);
-    if (choose_monotonic()) {
+    if (pv_clock_choose(&g_caps, getenv("PERFVAR_CLOCK"), g_info.note, (int)sizeof g_info.note)) {
         pv_clock_monotonic = 1;
         snprintf(g_info.name, sizeof g_info.name, "clock_monotonic_raw");
         snprintf(g_info.hz_method, sizeof g_info.hz_method, "clock_gettime ns");
@@ -117,6 +157,7 @@ static void clock_init_once(void)
     snprintf(g_info.name, sizeof g_info.name, "%s", PERFVAR_CLOCK_NATIVE_NAME);
 #if defined(__x86_64__)
     measure_tsc_hz();
+    pv_clock_pick_hz(&g_caps, g_measured_hz, g_measured_rel_error, &g_info);
     g_info.serialized = 1;
     g_info.has_cpu_id = g_caps.rdtscp;
 #elif defined(__aarch64__)
@@ -134,6 +175,8 @@ static void clock_init_once(void)
 const pv_clock_caps *pv_clock_caps_get(void) { return &g_caps; }
 
 double pv_clock_measured_hz(void) { return g_measured_hz; }
+
+double pv_clock_measured_rel_error(void) { return g_measured_rel_error; }
 
 const perfvar_clock_info *pv_clock_init(void)
 {

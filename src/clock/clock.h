@@ -41,6 +41,24 @@ const pv_clock_caps *pv_clock_caps_get(void);
  * stated frequency); 0 where not measured. Valid after pv_clock_init. */
 double pv_clock_measured_hz(void);
 
+/* The measurement's own relative error bound (pairing error over the interval); 0 where not
+ * measured. Valid after pv_clock_init. */
+double pv_clock_measured_rel_error(void);
+
+/* A nominal frequency (CPUID 0x16) is used only this close to the measured rate (relative). */
+#define PV_CLOCK_NOMINAL_AGREEMENT 0.01
+
+/* The clock decision of pv_clock_init from capabilities `caps` and the PERFVAR_CLOCK value `want`
+ * (NULL: unset): 1 to use CLOCK_MONOTONIC_RAW, 0 for the native clock; note (note_len bytes) gets
+ * "" or why the choice is not the one asked for (or why auto did not take the native clock).
+ * Pure: tests pass made-up caps. Thread-safe. */
+int pv_clock_choose(const pv_clock_caps *caps, const char *want, char *note, int note_len);
+
+/* The x86-64 TSC frequency decision: hz, hz_rel_error and hz_method of *info from `caps` and the
+ * rate measured against CLOCK_MONOTONIC_RAW (Hz, relative error bound). Pure, thread-safe. */
+void pv_clock_pick_hz(const pv_clock_caps *caps, double measured_hz, double measured_rel_error,
+                      perfvar_clock_info *info);
+
 /* Ticks per ns (initialises the clock on first use). Thread-safe. */
 double pv_clock_ticks_per_ns(void);
 

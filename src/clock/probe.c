@@ -115,11 +115,21 @@ static void probe_cpuid(pv_clock_caps *c)
         __cpuid(0x40000000, hmax, b, cx, d);
         memcpy(c->hypervisor, &b, 4), memcpy(c->hypervisor + 4, &cx, 4), memcpy(c->hypervisor + 8, &d, 4);
         c->hypervisor[12] = 0;
+        /* KVM_FEATURE_CLOCKSOURCE_STABLE_BIT: the host keeps the TSC-based clock stable. */
+        int kvm = !strcmp(c->hypervisor, "KVMKVMKVM");
+        if (kvm && hmax >= 0x40000001) {
+            __cpuid(0x40000001, a, b, cx, d);
+            if ((a >> 24) & 1) snprintf(c->tsc_stable_by, sizeof c->tsc_stable_by, "KVM stable-clock bit (CPUID 0x40000001)");
+        }
         if (hmax >= 0x40000010) {
             __cpuid(0x40000010, a, b, cx, d);
             if (a) c->hypervisor_tsc_hz = a * 1e3; /* kHz */
+            /* VMware's convention: the leaf states a frequency only when the TSC is constant. */
+            if (a && !c->tsc_stable_by[0])
+                snprintf(c->tsc_stable_by, sizeof c->tsc_stable_by, "hypervisor TSC frequency (CPUID 0x40000010)");
         }
     }
+    if (c->invariant_tsc) snprintf(c->tsc_stable_by, sizeof c->tsc_stable_by, "CPUID invariant TSC");
 }
 #elif defined(__aarch64__)
 static void try_pmccntr(void *arg)

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,10 @@
 extern char **environ;
 
 static const char *const known_vars[] = {
-    "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
+    "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS",
+    "PERFVAR_CALIBRATION_N", "PERFVAR_CALIBRATION_N_FLUSHED", "PERFVAR_CALIBRATION_P",
+    "PERFVAR_CALIBRATION_Q", "PERFVAR_CALIBRATION_EPSILON", "PERFVAR_CALIBRATION_ALPHA",
+    "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
     "PERFVAR_BOUNDARIES",
     "PERFVAR_CLOCK", NULL};
@@ -31,6 +35,18 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* A number strictly between lo and hi, in plain decimal or exponent notation. */
+static int parse_open_interval(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.') return -1; /* no blanks, signs, inf, nan */
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > lo && v < hi)) return -1;
     *out = v;
     return 0;
 }
@@ -79,7 +95,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         if (!known) {
             snprintf(msg, (size_t)len,
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
-                     "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
+                     "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
+                     "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
                      "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PRELOAD_LIB, "
                      "PERFVAR_MPI",
                      (int)n, *e);
@@ -105,6 +122,31 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
             return fail(msg, len, "PERFVAR_CALIBRATION_BUDGET_MS", v, "an integer 1..3600000 (ms)");
         cfg->calibration_budget_ms = (double)num;
     }
+    static const struct {
+        const char *var;
+        long lo, hi;
+        size_t field;
+    } ints[] = {
+        {"PERFVAR_CALIBRATION_N", 10, 1000000, offsetof(pv_config, calib_n)},
+        {"PERFVAR_CALIBRATION_N_FLUSHED", 10, 1000000, offsetof(pv_config, calib_n_flushed)},
+        {"PERFVAR_CALIBRATION_P", 1, 1000, offsetof(pv_config, calib_p)},
+        {"PERFVAR_CALIBRATION_Q", 1, 1000, offsetof(pv_config, calib_q)},
+        {"PERFVAR_CALIBRATION_STATES", 1, PV_CALIB_NSTATES, offsetof(pv_config, calib_states)},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (!(v = getenv(ints[i].var))) continue;
+        if (parse_long(v, ints[i].lo, ints[i].hi, &num)) {
+            char accepts[64];
+            snprintf(accepts, sizeof accepts, "an integer %ld..%ld", ints[i].lo, ints[i].hi);
+            return fail(msg, len, ints[i].var, v, accepts);
+        }
+        *(int *)((char *)cfg + ints[i].field) = (int)num;
+    }
+    if ((v = getenv("PERFVAR_CALIBRATION_EPSILON")) &&
+        parse_open_interval(v, 0, 1, &cfg->calib_epsilon))
+        return fail(msg, len, "PERFVAR_CALIBRATION_EPSILON", v, "a number 0 < x < 1 (CV, paper: 0.01)");
+    if ((v = getenv("PERFVAR_CALIBRATION_ALPHA")) && parse_open_interval(v, 0, 1, &cfg->calib_alpha))
+        return fail(msg, len, "PERFVAR_CALIBRATION_ALPHA", v, "a number 0 < x < 1 (overlap, paper: 0.05)");
     if ((v = getenv("PERFVAR_BUFFER_MB"))) {
         if (parse_long(v, 1, 65536, &num))
             return fail(msg, len, "PERFVAR_BUFFER_MB", v, "an integer 1..65536 (MiB)");
@@ -134,4 +176,16 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         cfg->verbose = (int)num;
     }
     return PERFVAR_OK;
+}
+
+void pv_config_apply_calib(const pv_config *cfg, pv_calib_params *p)
+{
+    if (cfg->calibration_budget_ms > 0) p->budget_ms = cfg->calibration_budget_ms;
+    if (cfg->calib_n > 0) p->n_samples = cfg->calib_n;
+    if (cfg->calib_n_flushed > 0) p->n_samples_flushed = cfg->calib_n_flushed;
+    if (cfg->calib_p > 0) p->p_confirm = cfg->calib_p;
+    if (cfg->calib_q > 0) p->q_pairs = cfg->calib_q;
+    if (cfg->calib_states > 0) p->nstates = cfg->calib_states;
+    if (cfg->calib_epsilon > 0) p->epsilon = cfg->calib_epsilon;
+    if (cfg->calib_alpha > 0) p->alpha = cfg->calib_alpha;
 }

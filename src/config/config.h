@@ -4,6 +4,17 @@
  *   PERFVAR_OUTPUT=DIR                    trace directory (default perfvar-YYYYmmdd-HHMMSS[-N])
  *   PERFVAR_CALIBRATION=quick|full|off    start-up calibration mode (default quick)
  *   PERFVAR_CALIBRATION_BUDGET_MS=N       1..3600000, overrides the mode's budget
+ *   PERFVAR_CALIBRATION_N=N               10..1000000, samples per distribution at flush 0
+ *                                         (quick 300, full 10000)
+ *   PERFVAR_CALIBRATION_N_FLUSHED=N       10..1000000, the same in flushed states (quick 100,
+ *                                         full 10000)
+ *   PERFVAR_CALIBRATION_P=N               1..1000, confirmations of CV < epsilon (quick 5, full 30)
+ *   PERFVAR_CALIBRATION_Q=N               1..1000, t_diff pairs that must separate (quick 5, full 80)
+ *   PERFVAR_CALIBRATION_EPSILON=X         0 < X < 1, the CV threshold of t_min (0.01)
+ *   PERFVAR_CALIBRATION_ALPHA=X           0 < X < 1, the overlap threshold of t_diff (0.05)
+ *   PERFVAR_CALIBRATION_STATES=N          1..4, cache states calibrated: flush 0, 4xL1, 4xL2, 4xL3
+ *                                         in that order (4)
+ *                                         (each overrides its mode's value; the paper's are full's)
  *   PERFVAR_BUFFER_MB=N                   1..65536, event memory per traced thread before a flush
  *                                         (default 16)
  *   PERFVAR_CLOCK_SYNC=auto|pingpong|none inter-rank clock offsets (auto: ping-pong only for ranks on
@@ -37,6 +48,9 @@ typedef struct pv_config {
     char output[4096];          /* empty: use the timestamped default */
     pv_calib_mode calibration;
     double calibration_budget_ms; /* 0: the mode's default */
+    /* PERFVAR_CALIBRATION_*: 0 = the mode's default (pv_calib_defaults) */
+    int calib_n, calib_n_flushed, calib_p, calib_q, calib_states;
+    double calib_epsilon, calib_alpha;
     unsigned buffer_mb;
     pv_sync_mode clock_sync;
     int verbose;
@@ -46,5 +60,10 @@ typedef struct pv_config {
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the
  * variable and what it accepts. */
 int pv_config_load(pv_config *cfg, char *msg, int msg_len);
+
+/* Override the mode's calibration parameters *p (from pv_calib_defaults) with those cfg sets
+ * (PERFVAR_CALIBRATION_BUDGET_MS and PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,ALPHA,STATES}).
+ * Pure, thread-safe. */
+void pv_config_apply_calib(const pv_config *cfg, pv_calib_params *p);
 
 #endif

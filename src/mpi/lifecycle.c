@@ -187,7 +187,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     uint64_t t_calib0 = pv_now();
     pv_calib_params *params = &pv_rt.calib_params;
     pv_calib_defaults(params, pv_rt.cfg.calibration);
-    if (pv_rt.cfg.calibration_budget_ms > 0) params->budget_ms = pv_rt.cfg.calibration_budget_ms;
+    pv_config_apply_calib(&pv_rt.cfg, params);
     if (pv_calib_run(params, &pv_rt.calib) != PERFVAR_OK)
         pv_message(0, "calibration skipped: out of memory");
     uint64_t t_calib1 = pv_now();

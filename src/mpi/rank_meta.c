@@ -5,6 +5,7 @@
 #include "../clock/clock.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -146,8 +147,17 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.clock.name);
     fprintf(f, ", \"hz\": %.3f, \"hz_method\": ", pv_rt.clock.hz);
     json_str(f, pv_rt.clock.hz_method);
-    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"serialized\": %s, \"note\": ",
-            pv_rt.clock.hz_rel_error, pv_clock_measured_hz(), pv_rt.clock.serialized ? "true" : "false");
+    double measured = pv_clock_measured_hz();
+    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"measured_rel_error\": %.3g,",
+            pv_rt.clock.hz_rel_error, measured, pv_clock_measured_rel_error());
+    /* A stated frequency (hz_rel_error 0) against the always-measured cross-check. */
+    if (measured > 0 && strncmp(pv_rt.clock.hz_method, "measured", 8) != 0)
+        fprintf(f, " \"hz_vs_measured_rel\": %.3g,", fabs(pv_rt.clock.hz / measured - 1));
+    else
+        fprintf(f, " \"hz_vs_measured_rel\": null,");
+    fprintf(f, "\n    \"serialized\": %s, \"fenced_read\": \"%s\", \"note\": ",
+            pv_rt.clock.serialized ? "true" : "false",
+            pv_clock_monotonic ? "clock_gettime" : PERFVAR_CLOCK_FENCED_READ);
     json_str(f, pv_rt.clock.note);
     fprintf(f, "},\n");
     const pv_clock_caps *k = pv_clock_caps_get();
@@ -157,8 +167,9 @@ int pv_write_rank_meta(void)
             k->rdtscp ? "true" : "false", k->invariant_tsc ? "true" : "false", k->cpuid_tsc_hz,
             k->cpuid_base_mhz);
     json_str(f, k->hypervisor);
-    fprintf(f, ", \"hypervisor_tsc_hz\": %.0f, \"kernel_tsc_hz\": %.3f, \"kernel_tsc_why\": ",
-            k->hypervisor_tsc_hz, k->kernel_tsc_hz);
+    fprintf(f, ", \"hypervisor_tsc_hz\": %.0f, \"tsc_stable_by\": ", k->hypervisor_tsc_hz);
+    json_str(f, k->tsc_stable_by);
+    fprintf(f, ", \"kernel_tsc_hz\": %.3f, \"kernel_tsc_why\": ", k->kernel_tsc_hz);
     json_str(f, k->kernel_tsc_why);
     fprintf(f, ",\n    \"cycles\": %s, \"cycles_why\": ", k->cycles ? "true" : "false");
     json_str(f, k->cycles_why);
@@ -179,10 +190,15 @@ int pv_write_rank_meta(void)
             "    \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f,\n"
             "    \"ns_per_add\": %.5f, \"t_min_adds\": %llu, \"t_diff_adds\": %llu,\n"
             "    \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f, \"cpu_start\": %d, \"cpu_end\": %d,\n"
-            "    \"elapsed_ms\": %.3f,\n    \"states\": [",
+            "    \"elapsed_ms\": %.3f,\n"
+            "    \"n_samples\": %d, \"n_samples_flushed\": %d, \"p\": %d, \"q\": %d, \"epsilon\": %g, "
+            "\"alpha\": %g, \"nstates\": %d, \"budget_ms\": %.3f,\n    \"states\": [",
             mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
-            c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms);
+            c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms, pv_rt.calib_params.n_samples,
+            pv_rt.calib_params.n_samples_flushed, pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs,
+            pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha, pv_rt.calib_params.nstates,
+            pv_rt.calib_params.budget_ms);
     for (int i = 0; i < c->nstates; i++) write_state(f, &c->states[i], i ? ",\n      " : "\n      ");
     fprintf(f, "%s],\n", c->nstates ? "\n    " : "");
     write_cycles(f, &c->cycles);

@@ -67,6 +67,8 @@ static void check_defaults(pv_calib_mode calibration)
     CHECK(cfg.buffer_mb == 16);
     CHECK(cfg.clock_sync == PV_SYNC_AUTO);
     CHECK(cfg.verbose == 0);
+    CHECK(cfg.calib_n == 0 && cfg.calib_n_flushed == 0 && cfg.calib_p == 0 && cfg.calib_q == 0);
+    CHECK(cfg.calib_states == 0 && cfg.calib_epsilon == 0 && cfg.calib_alpha == 0);
 }
 
 /* var=value must be accepted. */
@@ -155,6 +157,74 @@ static void check_calibration(void)
     setenv("PERFVAR_CALIBRATION_BUDGET_MS", "5000", 1);
     CHECK(load() == PERFVAR_OK);
     CHECK(cfg.calibration == PV_CALIB_FULL && cfg.calibration_budget_ms == 5000);
+}
+
+/* PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,STATES,EPSILON,ALPHA}: ranges, messages, and what
+ * pv_config_apply_calib makes of them over a mode's defaults. */
+static void check_calibration_params(void)
+{
+    static const struct {
+        const char *var, *lo, *hi, *range;
+        const int *field;
+    } ints[] = {
+        {"PERFVAR_CALIBRATION_N", "10", "1000000", "10..1000000", &cfg.calib_n},
+        {"PERFVAR_CALIBRATION_N_FLUSHED", "10", "1000000", "10..1000000", &cfg.calib_n_flushed},
+        {"PERFVAR_CALIBRATION_P", "1", "1000", "1..1000", &cfg.calib_p},
+        {"PERFVAR_CALIBRATION_Q", "1", "1000", "1..1000", &cfg.calib_q},
+        {"PERFVAR_CALIBRATION_STATES", "1", "4", "1..4", &cfg.calib_states},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        ok(ints[i].var, ints[i].lo);
+        CHECKF(*ints[i].field == atoi(ints[i].lo), "%s=%s", ints[i].var, ints[i].lo);
+        ok(ints[i].var, ints[i].hi);
+        CHECKF(*ints[i].field == atoi(ints[i].hi), "%s=%s", ints[i].var, ints[i].hi);
+        CHECK(cfg.calibration == PV_CALIB_QUICK && cfg.buffer_mb == 16);
+        const char *const acc[] = {ints[i].range, NULL};
+        char below[32], above[32];
+        snprintf(below, sizeof below, "%d", atoi(ints[i].lo) - 1);
+        snprintf(above, sizeof above, "%ld", atol(ints[i].hi) + 1);
+        const char *invalid[] = {below, above, "-5", "", "many", "1e3", " 20", "20x"};
+        for (size_t j = 0; j < sizeof invalid / sizeof invalid[0]; j++) bad(ints[i].var, invalid[j], acc);
+    }
+    static const char *const fvars[] = {"PERFVAR_CALIBRATION_EPSILON", "PERFVAR_CALIBRATION_ALPHA"};
+    for (int i = 0; i < 2; i++) {
+        const double *field = i ? &cfg.calib_alpha : &cfg.calib_epsilon;
+        ok(fvars[i], "0.02");
+        CHECK(*field == 0.02);
+        ok(fvars[i], ".5");
+        CHECK(*field == 0.5);
+        ok(fvars[i], "1e-3");
+        CHECK(*field == 1e-3);
+        static const char *const acc[] = {"0 < x < 1", NULL};
+        const char *invalid[] = {"0", "1", "1.5", "-0.01", "", "nan", "inf", "0.01%", " 0.1", "x"};
+        for (size_t j = 0; j < sizeof invalid / sizeof invalid[0]; j++) bad(fvars[i], invalid[j], acc);
+    }
+
+    /* Applied over the mode's defaults: what is set replaces, the rest stays. */
+    clear_env();
+    setenv("PERFVAR_CALIBRATION", "full", 1);
+    setenv("PERFVAR_CALIBRATION_N", "2000", 1);
+    setenv("PERFVAR_CALIBRATION_Q", "40", 1);
+    setenv("PERFVAR_CALIBRATION_ALPHA", "0.1", 1);
+    setenv("PERFVAR_CALIBRATION_STATES", "2", 1);
+    CHECK(load() == PERFVAR_OK);
+    pv_calib_params p;
+    pv_calib_defaults(&p, cfg.calibration);
+    pv_config_apply_calib(&cfg, &p);
+    CHECK(p.mode == PV_CALIB_FULL && p.budget_ms == 120000);
+    CHECK(p.n_samples == 2000 && p.n_samples_flushed == 10000 && p.p_confirm == 30 && p.q_pairs == 40);
+    CHECK(p.epsilon == 0.01 && p.alpha == 0.1 && p.nstates == 2);
+    clear_env();
+    setenv("PERFVAR_CALIBRATION_N_FLUSHED", "60", 1);
+    setenv("PERFVAR_CALIBRATION_P", "3", 1);
+    setenv("PERFVAR_CALIBRATION_EPSILON", "0.05", 1);
+    setenv("PERFVAR_CALIBRATION_BUDGET_MS", "900", 1);
+    CHECK(load() == PERFVAR_OK);
+    pv_calib_defaults(&p, cfg.calibration);
+    pv_config_apply_calib(&cfg, &p);
+    CHECK(p.mode == PV_CALIB_QUICK && p.budget_ms == 900 && p.n_samples == 300);
+    CHECK(p.n_samples_flushed == 60 && p.p_confirm == 3 && p.q_pairs == 5);
+    CHECK(p.epsilon == 0.05 && p.alpha == 0.05 && p.nstates == PV_CALIB_NSTATES);
 }
 
 static void check_buffer(void)
@@ -273,6 +343,7 @@ int main(int argc, char **argv)
 
     check_output();
     check_calibration();
+    check_calibration_params();
     check_buffer();
     check_clock_sync();
     check_verbose();
