@@ -25,6 +25,7 @@ TIMERS = (
     "papi_real_cyc",
     "mpi_wtime",
     "cycles",
+    "papi_read",
 )
 
 
