@@ -5,7 +5,8 @@
  * One sample = read timer; run a chain of `adds` dependent ADDs; read timer; then write the whole
  * cache-flush buffer of `flush_bytes` (one store per 64-byte line), so the next sample starts with
  * the caches in that state (paper Fig. 1). Results are in ns (TSC-based timers are converted at the
- * clock rate perfvar measured), except PERFVAR_TIMER_CYCLES, whose results are CPU cycles
+ * clock rate perfvar measured), except PERFVAR_TIMER_CYCLES and PERFVAR_TIMER_PAPI_READ, whose
+ * results are CPU cycles
  * (perfvar_timer_unit says which). Timers that are not available here return
  * PERFVAR_ERR_UNAVAILABLE and perfvar_timer_available says why. Not thread-safe (one shared flush
  * buffer; the cycle counter is opened for the calling thread).
@@ -29,20 +30,25 @@ enum perfvar_timer {
     PERFVAR_TIMER_MPI_WTIME = 5,      /* MPI_Wtime of the MPI library this process initialised */
     PERFVAR_TIMER_CYCLES = 6,         /* the CPU-cycle counter, in cycles (perfvar_clock.h:
                                          lfence; rdpmc; lfence / isb; mrs pmccntr_el0; isb) */
+    PERFVAR_TIMER_PAPI_READ = 7,      /* PAPI_read of an event set counting PAPI_TOT_CYC, in cycles
+                                         (needs a PMU PAPI can use; libpapi loaded at run time) */
     PERFVAR_TIMER_COUNT
 };
 
 /* Short name of a timer ("barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc",
- * "mpi_wtime", "cycles"), or NULL for an unknown one. Thread-safe. */
+ * "mpi_wtime", "cycles", "papi_read"), or NULL for an unknown one. Thread-safe. */
 const char *perfvar_timer_name(int timer);
 
-/* Unit of a timer's samples: "cycles" for PERFVAR_TIMER_CYCLES, "ns" for the others, NULL for an
+/* Unit of a timer's samples: "cycles" for PERFVAR_TIMER_CYCLES and PERFVAR_TIMER_PAPI_READ, "ns"
+ * for the others, NULL for an
  * unknown timer. Thread-safe. */
 const char *perfvar_timer_unit(int timer);
 
 /* PERFVAR_OK if `timer` can be read here; else PERFVAR_ERR_UNAVAILABLE (or INVALID_ARG) with the
- * reason in why (may be NULL). The first PAPI query loads and initialises libpapi; MPI_Wtime needs
- * an MPI library already loaded and initialised in this process (e.g. by mpi4py). */
+ * reason in why (may be NULL). The first PAPI query loads and initialises libpapi; the first
+ * papi_read query also creates and starts its event set (PAPI_TOT_CYC) on the calling thread, which
+ * is the one papi_read samples must be taken on. MPI_Wtime needs an MPI library already loaded and
+ * initialised in this process (e.g. by mpi4py). */
 int perfvar_timer_available(int timer, char *why, int why_len);
 
 /* Take n samples into out_ns[0..n-1] (ns, or cycles for PERFVAR_TIMER_CYCLES; see above). adds: chain length (0 = timer cost only);

@@ -13,11 +13,16 @@ of ``adds`` dependent ADDs:
 - t_diff (Algorithm 2): the extra length d (steps 100, then /10 down to 1) is raised
   until for all ``q`` pairs (t_min + (i-1) d, t_min + i d) the longer chain's samples
   overlap the shorter's by < alpha (overlap = fraction not above the shorter's max:
-  ties count, the clocks are quantised). t_diff_ns = the median difference of the
-  first accepted pair.
+  ties count, the clocks are quantised; an overlap equal to alpha is not accepted,
+  stats.separated). t_diff_ns = the median difference of the first accepted pair.
 Each distribution is filtered: filter_cost (subtract t_e,std), then filter_os
 (IsolationForest, β search). A search that runs out of its time budget stops and is
-marked "partial", never presented as final. Pure over ``measure``; not thread-safe.
+marked "partial"; one stopped by Ctrl-C (KeyboardInterrupt) raises Interrupted with
+its result marked "interrupted". Neither is ever presented as final. Distributions
+drawn through ``sample(adds, n)`` are taken in chunks of about CHUNK_S seconds, and
+the deadline is checked between chunks, so a state with a large cache flush per
+sample cannot overrun its budget by a whole distribution. Pure over
+``measure``/``sample``; not thread-safe.
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ from typing import Callable, Optional
 import numpy as np
 
 from perfvar.filters import N_ESTIMATORS, filter_cost, filter_os
-from perfvar.stats import overlap
+from perfvar.stats import overlap, separated
 
-Measure = Callable[[int], np.ndarray]
+Measure = Callable[[int], np.ndarray]  # adds -> the N samples of one distribution
+Sample = Callable[[int, int], np.ndarray]  # (adds, n) -> n samples
+CHUNK_S = 0.25  # seconds of sampling between two deadline checks
+FIRST_CHUNK = 8  # samples taken to time a distribution's sampling
 
 
 @dataclass
@@ -64,7 +72,9 @@ class StateResult:
 
     flush_bytes: int
     flush_label: str
-    status: str = "partial"  # "complete" only when both searches finished in budget
+    # "complete" only when both searches finished in budget; "partial" (budget spent or
+    # no answer), "interrupted" (Ctrl-C during it), "not measured" (never started)
+    status: str = "partial"
     t_min_adds: Optional[int] = None
     t_min_ns: Optional[float] = None
     t_min_cv: Optional[float] = None
@@ -73,6 +83,7 @@ class StateResult:
     t_diff_overlap: Optional[float] = None
     distributions: int = 0
     elapsed_s: float = 0.0
+    budget_s: Optional[float] = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -88,6 +99,7 @@ class StateResult:
             "t_diff_overlap": self.t_diff_overlap,
             "distributions": self.distributions,
             "elapsed_s": self.elapsed_s,
+            "budget_s": self.budget_s,
             "notes": self.notes,
         }
 
@@ -96,19 +108,63 @@ class _OverBudget(Exception):
     pass
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during calibrate_state; ``result`` holds what was measured, marked
+    "interrupted"."""
+
+    def __init__(self, result: StateResult) -> None:
+        super().__init__()
+        self.result = result
+
+
+def warm_up(trees: int = N_ESTIMATORS) -> None:
+    """Import scikit-learn and fit one small forest, so that the first distribution of
+    a timed search does not pay for it (about 2 s on a small VM)."""
+    filter_os(np.linspace(0.0, 1.0, 64) ** 2, trees)
+
+
 class _Search:
     """One (timer, state) search: filtered distributions within a deadline."""
 
-    def __init__(self, measure: Measure, overhead_ns: float, params: CalibParams):
+    def __init__(
+        self,
+        measure: Optional[Measure],
+        overhead_ns: float,
+        params: CalibParams,
+        sample: Optional[Sample] = None,
+    ):
         self.measure, self.overhead, self.params = measure, overhead_ns, params
+        self.sample = sample
         self.deadline = time.monotonic() + params.budget_s
         self.count = 0
+
+    def _draw(self, adds: int) -> np.ndarray:
+        """params.n samples; through ``sample`` in chunks, checking the deadline."""
+        if self.sample is None:
+            assert self.measure is not None
+            return self.measure(adds)
+        n = self.params.n
+        parts, got, size = [], 0, min(FIRST_CHUNK, n)
+        while got < n:
+            t0 = time.monotonic()
+            parts.append(self.sample(adds, size))
+            got += size
+            now = time.monotonic()
+            per = (now - t0) / size
+            if got < n and now + per * (n - got) > self.deadline:
+                raise _OverBudget(
+                    f"stopped within its {self.params.budget_s:.2g} s budget: one "
+                    f"distribution of {n} samples takes ~{per * n:.2g} s here, more "
+                    "than the time left"
+                )
+            size = n - got if per <= 0 else min(n - got, max(1, int(CHUNK_S / per)))
+        return np.concatenate(parts)
 
     def dist(self, adds: int) -> np.ndarray:
         if time.monotonic() > self.deadline:
             raise _OverBudget()
         self.count += 1
-        x = filter_cost(self.measure(adds), self.overhead)
+        x = filter_cost(self._draw(adds), self.overhead)
         mask, _ = filter_os(x, self.params.trees)
         return x[mask]
 
@@ -161,7 +217,7 @@ def t_diff_search(s: _Search, r: StateResult) -> None:
                 worst = max(worst, ov)
                 if first_gap is None:
                     first_gap = float(np.median(a1) - np.median(a0))
-                if ov > P.alpha:
+                if not separated(ov, P.alpha):
                     ok = False
                     break
             if ok:
@@ -172,15 +228,19 @@ def t_diff_search(s: _Search, r: StateResult) -> None:
 
 
 def calibrate_state(
-    measure: Measure,
+    measure: Optional[Measure],
     overhead_ns: float,
     flush_bytes: int,
     flush_label: str,
     params: CalibParams,
+    sample: Optional[Sample] = None,
 ) -> StateResult:
-    """t_min and t_diff of one timer in one cache state."""
-    r = StateResult(flush_bytes, flush_label)
-    s = _Search(measure, overhead_ns, params)
+    """t_min and t_diff of one timer in one cache state, within params.budget_s.
+
+    Distributions come from ``measure(adds)`` or, when given, ``sample(adds, n)``
+    (chunked, see the module docstring). Raises Interrupted on KeyboardInterrupt."""
+    r = StateResult(flush_bytes, flush_label, budget_s=params.budget_s)
+    s = _Search(measure, overhead_ns, params, sample)
     began = time.monotonic()
     try:
         t_min_search(s, r)
@@ -188,8 +248,13 @@ def calibrate_state(
             t_diff_search(s, r)
         if r.t_min_adds is not None and r.t_diff_adds is not None:
             r.status = "complete"
-    except _OverBudget:
-        r.notes.append(f"time budget of {params.budget_s:g} s spent")
+    except _OverBudget as exc:
+        r.notes.append(str(exc) or f"time budget of {params.budget_s:.2g} s spent")
+    except KeyboardInterrupt as exc:
+        r.status = "interrupted"
+        r.notes.append("interrupted (Ctrl-C) while measured: not final")
+        r.distributions, r.elapsed_s = s.count, time.monotonic() - began
+        raise Interrupted(r) from exc
     r.distributions, r.elapsed_s = s.count, time.monotonic() - began
     return r
 

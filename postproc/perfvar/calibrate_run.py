@@ -1,7 +1,10 @@
 """`perfvar calibrate`: every timer x cache state on this core, with a time budget.
 
-Times are ns, except for the CPU-cycle counter ("cycles"), whose figures are cycles
-under ``*_cycles`` keys (its ``*_ns`` keys are null; ``unit`` says which).
+Times are ns, except for the CPU-cycle counters ("cycles", "papi_read"), whose
+figures are cycles under ``*_cycles`` keys (their ``*_ns`` keys are null; ``unit`` says
+which). The top-level "clock" describes the clock perfvar reads (the barrier timer's):
+under PERFVAR_CLOCK=clock_monotonic_raw the barrier timer is that unfenced clock and
+its entry says "serialized": false.
 
 Cache states are the paper's flush sizes: 0, 4 x L1, 4 x L2, 4 x L3 (sizes from sysfs).
 The process is pinned to the CPU it starts on, so every sample comes from one core.
@@ -14,7 +17,7 @@ too).
 from __future__ import annotations
 
 import ctypes
-import functools
+import dataclasses
 import os
 import socket
 import sys
@@ -22,14 +25,17 @@ import time
 from typing import Any, Optional
 
 from perfvar import __version__
-from perfvar.calibrate import CalibParams, calibrate_state, timer_overhead
+from perfvar.calibrate import (
+    CalibParams,
+    Interrupted,
+    StateResult,
+    calibrate_state,
+    timer_overhead,
+    warm_up,
+)
 from perfvar.kernels import Kernels
 
 STATES = ("0", "4xL1", "4xL2", "4xL3")
-
-
-def _measure(k: Kernels, timer: str, flush: int, n: int, adds: int):
-    return k.sample(timer, adds, flush, n)
 
 
 def in_unit(doc: dict[str, Any], unit: str) -> dict[str, Any]:
@@ -89,6 +95,19 @@ class Progress:
             sys.stderr.write("\r" + " " * 80 + "\r")
 
 
+def _not_measured(flush: int, label: str, unit: str) -> dict[str, Any]:
+    r = StateResult(flush, label, status="not measured")
+    r.notes.append("not reached: the run was interrupted")
+    return in_unit(r.to_json(), unit)
+
+
+def _interrupt_after() -> Optional[int]:
+    """Test hook: PERFVAR_CALIBRATE_INTERRUPT_AFTER=K raises KeyboardInterrupt in the
+    first sample of the (K+1)-th (timer, state), as Ctrl-C there would."""
+    text = os.environ.get("PERFVAR_CALIBRATE_INTERRUPT_AFTER")
+    return int(text) if text and text.isdigit() else None
+
+
 def run(
     timers: list[str],
     states: list[str],
@@ -98,54 +117,113 @@ def run(
     lib: Optional[str] = None,
     quiet: bool = False,
 ) -> dict[str, Any]:
-    """Calibrate; returns the JSON document (see cli `calibrate --json`)."""
+    """Calibrate; returns the JSON document (see cli `calibrate --json`).
+
+    Every timer's overhead is measured first; then the states, largest flush first,
+    each for every timer. With total_budget_s, each (timer, state) gets the time left
+    divided by the states left when it starts, so time one state leaves unused rolls
+    over to the next ones (and an overrun is taken from them). scikit-learn is
+    imported before any budget starts. Ctrl-C (KeyboardInterrupt) ends the run early
+    but still returns the document: the state being measured is "interrupted", the
+    ones not reached "not measured", and the top level says "interrupted": true,
+    "complete": false."""
     k = Kernels(lib)
     cpu = _current_cpu()
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     sizes = flush_sizes(k)
-    usable = [t for t in timers if k.available(t)[0]]
+    clock = k.clock_info()
+    found = {t: k.available(t) for t in timers}
+    usable = [t for t in timers if found[t][0]]
     pairs = len(usable) * len(states)
     if total_budget_s:
         params.budget_s = total_budget_s / max(pairs, 1)
+    hook = _interrupt_after()
     progress = Progress(pairs, quiet)
-    began = time.monotonic()
-    out_timers = []
-    for timer in timers:
-        ok, why = k.available(timer)
+    out_timers: list[dict[str, Any]] = []
+    for timer in timers:  # every row first "not measured"; filled in as measured
+        ok, why = found[timer]
         unit = k.unit(timer)
         entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
-        if not ok:
-            entry.update(why=why, overhead_ns=None, fluctuation_ns=None, states=[])
-            out_timers.append(in_unit(entry, unit))
-            continue
-        overhead, fluctuation = timer_overhead(k.sample(timer, 0, 0, n_overhead))
-        entry.update(overhead_ns=overhead, fluctuation_ns=fluctuation, states=[])
-        for state in states:
-            label = f"{timer} flush {state}"
-            progress.step(label)
-            flush = sizes[state]
-            r = calibrate_state(
-                functools.partial(_measure, k, timer, flush, params.n),
-                overhead,
-                flush,
-                state,
-                params,
-            )
-            if state != "0" and flush == 0:
-                r.notes.append("cache size unknown (sysfs): nothing flushed")
-            entry["states"].append(in_unit(r.to_json(), unit))
-            progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
-        out_timers.append(in_unit(entry, unit))
+        if timer == "barrier" and clock is not None:
+            entry.update(clock=clock["name"], serialized=clock["serialized"])
+        entry.update(overhead_ns=None, fluctuation_ns=None)
+        if ok:
+            entry["states"] = [_not_measured(sizes[st], st, unit) for st in states]
+        else:
+            entry.update(why=why, states=[])
+        out_timers.append(entry)
+    interrupted = False
+    began = time.monotonic()
+    try:
+        warm_up(params.trees)  # ~2 s of imports, outside every budget
+        began = time.monotonic()
+        deadline = began + total_budget_s if total_budget_s else None
+        left, started = pairs, 0
+        overheads: dict[str, float] = {}
+        for entry in out_timers:
+            if entry["available"]:
+                timer = entry["name"]
+                overhead, fluct = timer_overhead(k.sample(timer, 0, 0, n_overhead))
+                entry.update(overhead_ns=overhead, fluctuation_ns=fluct)
+                overheads[timer] = overhead
+        # The largest flush first: a state whose single distribution does not fit its
+        # share stops at once, and its time rolls over to every state after it.
+        order = sorted(range(len(states)), key=lambda i: -sizes[states[i]])
+        for i in order:
+            state = states[i]
+            for entry in out_timers:
+                if not entry["available"]:
+                    continue
+                timer, unit = entry["name"], entry["unit"]
+                label = f"{timer} flush {state}"
+                progress.step(label)
+                flush = sizes[state]
+                share = params.budget_s
+                if deadline is not None:
+                    share = max(deadline - time.monotonic(), 0.0) / max(left, 1)
+                left, started = left - 1, started + 1
+
+                def sample(adds: int, n: int, timer=timer, flush=flush, no=started):
+                    if hook is not None and no > hook:
+                        raise KeyboardInterrupt
+                    return k.sample(timer, adds, flush, n)
+
+                try:
+                    r = calibrate_state(
+                        None,
+                        overheads[timer],
+                        flush,
+                        state,
+                        dataclasses.replace(params, budget_s=share),
+                        sample=sample,
+                    )
+                except Interrupted as exc:
+                    entry["states"][i] = in_unit(exc.result.to_json(), unit)
+                    raise
+                if state != "0" and flush == 0:
+                    r.notes.append("cache size unknown (sysfs): nothing flushed")
+                entry["states"][i] = in_unit(r.to_json(), unit)
+                progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
+    except KeyboardInterrupt:
+        interrupted = True
     progress.close()
+    out_timers = [in_unit(entry, entry["unit"]) for entry in out_timers]
+    complete = not interrupted and all(
+        s["status"] == "complete" for t in out_timers for s in t["states"]
+    )
     return {
         "generated_by": f"perfvar {__version__} calibrate",
         "library": k.path,
         "host": socket.gethostname(),
         "cpu": cpu,
+        "clock": clock,
         "flush_bytes": sizes,
         "params": vars(params),
+        "total_budget_s": total_budget_s,
         "elapsed_s": time.monotonic() - began,
+        "complete": complete,
+        "interrupted": interrupted,
         "timers": out_timers,
     }
 
@@ -179,6 +257,9 @@ def run_mpi(**kwargs: Any) -> Optional[dict[str, Any]]:
     return {
         "generated_by": doc["generated_by"],
         "nranks": len(docs),
+        "clock": docs[0]["clock"],
+        "complete": all(d["complete"] for d in docs),
+        "interrupted": any(d["interrupted"] for d in docs),
         "timers": docs[0]["timers"],
         "ranks": docs,
         "params": docs[0]["params"],

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.filters import filter_os
-from perfvar.stats import overlap
+from perfvar.stats import overlap, separated
 
 TREES = 25  # forest size: enough for a few hundred samples, fast enough per rank
 SOURCE = "paper statistics over the start-up samples (filter_os)"
@@ -83,7 +83,7 @@ def recheck(doc: dict[str, Any], unit: str = "ns") -> dict[str, Optional[float]]
             ov = overlap(a0, a1, ties=True)
             worst = max(worst, ov)
             gap = gap if gap is not None else float(np.median(a1) - np.median(a0))
-            if ov >= alpha:
+            if not separated(ov, alpha):
                 break
         else:
             out.update(t_diff_adds=step, t_diff_overlap=worst)

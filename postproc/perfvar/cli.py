@@ -4,8 +4,12 @@ Exit status: 0 when the analysis ran, whether or not anomalies were found (read 
 verdict line or analysis.json for the outcome); 2 on any error (bad arguments,
 unreadable trace, unwritable output), reported as one line
 ``perfvar: error: <message>`` on stderr, never a traceback (set PERFVAR_DEBUG=1 to
-get one for internal errors). Subcommands are dispatched through a table so that
-``perfvar calibrate`` can be added next to ``analyze``.
+get one for internal errors). Subcommands are dispatched through a table.
+
+``perfvar calibrate [--compare] [--quick] [--json PATH] ...``: exit 0 when the run
+finished (states a budget cut short are marked "partial" in it), 130 when Ctrl-C
+stopped it (the table and the JSON are still written, with "interrupted": true and
+"complete": false), 2 on errors.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from perfvar.errors import TraceError
 
 EXIT_OK = 0
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,6 +140,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 fh.write("\n")
         except OSError as exc:
             raise TraceError(f"cannot write {args.json}: {exc.strerror}") from exc
+    if doc.get("interrupted"):
+        print(
+            "perfvar: calibrate interrupted: results are partial and marked so",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     return 0
 
 
@@ -215,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
         "its own, with MPI_Wtime as a timer), each timer's overhead, "
         "fluctuation, precision t_min and sensitivity t_diff in the cache states "
         "0, 4xL1, 4xL2, 4xL3 (paper Algorithms 1 and 2 with filter_cost and "
-        "filter_os). Results a time budget cut short are marked 'partial'.",
+        "filter_os). Results a time budget cut short are marked 'partial'; "
+        "Ctrl-C stops the run, prints and writes what was measured (marked "
+        "'interrupted' / 'not measured') and exits 130.",
     )
     c.add_argument(
         "--compare",
@@ -225,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--quick",
         action="store_true",
-        help="bounded run (N=200, p=3, q=3, 45 s in all unless --budget)",
+        help="bounded run (N=200, p=3, q=3, 45 s in all unless --budget; time a "
+        "state leaves unused rolls over to the next)",
     )
     c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     c.add_argument("--timers", type=_csv_of(TIMERS), help="timers to calibrate")

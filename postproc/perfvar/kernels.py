@@ -25,7 +25,22 @@ TIMERS = (
     "papi_real_cyc",
     "mpi_wtime",
     "cycles",
+    "papi_read",
 )
+
+
+class _ClockInfo(ctypes.Structure):
+    """perfvar_clock_info (include/perfvar.h)."""
+
+    _fields_ = [
+        ("name", ctypes.c_char * 32),
+        ("hz_method", ctypes.c_char * 64),
+        ("hz", ctypes.c_double),
+        ("hz_rel_error", ctypes.c_double),
+        ("serialized", ctypes.c_int),
+        ("has_cpu_id", ctypes.c_int),
+        ("note", ctypes.c_char * 160),
+    ]
 
 
 class KernelError(TraceError):
@@ -50,8 +65,8 @@ def _candidates() -> list[str]:
 
 
 class Kernels:
-    """Loaded libperfvar: timer availability, samples (ns; cycles for "cycles"),
-    cache sizes (bytes)."""
+    """Loaded libperfvar: timer availability, samples (ns; cycles for "cycles" and
+    "papi_read"), cache sizes (bytes), the clock in use."""
 
     def __init__(self, path: Optional[str] = None) -> None:
         tried = [path] if path else _candidates()
@@ -96,11 +111,33 @@ class Kernels:
         return rc == 0, why.value.decode()
 
     def unit(self, timer: str) -> str:
-        """Unit of the timer's samples: "ns", or "cycles" for the CPU-cycle counter."""
+        """Unit of the timer's samples: "ns", or "cycles" for the CPU-cycle counters
+        ("cycles", "papi_read")."""
         if self._unit is None:
             return "ns"
         unit = self._unit(TIMERS.index(timer))
         return unit.decode() if unit else "ns"
+
+    def clock_info(self) -> Optional[dict]:
+        """The clock perfvar reads (the barrier timer's, PERFVAR_CLOCK): {name, hz,
+        hz_method, hz_rel_error, serialized, has_cpu_id, note}; None from a library
+        without perfvar_clock_info_get. The first call measures the frequency."""
+        get = getattr(self.lib, "perfvar_clock_info_get", None)
+        if get is None:
+            return None
+        info = _ClockInfo()
+        get.argtypes = [ctypes.POINTER(_ClockInfo)]
+        if get(ctypes.byref(info)) != 0:
+            return None
+        return {
+            "name": info.name.decode(),
+            "hz": info.hz,
+            "hz_method": info.hz_method.decode(),
+            "hz_rel_error": info.hz_rel_error,
+            "serialized": bool(info.serialized),
+            "has_cpu_id": bool(info.has_cpu_id),
+            "note": info.note.decode(),
+        }
 
     def sample(self, timer: str, adds: int, flush_bytes: int, n: int) -> np.ndarray:
         """n samples (in ``unit(timer)``) of ``adds`` dependent ADDs; flush_bytes

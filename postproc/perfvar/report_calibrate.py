@@ -18,6 +18,26 @@ def _get(d: dict[str, Any], name: str, unit: str) -> Any:
     return d.get(f"{name}_{unit}")
 
 
+def _clock_lines(clock: Any) -> list[str]:
+    """The clock perfvar reads (the barrier timer's), its frequency and any fallback."""
+    if not isinstance(clock, dict):
+        return ["clock: unknown (this libperfvar does not describe its clock)"]
+    rate = f"{clock['hz'] / 1e9:.6g} GHz ({clock['hz_method']}"
+    if clock.get("hz_rel_error"):
+        rate += f", rel. error {clock['hz_rel_error']:.1e}"
+    rate += ")"
+    how = (
+        "serialized (fenced reads): the barrier timer"
+        if clock["serialized"]
+        else "NOT serialized: the barrier timer is this unfenced fallback, not a "
+        "fenced read"
+    )
+    out = [f"clock: {clock['name']}, {rate}, {how}"]
+    if clock.get("note"):
+        out.append(f"clock note: {clock['note']}")
+    return out
+
+
 def render(doc: dict[str, Any]) -> str:
     """The report as one string (ends with a newline); one table per rank under MPI."""
     if "ranks" in doc:
@@ -28,10 +48,18 @@ def render(doc: dict[str, Any]) -> str:
             parts.append(f"=== rank {r['rank']} (host {r['host']})\n" + render(r))
         return "\n".join(parts)
     p = doc["params"]
+    total = doc.get("total_budget_s")
+    budget = (
+        f"budget {total:g} s in all (each timer and state gets the time left / the "
+        "states left)"
+        if total
+        else f"budget {p['budget_s']:.1f} s per timer and state"
+    )
     out = [
         f"perfvar calibrate on CPU {doc['cpu']}: N={p['n']} samples per distribution, "
         f"p={p['p']}, q={p['q']}, epsilon={p['epsilon']:g}, alpha={p['alpha']:g}, "
-        f"budget {p['budget_s']:.1f} s per timer and state",
+        + budget,
+        *(_clock_lines(doc["clock"]) if "clock" in doc else []),
         "flush sizes: "
         + ", ".join(f"{k} = {v / 2**20:g} MiB" for k, v in doc["flush_bytes"].items()),
         "",
@@ -44,6 +72,8 @@ def render(doc: dict[str, Any]) -> str:
             what = " (CPU cycles)" if unit == "cycles" else ""
             out.append(f"{t['name']:<15} unavailable{what}: {t['why']}")
             continue
+        if t.get("serialized") is False:
+            out.append(f"{t['name']:<15} (= {t['clock']}, unfenced: see clock above)")
         for i, s in enumerate(t["states"]):
             overhead = _v(_get(t, "overhead", unit), unit)
             fluct = _v(_get(t, "fluctuation", unit), unit)
@@ -58,6 +88,13 @@ def render(doc: dict[str, Any]) -> str:
         "overhead: minimal cost of an empty interval (t_e,std); fluct.: its p99.9 - "
         "p0.1; t_min: shortest interval measured with CV < epsilon; t_diff: smallest "
         "difference resolved with overlap < alpha. 'partial' = not final. "
-        "'cyc' = CPU cycles of the core (the cycles timer), not time."
+        "'cyc' = CPU cycles of the core (the cycles and papi_read timers), not time."
     )
+    if doc.get("interrupted"):
+        out.append(
+            "INTERRUPTED: the run was stopped (Ctrl-C); 'interrupted' and 'not "
+            "measured' rows are not results."
+        )
+    elif doc.get("complete") is False:
+        out.append("Not every state completed: values marked 'partial' are not final.")
     return "\n".join(out) + "\n"

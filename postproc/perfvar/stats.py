@@ -84,6 +84,12 @@ def summarize(samples: np.ndarray) -> Summary:
     )
 
 
+def separated(ov: float, alpha: float) -> bool:
+    """Algorithm 2's acceptance of one pair: resolved iff its overlap is < ``alpha``
+    (an overlap equal to alpha is not resolved). Every t_diff search uses this."""
+    return ov < alpha
+
+
 def overlap(a0: np.ndarray, a1: np.ndarray, ties: bool = False) -> float:
     """Paper Algorithm 2 overlap: the fraction of ``a1`` samples below ``max(a0)``.
 

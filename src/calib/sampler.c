@@ -18,7 +18,8 @@
 #endif
 
 static const char *const timer_names[PERFVAR_TIMER_COUNT] = {
-    "barrier", "rdtsc", "clock_gettime", "papi_real_nsec", "papi_real_cyc", "mpi_wtime", "cycles"};
+    "barrier", "rdtsc",     "clock_gettime", "papi_real_nsec",
+    "papi_real_cyc", "mpi_wtime", "cycles",        "papi_read"};
 
 const char *perfvar_timer_name(int timer)
 {
@@ -28,14 +29,20 @@ const char *perfvar_timer_name(int timer)
 const char *perfvar_timer_unit(int timer)
 {
     if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return NULL;
-    return timer == PERFVAR_TIMER_CYCLES ? "cycles" : "ns";
+    return timer == PERFVAR_TIMER_CYCLES || timer == PERFVAR_TIMER_PAPI_READ ? "cycles" : "ns";
 }
 
 /* ---- PAPI, loaded on first use so libperfvar does not depend on it ---- */
 static long long (*papi_nsec)(void);
 static long long (*papi_cyc)(void);
+static int (*papi_read)(int, long long *);
 static char papi_why[160];
 static int papi_state; /* 0 untried, 1 ok, -1 unavailable */
+
+/* PAPI_read of PAPI_TOT_CYC through an event set, started once and kept running. */
+static int papi_eventset = -1;
+static char papi_read_why[200];
+static int papi_read_state; /* 0 untried, 1 ok, -1 unavailable */
 
 static void papi_load(void)
 {
@@ -60,10 +67,66 @@ static void papi_load(void)
         snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", rc);
         return;
     }
+    papi_read = (int (*)(int, long long *))dlsym(lib, "PAPI_read");
     papi_state = 1;
 #else
     snprintf(papi_why, sizeof papi_why, "perfvar was built without papi.h");
 #endif
+}
+
+/* The probe of the papi_read timer: an event set counting PAPI_TOT_CYC, started. Where no PMU
+ * exists (a VM), adding or starting the event fails and PAPI_strerror's text is the reason. */
+static void papi_read_open(void)
+{
+    if (papi_read_state) return;
+    papi_read_state = -1;
+    papi_load();
+    if (papi_state < 0) {
+        snprintf(papi_read_why, sizeof papi_read_why, "%s", papi_why);
+        return;
+    }
+#if defined(PERFVAR_HAVE_PAPI_H)
+    void *lib = dlopen("libpapi.so", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libpapi.so." PERFVAR_PAPI_SOVERSION, RTLD_NOW | RTLD_NOLOAD);
+    int (*create)(int *) = lib ? (int (*)(int *))dlsym(lib, "PAPI_create_eventset") : NULL;
+    int (*add)(int, int) = lib ? (int (*)(int, int))dlsym(lib, "PAPI_add_event") : NULL;
+    int (*start)(int) = lib ? (int (*)(int))dlsym(lib, "PAPI_start") : NULL;
+    int (*cleanup)(int) = lib ? (int (*)(int))dlsym(lib, "PAPI_cleanup_eventset") : NULL;
+    int (*destroy)(int *) = lib ? (int (*)(int *))dlsym(lib, "PAPI_destroy_eventset") : NULL;
+    char *(*strerr)(int) = lib ? (char *(*)(int))dlsym(lib, "PAPI_strerror") : NULL;
+    if (!create || !add || !start || !papi_read || !cleanup || !destroy || !strerr) {
+        snprintf(papi_read_why, sizeof papi_read_why, "libpapi lacks the event-set API (PAPI_read)");
+        return;
+    }
+    int es = PAPI_NULL, rc;
+    const char *step = "PAPI_create_eventset";
+    if ((rc = create(&es)) == PAPI_OK) {
+        step = "PAPI_add_event(PAPI_TOT_CYC)";
+        if ((rc = add(es, PAPI_TOT_CYC)) == PAPI_OK) {
+            step = "PAPI_start";
+            rc = start(es);
+        }
+        if (rc != PAPI_OK) {
+            cleanup(es);
+            destroy(&es);
+        }
+    }
+    if (rc != PAPI_OK) {
+        const char *text = strerr(rc);
+        snprintf(papi_read_why, sizeof papi_read_why, "%s: %s (%d)", step, text ? text : "PAPI error",
+                 rc);
+        return;
+    }
+    papi_eventset = es;
+    papi_read_state = 1;
+#endif
+}
+
+static inline long long papi_read_cycles(void)
+{
+    long long v = 0;
+    papi_read(papi_eventset, &v);
+    return v;
 }
 
 /* ---- MPI_Wtime, from the MPI library the process already loaded (libperfvar stays MPI-free) ---- */
@@ -118,6 +181,10 @@ int perfvar_timer_available(int timer, char *why, int why_len)
     case PERFVAR_TIMER_MPI_WTIME:
         mpi_find();
         if (!mpi_wtime) reason = mpi_why;
+        break;
+    case PERFVAR_TIMER_PAPI_READ:
+        papi_read_open();
+        if (papi_read_state < 0) reason = papi_read_why;
         break;
     case PERFVAR_TIMER_CYCLES:
         if (perfvar_cycles_open(NULL, cycles_why, sizeof cycles_why) != PERFVAR_OK) reason = cycles_why;
@@ -208,6 +275,12 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
             uint64_t t0 = perfvar_cycles_read(cycles_page);
             pv_add_chain(adds);
             d = (double)(perfvar_cycles_read(cycles_page) - t0);
+            break;
+        }
+        case PERFVAR_TIMER_PAPI_READ: { /* cycles of the running PAPI_TOT_CYC event set */
+            long long t0 = papi_read_cycles();
+            pv_add_chain(adds);
+            d = (double)(papi_read_cycles() - t0);
             break;
         }
         default: { /* PERFVAR_TIMER_PAPI_REAL_CYC */

@@ -3,8 +3,10 @@ kernels of libperfvar (skipped when the library is not built: set PERFVAR_LIB)."
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -143,9 +145,13 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
         "papi_real_cyc",
         "mpi_wtime",
         "cycles",
+        "papi_read",
     ]
+    assert doc["clock"]["name"] and doc["clock"]["hz"] > 0
+    assert doc["complete"] in (True, False) and doc["interrupted"] is False
     for t in doc["timers"]:
-        assert t["unit"] == ("cycles" if t["name"] == "cycles" else "ns")
+        cyc = t["name"] in ("cycles", "papi_read")
+        assert t["unit"] == ("cycles" if cyc else "ns")
         if not t["available"]:
             assert t["why"]
             continue
@@ -163,29 +169,31 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
                 assert s["t_min_ns"] > 0 and s["t_diff_ns"] is not None
 
 
-def test_cycles_timer_unavailable_is_listed_with_the_probes_reason(tmp_path):
-    """Where the CPU-cycle counter cannot be read (this VM has no PMU), --compare lists
-    it as unavailable, in cycles, with the probe's reason; nothing else is affected."""
+@pytest.mark.parametrize("timer", ["cycles", "papi_read"])
+def test_cycle_timer_unavailable_is_listed_with_the_probes_reason(tmp_path, timer):
+    """Where a CPU-cycle counter cannot be read (this VM has no PMU), --compare lists
+    it as unavailable, in cycles, with the probe's reason (PAPI's own for papi_read);
+    nothing else is affected."""
     k = _kernels()
-    ok, why = k.available("cycles")
-    assert k.unit("cycles") == "cycles" and k.unit("barrier") == "ns"
+    ok, why = k.available(timer)
+    assert k.unit(timer) == "cycles" and k.unit("barrier") == "ns"
     if ok:
-        pytest.skip("this machine has a readable cycle counter")
+        pytest.skip(f"this machine can read {timer}")
     assert why
     out = tmp_path / "cal.json"
     p = subprocess.run(
         [sys.executable, "-m", "perfvar", "calibrate", "--quick", "--timers"]
-        + ["cycles,barrier", "--states", "0", "--budget", "4", "--json", str(out)]
+        + [f"{timer},barrier", "--states", "0", "--budget", "4", "--json", str(out)]
         + ["--lib", k.path],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert p.returncode == 0, p.stderr
-    assert f"cycles          unavailable (CPU cycles): {why}" in p.stdout
+    assert f"{timer:<15} unavailable (CPU cycles): {why}" in p.stdout
     cycles, barrier = json.loads(out.read_text())["timers"]
     assert cycles == {
-        "name": "cycles",
+        "name": timer,
         "available": False,
         "unit": "cycles",
         "why": why,
@@ -196,6 +204,116 @@ def test_cycles_timer_unavailable_is_listed_with_the_probes_reason(tmp_path):
         "states": [],
     }
     assert barrier["available"] and barrier["unit"] == "ns"
+
+
+def _calibrate(k, out, *args):
+    """The `perfvar calibrate --quick` command line writing JSON to out."""
+    cmd = [sys.executable, "-m", "perfvar", "calibrate", "--quick", "--json", str(out)]
+    return cmd + ["--lib", k.path, *args]
+
+
+@pytest.mark.parametrize(
+    "clock, name, serialized, note",
+    [
+        ("clock_monotonic_raw", "clock_monotonic_raw", False, ""),
+        ("cntvct", None, True, "PERFVAR_CLOCK=cntvct is not available here"),
+    ],
+)
+def test_the_clock_in_use_is_reported(tmp_path, clock, name, serialized, note):
+    """PERFVAR_CLOCK's choice (and any fallback) is in the table header and the
+    JSON; the unfenced clock_gettime fallback is not presented as a fenced barrier."""
+    k = _kernels()
+    native = k.clock_info()["name"]
+    if clock == "cntvct" and native == "cntvct":
+        pytest.skip("cntvct is this machine's native clock")
+    out = tmp_path / "cal.json"
+    p = subprocess.run(
+        _calibrate(k, out, "--timers", "barrier", "--states", "0", "--budget", "2"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PERFVAR_CLOCK=clock),
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    want = name or native
+    assert doc["clock"]["name"] == want and doc["clock"]["hz"] > 0
+    assert doc["clock"]["serialized"] is serialized
+    assert doc["clock"]["note"].startswith(note)
+    barrier = doc["timers"][0]
+    assert barrier["clock"] == want and barrier["serialized"] is serialized
+    assert f"clock: {want}, " in p.stdout
+    assert ("NOT serialized" in p.stdout) is (not serialized)
+    if note:
+        assert f"clock note: {note}" in p.stdout
+
+
+def _check_interrupted(p, out, first_done):
+    """rc 130, the table printed, the JSON written and marked not complete."""
+    assert p.returncode == 130, p.stderr
+    assert "interrupted" in p.stderr and "error" not in p.stderr
+    assert "INTERRUPTED" in p.stdout and "clock_gettime" in p.stdout
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and doc["complete"] is False
+    got = {s["flush_label"]: s["status"] for s in doc["timers"][0]["states"]}
+    # Largest flush first: 4xL2, then 4xL1, then 0.
+    assert got["4xL2"] in ("complete", "partial") and first_done in p.stderr
+    assert got["4xL1"] == "interrupted"
+    assert got["0"] == "not measured"
+
+
+def test_interrupt_hook_gives_partial_table_and_json(tmp_path):
+    k = _kernels()
+    out = tmp_path / "cal.json"
+    states = ["--timers", "clock_gettime", "--states", "0,4xL1,4xL2"]
+    p = subprocess.run(
+        _calibrate(k, out, *states, "--budget", "3"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PERFVAR_CALIBRATE_INTERRUPT_AFTER="1"),
+    )
+    _check_interrupted(p, out, "calibrate: 1/3 clock_gettime flush 4xL2")
+
+
+def test_ctrl_c_after_the_first_state_gives_partial_table_and_json(tmp_path):
+    """A real SIGINT, sent once the first state reported its result."""
+    k = _kernels()
+    out = tmp_path / "cal.json"
+    states = ["--timers", "clock_gettime", "--states", "0,4xL1,4xL2"]
+    p = subprocess.Popen(
+        _calibrate(k, out, *states, "--budget", "30"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Python ignores SIGINT if it starts with it ignored (a background job).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    err: list[str] = []
+
+    def read_stderr():
+        for line in p.stderr:
+            err.append(line)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        for _ in range(1200):  # poll the progress lines, at most 120 s
+            if any(line.startswith("calibrate: 1/3") for line in err):
+                break
+            if p.poll() is not None:
+                break
+            threading.Event().wait(0.1)
+        assert p.poll() is None, "finished before it could be interrupted"
+        p.send_signal(signal.SIGINT)
+        stdout = p.stdout.read()
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(timeout=10)
+    p_done = subprocess.CompletedProcess(p.args, p.returncode, stdout, "".join(err))
+    _check_interrupted(p_done, out, "calibrate: 1/3 clock_gettime flush 4xL2")
 
 
 def test_cycles_figures_are_reported_in_cycles_never_as_ns():

@@ -21,6 +21,7 @@ def main() -> int:
     ap.add_argument("--lib", required=True)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
+    a.out.parent.mkdir(parents=True, exist_ok=True)  # ctest -R runs this test alone
     cmd = [a.mpiexec, "-n", str(a.np), "--bind-to", "core"]
     if "OpenRTE" in subprocess.run([a.mpiexec, "--version"], capture_output=True, text=True).stdout:
         cmd += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])

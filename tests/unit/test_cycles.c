@@ -112,8 +112,28 @@ static void check_available(void)
     perfvar_cycles_close();
 }
 
+/* papi_read: cycles of a PAPI_TOT_CYC event set where PAPI has a PMU; elsewhere unavailable with
+ * PAPI's reason, and sampling refuses. */
+static void check_papi_read(void)
+{
+    CHECK(strcmp(perfvar_timer_name(PERFVAR_TIMER_PAPI_READ), "papi_read") == 0);
+    CHECK(strcmp(perfvar_timer_unit(PERFVAR_TIMER_PAPI_READ), "cycles") == 0);
+    char why[256];
+    double out[64];
+    int rc = perfvar_timer_available(PERFVAR_TIMER_PAPI_READ, why, sizeof why);
+    printf("papi_read: %s\n", rc == PERFVAR_OK ? "available" : why);
+    if (rc == PERFVAR_OK) {
+        CHECK(perfvar_calib_sample(PERFVAR_TIMER_PAPI_READ, 1000, 0, 64, out) == PERFVAR_OK);
+        CHECK(out[0] > 0);
+    } else {
+        CHECK(rc == PERFVAR_ERR_UNAVAILABLE && why[0]);
+        CHECK(perfvar_calib_sample(PERFVAR_TIMER_PAPI_READ, 1000, 0, 64, out) == PERFVAR_ERR_UNAVAILABLE);
+    }
+}
+
 int main(void)
 {
+    check_papi_read();
     check_sign_extension();
     check_seqlock_without_counter();
     CHECK(strcmp(perfvar_timer_name(PERFVAR_TIMER_CYCLES), "cycles") == 0);
