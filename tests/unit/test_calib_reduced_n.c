@@ -1,16 +1,21 @@
 /* test_calib_reduced_n.c — a flushed cache state whose N does not fit its share: full mode
  * reduces N to what fits (never below PV_CALIB_MIN_FLUSHED_N) and says so; quick mode skips it.
  *
- * Full mode is scaled down (p = q = 5, N = 10000, 3 s, flush 0 to 4xL2) so that 4xL2, whose
- * 10000 samples per distribution each cost a flush of 4 x L2, cannot keep N = 10000 in any share
- * of 3 s, and its reduced N must still be large enough. No wall-clock bound is asserted. */
+ * Full mode is scaled down (p = q = 2, N = 10000, flush 0 to 4xL2) so that 4xL2, whose 10000
+ * samples per distribution each cost a flush of 4 x L2, cannot keep N = 10000, and its reduced N
+ * must still be large enough. The budget (at least 3 s) is sized from one flush timed here, so that
+ * 4xL2's share (about a quarter of it) holds p + 2 + 2q distributions of 4 x PV_CALIB_MIN_FLUSHED_N:
+ * an 8 MiB flush takes 0.7 ms on a Xeon and 1.6 ms under qemu. No wall-clock bound is asserted. */
 #include "check.h"
 #include "calib/calib.h"
+#include "calib/flush.h"
 #include "perfvar.h"
 #include "perfvar_calib.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void print_states(const char *what, const pv_calib_result *r)
 {
@@ -24,13 +29,34 @@ static void print_states(const char *what, const pv_calib_result *r)
     }
 }
 
-static void scaled(pv_calib_params *p, pv_calib_mode mode)
+/* The slowest of 5 flushes of 4 x L2, in ms (after one to fault the buffer in). */
+static double flush_4xl2_ms(void)
+{
+    uint64_t bytes = 4 * perfvar_cache_size(2);
+    unsigned char *buf = malloc(bytes);
+    if (!buf) return 0;
+    double worst = 0;
+    pv_flush_lines(buf, bytes);
+    for (int i = 0; i < 5; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        pv_flush_lines(buf, bytes);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms > worst) worst = ms;
+    }
+    free(buf);
+    return worst;
+}
+
+static void scaled(pv_calib_params *p, pv_calib_mode mode, double flush_ms)
 {
     pv_calib_defaults(p, mode);
-    p->budget_ms = 3000;
     p->n_samples = p->n_samples_flushed = 10000;
-    p->p_confirm = p->q_pairs = 5;
+    p->p_confirm = p->q_pairs = 2;
     p->nstates = 3;
+    double need_ms = 4.0 * (p->p_confirm + 2 + 2 * p->q_pairs) * 4 * PV_CALIB_MIN_FLUSHED_N * flush_ms;
+    p->budget_ms = need_ms > 3000 ? need_ms : 3000;
 }
 
 int main(void)
@@ -38,8 +64,10 @@ int main(void)
     if (!perfvar_cache_size(2)) SKIP("L2 size unknown (sysfs): no 4xL2 state to reduce");
     pv_calib_params p;
     pv_calib_result r;
+    double flush_ms = flush_4xl2_ms();
 
-    scaled(&p, PV_CALIB_FULL);
+    scaled(&p, PV_CALIB_FULL, flush_ms);
+    printf("one flush of 4 x L2: %.3f ms, budget %.0f ms\n", flush_ms, p.budget_ms);
     CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
     print_states("full ", &r);
     const pv_calib_state *l2 = &r.states[2];
@@ -55,7 +83,7 @@ int main(void)
         if (r.states[s].n_samples == r.states[s].n_requested) CHECK(!strstr(r.states[s].note, "N reduced"));
     pv_calib_free(&r);
 
-    scaled(&p, PV_CALIB_QUICK);
+    scaled(&p, PV_CALIB_QUICK, flush_ms);
     CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
     print_states("quick", &r);
     CHECKF(strcmp(r.states[2].status, "skipped") == 0, "quick 4xL2: %s", r.states[2].status);
