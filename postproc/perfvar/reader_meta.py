@@ -448,9 +448,18 @@ def read_meta(
             "they are not judged"
         )
     uncal = [r for r, m in result.items() if m.source and not m.calibrated]
-    if uncal:
+    # Without flush 0, a rank's segments are still judged with its nearest calibrated
+    # cache state (perfvar.cache_state.choose); only a rank with none is not judged.
+    elsewhere = [r for r in uncal if any(s.usable for s in result[r].calibration.states)]
+    nowhere = [r for r in uncal if r not in elsewhere]
+    if elsewhere:
         notes.append(
-            f"no usable t_min/t_diff for rank(s) {compact_ranges(uncal)}: not judged"
+            f"no flush-0 t_min/t_diff for rank(s) {compact_ranges(elsewhere)}: "
+            "judged with the nearest calibrated cache state"
+        )
+    if nowhere:
+        notes.append(
+            f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: not judged"
         )
     if os.path.isdir(meta_dir):
         extra = []

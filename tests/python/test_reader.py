@@ -142,6 +142,28 @@ def test_meta_takes_the_c_searchs_zero_as_not_found(tmp_path):
     assert c.states[0].t_min_ns is None
 
 
+def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
+    # Rank 0 has no flush-0 values but a calibrated 4xL1 state: it is judged with that
+    # state (perfvar.cache_state), so the note must not say it is not judged. Rank 1
+    # has nothing usable: it is not judged.
+    os.makedirs(tmp_path / "perfvar")
+    zero = {"label": "0", "flush": 0, "status": "partial", "t_min_ns": 0.0, "t_diff_ns": 0.0}
+    l1 = {"label": "4xL1", "flush": 196608, "status": "partial"}
+    for rank, l1_values in ((0, {"t_min_ns": 11131.3, "t_diff_ns": 549.6}), (1, {})):
+        states = [zero, {**l1, "t_min_ns": 0.0, "t_diff_ns": 0.0, **l1_values}]
+        cal = {"status": "partial", "t_min_ns": 0.0, "t_diff_ns": 0.0, "states": states}
+        doc = {"rank": rank, "calibration": cal}
+        (tmp_path / "perfvar" / f"rank-{rank}.json").write_text(json.dumps(doc))
+    meta = read_meta(str(tmp_path), [0, 1], paper_check=False)
+    assert [s.usable for s in meta.ranks[0].calibration.states] == [False, True]
+    assert (
+        "no flush-0 t_min/t_diff for rank(s) 0: judged with the nearest calibrated "
+        "cache state" in meta.notes
+    )
+    assert "no usable t_min/t_diff for rank(s) 1: not judged" in meta.notes
+    assert not any("rank(s) 0: not judged" in n for n in meta.notes)
+
+
 def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
     import perfvar.reader_otf2 as reader
 
