@@ -1,0 +1,103 @@
+/* test_calib_search.c — the C search for t_min on a shared host, driven by a scripted counter.
+ *
+ * The search reads a substitute counter whose durations depend only on the distribution being
+ * drawn, not on the chain: each distribution is scripted "P" (tight: CV 0.001) or "F" (spread:
+ * CV 0.2), so every pass/fail the search sees, and so the chain lengths it chooses (logged with
+ * each distribution), are the script's, whatever the machine does.
+ *  1. A confirmation that fails after the length has passed is noise, not imprecision: the search
+ *     measures the same length again instead of doubling it, and finds t_min there.
+ *  2. After PV_TMIN_RETRIES (2) such retries it doubles: a length that keeps failing is imprecise.
+ *  3. A first distribution that fails doubles at once, as before.
+ * No wall-clock bound is asserted. */
+#include "check.h"
+#include "calib/search.h"
+#include "clock/clock.h"
+#include "perfvar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 20, P = 3 };
+
+static const char *script; /* one letter per distribution; past its end every one passes */
+static uint64_t reads, now;
+
+/* Samples come in read pairs (start, end) and N samples make a distribution. */
+static uint64_t scripted_counter(void)
+{
+    uint64_t r = reads++;
+    if (r % 2 == 0) return now;
+    uint64_t dist = r / (2 * N), i = (r / 2) % N;
+    int fail = dist < strlen(script) && script[dist] == 'F';
+    uint64_t duration = fail ? (i % 2 ? 1200 : 800) : (i % 2 ? 1001 : 999);
+    return now += duration;
+}
+
+/* The chain lengths of the first `count` t_min distributions of the run. */
+static int lengths(const pv_calib_result *r, uint64_t *out, int count)
+{
+    int got = 0;
+    for (int d = 0; d < r->ndists && got < count; d++)
+        if (r->dists[d].kind == PV_DIST_TMIN) out[got++] = r->dists[d].adds;
+    return got;
+}
+
+static void run(const char *s, pv_calib_result *r, pv_calib_state *st)
+{
+    static double buf[N], sorted[N], a0[N];
+    static pv_calib_params p;
+    pv_calib_defaults(&p, PV_CALIB_QUICK);
+    p.n_samples = N, p.p_confirm = P, p.q_pairs = 1;
+    memset(r, 0, sizeof *r);
+    memset(st, 0, sizeof *st);
+    script = s, reads = 0, now = 1000000;
+    pv_search search = {.p = &p, .r = r, .st = st, .tag = 0, .counter = PV_SEARCH_SUBSTITUTE,
+                        .substitute = scripted_counter, .buf = buf, .sorted = sorted, .a0 = a0,
+                        .overhead = 0, .granularity = 1, .n = N};
+    search.deadline = pv_now() + (uint64_t)(pv_clock_ticks_per_ns() * 5e9); /* 5 s: never reached */
+    pv_search_state(&search, 0, 0);
+}
+
+static void print_lengths(const char *what, const uint64_t *k, int n, const pv_calib_state *st)
+{
+    printf("%-34s t_min %6llu ADDs, lengths:", what, (unsigned long long)st->t_min_adds);
+    for (int i = 0; i < n; i++) printf(" %llu", (unsigned long long)k[i]);
+    printf("\n");
+}
+
+int main(void)
+{
+    pv_calib_result r;
+    pv_calib_state st;
+    uint64_t k[16] = {0};
+
+    /* 64, 128, 256 imprecise; 512 passes, then a noisy confirmation: 512 again, confirmed. */
+    run("FFFPF", &r, &st);
+    int n = lengths(&r, k, 9);
+    print_lengths("noise after a pass:", k, n, &st);
+    CHECK(n == 9);
+    CHECK(k[0] == 64 && k[1] == 128 && k[2] == 256 && k[3] == 512 && k[4] == 512);
+    CHECKF(k[5] == 512 && k[6] == 512 && k[7] == 512, "retried at %llu", (unsigned long long)k[5]);
+    CHECKF(st.t_min_adds > 256 && st.t_min_adds <= 512, "t_min %llu", (unsigned long long)st.t_min_adds);
+    pv_calib_free(&r);
+
+    /* 512 fails after a pass three times: after two retries the search doubles to 1024. */
+    run("FFFPFPFPF", &r, &st);
+    n = lengths(&r, k, 10);
+    print_lengths("keeps failing after passes:", k, n, &st);
+    CHECK(n == 10);
+    for (int i = 3; i < 9; i++) CHECKF(k[i] == 512, "distribution %d at %llu", i, (unsigned long long)k[i]);
+    CHECKF(k[9] == 1024, "after the retries: %llu", (unsigned long long)k[9]);
+    CHECKF(st.t_min_adds > 512 && st.t_min_adds <= 1024, "t_min %llu", (unsigned long long)st.t_min_adds);
+    pv_calib_free(&r);
+
+    /* A length whose first distribution fails is imprecise: doubled at once. */
+    run("FFFF", &r, &st);
+    n = lengths(&r, k, 5);
+    print_lengths("first distribution fails:", k, n, &st);
+    CHECK(n == 5 && k[3] == 512 && k[4] == 1024);
+    CHECKF(st.t_min_adds > 512 && st.t_min_adds <= 1024, "t_min %llu", (unsigned long long)st.t_min_adds);
+    pv_calib_free(&r);
+    return check_result();
+}
