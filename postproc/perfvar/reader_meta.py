@@ -450,7 +450,9 @@ def read_meta(
     uncal = [r for r, m in result.items() if m.source and not m.calibrated]
     # Without flush 0, a rank's segments are still judged with its nearest calibrated
     # cache state (perfvar.cache_state.choose); only a rank with none is not judged.
-    elsewhere = [r for r in uncal if any(s.usable for s in result[r].calibration.states)]
+    elsewhere = [
+        r for r in uncal if any(st.usable for st in result[r].calibration.states)
+    ]
     nowhere = [r for r in uncal if r not in elsewhere]
     if elsewhere:
         notes.append(

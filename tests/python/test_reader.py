@@ -147,10 +147,11 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
     # state (perfvar.cache_state), so the note must not say it is not judged. Rank 1
     # has nothing usable: it is not judged.
     os.makedirs(tmp_path / "perfvar")
-    zero = {"label": "0", "flush": 0, "status": "partial", "t_min_ns": 0.0, "t_diff_ns": 0.0}
+    none_found = {"t_min_ns": 0.0, "t_diff_ns": 0.0}
+    zero = {"label": "0", "flush": 0, "status": "partial", **none_found}
     l1 = {"label": "4xL1", "flush": 196608, "status": "partial"}
     for rank, l1_values in ((0, {"t_min_ns": 11131.3, "t_diff_ns": 549.6}), (1, {})):
-        states = [zero, {**l1, "t_min_ns": 0.0, "t_diff_ns": 0.0, **l1_values}]
+        states = [zero, {**l1, **none_found, **l1_values}]
         cal = {"status": "partial", "t_min_ns": 0.0, "t_diff_ns": 0.0, "states": states}
         doc = {"rank": rank, "calibration": cal}
         (tmp_path / "perfvar" / f"rank-{rank}.json").write_text(json.dumps(doc))
