@@ -143,8 +143,8 @@ static int precise_enough(pv_search *s, uint64_t k, double *cv) { return precise
 #define PV_TMIN_RETRIES 2
 
 /* Paper's Algorithm 2 overlap: fraction of a1 not above max(a0). The paper counts a1 < max(a0);
- * ties count as overlap here because real clocks are quantised (this VM's TSC moves in steps of
- * 26 ticks) and two chains that read the same tick value are not distinguished. */
+ * ties count as overlap here because real clocks are quantised (an AMD EPYC VM's TSC moved in steps
+ * of 26 ticks) and two chains that read the same tick value are not distinguished. */
 static double overlap(const double *a0_sorted, int n0, const double *a1_sorted, int n1)
 {
     double max0 = a0_sorted[n0 - 1];
