@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Flush 0 is the reference every segment of unknown context is judged against: it may take this
  * much of the budget; what it leaves rolls over to the flushed states. */
@@ -51,6 +52,25 @@ static double ms_until(uint64_t deadline)
     return now < deadline ? perfvar_ticks_to_ns(deadline - now) / 1e6 : 0;
 }
 
+static double available_memory_override;
+
+void pv_calib_set_available_memory(double bytes) { available_memory_override = bytes; }
+
+/* MemAvailable of /proc/meminfo in bytes (free memory plus what the kernel can reclaim, which
+ * sysconf's _SC_AVPHYS_PAGES leaves out); 0 when unknown. */
+static double available_memory(void)
+{
+    if (available_memory_override > 0) return available_memory_override;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    double kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    fclose(f);
+    return kib * 1024.0;
+}
+
 /* Whether a flushed state can do what planned_dists asks within its share (s->deadline); allocates
  * and times one flush when the optimistic bound allows. In full mode N is reduced to what fits, no
  * lower than PV_CALIB_MIN_FLUSHED_N, and the note says so. `chain_ns`: flush 0's t_min chain.
@@ -67,6 +87,22 @@ static int flushed_state_fits(pv_search *s, pv_calib_state *st, double chain_ns,
                  "%.0f ms",
                  planned_dists(p), least_n(p, st), mib, floor_ms, FLUSH_MAX_BYTES_PER_NS, st->budget_ms);
         return 0;
+    }
+    /* Every core of the node may hold a rank calibrating at once, each with its own buffer, and 4 x L3
+     * of a large shared L3 is big (1040 MiB on a Xeon VM whose L3 reads 260 MiB): no buffer larger
+     * than the available memory divided among the online CPUs. */
+    double avail = available_memory();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (avail > 0 && cpus > 0) {
+        double per_cpu = avail / (double)cpus;
+        if ((double)st->flush_bytes > per_cpu) {
+            st->status = "skipped";
+            snprintf(st->note, sizeof st->note,
+                     "a %.1f MiB flush buffer exceeds this CPU's share of the available memory (%.1f MiB = "
+                     "available / %ld online CPUs)",
+                     mib, per_cpu / (1 << 20), cpus);
+            return 0;
+        }
     }
     if (st->flush_bytes > *flush_cap) {
         unsigned char *b = realloc(s->flush_buf, st->flush_bytes);

@@ -134,6 +134,10 @@ void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode);
 int pv_calib_run(const pv_calib_params *p, pv_calib_result *r);
 void pv_calib_free(pv_calib_result *r);
 
+/* Tests only: the memory (bytes) a flush buffer may take is this divided by the online CPUs,
+ * instead of /proc/meminfo's MemAvailable (0: back to that). Not thread-safe. */
+void pv_calib_set_available_memory(double bytes);
+
 /* Tests only: make the cycle counter's pass read `counter` (in its own units; NULL: the real
  * counter) so it can be exercised where no PMU exists. Not thread-safe. */
 void pv_calib_set_cycles_substitute(uint64_t (*counter)(void));

@@ -1,5 +1,6 @@
 /* test_calib_reduced_n.c — a flushed cache state whose N does not fit its share: full mode
  * reduces N to what fits (never below PV_CALIB_MIN_FLUSHED_N) and says so; quick mode skips it.
+ * A flush buffer larger than this CPU's share of the available memory is skipped too.
  *
  * Full mode is scaled down (p = q = 2, N = 10000, flush 0 to 4xL2) so that 4xL2, whose 10000
  * samples per distribution each cost a flush of 4 x L2, cannot keep N = 10000, and its reduced N
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void print_states(const char *what, const pv_calib_result *r)
 {
@@ -88,6 +90,20 @@ int main(void)
     print_states("quick", &r);
     CHECKF(strcmp(r.states[2].status, "skipped") == 0, "quick 4xL2: %s", r.states[2].status);
     CHECK(r.states[2].n_samples == 10000 && r.states[2].ndists == 0);
+    pv_calib_free(&r);
+
+    /* Memory for half a 4xL1 buffer per online CPU: 4xL1 is skipped without allocating, and says why. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    scaled(&p, PV_CALIB_QUICK, flush_ms);
+    p.nstates = 2, p.budget_ms = 500;
+    pv_calib_set_available_memory((double)(4 * perfvar_cache_size(1)) / 2 * (double)(cpus > 0 ? cpus : 1));
+    CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
+    pv_calib_set_available_memory(0);
+    print_states("memory", &r);
+    CHECKF(strcmp(r.states[1].status, "skipped") == 0, "4xL1 with too little memory: %s", r.states[1].status);
+    CHECKF(strstr(r.states[1].note, "exceeds this CPU's share of the available memory") != NULL, "note \"%s\"",
+           r.states[1].note);
+    CHECK(r.states[1].ndists == 0 && r.states[1].flush_ms == 0);
     pv_calib_free(&r);
     return check_result();
 }
