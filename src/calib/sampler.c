@@ -38,6 +38,7 @@ static long long (*papi_cyc)(void);
 static int (*papi_read)(int, long long *);
 static char papi_why[160];
 static int papi_state; /* 0 untried, 1 ok, -1 unavailable */
+static void *papi_lib;  /* libpapi's handle once papi_load succeeded */
 
 /* PAPI_read of PAPI_TOT_CYC through an event set, started once and kept running. */
 static int papi_eventset = -1;
@@ -67,7 +68,7 @@ static void papi_load(void)
         snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", rc);
         return;
     }
-    papi_read = (int (*)(int, long long *))dlsym(lib, "PAPI_read");
+    papi_lib = lib;
     papi_state = 1;
 #else
     snprintf(papi_why, sizeof papi_why, "perfvar was built without papi.h");
@@ -86,14 +87,14 @@ static void papi_read_open(void)
         return;
     }
 #if defined(PERFVAR_HAVE_PAPI_H)
-    void *lib = dlopen("libpapi.so", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib) lib = dlopen("libpapi.so." PERFVAR_PAPI_SOVERSION, RTLD_NOW | RTLD_NOLOAD);
-    int (*create)(int *) = lib ? (int (*)(int *))dlsym(lib, "PAPI_create_eventset") : NULL;
-    int (*add)(int, int) = lib ? (int (*)(int, int))dlsym(lib, "PAPI_add_event") : NULL;
-    int (*start)(int) = lib ? (int (*)(int))dlsym(lib, "PAPI_start") : NULL;
-    int (*cleanup)(int) = lib ? (int (*)(int))dlsym(lib, "PAPI_cleanup_eventset") : NULL;
-    int (*destroy)(int *) = lib ? (int (*)(int *))dlsym(lib, "PAPI_destroy_eventset") : NULL;
-    char *(*strerr)(int) = lib ? (char *(*)(int))dlsym(lib, "PAPI_strerror") : NULL;
+    void *lib = papi_lib;
+    papi_read = (int (*)(int, long long *))dlsym(lib, "PAPI_read");
+    int (*create)(int *) = (int (*)(int *))dlsym(lib, "PAPI_create_eventset");
+    int (*add)(int, int) = (int (*)(int, int))dlsym(lib, "PAPI_add_event");
+    int (*start)(int) = (int (*)(int))dlsym(lib, "PAPI_start");
+    int (*cleanup)(int) = (int (*)(int))dlsym(lib, "PAPI_cleanup_eventset");
+    int (*destroy)(int *) = (int (*)(int *))dlsym(lib, "PAPI_destroy_eventset");
+    char *(*strerr)(int) = (char *(*)(int))dlsym(lib, "PAPI_strerror");
     if (!create || !add || !start || !papi_read || !cleanup || !destroy || !strerr) {
         snprintf(papi_read_why, sizeof papi_read_why, "libpapi lacks the event-set API (PAPI_read)");
         return;

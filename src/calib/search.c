@@ -119,7 +119,7 @@ static double cv_of(const double *x, int n)
 
 /* CV < epsilon on p consecutive fresh distributions of k ADDs. *cv gets the last CV seen,
  * *passed (if not NULL) how many distributions passed before the one that failed. */
-static int precise_enough_counted(pv_search *s, uint64_t k, double *cv, int *passed)
+static int precise_enough(pv_search *s, uint64_t k, double *cv, int *passed)
 {
     for (int i = 0; i < s->p->p_confirm; i++) {
         if (passed) *passed = i;
@@ -131,8 +131,6 @@ static int precise_enough_counted(pv_search *s, uint64_t k, double *cv, int *pas
     }
     return 1;
 }
-
-static int precise_enough(pv_search *s, uint64_t k, double *cv) { return precise_enough_counted(s, k, cv, NULL); }
 
 /* Confirmations that failed after k had passed at least once are retried at k this many times
  * before the search doubles k. On a shared host the noise comes in phases of tens to hundreds of
@@ -177,6 +175,9 @@ static double median_of(pv_search *s, uint64_t k)
     return s->sorted[kept / 2];
 }
 
+/* Whether the bisection between a failing length lo and a precise one hi has reached 1/16. */
+static int t_min_refined(uint64_t lo, uint64_t hi) { return hi - lo <= hi / 16; }
+
 /* Algorithm 1's search: from `hint` (0: from 64 ADDs), double until precise, or halve while
  * precise, then bisect between the last failure and success to 1/16, but not past `refine_until`
  * (pv_now ticks): each bisection step costs p distributions, and a budget spent on refining t_min
@@ -187,10 +188,10 @@ static uint64_t search_t_min(pv_search *s, uint64_t hint, uint64_t refine_until,
     pv_calib_state *st = s->st;
     uint64_t lo = 0, hi = 0, k = hint ? hint : 64;
     double cv = INFINITY;
-    if (hint && precise_enough(s, k, &cv)) {
+    if (hint && precise_enough(s, k, &cv, NULL)) {
         hi = k, st->t_min_cv = cv;
         while (k / 2 >= 64 && !over_budget(s)) {
-            if (!precise_enough(s, k / 2, &cv)) {
+            if (!precise_enough(s, k / 2, &cv, NULL)) {
                 lo = k / 2;
                 break;
             }
@@ -200,7 +201,7 @@ static uint64_t search_t_min(pv_search *s, uint64_t hint, uint64_t refine_until,
         if (hint) lo = k, k *= 2;
         int retries = 0, passed = 0;
         while (!over_budget(s) && k <= (1u << 24)) {
-            if (precise_enough_counted(s, k, &cv, &passed)) {
+            if (precise_enough(s, k, &cv, &passed)) {
                 hi = k, st->t_min_cv = cv;
                 break;
             }
@@ -212,9 +213,9 @@ static uint64_t search_t_min(pv_search *s, uint64_t hint, uint64_t refine_until,
             k *= 2, retries = 0;
         }
     }
-    while (hi && hi - lo > hi / 16 && !over_budget(s) && pv_now() < refine_until) {
+    while (hi && !t_min_refined(lo, hi) && !over_budget(s) && pv_now() < refine_until) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (precise_enough(s, mid, &cv))
+        if (precise_enough(s, mid, &cv, NULL))
             hi = mid, st->t_min_cv = cv;
         else
             lo = mid;
@@ -282,7 +283,7 @@ void pv_search_state(pv_search *s, uint64_t hint_min, uint64_t hint_diff)
         }
     }
     st->status = complete ? "complete" : "partial";
-    if (complete && hi - lo > hi / 16)
+    if (complete && !t_min_refined(lo, hi))
         snprintf(st->note, sizeof st->note,
                  "t_min refined for half the share: between %llu (not precise) and %llu ADDs",
                  (unsigned long long)lo, (unsigned long long)hi);
