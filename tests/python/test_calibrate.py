@@ -262,12 +262,18 @@ def _check_interrupted(p, out, first_done):
     assert got["0"] == "not measured"
 
 
-def test_interrupt_hook_gives_partial_table_and_json(tmp_path):
-    k = _kernels()
+def _three_states(tmp_path, budget_s: str):
+    """The command both interrupt tests run (clock_gettime, flush 0, 4xL1 and 4xL2) and
+    its --json path."""
     out = tmp_path / "cal.json"
     states = ["--timers", "clock_gettime", "--states", "0,4xL1,4xL2"]
+    return _calibrate(_kernels(), out, *states, "--budget", budget_s), out
+
+
+def test_interrupt_hook_gives_partial_table_and_json(tmp_path):
+    command, out = _three_states(tmp_path, "3")
     p = subprocess.run(
-        _calibrate(k, out, *states, "--budget", "3"),
+        command,
         capture_output=True,
         text=True,
         timeout=120,
@@ -278,11 +284,9 @@ def test_interrupt_hook_gives_partial_table_and_json(tmp_path):
 
 def test_ctrl_c_after_the_first_state_gives_partial_table_and_json(tmp_path):
     """A real SIGINT, sent once the first state reported its result."""
-    k = _kernels()
-    out = tmp_path / "cal.json"
-    states = ["--timers", "clock_gettime", "--states", "0,4xL1,4xL2"]
+    command, out = _three_states(tmp_path, "30")
     p = subprocess.Popen(
-        _calibrate(k, out, *states, "--budget", "30"),
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
