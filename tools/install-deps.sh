@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
-# Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scikit-learn,
+# Open MPI, MPICH, OTF2, PAPI; PyPI: numpy, scipy, scikit-learn, statsmodels, ruptures,
 # otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation),
 # mpi4py (perfvar calibrate under mpiexec).
 # Idempotent; safe to run as root (CI) or with sudo available.
@@ -11,7 +11,7 @@ apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user)
-py_pkgs=(numpy scikit-learn otf2 pympistandard pytest mpi4py)
+py_pkgs=(numpy scipy scikit-learn statsmodels ruptures otf2 pympistandard pytest mpi4py)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

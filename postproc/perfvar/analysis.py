@@ -19,13 +19,25 @@ import numpy as np
 
 from perfvar import (
     __version__,
+    decompose,
     detect_migration,
+    detect_noisy_core,
     detect_shared_cpu,
+    detect_slow_core,
+    detect_slow_phase,
     detect_slow_segment,
 )
 from perfvar.cache_state import cell_context, choose
 from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
-from perfvar.model import Cell, DetectParams, Judgement, Prepared
+from perfvar.cells import log_median
+from perfvar.model import (
+    VERDICT_KINDS,
+    Anomaly,
+    Cell,
+    DetectParams,
+    Judgement,
+    Prepared,
+)
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
 from perfvar.segments import parse_segment_key
@@ -97,7 +109,7 @@ def prepare(
     perfvar.cache_state).
     """
     s = trace.samples
-    order = np.lexsort((s["rank"], s["segment"]))
+    order = np.lexsort((s["start_ticks"], s["rank"], s["segment"]))
     s_sorted = s[order]
     keys = np.stack([s_sorted["segment"], s_sorted["rank"]], axis=1)
     bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
@@ -114,12 +126,18 @@ def prepare(
         rmeta = meta.ranks.get(rank)
         context = cell_context(chunk["context_bytes"])
         choice = choose(context, rmeta.calibration.states if rmeta else [])
+        start = trace.trace_ns(chunk["start_ticks"])
         cells[(seg, rank)] = Cell(
             segment=seg,
             rank=rank,
             raw_n=int(chunk.size),
             samples_ns=values[mask],
             os_info=info,
+            start_ns=start[mask],
+            samples_cpu=chunk["cpu_enter"][mask],
+            removed_ns=values[~mask],
+            removed_start_ns=start[~mask],
+            removed_cpu=chunk["cpu_enter"][~mask],
             cpu=_cpu_mode(chunk["cpu_enter"]),
             state=choice.state,
             state_target=choice.target,
@@ -186,11 +204,13 @@ def _segment_table(
     return table
 
 
-def _rank_verdict(statuses: Counter, broken: bool, calibrated: bool) -> str:
+def _rank_verdict(
+    statuses: Counter, broken: bool, calibrated: bool, kinds: list[str]
+) -> str:
     if broken:
         return "unreadable"
-    if statuses["slow"]:
-        return "slow"
+    if kinds:
+        return ", ".join(k.replace("_", " ") for k in kinds)
     if statuses["ok"]:
         return "ok"
     if not calibrated:
@@ -216,7 +236,8 @@ def _rank_table(
     trace: TraceSamples,
     meta: RunMeta,
     judgements: list[Judgement],
-    migrated: set[int],
+    anomalies: list[Anomaly],
+    noise: dict[int, detect_noisy_core.RankNoise],
 ) -> list[dict[str, Any]]:
     s = trace.samples
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
@@ -225,11 +246,17 @@ def _rank_table(
     statuses: dict[int, Counter] = {}
     for j in judgements:
         statuses.setdefault(j.rank, Counter())[j.status] += 1
+    kinds: dict[int, list[str]] = {}
+    for a in anomalies:
+        if a.kind in VERDICT_KINDS and a.kind not in kinds.setdefault(a.rank, []):
+            kinds[a.rank].append(a.kind)
+    migrated = {a.rank for a in anomalies if a.kind == "migrated"}
     rows = []
     for rank in trace.ranks:
         m = meta.ranks[rank]
         mine = statuses.get(rank, Counter())
         c = m.calibration
+        rn = noise.get(rank)
         rows.append(
             {
                 "rank": rank,
@@ -243,13 +270,51 @@ def _rank_table(
                 "calibration_states": [st.to_json() for st in c.states],
                 "calibration_cycles": c.cycles.to_json(),
                 "n_segments": int(counts.get(rank, 0)),
-                "verdict": _rank_verdict(mine, rank in errors, m.calibrated),
+                "verdict": _rank_verdict(
+                    mine, rank in errors, m.calibrated, kinds.get(rank, [])
+                ),
+                "anomalies": kinds.get(rank, []),
                 "migrated": rank in migrated,
+                "interruptions": rn.count if rn else 0,
+                "interrupted_ns": rn.lost_ns if rn else 0.0,
+                "interrupted_fraction": rn.fraction if rn else 0.0,
                 "judgements": dict(sorted(mine.items())),
                 "problem": errors.get(rank) or m.problem,
             }
         )
     return rows
+
+
+def detect_all(
+    prep: Prepared, params: DetectParams
+) -> tuple[list[Anomaly], list[Judgement]]:
+    """Every detector over the prepared cells: (anomalies, one judgement per cell).
+
+    Phases first: a window of the run is named as such, and the steady-state
+    detectors judge the rest of the run, so one phase is not also a slow core.
+    """
+    noisy = detect_noisy_core.detect(prep, params)
+    phases = detect_slow_phase.detect(prep, params)
+    steady = detect_slow_phase.outside(prep, phases.anomalies)
+    cores = detect_slow_core.detect(steady, params)
+    slow = detect_slow_segment.detect(steady, params)
+    informative = detect_migration.detect(prep, params).anomalies
+    informative += detect_shared_cpu.detect(prep, params).anomalies
+    found = cores.anomalies + slow.anomalies + noisy.anomalies + phases.anomalies
+    return found + informative, slow.judgements
+
+
+def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
+    """Median polish of the cells' median log-durations (perfvar.decompose)."""
+    ranks = sorted({r for _, r in prep.cells})
+    matrix = np.full((len(order), len(ranks)), np.nan)
+    for i, seg in enumerate(order):
+        for j, rank in enumerate(ranks):
+            cell = prep.cells.get((seg, rank))
+            if cell is not None and cell.n >= 2:
+                matrix[i, j] = log_median(cell)
+    dec = decompose.median_polish(matrix)
+    return decompose.to_json(dec, [prep.segment_ids[g] for g in order], ranks)
 
 
 def analyze(
@@ -260,24 +325,27 @@ def analyze(
     min_samples: int = 8,
     jobs: int = 1,
     paper_check: bool = True,
+    floors: Optional[dict[str, float]] = None,
 ) -> dict[str, Any]:
     """Analyse a perfvar trace directory; returns the analysis.json content.
 
-    ``alpha``: overlap threshold; ``symbolize_sites``: run addr2line on call sites;
-    ``peers``: "robust" or "all" (see detect_slow_segment); ``min_samples``: filtered
-    samples a (segment, rank) needs to be judged; ``jobs``: processes for filter_os;
-    ``paper_check``: t_min/t_diff by the paper's statistics over the stored calibration
-    samples (else the C search's estimates).
+    ``alpha``: false discovery rate of each detector's family of tests;
+    ``symbolize_sites``: run addr2line on call sites; ``peers``: "robust" or "all"
+    (see detect_slow_segment); ``min_samples``: filtered samples a (segment, rank)
+    needs to be judged; ``jobs``: processes for filter_os; ``paper_check``:
+    t_min/t_diff by the paper's statistics over the stored calibration samples (else
+    the C search's estimates); ``floors``: DetectParams floors to override
+    (segment_floor, core_floor, noise_floor, phase_floor; relative).
     """
     trace = read_trace(directory)
     meta = read_meta(directory, trace.ranks, paper_check=paper_check)
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, jobs=jobs)
-    params = DetectParams(alpha=alpha, min_samples=min_samples, peers=peers)
-    slow = detect_slow_segment.detect(prep, params)
-    migration = detect_migration.detect(prep, params)
-    shared = detect_shared_cpu.detect(prep, params)
+    params = DetectParams(
+        alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
+    )
+    anomalies, judgements = detect_all(prep, params)
 
     sites = []
     for seg in order:
@@ -285,12 +353,15 @@ def analyze(
         sites += [site for site in (parsed.start, parsed.end) if site is not None]
     symbols = symbolize(sites, enabled=symbolize_sites)
 
-    migrated = {a.rank for a in migration.anomalies}
-    ranks = _rank_table(trace, meta, slow.judgements, migrated)
+    noise = detect_noisy_core.rank_noise(prep)
+    ranks = _rank_table(trace, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
-    judged = {j.segment for j in slow.judgements if j.status in ("ok", "slow")}
-    slow_ranks = sorted({a.rank for a in slow.anomalies})
-    status_counts = Counter(j.status for j in slow.judgements)
+    judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
+    status_counts = Counter(j.status for j in judgements)
+
+    def named(*kinds: str) -> list[int]:
+        return sorted({a.rank for a in anomalies if a.kind in kinds})
+
     return {
         "generated_by": GENERATED_BY,
         "trace": os.path.abspath(directory),
@@ -298,6 +369,11 @@ def analyze(
         "params": {
             "min_samples": min_samples,
             "peers": peers,
+            "alpha_meaning": "false discovery rate (Benjamini-Hochberg) per detector",
+            "segment_floor": params.segment_floor,
+            "core_floor": params.core_floor,
+            "noise_floor": params.noise_floor,
+            "phase_floor": params.phase_floor,
             "min_samples_os_filter": MIN_SAMPLES_OS,
             "os_filter_processes": prep.os_filter_processes,
             "os_filter": "IsolationForest(n_estimators=100, random_state=0), "
@@ -308,19 +384,22 @@ def analyze(
         "run": meta.run,
         "ranks": ranks,
         "segments": segments,
-        "anomalies": [
-            a.to_json() for a in slow.anomalies + migration.anomalies + shared.anomalies
-        ],
-        "judgements": [j.to_json() for j in slow.judgements],
+        "anomalies": [a.to_json() for a in anomalies],
+        "judgements": [j.to_json() for j in judgements],
+        "decomposition": _decomposition(prep, order),
         "summary": {
             "n_ranks": len(trace.ranks),
             "unreadable_ranks": trace.broken_ranks,
             "n_segment_classes": len(segments),
             "n_segment_classes_judged": len(judged),
             "judgements": dict(sorted(status_counts.items())),
-            "slow_ranks": slow_ranks,
-            "migrated_ranks": sorted(migrated),
-            "shared_cpu_ranks": sorted({a.rank for a in shared.anomalies}),
+            "anomalous_ranks": named(*VERDICT_KINDS),
+            "slow_ranks": named("slow_segment"),
+            "slow_core_ranks": named("slow_core"),
+            "noisy_ranks": named("noisy_core"),
+            "slow_phase_ranks": named("slow_phase"),
+            "migrated_ranks": named("migrated"),
+            "shared_cpu_ranks": named("shared_cpu"),
         },
         "warnings": trace.warnings + meta.notes,
     }

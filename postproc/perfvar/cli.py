@@ -46,6 +46,16 @@ def _alpha(text: str) -> float:
     return value
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value < 100.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 100), got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -69,6 +79,12 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         min_samples=args.min_samples,
         jobs=args.jobs if args.jobs > 0 else default_jobs(),
         paper_check=not args.c_estimates,
+        floors={
+            "segment_floor": args.segment_floor / 100,
+            "core_floor": args.core_floor / 100,
+            "noise_floor": args.noise_floor / 100,
+            "phase_floor": args.phase_floor / 100,
+        },
     )
     if not args.quiet:
         sys.stdout.write(render(result))
@@ -176,8 +192,27 @@ def build_parser() -> argparse.ArgumentParser:
         type=_alpha,
         default=0.05,
         metavar="A",
-        help="overlap threshold for a significant difference (default 0.05)",
+        help="false discovery rate of each detector's tests (Benjamini-Hochberg; "
+        "default 0.05)",
     )
+    from perfvar.model import DetectParams
+
+    defaults = DetectParams()
+    for name, what in (
+        ("segment", "a slow segment: excess over the peers beyond the rank's core"),
+        ("core", "a slow core: common excess over the peers in every class"),
+        ("noise", "a noisy core: compute time lost to interruptions, above peers"),
+        ("phase", "a slow phase: excess over the rank's own baseline"),
+    ):
+        default = getattr(defaults, f"{name}_floor") * 100
+        p.add_argument(
+            f"--{name}-floor",
+            type=_percent,
+            default=default,
+            metavar="PCT",
+            help=f"effect floor, %%, of {what} (default {default:g}); "
+            "every effect must also exceed the rank's t_diff",
+        )
     p.add_argument(
         "--quiet", action="store_true", help="print nothing, only write JSON"
     )

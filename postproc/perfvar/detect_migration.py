@@ -61,7 +61,6 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 cpu=main_cpu,
                 segment=None,
                 excess_ns=None,
-                overlap=None,
                 evidence=evidence,
             )
         )

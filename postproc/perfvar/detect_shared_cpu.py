@@ -50,7 +50,6 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                     cpu=cpu,
                     segment=None,
                     excess_ns=None,
-                    overlap=None,
                     evidence=evidence,
                 )
             )

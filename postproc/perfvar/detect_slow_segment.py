@@ -1,36 +1,42 @@
-"""Detector "slow segment": a rank that runs a segment class slower than its peers.
+"""Detector "slow segment": a rank that runs one segment class slower than its peers.
 
-For each segment class present on at least two ranks, and each rank r of it:
+For each segment class present on at least two ranks, and each rank r of it that
+can be judged (perfvar.cells.unjudged_reason: enough samples, a calibration, a
+median above t_min):
 
-* fewer than ``min_samples`` (8) filtered samples -> "too few samples", not judged;
-* t_min/t_diff: those of the cache state chosen for the cell (perfvar.cache_state:
-  the state closest to the bytes the preceding MPI call moved), else the rank's
-  flush-0 calibration;
-* no t_min/t_diff for r (no calibration)          -> "no calibration", not judged;
-* median(r) < t_min(r)                           -> "below precision": counted,
-  never judged (the timer cannot resolve it);
-* otherwise peers = the pooled filtered samples of the other ranks, and
-  shift = median(r) - median(peers) (ns). r is flagged ``slow_segment`` when
-  shift > t_diff(r) AND overlap(peers, r) < alpha, where overlap is the paper's
-  Algorithm 2 measure (fraction of r's samples below max(peers)). Only positive
-  shifts are flagged; ``excess_ns`` = shift.
+1. peers: the pooled kept samples of the other ranks; with ``peers == "robust"``
+   (default) the ranks found slow in this class by a first pass against all others
+   are left out, so that several slow ranks (all ranks of one slow node) do not
+   hide each other.
+2. the rank's common shift kappa: what the rank shows in its other classes, the
+   median of its shifts in its other judged classes (the part a slower core
+   explains, perfvar.detect_slow_core), counted only when positive. A negative one is not added back: with two
+   ranks, a rank faster elsewhere is the mirror image of its peer being slow
+   there, and would name a ghost. With no other judged class kappa is 0 and the
+   floor below is at least ``core_floor``: a shift in the rank's only class cannot
+   be told from a slower core.
+3. the test: log-durations of r minus kappa against the peers'
+   (perfvar.compare.compare: median shift and one-sided Mann-Whitney U), q values by
+   Benjamini-Hochberg over every cell tested.
+4. r is slow in the class when q < alpha AND the excess over its peers beyond kappa,
+   in ns at the peers' median, exceeds the effect floor max(t_diff of the cell's
+   cache state, segment_floor x the peers' median).
 
-Peers, ``params.peers == "robust"`` (default): ranks that are already significantly
-slow are left out of every pool, so that several slow ranks (e.g. all ranks of one
-slow node) do not hide each other by raising max(peers). "Already slow" = median
-above the median of the rank medians, and shift > t_diff and overlap < alpha against
-the pooled samples of the lower half of the ranks (see ``_already_slow``). If that
-would leave no peer, all peers are used. ``"all"`` pools every other rank, the
-literal definition. Pure function; thread-safe.
+The paper's overlap (fraction of r's samples below the peers' maximum) is reported
+as the per-sample resolution figure; it does not veto. ``excess_ns`` is the excess
+per segment; the evidence holds the statistics (shift, bootstrap CI, p, q, floor).
+Pure function; thread-safe.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from perfvar.cells import by_segment, log_median, peer_pool, unjudged_reason
+from perfvar.compare import Comparison, compare, fdr, log_ns, rel, shift_ci
 from perfvar.model import (
     Anomaly,
     Cell,
@@ -45,144 +51,186 @@ from perfvar.stats import iqr, overlap
 KIND = "slow_segment"
 
 
-def _cells_by_segment(prep: Prepared) -> dict[int, dict[int, Cell]]:
-    out: dict[int, dict[int, Cell]] = defaultdict(dict)
-    for (seg, rank), cell in prep.cells.items():
-        out[seg][rank] = cell
+@dataclass
+class _Test:
+    judgement: Judgement
+    cell: Cell
+    x_log: np.ndarray
+    pool_log: np.ndarray
+    pool_ns: np.ndarray
+    used: list[int]
+    excluded: list[int]
+    kappa: float
+    cmp: Comparison
+    peer_median_ns: float
+    floor_ns: float
+    floor_rel: float
+    t_diff_ns: float
+    t_min_ns: float
+
+
+def _center(cells: dict[int, Cell], ranks: list[int]) -> Optional[float]:
+    """Median of the ranks' median log-durations (None without ranks): the peers'
+    centre, which one fast or slow rank among many does not move."""
+    meds = [log_median(cells[q]) for q in ranks if cells[q].n > 0]
+    return float(np.median(meds)) if meds else None
+
+
+def _direct_shifts(
+    classes: dict[int, dict[int, Cell]], judgeable: set[tuple[int, int]]
+) -> dict[tuple[int, int], float]:
+    """(segment, rank) -> median log shift against the centre of all other ranks."""
+    out = {}
+    for seg, cells in classes.items():
+        for r in cells:
+            center = _center(cells, [q for q in cells if q != r])
+            if (seg, r) in judgeable and center is not None:
+                out[(seg, r)] = log_median(cells[r]) - center
     return out
 
 
-def _medians(cells: dict[int, Cell], min_samples: int) -> dict[int, float]:
-    return {
-        r: float(np.median(c.samples_ns))
-        for r, c in cells.items()
-        if c.n >= min_samples
-    }
+def _kappa(
+    seg: int, rank: int, shifts: dict[tuple[int, int], float]
+) -> Optional[float]:
+    """The rank's common shift (log); None when no other class can tell it."""
+    mine = [v for (s, r), v in shifts.items() if r == rank and s != seg]
+    return max(float(np.median(mine)), 0.0) if mine else None
 
 
-def _already_slow(
-    cells: dict[int, Cell],
-    medians: dict[int, float],
-    prep: Prepared,
-    alpha: float,
-) -> list[int]:
-    """Ranks significantly slower than the lower half of the ranks (by median).
-
-    Reference = pooled samples of the ranks whose median is <= the median of the
-    rank medians. A rank above that centre is "already slow" when its median exceeds
-    the reference median by more than its own t_diff (0 if unknown) and
-    overlap(reference, rank) < alpha: the same test as the detector, so ranks that
-    differ only by noise are never left out.
-    """
-    if len(medians) < 2:
-        return []
-    center = float(np.median(list(medians.values())))
-    ref_ranks = [q for q, m in medians.items() if m <= center]
-    ref = np.concatenate([cells[q].samples_ns for q in ref_ranks])
-    if ref.size < 2:
-        return []
-    ref_median = float(np.median(ref))
-    out = []
-    for q, m in sorted(medians.items()):
-        if m <= center:
-            continue
-        cal = cell_calibration(prep, cells[q])
-        t_diff = cal.t_diff_ns if cal is not None and cal.t_diff_ns is not None else 0.0
-        if m - ref_median > t_diff and overlap(ref, cells[q].samples_ns) < alpha:
-            out.append(q)
+def _first_pass_slow(
+    classes: dict[int, dict[int, Cell]],
+    judgeable: set[tuple[int, int]],
+    shifts: dict[tuple[int, int], float],
+    params: DetectParams,
+) -> dict[int, set[int]]:
+    """segment -> ranks significantly slower than all their peers beyond the floor."""
+    keys, pvals = [], []
+    for seg, cells in classes.items():
+        for r in cells:
+            if (seg, r) not in judgeable:
+                continue
+            pool, used, _ = peer_pool(cells, r, set())
+            if pool.size < 2:
+                continue
+            keys.append((seg, r))
+            cmp = compare(log_ns(cells[r].samples_ns), log_ns(pool))
+            pvals.append(cmp.p_value)
+    out: dict[int, set[int]] = {}
+    for (seg, r), q in zip(keys, fdr(pvals)):
+        if q < params.alpha and shifts.get((seg, r), 0.0) > np.log1p(
+            params.segment_floor
+        ):
+            out.setdefault(seg, set()).add(r)
     return out
-
-
-def _peer_pool(
-    cells: dict[int, Cell], rank: int, slow: list[int]
-) -> tuple[np.ndarray, list[int], list[int]]:
-    peers = [q for q in sorted(cells) if q != rank and cells[q].n > 0]
-    excluded = [q for q in peers if q in slow]
-    if len(excluded) == len(peers):
-        excluded = []
-    used = [q for q in peers if q not in excluded]
-    pool = (
-        np.concatenate([cells[q].samples_ns for q in used])
-        if used
-        else np.empty(0, dtype=np.float64)
-    )
-    return pool, used, excluded
 
 
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
     """Judge every (segment, rank) cell; returns anomalies and one judgement each."""
     params = params or DetectParams()
     result = DetectorResult()
-    for seg, cells in sorted(_cells_by_segment(prep).items()):
-        seg_id = prep.segment_ids[seg]
-        present = [r for r, c in cells.items() if c.n > 0]
-        medians = _medians(cells, params.min_samples)
-        slow = (
-            _already_slow(cells, medians, prep, params.alpha)
-            if params.peers == "robust"
-            else []
+    classes = by_segment(prep)
+    tests: list[_Test] = []
+    judgeable: set[tuple[int, int]] = set()
+    pending: list[tuple[int, int, Judgement]] = []
+    for seg, cells in classes.items():
+        present = sum(1 for c in cells.values() if c.n > 0)
+        for rank, cell in cells.items():
+            j = Judgement(prep.segment_ids[seg], rank, "ok", cell.n)
+            j.context_bytes = cell.context_bytes
+            j.cache_state = cell.state.label if cell.state is not None else None
+            result.judgements.append(j)
+            if cell.n >= params.min_samples:
+                j.median_ns = float(np.median(cell.samples_ns))
+            reason, _ = unjudged_reason(prep, cell, present, params.min_samples)
+            if reason:
+                j.status = reason
+                continue
+            judgeable.add((seg, rank))
+            pending.append((seg, rank, j))
+    shifts = _direct_shifts(classes, judgeable)
+    slow_first = (
+        _first_pass_slow(classes, judgeable, shifts, params)
+        if params.peers == "robust"
+        else {}
+    )
+    for seg, rank, j in pending:
+        cells = classes[seg]
+        cell = cells[rank]
+        pool, used, excluded = peer_pool(cells, rank, slow_first.get(seg, set()))
+        if pool.size < 2:
+            j.status = "no peers"
+            continue
+        cal = cell_calibration(prep, cell)
+        kappa = _kappa(seg, rank, shifts)
+        # With no other class on the rank, a shift here cannot be told from a
+        # slower core, so it must clear the core's floor too.
+        floor_rel = params.segment_floor
+        if kappa is None:
+            kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
+        x_log, pool_log = log_ns(cell.samples_ns), log_ns(pool)
+        center = _center(cells, used)
+        cmp = compare(x_log, pool_log, offset_log=kappa, center_log=center)
+        peer_med = float(np.exp(center))
+        floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
+        direct = float(np.median(x_log)) - center
+        j.shift_ns = float(np.median(cell.samples_ns)) - peer_med
+        j.shift_rel, j.excess_rel = rel(direct), cmp.shift_rel
+        j.p_value, j.floor_ns = cmp.p_value, floor_ns
+        j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
+        tests.append(
+            _Test(
+                j, cell, x_log, pool_log, pool, used, excluded, kappa, cmp,
+                peer_med, floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
+            )  # fmt: skip
         )
-        for rank in sorted(cells):
-            cell = cells[rank]
-            judgement = Judgement(seg_id, rank, "ok", cell.n)
-            judgement.context_bytes = cell.context_bytes
-            if cell.state is not None:
-                judgement.cache_state = cell.state.label
-            result.judgements.append(judgement)
-            if len(present) < 2:
-                judgement.status = "single rank"
-                continue
-            if cell.n < params.min_samples:
-                judgement.status = "too few samples"
-                continue
-            med = medians[rank]
-            judgement.median_ns = med
-            cal = cell_calibration(prep, cell)
-            if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
-                judgement.status = "no calibration"
-                continue
-            if med < cal.t_min_ns:
-                judgement.status = "below precision"
-                continue
-            pool, used, excluded = _peer_pool(cells, rank, slow)
-            if pool.size < 2:
-                judgement.status = "no peers"
-                continue
-            peer_med = float(np.median(pool))
-            shift = med - peer_med
-            ov = overlap(pool, cell.samples_ns)
-            judgement.shift_ns, judgement.overlap = shift, ov
-            if not (shift > cal.t_diff_ns and ov < params.alpha):
-                continue
-            judgement.status = "slow"
-            result.anomalies.append(
-                Anomaly(
-                    kind=KIND,
-                    rank=rank,
-                    host=prep.hosts.get(rank),
-                    cpu=cell.cpu,
-                    segment=seg_id,
-                    excess_ns=shift,
-                    overlap=ov,
-                    evidence={
-                        "n": cell.n,
-                        "n_raw": cell.raw_n,
-                        "os_noise_removed": cell.os_info.n_removed,
-                        "median_ns": med,
-                        "iqr_ns": iqr(cell.samples_ns),
-                        "peers_median_ns": peer_med,
-                        "peers_iqr_ns": iqr(pool),
-                        "peers_max_ns": float(pool.max()),
-                        "peers_n": int(pool.size),
-                        "peer_ranks": len(used),
-                        "peer_ranks_excluded": excluded,
-                        "overlap": ov,
-                        "alpha": params.alpha,
-                        "t_diff_ns": cal.t_diff_ns,
-                        "t_min_ns": cal.t_min_ns,
-                        "cache_state": judgement.cache_state,
-                        "context_bytes": cell.context_bytes,
-                    },
-                )
-            )
+    for t, q in zip(tests, fdr([t.cmp.p_value for t in tests])):
+        t.judgement.q_value = q
+        excess_ns = t.peer_median_ns * t.cmp.shift_rel
+        if not (q < params.alpha and excess_ns > t.floor_ns):
+            continue
+        t.judgement.status = "slow"
+        result.anomalies.append(_anomaly(prep, t, q, excess_ns, params))
     return result
+
+
+def _anomaly(
+    prep: Prepared, t: _Test, q: float, excess_ns: float, params: DetectParams
+) -> Anomaly:
+    lo, hi = shift_ci(t.x_log, t.pool_log, offset_log=t.kappa)
+    cell, j = t.cell, t.judgement
+    return Anomaly(
+        kind=KIND,
+        rank=cell.rank,
+        host=prep.hosts.get(cell.rank),
+        cpu=cell.cpu,
+        segment=j.segment,
+        excess_ns=excess_ns,
+        evidence={
+            "n": cell.n,
+            "n_raw": cell.raw_n,
+            "os_noise_removed": cell.os_info.n_removed,
+            "median_ns": j.median_ns,
+            "iqr_ns": iqr(cell.samples_ns),
+            "peers_median_ns": t.peer_median_ns,
+            "peers_iqr_ns": iqr(t.pool_ns),
+            "peers_n": int(t.pool_ns.size),
+            "peer_ranks": len(t.used),
+            "peer_ranks_excluded": t.excluded,
+            "shift_rel": j.shift_rel,
+            "core_shift_rel": rel(t.kappa),
+            "excess_rel": t.cmp.shift_rel,
+            "excess_ci_rel": [rel(lo), rel(hi)],
+            "ci_level": 0.95,
+            "test": "one-sided Mann-Whitney U on log-durations minus the core shift",
+            "p_value": t.cmp.p_value,
+            "q_value": q,
+            "alpha": params.alpha,
+            "floor_ns": t.floor_ns,
+            "floor_rel": t.floor_rel,
+            "t_diff_ns": t.t_diff_ns,
+            "t_min_ns": t.t_min_ns,
+            "overlap": j.overlap,
+            "cache_state": j.cache_state,
+            "context_bytes": cell.context_bytes,
+        },
+    )

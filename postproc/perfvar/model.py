@@ -31,6 +31,14 @@ class Cell:
     state: Optional[CacheState] = None
     state_target: Optional[str] = None  # the state the context asked for
     context_bytes: Optional[int] = None  # median bytes the preceding MPI call moved
+    # Start of each kept sample, ns since the trace's time origin, and the CPU it
+    # began on (aligned with samples_ns); what filter_os removed, kept for the noise
+    # accounting: durations (ns), starts (ns since the origin) and CPUs.
+    start_ns: np.ndarray = field(default_factory=lambda: np.empty(0))
+    samples_cpu: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    removed_ns: np.ndarray = field(default_factory=lambda: np.empty(0))
+    removed_start_ns: np.ndarray = field(default_factory=lambda: np.empty(0))
+    removed_cpu: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
 
     @property
     def n(self) -> int:
@@ -61,37 +69,58 @@ class Prepared:
 
 @dataclass
 class DetectParams:
-    """Detector settings (see DESIGN.md "Detection")."""
+    """Detector settings (see DESIGN.md "Detection" and perfvar.verdict_rules).
 
-    alpha: float = 0.05  # overlap must be below this to call a difference significant
+    Floors are relative effects (0.002 = 0.2 %); every effect must also exceed the
+    rank's t_diff (ns) for the cell's cache state.
+    """
+
+    alpha: float = 0.05  # false discovery rate (Benjamini-Hochberg) per family of tests
     min_samples: int = 8  # filtered samples a cell needs to be judged
     peers: str = "robust"  # "robust": leave already-shifted ranks out of the peers
+    segment_floor: float = 0.002  # slow_segment: excess over peers (and own core)
+    core_floor: float = 0.01  # slow_core: common excess over peers in all classes
+    noise_floor: float = 0.02  # noisy_core: fraction of compute time lost
+    phase_floor: float = 0.03  # slow_phase: excess over the rank's own baseline
+
+
+VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
+"""Kinds that name an anomalous rank; the others (migrated, shared_cpu) inform."""
 
 
 @dataclass
 class Anomaly:
-    """One finding; ``excess_ns``/``overlap``/``segment`` are None where meaningless."""
+    """One finding; ``excess_ns``/``segment`` are None where meaningless.
 
-    kind: str  # "slow_segment", "migrated"
+    ``excess_ns``: the time the anomaly costs per affected segment (slow_segment,
+    slow_phase), per segment of the rank on average (slow_core), or in all
+    (noisy_core: the compute time lost). ``start_ns``/``end_ns``: the window of a
+    slow_phase, ns since the trace's time origin.
+    """
+
+    kind: str  # one of VERDICT_KINDS, "migrated", "shared_cpu"
     rank: int
     host: Optional[str]
     cpu: Optional[int]
     segment: Optional[str]  # display id, e.g. "S2"
     excess_ns: Optional[float]
-    overlap: Optional[float]
     evidence: dict[str, Any]
+    start_ns: Optional[float] = None
+    end_ns: Optional[float] = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "kind": self.kind,
             "rank": self.rank,
             "host": self.host,
             "cpu": self.cpu,
             "segment": self.segment,
             "excess_ns": self.excess_ns,
-            "overlap": self.overlap,
             "evidence": self.evidence,
         }
+        if self.kind == "slow_phase":
+            out["start_ns"], out["end_ns"] = self.start_ns, self.end_ns
+        return out
 
 
 @dataclass
@@ -104,8 +133,13 @@ class Judgement:
     #              "no calibration", "single rank", "no peers"
     n: int
     median_ns: Optional[float] = None
-    shift_ns: Optional[float] = None
-    overlap: Optional[float] = None
+    shift_ns: Optional[float] = None  # median minus the peers' median
+    shift_rel: Optional[float] = None  # the same as a ratio - 1 (0.01 = 1 % slower)
+    excess_rel: Optional[float] = None  # beyond the rank's common (core) shift
+    p_value: Optional[float] = None  # one-sided Mann-Whitney U, cell vs peers
+    q_value: Optional[float] = None  # Benjamini-Hochberg over all cells tested
+    floor_ns: Optional[float] = None  # effect floor applied: max(t_diff, relative)
+    overlap: Optional[float] = None  # paper's per-sample resolution figure
     cache_state: Optional[str] = None  # label of the calibration state used
     context_bytes: Optional[int] = None  # what chose it (None: unknown context)
 
@@ -117,6 +151,11 @@ class Judgement:
             "n": self.n,
             "median_ns": self.median_ns,
             "shift_ns": self.shift_ns,
+            "shift_rel": self.shift_rel,
+            "excess_rel": self.excess_rel,
+            "p_value": self.p_value,
+            "q_value": self.q_value,
+            "floor_ns": self.floor_ns,
             "overlap": self.overlap,
             "cache_state": self.cache_state,
             "context_bytes": self.context_bytes,

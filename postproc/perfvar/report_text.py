@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from perfvar.model import VERDICT_KINDS
 from perfvar.units import compact_ranges, fmt_ns
 
 
@@ -104,6 +105,23 @@ def _states(r: dict[str, Any]) -> str:
     return ",".join(out) or "-"
 
 
+def _pct(x: Optional[float], signed: bool = True) -> str:
+    """A relative effect (0.012) as a percentage ("+1.2%"); small ones keep digits."""
+    if x is None:
+        return "n/a"
+    v = 100 * x
+    digits = 2 if abs(v) < 1 else 1
+    return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
+
+
+def _stats(ev: dict[str, Any], ci_key: str) -> str:
+    """ "95% CI +0.8%..+1.3%, q 1e-12 < 0.05" from an anomaly's evidence."""
+    lo, hi = ev.get(ci_key) or (None, None)
+    return (
+        f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
+    )
+
+
 def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
     """One sentence with the evidence of an anomaly."""
     ev = a["evidence"]
@@ -115,15 +133,56 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             if excluded
             else ""
         )
+        core = ev.get("core_shift_rel") or 0.0
+        beyond = f", {_pct(ev['excess_rel'])} beyond its core's {_pct(core)}" if core else ""
         return (
             f"{_where(a)} is slow in segment {a['segment']} "
             f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
-            f"vs peers {fmt_ns(ev['peers_median_ns'])} "
-            f"({fmt_ns(a['excess_ns'], signed=True)}, t_diff {fmt_ns(ev['t_diff_ns'])}"
-            f"{_state_of(ev)})"
-            f", overlap {a['overlap']:.3f} < {ev['alpha']:g}, n={ev['n']}, "
-            f"{ev['os_noise_removed']} OS-noise samples removed; IQR "
-            f"{fmt_ns(ev['iqr_ns'])} vs {fmt_ns(ev['peers_iqr_ns'])} ({peers})"
+            f"vs peers {fmt_ns(ev['peers_median_ns'])}, "
+            f"{fmt_ns(a['excess_ns'], signed=True)} per segment "
+            f"({_pct(ev['shift_rel'])}{beyond}; {_stats(ev, 'excess_ci_rel')}); "
+            f"floor {fmt_ns(ev['floor_ns'])} = max(t_diff {fmt_ns(ev['t_diff_ns'])}, "
+            f"{_pct(ev['floor_rel'], signed=False)}){_state_of(ev)}; n={ev['n']}, "
+            f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
+            f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
+            f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
+        )
+    if a["kind"] == "slow_core":
+        classes = ", ".join(
+            f"{c['segment']} {_pct(c['shift_rel'])}" for c in ev["classes"][:6]
+        )
+        more = len(ev["classes"]) - 6
+        return (
+            f"{_where(a)} is a slow core: {_pct(ev['shift_rel'])} in all its segment "
+            f"classes ({_stats(ev, 'shift_ci_rel')}; floor "
+            f"{_pct(ev['floor_rel'], signed=False)}), "
+            f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
+            f"{classes}{f' and {more} more' if more > 0 else ''}"
+        )
+    if a["kind"] == "noisy_core":
+        cpu = f"cpu {a['cpu']}" if a["cpu"] is not None else "its CPU"
+        return (
+            f"{_where(a)} is a noisy core: {cpu} lost "
+            f"{_pct(ev['lost_fraction'], signed=False)} of its compute time "
+            f"({fmt_ns(ev['lost_ns'])} of {fmt_ns(ev['compute_ns'])}) in "
+            f"{ev['interruptions']} interruptions of ~{fmt_ns(ev['typical_ns'])}, "
+            f"{ev['interpretation']} (peers lost "
+            f"{_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
+            f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
+        )
+    if a["kind"] == "slow_phase":
+        where = (
+            f"in segment {a['segment']} [{labels.get(a['segment'], '?')}]"
+            if a["segment"]
+            else "in segments " + ", ".join(c["segment"] for c in ev["classes"])
+        )
+        q = min(c["q_value"] for c in ev["classes"])
+        return (
+            f"{_where(a)} was slow {where} from {fmt_ns(a['start_ns'])} to "
+            f"{fmt_ns(a['end_ns'])} (trace time; {fmt_ns(ev['duration_ns'])}): "
+            f"{_pct(ev['excess_rel'])} over its own baseline relative to its peers, "
+            f"{fmt_ns(a['excess_ns'], signed=True)} per segment (change points; "
+            f"q {q:.1g} < {ev['alpha']:g}, floor {_pct(ev['floor_rel'], signed=False)})"
         )
     if a["kind"] == "migrated":
         thread = f" thread {ev['thread']}" if "thread" in ev else ""
@@ -160,8 +219,23 @@ def _plural(n: int, word: str, plural: str = "") -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
+def _finding(a: dict[str, Any]) -> str:
+    """A short phrase for the verdict line."""
+    if a["kind"] == "slow_segment":
+        return f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}"
+    if a["kind"] == "slow_core":
+        return f"slow core {_pct(a['evidence']['shift_rel'])}"
+    if a["kind"] == "noisy_core":
+        return f"noisy core, {_pct(a['evidence']['lost_fraction'], signed=False)} lost"
+    return (
+        f"slow phase {fmt_ns(a['start_ns'])}-{fmt_ns(a['end_ns'])} "
+        f"{_pct(a['evidence']['excess_rel'])}"
+    )
+
+
 def verdict_line(result: dict[str, Any]) -> str:
-    """The last line: the slow ranks, or that there are none; how much was judged."""
+    """The last line: the anomalous ranks and what they are, or that there are none;
+    how much was judged."""
     summ = result["summary"]
     judged = summ["n_segment_classes_judged"]
     scope = (
@@ -171,17 +245,16 @@ def verdict_line(result: dict[str, Any]) -> str:
     unreadable = ""
     if summ.get("unreadable_ranks"):
         unreadable = f"; rank(s) {compact_ranges(summ['unreadable_ranks'])} unreadable"
-    slow = [a for a in result["anomalies"] if a["kind"] == "slow_segment"]
-    if slow:
+    found = [a for a in result["anomalies"] if a["kind"] in VERDICT_KINDS]
+    if found:
         parts = []
-        for rank in summ["slow_ranks"]:
-            mine = [a for a in slow if a["rank"] == rank]
-            segs = ", ".join(
-                f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}" for a in mine
-            )
+        for rank in sorted({a["rank"] for a in found}):
+            mine = [a for a in found if a["rank"] == rank]
             host = mine[0]["host"] if mine[0]["host"] is not None else "?"
-            parts.append(f"rank {rank} (host {host}; {segs})")
-        noun = _plural(len(summ["slow_ranks"]), "slow rank")
+            cpu = next((a["cpu"] for a in mine if a["cpu"] is not None), "?")
+            what = "; ".join(_finding(a) for a in mine)
+            parts.append(f"rank {rank} (host {host}, cpu {cpu}: {what})")
+        noun = _plural(len(parts), "anomalous rank")
         return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable})"
     if summ["n_segment_classes_judged"] == 0:
         reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
@@ -223,7 +296,8 @@ def render(result: dict[str, Any]) -> str:
     out.append(
         f"{_plural(summ['n_ranks'], 'rank')}, "
         f"{_plural(summ['n_segment_classes'], 'segment class', 'segment classes')}, "
-        f"timer {_hz(result['timer_resolution_hz'])}, alpha {result['alpha']:g}"
+        f"timer {_hz(result['timer_resolution_hz'])}, false discovery rate "
+        f"{result['alpha']:g}"
     )
     clock = result.get("clock") or {}
     if clock.get("name"):
@@ -254,14 +328,17 @@ def render(result: dict[str, Any]) -> str:
                 fmt_ns(r["timer_overhead_ns"]),
                 _states(r),
                 str(r["n_segments"]),
+                _pct(r.get("interrupted_fraction"), signed=False),
                 verdict,
             ]
         )
     header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
-    out += _table(header + ["segments", "verdict"], rows, right={0, 3, 4, 5, 7})
+    header += ["segments", "interrupted", "verdict"]
+    out += _table(header, rows, right={0, 3, 4, 5, 7, 8})
     out.append(
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
-        "known); 'partial' ones are not final."
+        "known); 'partial' ones are not final. interrupted: share of the compute "
+        "time lost in segments the OS-noise filter took out."
     )
     cycles = _cycles_line(result["ranks"])
     if cycles:

@@ -14,9 +14,10 @@ from perfvar.cli import main
 ANOMALY_RE = re.compile(
     r"^- rank 1 \(host node0, cpu 3\) is slow in segment (S\d+) "
     r"\[stencil\+0x1a2b MPI_Waitall -> stencil\+0x1c3d MPI_Allreduce\]: "
-    r"median (\d+\.\d) us vs peers (\d+\.\d) us \(\+(\d+\.\d) us, t_diff 4\.1 ns, "
-    r"flush-0 calibration\), "
-    r"overlap (0\.\d{3}) < 0\.05, n=(\d+), (\d+) OS-noise samples removed",
+    r"median (\d+\.\d) us vs peers (\d+\.\d) us, \+(\d+\.\d) us per segment "
+    r"\(\+50\.\d%; 95% CI \+50\.\d%\.\.\+50\.\d%, q \de-\d+ < 0\.05\); "
+    r"floor 1\.1 us = max\(t_diff 4\.1 ns, 0\.20%\), flush-0 calibration; "
+    r"n=(\d+), (\d+) OS-noise samples removed; paper overlap (0\.\d{3})",
     re.M,
 )
 
@@ -34,13 +35,14 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
     assert proc.stderr == ""
     m = ANOMALY_RE.search(out)
     assert m, out
-    seg, median, peers, excess, ov, n, removed = m.groups()
+    seg, median, peers, excess, n, removed, ov = m.groups()
     assert float(median) == pytest.approx(812.3, abs=1.0)
     assert float(peers) == pytest.approx(540.0, abs=1.0)
     assert float(excess) == pytest.approx(272.3, abs=1.0)
     assert float(ov) == 0.0 and int(n) + int(removed) == 200
     assert re.search(
-        r"^\s+1\s+node0\s+3\s+150\.3 ns\s+4\.1 ns\s+11\.2 ns\s+0\s+400\s+slow$",
+        r"^\s+1\s+node0\s+3\s+150\.3 ns\s+4\.1 ns\s+11\.2 ns\s+0\s+400\s+"
+        r"\d\.\d\d%\s+slow segment$",
         out,
         re.M,
     ), out
@@ -56,7 +58,7 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
         last[-1] == f"analysis written to {os.path.join(slow_trace, 'analysis.json')}"
     )
     assert re.fullmatch(
-        rf"verdict: 1 slow rank: rank 1 \(host node0; {seg} \+272\.\d us\) "
+        rf"verdict: 1 anomalous rank: rank 1 \(host node0, cpu 3: {seg} \+272\.\d us\) "
         r"\(4 ranks, 2 segment classes judged\)",
         last[-2],
     ), last[-2]
@@ -73,7 +75,8 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
         for key in ("host", "cpus", "t_min_ns", "t_diff_ns", "timer_overhead_ns"):
             assert key in r
         assert r["n_segments"] == 400
-    assert ranks[1]["verdict"] == "slow" and ranks[1]["cpus"] == [3]
+    assert ranks[1]["verdict"] == "slow segment" and ranks[1]["cpus"] == [3]
+    assert ranks[1]["anomalies"] == ["slow_segment"]
     assert [ranks[r]["verdict"] for r in (0, 2, 3)] == ["ok"] * 3
     segs = {s["id"]: s for s in doc["segments"]}
     assert set(segs) == {"S0", "S1"}
@@ -83,7 +86,7 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
     (anomaly,) = doc["anomalies"]
     assert anomaly["kind"] == "slow_segment" and anomaly["rank"] == 1
     assert anomaly["host"] == "node0" and anomaly["cpu"] == 3
-    assert anomaly["segment"] == seg and anomaly["overlap"] == 0.0
+    assert anomaly["segment"] == seg and anomaly["evidence"]["overlap"] == 0.0
     assert anomaly["excess_ns"] == pytest.approx(272_300.0, abs=1000.0)
     assert anomaly["evidence"]["t_diff_ns"] == 4.1
 
@@ -187,7 +190,7 @@ def test_broken_rank_is_reported_and_others_analysed(trace_factory):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert "- rank 2: events unreadable, rank excluded from the analysis" in proc.stdout
-    assert re.search(r"^\s+2\s+node1\s+.*\s+0\s+unreadable$", proc.stdout, re.M)
+    assert re.search(r"^\s+2\s+node1\s+.*\s+0\s+0.00%\s+unreadable$", proc.stdout, re.M)
     assert ANOMALY_RE.search(proc.stdout)
     assert "rank(s) 2 unreadable" in proc.stdout.splitlines()[-2]
 

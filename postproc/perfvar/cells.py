@@ -1,0 +1,80 @@
+"""What the detectors share about cells: grouping, who may be judged, peer pools.
+
+A cell is one segment class on one rank (perfvar.model.Cell). Pure functions;
+thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional, Union
+
+import numpy as np
+
+from perfvar.cache_state import CacheState
+from perfvar.compare import log_ns
+from perfvar.model import Cell, Prepared, cell_calibration
+from perfvar.reader_meta import Calibration
+
+
+def by_segment(prep: Prepared) -> dict[int, dict[int, Cell]]:
+    """segment index -> rank -> cell, both ascending."""
+    out: dict[int, dict[int, Cell]] = defaultdict(dict)
+    for (seg, rank), cell in sorted(prep.cells.items()):
+        out[seg][rank] = cell
+    return dict(out)
+
+
+def by_rank(prep: Prepared) -> dict[int, list[Cell]]:
+    """rank -> its cells, by segment index."""
+    out: dict[int, list[Cell]] = defaultdict(list)
+    for (_, rank), cell in sorted(prep.cells.items()):
+        out[rank].append(cell)
+    return dict(out)
+
+
+def unjudged_reason(
+    prep: Prepared, cell: Cell, n_present: int, min_samples: int
+) -> tuple[Optional[str], Optional[Union[CacheState, Calibration]]]:
+    """(why the cell cannot be judged, or None; the calibration it is judged with).
+
+    The reasons are the judgement statuses: "single rank", "too few samples",
+    "no calibration", "below precision" (median under the rank's t_min: the timer
+    cannot resolve it, so it is counted, never judged).
+    """
+    cal = cell_calibration(prep, cell)
+    if n_present < 2:
+        return "single rank", cal
+    if cell.n < min_samples:
+        return "too few samples", cal
+    if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
+        return "no calibration", cal
+    if float(np.median(cell.samples_ns)) < cal.t_min_ns:
+        return "below precision", cal
+    return None, cal
+
+
+def peer_pool(
+    cells: dict[int, Cell], rank: int, leave_out: set[int]
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """Pooled samples (ns) of the other ranks of one class.
+
+    Ranks in ``leave_out`` (already found slow) are left out unless that would leave
+    no peer. Returns (samples, ranks used, ranks left out).
+    """
+    peers = [q for q in sorted(cells) if q != rank and cells[q].n > 0]
+    excluded = [q for q in peers if q in leave_out]
+    if len(excluded) == len(peers):
+        excluded = []
+    used = [q for q in peers if q not in excluded]
+    pool = (
+        np.concatenate([cells[q].samples_ns for q in used])
+        if used
+        else np.empty(0, dtype=np.float64)
+    )
+    return pool, used, excluded
+
+
+def log_median(cell: Cell) -> float:
+    """Median log-duration of a cell's kept samples."""
+    return float(np.median(log_ns(cell.samples_ns)))

@@ -1,0 +1,122 @@
+"""Distribution-level comparison of one sample set against its peers.
+
+Durations are compared on a log scale, so shifts are relative (0.01 = 1 % slower)
+and a multiplicative effect (a slower core) is one shift whatever the segment's
+length. The statistics come from scipy and statsmodels:
+
+* shift: median(log x) - median(log y), i.e. the log of the ratio of the medians;
+* p value: one-sided Mann-Whitney U (``x`` stochastically greater than ``y``),
+  asymptotic, so it costs one sort of n + m values;
+* confidence interval of the shift: percentile bootstrap of the difference of the
+  medians (scipy.stats.bootstrap), on at most ``CI_CAP`` samples drawn from each
+  side, so the interval is conservative for larger sets and its cost is bounded;
+* multiple comparisons: Benjamini-Hochberg false discovery rate over a family of
+  tests (statsmodels.stats.multitest).
+
+Segments of a running application are autocorrelated (phases, frequency changes),
+so the p values are optimistic for long runs; the effect floors of the detectors,
+not the p values alone, keep clean runs clean. Pure functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+CI_CAP = 4000  # samples per side in the bootstrap (cost bound)
+CI_RESAMPLES = 400
+CI_LEVEL = 0.95
+MIN_NS = 1.0  # durations are clipped here before the log (a 0 ns sample is noise)
+
+
+def log_ns(samples_ns: np.ndarray) -> np.ndarray:
+    """Natural log of durations (ns), clipped at MIN_NS."""
+    return np.log(np.maximum(np.asarray(samples_ns, dtype=np.float64), MIN_NS))
+
+
+def rel(shift_log: float) -> float:
+    """A log shift as a relative change (0.01 = 1 % slower)."""
+    return float(np.expm1(shift_log))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``x`` against ``y``: log shift of the medians and one-sided p value."""
+
+    shift_log: float
+    p_value: float
+    n: int
+    m: int
+
+    @property
+    def shift_rel(self) -> float:
+        return rel(self.shift_log)
+
+
+def compare(
+    x_log: np.ndarray,
+    y_log: np.ndarray,
+    offset_log: float = 0.0,
+    center_log: Optional[float] = None,
+) -> Comparison:
+    """Is ``x_log - offset_log`` greater than ``y_log``? (both log ns)
+
+    ``offset_log`` removes an effect already accounted for (the rank's core) before
+    testing what is left. ``center_log``: the peers' centre the shift is measured
+    from (default the median of ``y_log``; the median of the peer ranks' medians
+    keeps one fast rank in a pool from moving it). Needs at least two samples on
+    each side (else ValueError).
+    """
+    from scipy.stats import mannwhitneyu
+
+    x = np.asarray(x_log, dtype=np.float64) - offset_log
+    y = np.asarray(y_log, dtype=np.float64)
+    if x.size < 2 or y.size < 2:
+        raise ValueError(f"compare: {x.size} vs {y.size} samples, 2 needed each")
+    center = float(np.median(y)) if center_log is None else center_log
+    shift = float(np.median(x)) - center
+    if np.all(x == x[0]) and np.all(y == x[0]):
+        return Comparison(shift, 1.0, int(x.size), int(y.size))
+    p = float(mannwhitneyu(x, y, alternative="greater", method="asymptotic").pvalue)
+    return Comparison(shift, p, int(x.size), int(y.size))
+
+
+def _capped(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return a if a.size <= CI_CAP else rng.choice(a, CI_CAP, replace=False)
+
+
+def shift_ci(
+    x_log: np.ndarray, y_log: np.ndarray, offset_log: float = 0.0, seed: int = 0
+) -> tuple[float, float]:
+    """95 % bootstrap interval of median(x - offset) - median(y), log scale."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(seed)
+    x = _capped(np.asarray(x_log, dtype=np.float64), rng) - offset_log
+    y = _capped(np.asarray(y_log, dtype=np.float64), rng)
+
+    def diff(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(a, axis=axis) - np.median(b, axis=axis)
+
+    res = bootstrap(
+        (x, y),
+        diff,
+        n_resamples=CI_RESAMPLES,
+        confidence_level=CI_LEVEL,
+        method="percentile",
+        vectorized=True,
+        random_state=rng,
+    )
+    ci = res.confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def fdr(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p values (q values), in the same order."""
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(q) for q in multipletests(p_values, method="fdr_bh")[1]]

@@ -1,0 +1,187 @@
+"""Detector "noisy core": a rank whose segments were interrupted far more than its peers'.
+
+What the OS-noise filter separates is counted here, never forgotten. The paper's
+filter_os is tuned to calibration runs, where noise is rare: on a CPU shared with
+another runnable process it keeps most of the 4-16 ms time slices (they are many,
+so the isolation forest does not isolate them) while on a quiet CPU it removes
+mild tails. So an interruption is defined by size, over all samples of a cell,
+removed or kept: a sample beyond the far-out fence Q3 + 3 x max(IQR, 1 % of the
+median) of the cell's kept samples. Per rank, over all its cells:
+
+* interruptions: their number;
+* time lost: the sum of (sample - cell median) over them, ns, and as a fraction of
+  the rank's compute time (all its segment samples);
+* typical length: the median of those excesses, which says what interrupted it:
+  >= 1 ms is a scheduler time slice (another runnable process on the CPU),
+  20 us - 1 ms a short preemption (a kernel thread, softirq or page-fault work),
+  below that interrupts (timer ticks, device interrupts, IPIs).
+
+A rank is a noisy core when it loses more time per segment than its peers
+(one-sided Welch t test on the time each segment lost, 0 for the uninterrupted:
+the count alone would weigh a 4 ms time slice like a 2 us tick; q < alpha after
+Benjamini-Hochberg over the ranks) and its lost fraction exceeds both
+``noise_floor`` plus the peers' median fraction and twice that median. The CPU
+named is the one that lost the most time. Pure function; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from perfvar.cells import by_rank
+from perfvar.compare import fdr
+from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+
+KIND = "noisy_core"
+MIN_INTERRUPTIONS = 3
+MIN_CELL = 8  # kept samples a cell needs for a fence
+FENCE_IQR = 3.0  # Tukey's far-out fence
+FENCE_MIN_SPREAD = 0.01  # of the median: a floor for the IQR on a quantised clock
+SLICE_NS = 1e6
+SHORT_NS = 2e4
+
+
+@dataclass
+class RankNoise:
+    """The interruptions of one rank (ns)."""
+
+    rank: int
+    samples: int = 0
+    compute_ns: float = 0.0
+    excess_ns: list[np.ndarray] = field(default_factory=list)
+    lost_by_cpu: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def count(self) -> int:
+        return int(sum(e.size for e in self.excess_ns))
+
+    @property
+    def lost_ns(self) -> float:
+        return float(sum(e.sum() for e in self.excess_ns))
+
+    @property
+    def fraction(self) -> float:
+        return self.lost_ns / self.compute_ns if self.compute_ns > 0 else 0.0
+
+    def lost_per_sample(self) -> np.ndarray:
+        """Time each segment lost (ns; 0 for the uninterrupted ones)."""
+        lost = np.zeros(self.samples)
+        if self.count:
+            lost[: self.count] = np.concatenate(self.excess_ns)
+        return lost
+
+    def typical_ns(self) -> Optional[float]:
+        return float(np.median(np.concatenate(self.excess_ns))) if self.count else None
+
+
+def interpretation(typical_ns: Optional[float]) -> str:
+    """What interruptions of this typical length are, in words."""
+    if typical_ns is None:
+        return "no interruption"
+    if typical_ns >= SLICE_NS:
+        return "scheduler time slices: another runnable process shares this CPU"
+    if typical_ns >= SHORT_NS:
+        return "short preemptions: kernel threads, softirqs or page faults"
+    return "interrupts: timer ticks, device interrupts or IPIs"
+
+
+def fence_ns(kept_ns: np.ndarray) -> float:
+    """The far-out fence of a cell (ns): Q3 + 3 x max(IQR, 1 % of the median)."""
+    q1, q2, q3 = np.percentile(kept_ns, [25, 50, 75])
+    return float(q3 + FENCE_IQR * max(q3 - q1, FENCE_MIN_SPREAD * q2))
+
+
+def rank_noise(prep: Prepared) -> dict[int, RankNoise]:
+    """rank -> its interruptions: the samples of its cells beyond their fence."""
+    out = {}
+    for rank, cells in by_rank(prep).items():
+        noise = RankNoise(rank)
+        for cell in cells:
+            noise.samples += cell.raw_n
+            noise.compute_ns += float(cell.samples_ns.sum() + cell.removed_ns.sum())
+            if cell.n < MIN_CELL:
+                continue
+            values = np.concatenate([cell.samples_ns, cell.removed_ns])
+            cpus = np.concatenate([cell.samples_cpu, cell.removed_cpu])
+            beyond = values > fence_ns(cell.samples_ns)
+            excess = values[beyond] - float(np.median(cell.samples_ns))
+            noise.excess_ns.append(excess)
+            for cpu, lost in zip(cpus[beyond], excess):
+                noise.lost_by_cpu[int(cpu)] += float(lost)
+        out[rank] = noise
+    return out
+
+
+def _more_lost(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """p value that ``mine`` (ns lost per segment) has a larger mean than ``theirs``."""
+    from scipy.stats import ttest_ind
+
+    if mine.size < 2 or theirs.size < 2:
+        return 1.0
+    if not (mine.any() or theirs.any()):
+        return 1.0
+    res = ttest_ind(mine, theirs, equal_var=False, alternative="greater")
+    return float(res.pvalue) if np.isfinite(res.pvalue) else 1.0
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
+    """Name the noisy cores; one anomaly per rank with its interruptions."""
+    params = params or DetectParams()
+    result = DetectorResult()
+    noise = rank_noise(prep)
+    tests = []
+    for rank, mine in sorted(noise.items()):
+        peers = [n for r, n in noise.items() if r != rank and n.samples > 0]
+        if not peers or mine.count < MIN_INTERRUPTIONS:
+            continue
+        k_ref = sum(p.count for p in peers)
+        n_ref = sum(p.samples for p in peers)
+        theirs = np.concatenate([p.lost_per_sample() for p in peers])
+        p = _more_lost(mine.lost_per_sample(), theirs)
+        peer_fraction = float(np.median([x.fraction for x in peers]))
+        tests.append((mine, p, peer_fraction, k_ref, n_ref))
+    for (mine, p, peer_fraction, k_ref, n_ref), q in zip(
+        tests, fdr([t[1] for t in tests])
+    ):
+        if not (
+            q < params.alpha
+            and mine.fraction > peer_fraction + params.noise_floor
+            and mine.fraction > 2 * peer_fraction
+        ):
+            continue
+        typical = mine.typical_ns()
+        cpu = max(mine.lost_by_cpu, key=mine.lost_by_cpu.get, default=None)
+        result.anomalies.append(
+            Anomaly(
+                kind=KIND,
+                rank=mine.rank,
+                host=prep.hosts.get(mine.rank),
+                cpu=None if cpu is None or cpu < 0 else cpu,
+                segment=None,
+                excess_ns=mine.lost_ns,
+                evidence={
+                    "interruptions": mine.count,
+                    "samples": mine.samples,
+                    "typical_ns": typical,
+                    "lost_ns": mine.lost_ns,
+                    "compute_ns": mine.compute_ns,
+                    "lost_fraction": mine.fraction,
+                    "peers_lost_fraction": peer_fraction,
+                    "peers_interruptions": k_ref,
+                    "peers_samples": n_ref,
+                    "lost_by_cpu_ns": {str(c): v for c, v in mine.lost_by_cpu.items()},
+                    "interpretation": interpretation(typical),
+                    "fence": "Q3 + 3 x max(IQR, 1% of the median) of each cell",
+                    "test": "one-sided Welch t test, time lost per segment vs peers",
+                    "p_value": p,
+                    "q_value": q,
+                    "alpha": params.alpha,
+                    "floor": params.noise_floor,
+                },
+            )
+        )
+    return result

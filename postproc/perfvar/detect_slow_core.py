@@ -1,0 +1,126 @@
+"""Detector "slow core": a rank slower than its peers in all its segment classes.
+
+Each judged sample of rank r is expressed against its class: z = log-duration
+minus the median log-duration of the class on the other ranks (so classes of any
+length pool together), and the peers' samples likewise. Rank r is a slow core when
+
+* it has at least two judged classes (perfvar.cells.unjudged_reason);
+* its z are greater than the peers' (one-sided Mann-Whitney U on the pooled z),
+  q < alpha after Benjamini-Hochberg over the ranks tested;
+* the common shift (median z of r minus median z of the peers) exceeds
+  ``core_floor`` and, in ns in its largest class, that class's t_diff;
+* the shift is common: classes holding at least two thirds of r's compute time
+  are each shifted by more than half the floor. A rank slow in one class only is
+  a slow segment, not a slow core (perfvar.detect_slow_segment).
+
+``excess_ns`` is the time the core loses per segment on average. A class slower
+still than the rest of a slow core is a slow segment as well
+(perfvar.detect_slow_segment judges each class beyond the rank's other classes).
+Pure function; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from perfvar.cells import by_segment, unjudged_reason
+from perfvar.compare import compare, fdr, log_ns, rel, shift_ci
+from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+
+KIND = "slow_core"
+COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
+
+
+@dataclass
+class _Rank:
+    rank: int
+    z: list[np.ndarray] = field(default_factory=list)
+    z_peers: list[np.ndarray] = field(default_factory=list)
+    classes: list[dict] = field(default_factory=list)
+
+
+def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
+    out: dict[int, _Rank] = {}
+    for seg, cells in by_segment(prep).items():
+        present = sum(1 for c in cells.values() if c.n > 0)
+        for rank, cell in cells.items():
+            reason, cal = unjudged_reason(prep, cell, present, params.min_samples)
+            if reason:
+                continue
+            others = [cells[q] for q in cells if q != rank and cells[q].n > 0]
+            peers_log = log_ns(np.concatenate([c.samples_ns for c in others]))
+            ref = float(np.median(peers_log))
+            z = log_ns(cell.samples_ns) - ref
+            entry = out.setdefault(rank, _Rank(rank))
+            entry.z.append(z)
+            entry.z_peers.append(peers_log - ref)
+            entry.classes.append(
+                {
+                    "segment": prep.segment_ids[seg],
+                    "shift_rel": rel(float(np.median(z))),
+                    "time_ns": float(cell.samples_ns.sum()),
+                    "n": cell.n,
+                    "peers_median_ns": float(np.exp(ref)),
+                    "t_diff_ns": float(cal.t_diff_ns),
+                }
+            )
+    return out
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
+    """Name the slow cores; one anomaly per rank."""
+    params = params or DetectParams()
+    result = DetectorResult()
+    candidates = [r for r in _collect(prep, params).values() if len(r.classes) >= 2]
+    tests = []
+    for r in candidates:
+        z, zp = np.concatenate(r.z), np.concatenate(r.z_peers)
+        tests.append((r, z, zp, compare(z, zp)))
+    floor_log = float(np.log1p(params.core_floor))
+    for (r, z, zp, cmp), q in zip(tests, fdr([t[3].p_value for t in tests])):
+        time = sum(c["time_ns"] for c in r.classes)
+        common = sum(
+            c["time_ns"] for c in r.classes if c["shift_rel"] > params.core_floor / 2
+        )
+        largest = max(r.classes, key=lambda c: c["time_ns"])
+        largest_excess = largest["peers_median_ns"] * cmp.shift_rel
+        if not (
+            q < params.alpha
+            and cmp.shift_log > floor_log
+            and common >= COMMON_SHARE * time
+            and largest_excess > largest["t_diff_ns"]
+        ):
+            continue
+        lo, hi = shift_ci(z, zp)
+        n = sum(c["n"] for c in r.classes)
+        cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]
+        cpu = next((c.cpu for c in cells if c.cpu is not None), None)
+        result.anomalies.append(
+            Anomaly(
+                kind=KIND,
+                rank=r.rank,
+                host=prep.hosts.get(r.rank),
+                cpu=cpu,
+                segment=None,
+                excess_ns=time * (1 - np.exp(-cmp.shift_log)) / n,
+                evidence={
+                    "shift_rel": cmp.shift_rel,
+                    "shift_ci_rel": [rel(lo), rel(hi)],
+                    "ci_level": 0.95,
+                    "test": "one-sided Mann-Whitney U on log-durations relative to "
+                    "each class's peers, pooled over classes",
+                    "p_value": cmp.p_value,
+                    "q_value": q,
+                    "alpha": params.alpha,
+                    "floor_rel": params.core_floor,
+                    "common_share": common / time if time else None,
+                    "classes": r.classes,
+                    "n": n,
+                    "compute_ns": time,
+                },
+            )
+        )
+    return result

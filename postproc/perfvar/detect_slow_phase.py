@@ -1,0 +1,250 @@
+"""Detector "slow phase": a rank slower than its own baseline for part of the run.
+
+Per segment class present on two or more ranks, and per rank r with at least
+``MIN_SAMPLES`` kept samples in it:
+
+1. the class's time span is cut into B bins (about ``PER_BIN`` samples of a rank
+   each, 8 <= B <= 400); in each bin d = median log-duration of r minus that of its
+   peers (pooled). The peers' median removes what the application does in the
+   window (all ranks enter a heavier phase together), so d is r's own speed.
+2. change points on d: ruptures' PELT with an L2 cost, at least 3 bins per
+   segment, penalty 3 sigma^2 log(B) (sigma from the median absolute difference
+   of consecutive bins, robust to the steps themselves).
+3. the baseline is the median of d over the run; a stretch between change points
+   whose level (median d) exceeds it by more than ``phase_floor`` is a candidate,
+   neighbouring candidates are merged; a candidate covering 80 % of the run or
+   more is no phase (the rank is slow throughout: a slow segment or core).
+4. the candidate's bins against the other bins: one-sided Mann-Whitney U, q <
+   alpha after Benjamini-Hochberg over all candidates; and its excess in ns (at
+   the rank's median outside the window) must exceed the cell's t_diff.
+
+Windows of one rank found in several classes that overlap are merged into one
+anomaly (``segment`` None, the classes in the evidence). ``start_ns``/``end_ns``
+are ns since the trace's time origin. :func:`outside` gives the cells without the
+windows, so the steady-state detectors judge the rest of the run. Pure functions;
+thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from perfvar.cells import by_segment, unjudged_reason
+from perfvar.compare import fdr, log_ns, rel
+from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
+
+KIND = "slow_phase"
+MIN_SAMPLES = 120
+PER_BIN = 20
+MIN_BINS, MAX_BINS = 8, 400
+MIN_SIZE = 3  # bins per stretch between change points
+MAX_COVER = 0.8  # a "phase" longer than this share of the run is the whole run
+MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin
+
+
+@dataclass
+class _Window:
+    rank: int
+    segment: str
+    start_ns: float
+    end_ns: float
+    excess_rel: float
+    excess_ns: float
+    p_value: float
+    bins: int
+    bins_total: int
+    t_diff_ns: float
+
+
+def _bin_medians(x: np.ndarray, idx: np.ndarray, bins: int) -> np.ndarray:
+    """Median of x per bin index (NaN for bins with fewer than MIN_PER_BIN)."""
+    out = np.full(bins, np.nan)
+    order = np.argsort(idx, kind="stable")
+    xs, ids = x[order], idx[order]
+    cuts = np.searchsorted(ids, np.arange(bins + 1))
+    for b in range(bins):
+        lo, hi = cuts[b], cuts[b + 1]
+        if hi - lo >= MIN_PER_BIN:
+            out[b] = np.median(xs[lo:hi])
+    return out
+
+
+def _stretches(d: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) index ranges of d between change points (ruptures PELT, L2)."""
+    import ruptures
+
+    n = d.size
+    steps = np.abs(np.diff(d))
+    sigma = float(np.median(steps)) / (0.6745 * np.sqrt(2)) if n > 1 else 0.0
+    if n < 2 * MIN_SIZE or sigma <= 0:
+        return [(0, n)]
+    algo = ruptures.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(d.reshape(-1, 1))
+    ends = algo.predict(pen=3.0 * sigma**2 * np.log(n))
+    starts = [0] + ends[:-1]
+    return list(zip(starts, ends))
+
+
+def _windows_of_cell(
+    cells: dict[int, Cell], rank: int, seg_id: str, t_diff_ns: float, floor: float
+) -> list[_Window]:
+    cell = cells[rank]
+    peers = [c for q, c in cells.items() if q != rank and c.n > 0]
+    t0 = min(float(c.start_ns.min()) for c in cells.values() if c.n > 0)
+    t1 = max(float(c.start_ns.max()) for c in cells.values() if c.n > 0)
+    bins = int(np.clip(cell.n // PER_BIN, MIN_BINS, MAX_BINS))
+    if t1 <= t0:
+        return []
+    edges = np.linspace(t0, t1, bins + 1)
+
+    def index(start: np.ndarray) -> np.ndarray:
+        return np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
+
+    mine = _bin_medians(log_ns(cell.samples_ns), index(cell.start_ns), bins)
+    pooled_x = np.concatenate([log_ns(c.samples_ns) for c in peers])
+    pooled_t = np.concatenate([c.start_ns for c in peers])
+    theirs = _bin_medians(pooled_x, index(pooled_t), bins)
+    valid = np.nonzero(np.isfinite(mine) & np.isfinite(theirs))[0]
+    if valid.size < 2 * MIN_SIZE:
+        return []
+    d = (mine - theirs)[valid]
+    baseline = float(np.median(d))
+    flagged = np.zeros(d.size, dtype=bool)
+    for lo, hi in _stretches(d):
+        if float(np.median(d[lo:hi])) - baseline > np.log1p(floor):
+            flagged[lo:hi] = True
+    from scipy.stats import mannwhitneyu
+
+    out = []
+    for lo, hi in _runs(flagged):
+        if hi - lo >= MAX_COVER * d.size:
+            continue
+        inside = d[lo:hi]
+        rest = np.concatenate([d[:lo], d[hi:]])
+        p = float(mannwhitneyu(inside, rest, alternative="greater").pvalue)
+        level = float(np.median(inside)) - float(np.median(rest))
+        start, end = edges[valid[lo]], edges[valid[hi - 1] + 1]
+        outside = (cell.start_ns < start) | (cell.start_ns >= end)
+        base_ns = float(np.median(cell.samples_ns[outside]))
+        out.append(
+            _Window(rank, seg_id, float(start), float(end), rel(level),
+                    base_ns * rel(level), p, hi - lo, int(d.size), t_diff_ns)  # fmt: skip
+        )
+    return out
+
+
+def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of the runs of True in flags."""
+    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    return list(zip(np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]))
+
+
+def _merge(windows: list[_Window]) -> list[list[_Window]]:
+    """Group one rank's windows that overlap in time."""
+    groups: list[list[_Window]] = []
+    for w in sorted(windows, key=lambda w: w.start_ns):
+        if groups and w.start_ns < max(x.end_ns for x in groups[-1]):
+            groups[-1].append(w)
+        else:
+            groups.append([w])
+    return groups
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
+    """Name the slow phases of every rank; one anomaly per merged window."""
+    params = params or DetectParams()
+    result = DetectorResult()
+    found: list[_Window] = []
+    for seg, cells in by_segment(prep).items():
+        present = sum(1 for c in cells.values() if c.n > 0)
+        for rank, cell in cells.items():
+            reason, cal = unjudged_reason(prep, cell, present, params.min_samples)
+            if reason or cell.n < MIN_SAMPLES:
+                continue
+            found += _windows_of_cell(
+                cells, rank, prep.segment_ids[seg], float(cal.t_diff_ns),
+                params.phase_floor,
+            )  # fmt: skip
+    qs = fdr([w.p_value for w in found])
+    kept = [
+        (w, q)
+        for w, q in zip(found, qs)
+        if q < params.alpha and w.excess_ns > w.t_diff_ns
+    ]
+    for rank in sorted({w.rank for w, _ in kept}):
+        mine = [w for w, _ in kept if w.rank == rank]
+        q_of = {id(w): q for w, q in kept}
+        for group in _merge(mine):
+            result.anomalies.append(_anomaly(prep, rank, group, q_of, params))
+    return result
+
+
+def _anomaly(
+    prep: Prepared,
+    rank: int,
+    group: list[_Window],
+    q_of: dict[int, float],
+    params: DetectParams,
+) -> Anomaly:
+    start = min(w.start_ns for w in group)
+    end = max(w.end_ns for w in group)
+    top = max(group, key=lambda w: w.excess_rel)
+    cells = [c for (_, r), c in prep.cells.items() if r == rank and c.cpu is not None]
+    return Anomaly(
+        kind=KIND,
+        rank=rank,
+        host=prep.hosts.get(rank),
+        cpu=cells[0].cpu if cells else None,
+        segment=group[0].segment if len(group) == 1 else None,
+        excess_ns=top.excess_ns,
+        start_ns=start,
+        end_ns=end,
+        evidence={
+            "excess_rel": top.excess_rel,
+            "duration_ns": end - start,
+            "classes": [
+                {
+                    "segment": w.segment,
+                    "start_ns": w.start_ns,
+                    "end_ns": w.end_ns,
+                    "excess_rel": w.excess_rel,
+                    "excess_ns": w.excess_ns,
+                    "bins": w.bins,
+                    "bins_total": w.bins_total,
+                    "p_value": w.p_value,
+                    "q_value": q_of[id(w)],
+                }
+                for w in group
+            ],
+            "test": "PELT change points (ruptures, L2) on the rank's per-bin median "
+            "log-duration relative to its peers; window vs rest: one-sided "
+            "Mann-Whitney U",
+            "alpha": params.alpha,
+            "floor_rel": params.phase_floor,
+        },
+    )
+
+
+def outside(prep: Prepared, phases: list[Anomaly]) -> Prepared:
+    """``prep`` with each rank's kept samples inside its slow-phase windows left out."""
+    windows: dict[int, list[tuple[float, float]]] = {}
+    for a in phases:
+        windows.setdefault(a.rank, []).append((a.start_ns, a.end_ns))
+    if not windows:
+        return prep
+    cells = {}
+    for key, cell in prep.cells.items():
+        keep = np.ones(cell.n, dtype=bool)
+        for lo, hi in windows.get(cell.rank, []):
+            keep &= (cell.start_ns < lo) | (cell.start_ns >= hi)
+        if not keep.all():
+            cell = replace(
+                cell,
+                samples_ns=cell.samples_ns[keep],
+                start_ns=cell.start_ns[keep],
+                samples_cpu=cell.samples_cpu[keep],
+            )
+        cells[key] = cell
+    return replace(prep, cells=cells)

@@ -1,0 +1,103 @@
+"""The verdict on synthetic cells: slow segment beyond the core, slow core, noisy
+core, slow phase, and clean runs that name nobody (perfvar.analysis.detect_all)."""
+
+import numpy as np
+import pytest
+
+from conftest import STEP_NS, make_prepared
+from perfvar.analysis import detect_all
+from perfvar.model import DetectParams
+
+
+def _cells(seed, nranks=2, n=1000, classes=(20_000.0, 20_000.0), cv=0.01, slow=None):
+    """samples[(class, rank)]: normal noise of ``cv``; ``slow[(class, rank)]`` is a
+    factor, or a function of the sample index giving one."""
+    rng = np.random.default_rng(seed)
+    slow = slow or {}
+    out = {}
+    for c, loc in enumerate(classes):
+        for r in range(nranks):
+            f = slow.get((c, r), 1.0)
+            factor = f(np.arange(n)) if callable(f) else f
+            out[(c, r)] = loc * factor * (1 + cv * rng.standard_normal(n))
+    return out
+
+
+def _named(samples, **kw):
+    found, _ = detect_all(make_prepared(samples, t_diff_ns=10.0), DetectParams(**kw))
+    return found
+
+
+def _kinds(found):
+    return sorted((a.kind, a.rank, a.segment) for a in found if a.kind != "migrated")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_clean_runs_name_nobody(seed):
+    assert _kinds(_named(_cells(seed, nranks=4))) == []
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_one_class_slow_on_two_ranks_names_that_cell_and_no_ghost(rank):
+    found = _named(_cells(1, slow={(0, rank): 1.01}))
+    assert _kinds(found) == [("slow_segment", rank, "S0")]
+    ev = found[0].evidence
+    assert ev["excess_rel"] == pytest.approx(0.01, abs=0.002)
+    assert ev["excess_ci_rel"][0] > 0 and ev["q_value"] < 0.05
+
+
+def test_slow_core_is_named_once_not_per_segment():
+    slow = {(0, 2): 1.05, (1, 2): 1.05}
+    found = _named(_cells(2, nranks=4, slow=slow))
+    assert _kinds(found) == [("slow_core", 2, None)]
+    ev = found[0].evidence
+    assert ev["shift_rel"] == pytest.approx(0.05, abs=0.005)
+    assert ev["shift_ci_rel"][0] < 0.05 < ev["shift_ci_rel"][1]
+    assert [c["segment"] for c in ev["classes"]] == ["S0", "S1"]
+
+
+def test_segment_slow_beyond_its_slow_core():
+    # Rank 1's core is 3 % slow, and its class S1 a further 2 %.
+    slow = {(0, 1): 1.03, (1, 1): 1.03 * 1.02}
+    found = _named(_cells(3, nranks=4, slow=slow))
+    assert _kinds(found) == [("slow_core", 1, None), ("slow_segment", 1, "S1")]
+    seg = next(a for a in found if a.kind == "slow_segment")
+    assert seg.evidence["excess_rel"] == pytest.approx(0.02, abs=0.006)
+    assert seg.evidence["core_shift_rel"] > 0.02
+
+
+def test_noisy_core_counts_interruptions_whether_or_not_the_filter_took_them():
+    samples = _cells(4, nranks=2)
+    rng = np.random.default_rng(4)
+    for c in (0, 1):
+        # 3 % of rank 1's segments hold a 4 ms time slice; 10 % of rank 0's have a
+        # mild tail (+15 %), which is no interruption whatever the filter does.
+        hit = rng.random(1000) < 0.03
+        samples[(c, 1)][hit] += 4e6 * (1 + 0.1 * rng.standard_normal(hit.sum()))
+        tail = rng.random(1000) < 0.10
+        samples[(c, 0)][tail] *= 1.15
+    found = _named(samples)
+    assert _kinds(found) == [("noisy_core", 1, None)]
+    ev = found[0].evidence
+    assert ev["typical_ns"] == pytest.approx(4e6, rel=0.1)
+    assert ev["lost_fraction"] > 0.5 and ev["peers_lost_fraction"] < 0.05
+    assert "another runnable process" in ev["interpretation"]
+    assert ev["interruptions"] == pytest.approx(60, abs=20)
+
+
+def test_slow_phase_is_named_with_its_window_and_not_as_a_core():
+    def phase(i):
+        return np.where((i >= 400) & (i < 700), 1.10, 1.0)
+
+    found = _named(_cells(5, nranks=2, slow={(0, 0): phase, (1, 0): phase}))
+    assert _kinds(found) == [("slow_phase", 0, None)]
+    a = found[0]
+    assert a.start_ns == pytest.approx(400 * STEP_NS, abs=40 * STEP_NS)
+    assert a.end_ns == pytest.approx(700 * STEP_NS, abs=40 * STEP_NS)
+    assert a.evidence["excess_rel"] == pytest.approx(0.10, abs=0.02)
+    assert sorted(c["segment"] for c in a.evidence["classes"]) == ["S0", "S1"]
+
+
+def test_floors_are_options():
+    samples = _cells(6, slow={(0, 1): 1.01})
+    assert _kinds(_named(samples, segment_floor=0.02)) == []
