@@ -4,7 +4,7 @@ Per segment class present on two or more ranks, and per rank r with at least
 ``MIN_SAMPLES`` kept samples in it:
 
 1. the class's time span is cut into B bins (about ``PER_BIN`` samples of a rank
-   each, 8 <= B <= 400); in each bin d = median log-duration of r minus that of its
+   each, 20 <= B <= 400); in each bin d = median log-duration of r minus that of its
    peers (pooled). The peers' median removes what the application does in the
    window (all ranks enter a heavier phase together), so d is r's own speed.
 2. change points on d: ruptures' PELT with an L2 cost, at least 3 bins per
@@ -37,9 +37,9 @@ from perfvar.compare import fdr, log_ns, rel
 from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 
 KIND = "slow_phase"
-MIN_SAMPLES = 120
+MIN_SAMPLES = 400
 PER_BIN = 20
-MIN_BINS, MAX_BINS = 8, 400
+MIN_BINS, MAX_BINS = 20, 400
 MIN_SIZE = 3  # bins per stretch between change points
 MAX_COVER = 0.8  # a "phase" longer than this share of the run is the whole run
 MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin

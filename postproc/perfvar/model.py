@@ -79,7 +79,7 @@ class DetectParams:
     min_samples: int = 8  # filtered samples a cell needs to be judged
     peers: str = "robust"  # "robust": leave already-shifted ranks out of the peers
     segment_floor: float = 0.002  # slow_segment: excess over peers (and own core)
-    core_floor: float = 0.01  # slow_core: common excess over peers in all classes
+    core_floor: float = 0.02  # slow_core: common excess over peers in all classes
     noise_floor: float = 0.02  # noisy_core: fraction of compute time lost
     phase_floor: float = 0.03  # slow_phase: excess over the rank's own baseline
 
