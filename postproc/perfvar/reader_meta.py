@@ -8,6 +8,9 @@ in ``Calibration.states``, per cache state (flush 0, 4xL1, 4xL2, 4xL3; files wri
 before cache states existed give flush 0 only). perfvar.cache_state picks the state
 each segment is judged with. ``Calibration.cycles`` holds the pass on the CPU-cycle
 counter (flush 0, in cycles) where the counter was readable, or why it was not.
+``RankMeta.probe`` is rank-N.json's ``probe`` object (PERFVAR_PROBE's fixed-work probes:
+``period_ms``, ``adds``, ``k_source``, ``count``, ``total_ns``, ``threads``), None when
+the run had probes off or the file predates them.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
@@ -83,6 +86,10 @@ class RankMeta:
     events_lost: Optional[int] = None
     source: Optional[str] = None  # the rank-N.json path, if it was read
     problem: Optional[str] = None
+    # rank-N.json "probe": the fixed-work probes' period_ms, adds (K), k_source
+    # ("calibration t_min" or "default"), count, total_ns and per-thread
+    # {"thread", "count", "total_ns"}; None when off or not recorded.
+    probe: Optional[dict[str, Any]] = None
 
     @property
     def calibrated(self) -> bool:
@@ -232,6 +239,8 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     events = data.get("events")
     if isinstance(events, dict) and isinstance(events.get("lost"), int):
         meta.events_lost = int(events["lost"])
+    probe = data.get("probe")
+    meta.probe = probe if isinstance(probe, dict) else None
     cal = data.get("calibration")
     if not isinstance(cal, dict):
         meta.problem = "no calibration section"

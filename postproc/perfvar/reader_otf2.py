@@ -13,6 +13,13 @@ what they are used for).
 
 Events are matched per location with a stack, so user timer regions
 (``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
+
+Fixed-work probes (``PERFVAR_PROBE``): each matched Enter/Leave of the region whose
+canonical name is ``perfvar:probe`` (between a segment's Leave and the next MPI
+region's Enter) gives one row of ``TraceSamples.probes`` (PROBE_DTYPE): rank, thread,
+start in ticks, duration in ns, and the CPU it ran on (the ``cpu`` attribute of its
+Enter, or -1 when its Leave names another CPU: a probe that migrated belongs to no
+core). Every probe runs the same number of ADDs on a rank (rank-N.json ``probe.adds``).
 The rank of a location is the id of its LocationGroup (perfvar writes one group per
 MPI rank with id = rank). A location is one thread of its rank: the thread index is
 the location's position in its group, in definition order (perfvar writes thread k of
@@ -60,9 +67,19 @@ SAMPLE_DTYPE = np.dtype(
         ("context_bytes", np.int64),  # bytes the preceding MPI call moved, -1 = unknown
     ]
 )
+PROBE_DTYPE = np.dtype(
+    [
+        ("rank", np.int32),
+        ("thread", np.int32),  # index of the thread in its rank, 0 = master thread
+        ("start_ticks", np.uint64),  # Enter timestamp, timer ticks
+        ("duration_ns", np.float64),  # Leave - Enter, ns
+        ("cpu", np.int32),  # CPU at Enter and Leave, -1 = unknown or migrated
+    ]
+)
 CPU_UNKNOWN = -1
 CONTEXT_UNKNOWN = -1
 CPU_ATTRIBUTE = "cpu"
+PROBE_REGION = "perfvar:probe"  # canonical name of the fixed-work probe region
 
 
 @dataclass
@@ -80,6 +97,7 @@ class LocationReport:
     unclosed: int = 0  # Enter without Leave (trace cut short?)
     unmatched_leaves: int = 0  # Leave without its Enter
     error: Optional[str] = None  # set when the location's events are unreadable
+    probes: int = 0  # matched perfvar:probe Enter/Leave pairs
 
     @property
     def ok(self) -> bool:
@@ -96,6 +114,18 @@ class TraceSamples:
     samples: np.ndarray  # structured array of SAMPLE_DTYPE, grouped by location
     locations: list[LocationReport]
     warnings: list[str] = field(default_factory=list)
+    # ClockProperties global offset (ticks): the trace's time 0, where Vampir's
+    # timeline starts. Windows in the analysis are ns since this origin.
+    global_offset_ticks: int = 0
+
+    # Fixed-work probes of the intact locations (PROBE_DTYPE), grouped by location;
+    # empty when the run had PERFVAR_PROBE off.
+    probes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=PROBE_DTYPE))
+
+    def trace_ns(self, ticks: np.ndarray) -> np.ndarray:
+        """Timestamps (ticks) as ns since the trace's time origin (float64)."""
+        rel = np.asarray(ticks, dtype=np.float64) - float(self.global_offset_ticks)
+        return rel * (1e9 / self.timer_resolution_hz)
 
     @property
     def ranks(self) -> list[int]:
@@ -241,6 +271,7 @@ class _LocationScanner:
         region_segment: dict[int, int],
         user_regions: set[int],
         cpu_attr: Optional[tuple[int, Any]],
+        probe_regions: frozenset[int] = frozenset(),
     ) -> None:
         import _otf2
         from otf2.enums import Type
@@ -259,6 +290,10 @@ class _LocationScanner:
         self.cpu_enter: list[int] = []
         self.cpu_leave: list[int] = []
         self.context: list[int] = []
+        self.probe_regions = probe_regions
+        self.probe_start: list[int] = []
+        self.probe_ticks: list[int] = []
+        self.probe_cpu: list[int] = []
         self.failure: Optional[BaseException] = None
         self.c_callbacks: list[Any] = []  # keeps C callback objects alive
         self._u32 = ctypes.c_uint32()
@@ -290,6 +325,8 @@ class _LocationScanner:
             if region in self.region_segment:
                 cpu, context = self._cpu(attributes), self.moved
                 self.moved = CONTEXT_UNKNOWN  # the next segment's call starts now
+            elif region in self.probe_regions:
+                cpu = self._cpu(attributes)
             self.stack.append((region, time, cpu, context))
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
@@ -359,6 +396,12 @@ class _LocationScanner:
                 self.context.append(context)
             elif region in self.user_regions:
                 self.report.user_regions += 1
+            elif region in self.probe_regions:
+                cpu_leave = self._cpu(attributes)
+                self.probe_start.append(t_enter)
+                self.probe_ticks.append(time - t_enter)
+                same = cpu_leave == cpu_enter
+                self.probe_cpu.append(cpu_enter if same else CPU_UNKNOWN)
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
 
@@ -372,6 +415,16 @@ class _LocationScanner:
         out["cpu_enter"] = self.cpu_enter
         out["cpu_leave"] = self.cpu_leave
         out["context_bytes"] = self.context
+        return out
+
+    def probes_array(self, ns_per_tick: float) -> np.ndarray:
+        out = np.empty(len(self.probe_start), dtype=PROBE_DTYPE)
+        out["rank"] = self.report.rank
+        out["thread"] = self.report.thread
+        out["start_ticks"] = np.asarray(self.probe_start, dtype=np.uint64)
+        ticks = np.asarray(self.probe_ticks, dtype=np.float64)
+        out["duration_ns"] = ticks * ns_per_tick
+        out["cpu"] = self.probe_cpu
         return out
 
 
@@ -458,6 +511,7 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
     seg_index: dict[str, int] = {}
     region_segment: dict[int, int] = {}
     user_regions: set[int] = set()
+    probe_regions: set[int] = set()
     for region in defs.regions:
         name = region.canonical_name or ""
         if is_segment(name):
@@ -466,6 +520,8 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
                 segments.append(name)
         elif name.startswith(USER_PREFIX):
             user_regions.add(region._ref)
+        elif name == PROBE_REGION:
+            probe_regions.add(region._ref)
 
     cpu_attr = None
     for attr in defs.attributes:
@@ -493,6 +549,7 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
 
     reports: list[LocationReport] = []
     arrays: list[np.ndarray] = []
+    probe_arrays: list[np.ndarray] = []
     threads_seen: dict[int, int] = {}  # rank -> locations met so far
     try:
         for loc in locations:
@@ -507,7 +564,9 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
                 int(loc.number_of_events or 0),
                 thread,
             )
-            scanner = _LocationScanner(report, region_segment, user_regions, cpu_attr)
+            scanner = _LocationScanner(
+                report, region_segment, user_regions, cpu_attr, frozenset(probe_regions)
+            )
             _read_location(handle, loc, scanner, cerr)
             reports.append(report)
             if report.ok:
@@ -515,6 +574,9 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
                 arr = scanner.to_array(ns_per_tick)
                 report.segments = len(arr)
                 arrays.append(arr)
+                probe_arr = scanner.probes_array(ns_per_tick)
+                report.probes = len(probe_arr)
+                probe_arrays.append(probe_arr)
     finally:
         _otf2.Reader_CloseEvtFiles(handle)
         if def_files:
@@ -533,7 +595,13 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
         )
     warnings = _reading_warnings(reports, segments)
     samples = np.concatenate(arrays) if arrays else np.empty(0, dtype=SAMPLE_DTYPE)
-    return TraceSamples(anchor, resolution, segments, samples, reports, warnings)
+    offset = int(getattr(defs.clock_properties, "global_offset", 0) or 0)
+    probes = (
+        np.concatenate(probe_arrays) if probe_arrays else np.empty(0, dtype=PROBE_DTYPE)
+    )
+    return TraceSamples(
+        anchor, resolution, segments, samples, reports, warnings, offset, probes
+    )
 
 
 def _reading_warnings(reports: list[LocationReport], segments: list[str]) -> list[str]:

@@ -1,5 +1,6 @@
 /* config.c — PERFVAR_* environment parsing; see config.h. */
 #include "config.h"
+#include "../calib/work_probe.h"
 #include "perfvar.h"
 
 #include <ctype.h>
@@ -17,7 +18,7 @@ static const char *const known_vars[] = {
     "PERFVAR_CALIBRATION_Q", "PERFVAR_CALIBRATION_EPSILON", "PERFVAR_CALIBRATION_ALPHA",
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
-    "PERFVAR_BOUNDARIES",
+    "PERFVAR_BOUNDARIES", "PERFVAR_PROBE",
     "PERFVAR_CLOCK", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
@@ -97,8 +98,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
                      "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PRELOAD_LIB, "
-                     "PERFVAR_MPI",
+                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, "
+                     "PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }
@@ -170,6 +171,16 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                         "all or a comma-separated list of env, p2p, collective, wait, onesided, "
                         "file, comm, local");
         cfg->boundaries = (unsigned)mask;
+    }
+    if ((v = getenv("PERFVAR_PROBE"))) {
+        if (strcmp(v, "off") == 0)
+            cfg->probe_ms = 0;
+        else if (strcmp(v, "on") == 0)
+            cfg->probe_ms = PV_WORK_PROBE_DEFAULT_MS;
+        else if (parse_long(v, 1, PV_WORK_PROBE_MAX_MS, &num) == 0)
+            cfg->probe_ms = (unsigned)num;
+        else
+            return fail(msg, len, "PERFVAR_PROBE", v, "off, on (10 ms) or a period in ms 1..60000");
     }
     if ((v = getenv("PERFVAR_VERBOSE"))) {
         if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");

@@ -26,6 +26,9 @@
  *                                         and are traced (default: all but local), of env, p2p,
  *                                         collective, wait, onesided, file, comm, local; calls of
  *                                         other groups are only counted
+ *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off (default),
+ *                                         on (every 10 ms) or every N ms, N 1..60000, per traced
+ *                                         thread at the entry of a traced MPI call
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
@@ -55,6 +58,7 @@ typedef struct pv_config {
     pv_sync_mode clock_sync;
     int verbose;
     unsigned boundaries;        /* bit (1 << pv_mpi_group) set: that group's calls are traced */
+    unsigned probe_ms;          /* fixed-work probe period (ms); 0: off */
 } pv_config;
 
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the

@@ -191,6 +191,9 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     if (pv_calib_run(params, &pv_rt.calib) != PERFVAR_OK)
         pv_message(0, "calibration skipped: out of memory");
     uint64_t t_calib1 = pv_now();
+    /* Fixed-work probes: K from this rank's own calibration, the period in this clock's ticks. */
+    pv_rt.probe_adds = pv_work_probe_adds(&pv_rt.calib, &pv_rt.probe_adds_calibrated);
+    pv_rt.probe_period_ticks = pv_work_probe_period_ticks(pv_rt.cfg.probe_ms, pv_clock_ticks_per_ns());
 
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin, &pv_rt.sync.offset_begin,
                   &pv_rt.sync.stddev_begin);
@@ -204,6 +207,9 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
         regions[i] = (pv_static_region){pv_fn_info[i].name, pv_fn_info[i].role, OTF2_PARADIGM_MPI};
     regions[PV_FN_COUNT + PV_REGION_CALIBRATION] = (pv_static_region){
         "perfvar calibration", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
+    /* Defined whatever PERFVAR_PROBE says: static regions must be the same on every rank. */
+    regions[PV_FN_COUNT + PV_REGION_PROBE] = (pv_static_region){
+        "perfvar:probe", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
     pv_trace_comm comm;
     pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
     pv_comms_init();

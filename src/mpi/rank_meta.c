@@ -124,6 +124,28 @@ static void write_threads(FILE *f, uint64_t *nsegments)
     fprintf(f, "\n  ],\n");
 }
 
+/* "probe": the fixed-work probes (PERFVAR_PROBE) of every traced thread, or null when off. Called
+ * after the trace is closed, as write_threads. */
+static void write_probe(FILE *f)
+{
+    if (!pv_rt.cfg.probe_ms) {
+        fprintf(f, "  \"probe\": null,\n");
+        return;
+    }
+    uint64_t count = 0, ticks = 0;
+    for (const pv_thread *t = pv_rt.threads; t; t = t->next) count += t->probe_count, ticks += t->probe_ticks;
+    fprintf(f,
+            "  \"probe\": {\"period_ms\": %u, \"adds\": %llu, \"k_source\": \"%s\", \"count\": %llu, "
+            "\"total_ns\": %.1f,\n    \"threads\": [",
+            pv_rt.cfg.probe_ms, (unsigned long long)pv_rt.probe_adds,
+            pv_rt.probe_adds_calibrated ? "calibration t_min" : "default", (unsigned long long)count,
+            perfvar_ticks_to_ns(ticks));
+    for (const pv_thread *t = pv_rt.threads; t; t = t->next)
+        fprintf(f, "%s{\"thread\": %d, \"count\": %llu, \"total_ns\": %.1f}", t->index ? ", " : "", t->index,
+                (unsigned long long)t->probe_count, perfvar_ticks_to_ns(t->probe_ticks));
+    fprintf(f, "]},\n");
+}
+
 int pv_write_rank_meta(void)
 {
     char name[64];
@@ -207,6 +229,7 @@ int pv_write_rank_meta(void)
     const pv_trace_stats *s = &pv_rt.trace_stats;
     uint64_t nsegments;
     write_threads(f, &nsegments);
+    write_probe(f);
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
             "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu\n}\n",

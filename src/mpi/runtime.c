@@ -37,6 +37,26 @@ static void close_segment(pv_thread *t, int to, uint64_t at, int cpu)
     t->nsegments++;
 }
 
+/* Run a fixed-work probe on thread t, whose traced call's entry read is at or past its deadline,
+ * and record it as the region perfvar:probe between the segment that read ended and the call's own
+ * region. Returns the probe's end: the call's region starts there, so the probe's time is counted
+ * in neither. Out of line and cold: the hot path only compares the deadline. */
+static __attribute__((noinline, cold)) uint64_t work_probe(pv_thread *t)
+{
+    pv_work_probe_sample s;
+    pv_work_probe_run(pv_rt.probe_adds, &s);
+    uint32_t region = PV_FN_COUNT + PV_REGION_PROBE;
+    pv_trace_enter(t->loc, s.t_begin, region, s.cpu_begin);
+    pv_trace_leave(t->loc, s.t_end, region, s.cpu_end);
+    pv_note_cpu(t, s.cpu_begin);
+    pv_note_cpu(t, s.cpu_end);
+    t->probe_count++;
+    t->probe_ticks += s.t_end - s.t_begin;
+    /* From the probe's own start: probes on a thread start at least one period apart. */
+    t->probe_deadline = pv_work_probe_deadline(s.t_begin, pv_rt.probe_period_ticks);
+    return s.t_end;
+}
+
 void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu)
 {
     if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
@@ -81,6 +101,9 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->heap_fstatuses = NULL;
     c->site_id = pv_site_id(self, fn, site);
     close_segment(self, c->site_id, c->t_entry, c->cpu_entry);
+    /* The call's records (Enter, MpiSend, collective begin...) follow the probe, if one ran. */
+    if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
+        c->t_entry = work_probe(self);
     pv_trace_enter(self->loc, c->t_entry, (uint32_t)fn, -1);
     if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) pv_rt.finalizer = self;
     return 1;

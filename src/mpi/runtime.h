@@ -13,8 +13,10 @@
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * pv_call_enter reads the clock first, closes the compute segment that ran since the previous traced
- * call returned, and opens the MPI region; pv_call_leave writes message/collective records, closes the
- * region and reads the clock last, when the application resumes.
+ * call returned, runs the thread's fixed-work probe when one is due (PERFVAR_PROBE: otherwise one
+ * compare of that read against the thread's deadline), and opens the MPI region; pv_call_leave
+ * writes message/collective records, closes the region and reads the clock last, when the
+ * application resumes.
  *
  * A thread-local depth guard makes a call that passes through two layers (MPICH: Fortran entry point
  * -> C MPI_x) be recorded once, at the outer layer, and keeps perfvar's own PMPI traffic out.

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "../calib/calib.h"
+#include "../calib/work_probe.h"
 #include "../config/config.h"
 #include "../core/u64map.h"
 #include "../trace/trace.h"
@@ -30,8 +31,9 @@
 
 typedef enum { PV_UNINIT = 0, PV_ACTIVE, PV_DISABLED, PV_FINISHED } pv_state_t;
 
-/* Static regions after the MPI functions. */
-enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_NSTATIC_EXTRA };
+/* Static regions after the MPI functions: the start-up calibration, and the fixed-work probes
+ * ("perfvar:probe", PERFVAR_PROBE). */
+enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE, PV_NSTATIC_EXTRA };
 
 #define PV_MAX_CPUS 4096
 
@@ -44,6 +46,9 @@ typedef struct pv_thread {
     uint64_t resume_t;      /* when the application resumed after it */
     int resume_cpu;
     uint64_t nsegments;
+    uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
+                                (PV_WORK_PROBE_NEVER when probes are off) */
+    uint64_t probe_count, probe_ticks; /* its probes, and the ticks they measured in all */
     pv_u64map sites;        /* caches of the shared maps below: key -> id */
     pv_u64map user_sites;
     pv_u64map segments;
@@ -63,6 +68,10 @@ typedef struct pv_runtime {
     pv_calib_result calib;
     pv_trace_clock_sync sync;
     uint64_t realtime_ns, realtime_ticks;
+    /* fixed-work probes (PERFVAR_PROBE, src/calib/work_probe.h); period 0: off */
+    uint64_t probe_period_ticks;
+    uint64_t probe_adds;           /* K, the chain length of one probe */
+    int probe_adds_calibrated;     /* K is the calibration's flush-0 t_min (else the default) */
 
     pv_thread *finalizer;   /* MPI_Finalize entered through a wrapper on it, its Leave is pending */
 

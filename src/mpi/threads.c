@@ -5,6 +5,7 @@
  * A thread's pv_thread lives until the process ends: MPI_Finalize writes the buffers of threads
  * that have already exited. */
 #include "state.h"
+#include "../clock/clock.h"
 
 #include <stdlib.h>
 
@@ -18,6 +19,9 @@ static pv_thread *thread_new(void)
     pv_thread *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->prev_site = -1;
+    /* Its first probe is due one period after it starts being traced (pv_rt.probe_* are set
+     * before any thread exists). */
+    t->probe_deadline = pv_work_probe_deadline(pv_now(), pv_rt.probe_period_ticks);
     pthread_mutex_lock(&pv_rt.defs_lock);
     t->index = pv_rt.nthreads;
     t->loc = pv_trace_location((uint32_t)t->index);

@@ -9,7 +9,15 @@
 3. expectations given on the command line (ranks, threads per rank, call counts per rank and per
    thread in the trace and as counted by perfvar in rank-N.json, the MPI layer, segments per
    location), and per rank-N.json: no event lost, no untraced thread call, one "threads" entry per
-   location of the rank.
+   location of the rank;
+4. fixed-work probes (region `perfvar:probe`, PERFVAR_PROBE): each sits between a segment's Leave
+   and the next MPI region's Enter, outside any region but user timer regions, with the `cpu`
+   attribute on its Enter and Leave; rank-N.json's "probe" agrees with the trace (null and none
+   in the trace, or the same count per thread and the same total time). With --probe-period-ms P
+   the schedule is checked from the timestamps: probes on a thread start at least P apart, no
+   traced call skipped a due probe (its entry is before the previous probe's start + P), hence
+   at least span / (P + longest gap between calls) - 1 probes on a thread whose traced calls span
+   `span`. No duration is asserted.
 
 A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
 the location id (k << 32) | rank (docs/trace-format.md).
@@ -21,12 +29,18 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import otf2
 
+
+# K is capped in the C library; read the cap from its header rather than copy it.
+PROBE_MAX_ADDS = int(re.search(
+    r"#define PV_WORK_PROBE_MAX_ADDS (\d+)u",
+    (Path(__file__).resolve().parents[2] / "src/calib/work_probe.h").read_text()).group(1))
 
 def rank_of(location) -> int:
     return int(location.group.name.rsplit(" ", 1)[1])
@@ -42,8 +56,45 @@ def thread_of(location) -> int:
     return int(location._ref) >> 32
 
 
+PROBE = "perfvar:probe"
+SEGMENT = "perfvar:segment:"
+
+
 def counts(spec: str) -> list[tuple[str, int]]:
     return [(k, int(v)) for k, v in (item.split("=") for item in filter(None, spec.split(",")))]
+
+
+def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, period_ms,
+                     resolution: float, t_min_adds: int) -> list[str]:
+    """rank-N.json's "probe" against the probes of rank r's threads in the trace, and its K
+    against the calibration's flush-0 t_min (t_min_adds, 0: none found)."""
+    in_trace = sum(probes[(r, k)] for k in threads)
+    if meta is None:
+        return [f"rank {r}: {in_trace} probes in the trace, rank-{r}.json says probes are off"] \
+            if in_trace else []
+    errors = []
+    if period_ms is not None and meta.get("period_ms") != period_ms:
+        errors.append(f"rank {r}: probe period_ms {meta.get('period_ms')}, expected {period_ms}")
+    k, source = meta.get("adds"), meta.get("k_source")
+    capped = min(t_min_adds, PROBE_MAX_ADDS) if t_min_adds else 0
+    if not (source == "calibration t_min" and t_min_adds and k == capped
+            or source == "default" and not t_min_adds and isinstance(k, int) and k > 0):
+        errors.append(f"rank {r}: probe K {k} ADDs from {source!r}, the calibration's t_min is "
+                      f"{t_min_adds} ADDs")
+    if meta.get("count") != in_trace:
+        errors.append(f"rank {r}: rank-{r}.json counts {meta.get('count')} probes, the trace has "
+                      f"{in_trace}")
+    per_thread = {x.get("thread"): x.get("count") for x in meta.get("threads", [])}
+    if per_thread != {k: probes[(r, k)] for k in threads}:
+        errors.append(f"rank {r}: probes per thread {per_thread} in rank-{r}.json, the trace has "
+                      f"{ {k: probes[(r, k)] for k in threads} }")
+    if resolution:
+        # The same clock differences, converted with the rank's own rate and the trace's.
+        ns = sum(probe_ticks[(r, k)] for k in threads) * 1e9 / resolution
+        if abs(ns - meta.get("total_ns", -1)) > 0.01 * ns + 1000:
+            errors.append(f"rank {r}: probes total {meta.get('total_ns')} ns in rank-{r}.json, "
+                          f"{ns:.1f} ns in the trace")
+    return errors
 
 
 def main() -> int:
@@ -63,6 +114,11 @@ def main() -> int:
     ap.add_argument("--min-segments", type=int, default=1, help="per location")
     ap.add_argument("--messages", action="store_true", help="require >= 1 matched message")
     ap.add_argument("--min-flushes", type=int, default=0, help="buffer-full flushes per rank")
+    ap.add_argument("--probe-period-ms", type=int,
+                    help="PERFVAR_PROBE period: check the probes' schedule (see above)")
+    ap.add_argument("--min-probes", type=int, default=0, help="probes per rank, at least")
+    ap.add_argument("--probe-k-source", choices=("calibration t_min", "default"),
+                    help="where every rank's probe length K must come from")
     args = ap.parse_args()
     archive = args.trace_dir / "traces.otf2"
     errors: list[str] = []
@@ -86,10 +142,23 @@ def main() -> int:
     open_colls: collections.Counter = collections.Counter()
     locs: dict[int, set] = collections.defaultdict(set)  # rank -> its threads
     nevents = 0
+    # probes per location: count, ticks, and what the schedule check needs
+    probes: collections.Counter = collections.Counter()
+    probe_ticks: collections.Counter = collections.Counter()
+    prev_ev: dict[tuple[int, int], object] = {}  # the location's previous event
+    after_probe: dict[tuple[int, int], int] = {}  # a probe's Leave time, until the next event
+    probe_start: dict[tuple[int, int], int] = {}  # the open or last probe's Enter time
+    call_entries: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
+    period = None
+    resolution = 0.0
     try:
         with otf2.reader.open(str(archive)) as trace:
             cp = trace.definitions.clock_properties
+            resolution = cp.timer_resolution
             lo, hi = cp.global_offset, cp.global_offset + cp.trace_length
+            if args.probe_period_ms:
+                period = args.probe_period_ms * cp.timer_resolution / 1e3  # ticks
+                slack = period * 1e-3 + 2  # the rank's own tick rate and the readers' rounding
             for location in trace.definitions.locations:
                 locs[rank_of(location)].add(thread_of(location))
             for location, ev in trace.events:
@@ -102,18 +171,63 @@ def main() -> int:
                 last_t[loc] = t
                 if not lo <= t <= hi:
                     errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
+                prev = prev_ev.get(loc)
+                prev_ev[loc] = ev
+                where = f"rank {r} thread {loc[1]}"
+                if loc in after_probe:  # the event right after a probe: its MPI call's Enter
+                    left = after_probe.pop(loc)
+                    if not (isinstance(ev, otf2.events.Enter)
+                            and ev.region.paradigm == otf2.Paradigm.MPI and t >= left):
+                        errors.append(f"{where}: a probe is followed by {type(ev).__name__} "
+                                      f"{getattr(ev, 'region', None)}, not an MPI region's Enter")
                 if isinstance(ev, otf2.events.Enter):
+                    canonical = ev.region.canonical_name
+                    if canonical == PROBE:
+                        outer = [x.name for x in stacks[loc]
+                                 if not x.canonical_name.startswith("perfvar:user:")]
+                        if outer:
+                            errors.append(f"{where}: probe inside {outer}")
+                        if not (isinstance(prev, otf2.events.Leave)
+                                and prev.region.canonical_name.startswith(SEGMENT)):
+                            errors.append(f"{where}: probe at {t} not right after a segment's Leave")
+                        if "cpu" not in {a.name for a in ev.attributes or {}}:
+                            errors.append(f"{where}: probe Enter without the cpu attribute")
+                        if period is not None and isinstance(prev, otf2.events.Leave):
+                            # prev.time is the entry read that found the probe due
+                            last = probe_start.get(loc)
+                            if last is not None and prev.time < last + period - slack:
+                                errors.append(f"{where}: probe at {t} only "
+                                              f"{(t - last) / period:.4f} periods after the last")
+                            call_entries[loc].append(prev.time)
+                        probe_start[loc] = t
+                    elif (period is not None and ev.region.paradigm == otf2.Paradigm.MPI
+                          and isinstance(prev, otf2.events.Leave)
+                          and prev.region.canonical_name.startswith(SEGMENT)):
+                        # a traced call that ran no probe: none was due at its entry read (t)
+                        last = probe_start.get(loc)
+                        if last is not None and t >= last + period + slack:
+                            errors.append(f"{where}: no probe at the call {ev.region.name} at {t}, "
+                                          f"{(t - last) / period:.4f} periods after the last")
+                        call_entries[loc].append(t)
                     stacks[loc].append(ev.region)
-                    if ev.region.canonical_name.startswith("perfvar:segment:"):
+                    if canonical.startswith(SEGMENT):
                         segments[loc] += 1
+                    elif canonical == PROBE:
+                        probes[loc] += 1
                     else:
                         calls[loc][ev.region.name] += 1
                 elif isinstance(ev, otf2.events.Leave):
                     if not stacks[loc] or stacks[loc][-1] != ev.region:
-                        errors.append(f"rank {r} thread {loc[1]}: Leave {ev.region.name} does not "
+                        errors.append(f"{where}: Leave {ev.region.name} does not "
                                       "match the open region")
                     else:
                         stacks[loc].pop()
+                    if ev.region.canonical_name == PROBE:
+                        if "cpu" not in {a.name for a in ev.attributes or {}}:
+                            errors.append(f"{where}: probe Leave without the cpu attribute")
+                        if loc in probe_start:
+                            probe_ticks[loc] += t - probe_start[loc]
+                        after_probe[loc] = t
                 elif isinstance(ev, (otf2.events.MpiSend, otf2.events.MpiIsend)):
                     peer = world_ranks(ev.communicator)[ev.receiver]
                     comms_used.add(ev.communicator.name)
@@ -154,6 +268,20 @@ def main() -> int:
             locs[r].add(k)
     nranks = len(locs)
 
+    for (r, k) in after_probe:
+        errors.append(f"rank {r} thread {k}: the last event is a probe's Leave")
+    if period is not None:
+        for (r, k), entries in call_entries.items():
+            # Consecutive probes are at most P + one gap between calls apart, whatever the load.
+            if len(entries) < 2:
+                continue
+            span = entries[-1] - entries[0]
+            gap = max(b - a for a, b in zip(entries, entries[1:]))
+            least = int(span // (period + gap + slack)) - 1
+            if probes[(r, k)] < least:
+                errors.append(f"rank {r} thread {k}: {probes[(r, k)]} probes, expected >= {least} "
+                              f"(calls span {span / period:.1f} periods, longest gap "
+                              f"{gap / period:.2f})")
     for (r, k), st in stacks.items():
         if st:
             errors.append(f"rank {r} thread {k}: regions left open: {[x.name for x in st]}")
@@ -214,6 +342,18 @@ def main() -> int:
             errors.append(f"rank {r}: layer {doc['mpi']['layer']}, expected {args.layer}")
         if doc.get("untraced_thread_calls"):
             errors.append(f"rank {r}: {doc['untraced_thread_calls']} untraced thread calls")
+        rank_probes = sum(probes[(r, k)] for k in threads)
+        if rank_probes < args.min_probes:
+            errors.append(f"rank {r}: {rank_probes} probes, expected >= {args.min_probes}")
+        errors += check_probe_meta(r, doc.get("probe"), threads, probes, probe_ticks,
+                                   args.probe_period_ms, resolution,
+                                   doc.get("calibration", {}).get("t_min_adds", 0))
+        if args.probe_k_source:
+            probe = doc.get("probe") or {}
+            if probe.get("k_source") != args.probe_k_source:
+                errors.append(f"rank {r}: probe K from {probe.get('k_source')!r}, expected "
+                              f"{args.probe_k_source!r}")
+
         described = sorted(x["thread"] for x in doc.get("threads", []))
         if described != threads:
             errors.append(f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
@@ -232,7 +372,7 @@ def main() -> int:
     nlocs = sum(len(x) for x in locs.values())
     print(f"check_trace: {args.trace_dir}: ok ({nranks} ranks, {nlocs} locations, {nevents} events, "
           f"{sum(sends.values())} messages matched, {sum(colls.values())} collective records, "
-          f"{sum(segments.values())} segments)")
+          f"{sum(segments.values())} segments, {sum(probes.values())} probes)")
     return 0
 
 

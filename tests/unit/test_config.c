@@ -13,7 +13,8 @@ extern char **environ;
 static const char *const vars[] = {"PERFVAR_OUTPUT",    "PERFVAR_CALIBRATION",
                                    "PERFVAR_CALIBRATION_BUDGET_MS", "PERFVAR_BUFFER_MB",
                                    "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE",
-                                   "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI"};
+                                   "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
+                                   "PERFVAR_PROBE"};
 
 /* Remove every PERFVAR_* variable, including any the test runner passed in. */
 static void clear_env(void)
@@ -69,6 +70,7 @@ static void check_defaults(pv_calib_mode calibration)
     CHECK(cfg.verbose == 0);
     CHECK(cfg.calib_n == 0 && cfg.calib_n_flushed == 0 && cfg.calib_p == 0 && cfg.calib_q == 0);
     CHECK(cfg.calib_states == 0 && cfg.calib_epsilon == 0 && cfg.calib_alpha == 0);
+    CHECK(cfg.probe_ms == 0); /* probes off */
 }
 
 /* var=value must be accepted. */
@@ -122,6 +124,8 @@ static void check_long_value_message(void)
     bad("PERFVAR_CALIBRATION", long_mode, acc_cal);
     static const char *const acc_buf[] = {"1..65536", NULL};
     bad("PERFVAR_BUFFER_MB", long_mode, acc_buf);
+    static const char *const acc_probe[] = {"off", "on", "1..60000", NULL};
+    bad("PERFVAR_PROBE", long_mode, acc_probe);
 }
 
 static void check_calibration(void)
@@ -265,6 +269,29 @@ static void check_verbose(void)
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_VERBOSE", invalid[i], acc);
 }
 
+/* PERFVAR_PROBE: off, on (10 ms) or a period in ms 1..60000; anything else names what it accepts. */
+static void check_probe(void)
+{
+    static const struct {
+        const char *value;
+        unsigned ms;
+    } valid[] = {{"off", 0}, {"on", 10}, {"1", 1}, {"10", 10}, {"250", 250}, {"60000", 60000}};
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        ok("PERFVAR_PROBE", valid[i].value);
+        CHECKF(cfg.probe_ms == valid[i].ms, "PERFVAR_PROBE=%s gave %u ms", valid[i].value, cfg.probe_ms);
+        CHECK(cfg.calibration == PV_CALIB_QUICK && cfg.buffer_mb == 16); /* others keep defaults */
+    }
+    static const char *const acc[] = {"off", "on", "1..60000", NULL};
+    const char *invalid[] = {"0", "60001", "-1", "", "ON", "Off", "yes", "true", "10ms", "1.5", " 10",
+                             "10 ", "1e3", "0x10", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_PROBE", invalid[i], acc);
+    /* With the calibration off the option still parses: K is then the default (work_probe.h). */
+    clear_env();
+    setenv("PERFVAR_PROBE", "on", 1);
+    setenv("PERFVAR_CALIBRATION", "off", 1);
+    CHECK(load() == PERFVAR_OK && cfg.probe_ms == 10 && cfg.calibration == PV_CALIB_OFF);
+}
+
 static void check_launcher_vars(void)
 {
     ok("PERFVAR_PRELOAD_LIB", "/usr/lib/libperfvar_mpi.so");
@@ -284,7 +311,8 @@ static void check_unknown(void)
         int rc = load();
         CHECKF(rc == PERFVAR_ERR_CONFIG, "%s: rc %d", unknown[i], rc);
         CHECKF(names_word(msg, unknown[i]), "message \"%s\" does not name %s", msg, unknown[i]);
-        CHECKF(strstr(msg, "PERFVAR_OUTPUT") && strstr(msg, "PERFVAR_VERBOSE"),
+        CHECKF(strstr(msg, "PERFVAR_OUTPUT") && strstr(msg, "PERFVAR_VERBOSE") && strstr(msg, "PERFVAR_PROBE") &&
+                   strstr(msg, "PERFVAR_MPI"),
                "message \"%s\" does not list the accepted variables", msg);
     }
     /* All known variables at once, valid. */
@@ -297,7 +325,7 @@ static void check_unknown(void)
     CHECKF(rc == PERFVAR_OK, "all known variables: rc %d, \"%s\"", rc, msg);
     CHECK(strcmp(cfg.output, "out") == 0 && cfg.calibration == PV_CALIB_OFF &&
           cfg.calibration_budget_ms == 1 && cfg.buffer_mb == 1 && cfg.clock_sync == PV_SYNC_NONE &&
-          cfg.verbose == 1);
+          cfg.verbose == 1 && cfg.probe_ms == 1);
 }
 
 static void check_ignored(void)
@@ -347,6 +375,7 @@ int main(int argc, char **argv)
     check_buffer();
     check_clock_sync();
     check_verbose();
+    check_probe();
     check_launcher_vars();
     check_unknown();
     check_ignored();

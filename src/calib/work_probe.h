@@ -1,0 +1,85 @@
+/*
+ * work_probe.h — the fixed-work probe (PERFVAR_PROBE): the calibration's ADD chain run every P ms
+ * on each traced thread, at an MPI boundary, so that cores and phases can be compared on the same
+ * work whatever load balance the application has (internal).
+ *
+ * The probe is K dependent ADDs (add_chain.h) between two reads of the clock every segment uses
+ * (pv_now_cpu: rdtscp; lfence on x86-64), as one calibration sample at flush 0 is. K is the rank's
+ * flush-0 t_min in ADDs, the shortest chain whose samples had CV < epsilon p times in a row at
+ * start-up, so one probe is as precise as the timer allows on that core; without it (calibration
+ * off, or no t_min found) K = PV_WORK_PROBE_DEFAULT_ADDS.
+ *
+ * Scheduling is a per-thread deadline in clock ticks: a probe is due at the first traced call whose
+ * entry read is at or past the deadline, and the next deadline is the probe's own start + P. So
+ * probes on one thread start at least P apart, and the hot path when none is due is one compare
+ * (pv_work_probe_due) against a deadline that is PV_WORK_PROBE_NEVER when probes are off.
+ *
+ * All functions are inline, pure except pv_work_probe_run (which reads the clock), thread-safe and
+ * async-signal-safe. Units: ms for periods as configured, clock ticks for times and deadlines.
+ */
+#ifndef PV_WORK_PROBE_H
+#define PV_WORK_PROBE_H
+#include "add_chain.h"
+#include "calib.h"
+#include "../clock/clock.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define PV_WORK_PROBE_DEFAULT_MS 10u  /* PERFVAR_PROBE=on */
+#define PV_WORK_PROBE_MAX_MS 60000u   /* the longest period PERFVAR_PROBE accepts */
+/* K without a calibrated t_min: one ADD per cycle makes this about 1 us on a 3 GHz core, a length
+ * the quick calibration typically confirms (t_min of 140 ns to 1.4 us on the VMs measured). */
+#define PV_WORK_PROBE_DEFAULT_ADDS 3000u
+/* K at most: a t_min found on a very noisy core can be millions of ADDs, and a probe must stay a
+ * short sample (about 20 us at 0.3 ns per ADD). */
+#define PV_WORK_PROBE_MAX_ADDS 65536u
+#define PV_WORK_PROBE_NEVER UINT64_MAX /* the deadline of a thread that never probes */
+
+/* The period of period_ms ms in clock ticks (ticks_per_ns from pv_clock_ticks_per_ns), at least 1;
+ * 0 when period_ms is 0 (probes off). */
+static inline uint64_t pv_work_probe_period_ticks(unsigned period_ms, double ticks_per_ns)
+{
+    if (!period_ms) return 0;
+    double t = nearbyint((double)period_ms * 1e6 * ticks_per_ns);
+    return t < 1 ? 1 : (uint64_t)t;
+}
+
+/* The deadline after a probe that started at tick t: t + period, saturated at
+ * PV_WORK_PROBE_NEVER; PV_WORK_PROBE_NEVER when period_ticks is 0 (off). Also the first deadline
+ * of a thread, from the tick it started being traced. */
+static inline uint64_t pv_work_probe_deadline(uint64_t t, uint64_t period_ticks)
+{
+    if (!period_ticks || t > PV_WORK_PROBE_NEVER - period_ticks) return PV_WORK_PROBE_NEVER;
+    return t + period_ticks;
+}
+
+/* Whether a probe is due at tick now: the hot path's only test. A PV_WORK_PROBE_NEVER deadline is
+ * never reached by a real clock read (2^64 ticks are 200 years at 3 GHz). */
+static inline int pv_work_probe_due(uint64_t now, uint64_t deadline) { return now >= deadline; }
+
+/* K from the start-up calibration r: its flush-0 t_min in ADDs (at most PV_WORK_PROBE_MAX_ADDS), or
+ * PV_WORK_PROBE_DEFAULT_ADDS when it has none (r NULL, calibration off, search without t_min).
+ * *from_calibration (may be NULL) says which. */
+static inline uint64_t pv_work_probe_adds(const pv_calib_result *r, int *from_calibration)
+{
+    int calibrated = r && r->t_min_adds > 0;
+    if (from_calibration) *from_calibration = calibrated;
+    if (!calibrated) return PV_WORK_PROBE_DEFAULT_ADDS;
+    return r->t_min_adds < PV_WORK_PROBE_MAX_ADDS ? r->t_min_adds : PV_WORK_PROBE_MAX_ADDS;
+}
+
+/* One probe: the clock and CPU read before and after `adds` dependent ADDs. */
+typedef struct pv_work_probe_sample {
+    uint64_t t_begin, t_end; /* clock ticks */
+    int cpu_begin, cpu_end;  /* -1 where the clock does not name the CPU */
+} pv_work_probe_sample;
+
+static inline void pv_work_probe_run(uint64_t adds, pv_work_probe_sample *s)
+{
+    s->t_begin = pv_now_cpu(&s->cpu_begin);
+    pv_add_chain(adds); /* an external assembly function: never elided or moved past the reads */
+    s->t_end = pv_now_cpu(&s->cpu_end);
+}
+
+#endif
