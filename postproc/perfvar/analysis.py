@@ -38,6 +38,7 @@ from perfvar.model import (
     Judgement,
     Prepared,
 )
+from perfvar.probes import with_probes
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
 from perfvar.segments import parse_segment_key
@@ -297,7 +298,7 @@ def detect_all(
     phases = detect_slow_phase.detect(prep, params)
     steady = detect_slow_phase.outside(prep, phases.anomalies)
     cores = detect_slow_core.detect(steady, params)
-    slow = detect_slow_segment.detect(steady, params)
+    slow = detect_slow_segment.detect(steady, params, cores=cores.cores)
     informative = detect_migration.detect(prep, params).anomalies
     informative += detect_shared_cpu.detect(prep, params).anomalies
     found = cores.anomalies + slow.anomalies + noisy.anomalies + phases.anomalies
@@ -341,7 +342,7 @@ def analyze(
     meta = read_meta(directory, trace.ranks, paper_check=paper_check)
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = prepare(trace, meta, segment_ids, jobs=jobs)
+    prep = with_probes(prepare(trace, meta, segment_ids, jobs=jobs), trace, meta)
     params = DetectParams(
         alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
     )

@@ -17,19 +17,22 @@ from perfvar.model import Cell, Prepared, cell_calibration
 from perfvar.reader_meta import Calibration
 
 
-def by_segment(prep: Prepared) -> dict[int, dict[int, Cell]]:
-    """segment index -> rank -> cell, both ascending."""
+def by_segment(prep: Prepared, probes: bool = False) -> dict[int, dict[int, Cell]]:
+    """segment index -> rank -> cell, both ascending; the probes' pseudo-class only
+    with ``probes``."""
     out: dict[int, dict[int, Cell]] = defaultdict(dict)
     for (seg, rank), cell in sorted(prep.cells.items()):
-        out[seg][rank] = cell
+        if probes or seg != prep.probe_segment:
+            out[seg][rank] = cell
     return dict(out)
 
 
 def by_rank(prep: Prepared) -> dict[int, list[Cell]]:
-    """rank -> its cells, by segment index."""
+    """rank -> its segment cells (no probes), by segment index."""
     out: dict[int, list[Cell]] = defaultdict(list)
-    for (_, rank), cell in sorted(prep.cells.items()):
-        out[rank].append(cell)
+    for (seg, rank), cell in sorted(prep.cells.items()):
+        if seg != prep.probe_segment:
+            out[rank].append(cell)
     return dict(out)
 
 
@@ -40,7 +43,8 @@ def unjudged_reason(
 
     The reasons are the judgement statuses: "single rank", "too few samples",
     "no calibration", "below precision" (median under the rank's t_min: the timer
-    cannot resolve it, so it is counted, never judged).
+    cannot resolve it, so it is counted, never judged). Probes run the chain length
+    of t_min itself, so they are not held to it.
     """
     cal = cell_calibration(prep, cell)
     if n_present < 2:
@@ -49,6 +53,8 @@ def unjudged_reason(
         return "too few samples", cal
     if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
         return "no calibration", cal
+    if cell.segment == prep.probe_segment:
+        return None, cal
     if float(np.median(cell.samples_ns)) < cal.t_min_ns:
         return "below precision", cal
     return None, cal

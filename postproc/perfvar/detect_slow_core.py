@@ -11,7 +11,11 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   ``core_floor`` and, in ns in its largest class, that class's t_diff;
 * the shift is common: classes holding at least two thirds of r's compute time
   are each shifted by more than half the floor. A rank slow in one class only is
-  a slow segment, not a slow core (perfvar.detect_slow_segment).
+  a slow segment, not a slow core (perfvar.detect_slow_segment). The fixed-work
+  probes (perfvar.probes), where the run has them, are one more class that weighs
+  as much as all the rank's segments: a core slow on fixed work and in its
+  segments is a slow core even with one segment class; slow segments on a core
+  whose probes are not slow are not.
 
 ``excess_ns`` is the time the core loses per segment on average. A class slower
 still than the rest of a slow core is a slow segment as well
@@ -35,6 +39,11 @@ COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
 
 
 @dataclass
+class CoreResult(DetectorResult):
+    cores: dict[int, float] = field(default_factory=dict)  # rank -> log shift
+
+
+@dataclass
 class _Rank:
     rank: int
     z: list[np.ndarray] = field(default_factory=list)
@@ -44,7 +53,7 @@ class _Rank:
 
 def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
     out: dict[int, _Rank] = {}
-    for seg, cells in by_segment(prep).items():
+    for seg, cells in by_segment(prep, probes=True).items():
         present = sum(1 for c in cells.values() if c.n > 0)
         for rank, cell in cells.items():
             reason, cal = unjudged_reason(prep, cell, present, params.min_samples)
@@ -62,18 +71,26 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
                     "segment": prep.segment_ids[seg],
                     "shift_rel": rel(float(np.median(z))),
                     "time_ns": float(cell.samples_ns.sum()),
+                    "probe": seg == prep.probe_segment,
                     "n": cell.n,
                     "peers_median_ns": float(np.exp(ref)),
                     "t_diff_ns": float(cal.t_diff_ns),
                 }
             )
+    for entry in out.values():
+        # The probes take little time but are an independent witness of the core:
+        # they weigh as much as all the rank's segments together.
+        segments = sum(c["time_ns"] for c in entry.classes if not c["probe"])
+        for c in entry.classes:
+            if c["probe"]:
+                c["time_ns"] = segments
     return out
 
 
-def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """Name the slow cores; one anomaly per rank."""
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
+    """Name the slow cores: one anomaly per rank, and ``cores`` (rank -> log shift)."""
     params = params or DetectParams()
-    result = DetectorResult()
+    result = CoreResult()
     candidates = [r for r in _collect(prep, params).values() if len(r.classes) >= 2]
     tests = []
     for r in candidates:
@@ -82,10 +99,15 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     floor_log = float(np.log1p(params.core_floor))
     for (r, z, zp, cmp), q in zip(tests, fdr([t[3].p_value for t in tests])):
         time = sum(c["time_ns"] for c in r.classes)
+        compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
         common = sum(
             c["time_ns"] for c in r.classes if c["shift_rel"] > params.core_floor / 2
         )
-        largest = max(r.classes, key=lambda c: c["time_ns"])
+        largest = max(
+            (c for c in r.classes if not c["probe"]),
+            key=lambda c: c["time_ns"],
+            default=r.classes[0],
+        )
         largest_excess = largest["peers_median_ns"] * cmp.shift_rel
         if not (
             q < params.alpha
@@ -94,8 +116,9 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
             and largest_excess > largest["t_diff_ns"]
         ):
             continue
+        result.cores[r.rank] = cmp.shift_log
         lo, hi = shift_ci(z, zp)
-        n = sum(c["n"] for c in r.classes)
+        n = sum(c["n"] for c in r.classes if not c["probe"]) or 1
         cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]
         cpu = next((c.cpu for c in cells if c.cpu is not None), None)
         result.anomalies.append(
@@ -105,7 +128,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 host=prep.hosts.get(r.rank),
                 cpu=cpu,
                 segment=None,
-                excess_ns=time * (1 - np.exp(-cmp.shift_log)) / n,
+                excess_ns=compute * (1 - np.exp(-cmp.shift_log)) / n,
                 evidence={
                     "shift_rel": cmp.shift_rel,
                     "shift_ci_rel": [rel(lo), rel(hi)],
@@ -119,7 +142,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                     "common_share": common / time if time else None,
                     "classes": r.classes,
                     "n": n,
-                    "compute_ns": time,
+                    "compute_ns": compute,
                 },
             )
         )

@@ -7,7 +7,7 @@ Per segment class present on two or more ranks, and per rank r with at least
    each, 20 <= B <= 400); in each bin d = median log-duration of r minus that of its
    peers (pooled). The peers' median removes what the application does in the
    window (all ranks enter a heavier phase together), so d is r's own speed.
-2. change points on d: ruptures' PELT with an L2 cost, at least 3 bins per
+2. change points on d: ruptures' PELT with an L2 cost, at least 5 bins per
    segment, penalty 3 sigma^2 log(B) (sigma from the median absolute difference
    of consecutive bins, robust to the steps themselves).
 3. the baseline is the median of d over the run; a stretch between change points
@@ -40,7 +40,7 @@ KIND = "slow_phase"
 MIN_SAMPLES = 400
 PER_BIN = 20
 MIN_BINS, MAX_BINS = 20, 400
-MIN_SIZE = 3  # bins per stretch between change points
+MIN_SIZE = 5  # bins per stretch between change points
 MAX_COVER = 0.8  # a "phase" longer than this share of the run is the whole run
 MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin
 
@@ -157,7 +157,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     params = params or DetectParams()
     result = DetectorResult()
     found: list[_Window] = []
-    for seg, cells in by_segment(prep).items():
+    for seg, cells in by_segment(prep, probes=True).items():
         present = sum(1 for c in cells.values() if c.n > 0)
         for rank, cell in cells.items():
             reason, cal = unjudged_reason(prep, cell, present, params.min_samples)

@@ -8,11 +8,14 @@ median above t_min):
    (default) the ranks found slow in this class by a first pass against all others
    are left out, so that several slow ranks (all ranks of one slow node) do not
    hide each other.
-2. the rank's common shift kappa: what the rank shows in its other classes, the
-   median of its shifts in its other judged classes (the part a slower core
-   explains, perfvar.detect_slow_core), counted only when positive. A negative one is not added back: with two
+2. the rank's common shift kappa, the part a slower core explains: where the run
+   has fixed-work probes (perfvar.probes), their shift against the other ranks'
+   probes, which measure the core itself (so more work in every class is named per
+   class, not explained away); else the median of its shifts in its other judged
+   classes; counted only when positive. A negative one is not added back: with two
    ranks, a rank faster elsewhere is the mirror image of its peer being slow
-   there, and would name a ghost. With no other judged class kappa is 0 and the
+   there, and would name a ghost. With no other judged class, kappa is the rank's
+   slow-core shift when the probes made it a slow core; else kappa is 0 and the
    floor below is at least ``core_floor``: a shift in the rank's only class cannot
    be told from a slower core.
 3. the test: log-durations of r minus kappa against the peers'
@@ -90,11 +93,34 @@ def _direct_shifts(
 
 
 def _kappa(
-    seg: int, rank: int, shifts: dict[tuple[int, int], float]
+    seg: int,
+    rank: int,
+    shifts: dict[tuple[int, int], float],
+    cores: dict[int, float],
+    probes: dict[int, float],
 ) -> Optional[float]:
-    """The rank's common shift (log); None when no other class can tell it."""
+    """The rank's common shift (log); None when nothing can tell it."""
+    if rank in probes:  # fixed work measures the core itself
+        return max(probes[rank], 0.0)
     mine = [v for (s, r), v in shifts.items() if r == rank and s != seg]
-    return max(float(np.median(mine)), 0.0) if mine else None
+    if mine:
+        return max(float(np.median(mine)), 0.0)
+    return cores.get(rank)
+
+
+def _probe_shifts(prep: Prepared) -> dict[int, float]:
+    """rank -> median log shift of its fixed-work probes against the other ranks'."""
+    if prep.probe_segment is None:
+        return {}
+    cells = {
+        r: c for (s, r), c in prep.cells.items() if s == prep.probe_segment and c.n >= 2
+    }
+    out = {}
+    for r in cells:
+        center = _center(cells, [q for q in cells if q != r])
+        if center is not None:
+            out[r] = log_median(cells[r]) - center
+    return out
 
 
 def _first_pass_slow(
@@ -124,9 +150,18 @@ def _first_pass_slow(
     return out
 
 
-def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """Judge every (segment, rank) cell; returns anomalies and one judgement each."""
+def detect(
+    prep: Prepared,
+    params: Optional[DetectParams] = None,
+    cores: Optional[dict[int, float]] = None,
+) -> DetectorResult:
+    """Judge every (segment, rank) cell; returns anomalies and one judgement each.
+
+    ``cores``: rank -> log shift of the ranks named slow cores, the common shift of
+    a rank with no other segment class (its core was told by the probes).
+    """
     params = params or DetectParams()
+    cores = cores or {}
     result = DetectorResult()
     classes = by_segment(prep)
     tests: list[_Test] = []
@@ -148,6 +183,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
             judgeable.add((seg, rank))
             pending.append((seg, rank, j))
     shifts = _direct_shifts(classes, judgeable)
+    probe_shifts = _probe_shifts(prep)
     slow_first = (
         _first_pass_slow(classes, judgeable, shifts, params)
         if params.peers == "robust"
@@ -161,7 +197,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
             j.status = "no peers"
             continue
         cal = cell_calibration(prep, cell)
-        kappa = _kappa(seg, rank, shifts)
+        kappa = _kappa(seg, rank, shifts, cores, probe_shifts)
         # With no other class on the rank, a shift here cannot be told from a
         # slower core, so it must clear the core's floor too.
         floor_rel = params.segment_floor

@@ -101,3 +101,34 @@ def test_slow_phase_is_named_with_its_window_and_not_as_a_core():
 def test_floors_are_options():
     samples = _cells(6, slow={(0, 1): 1.01})
     assert _kinds(_named(samples, segment_floor=0.02)) == []
+
+
+def _with_probe_class(samples, probe_factor):
+    """Two ranks, one segment class (S0), plus probes as class 1; rank 1's probes
+    run ``probe_factor`` slower."""
+    rng = np.random.default_rng(7)
+    for r in (0, 1):
+        f = probe_factor if r == 1 else 1.0
+        samples[(1, r)] = 900.0 * f * (1 + 0.005 * rng.standard_normal(1000))
+    prep = make_prepared(samples, t_diff_ns=10.0)
+    prep.probe_segment = 1
+    prep.segment_ids[1] = "probe"
+    return prep
+
+
+@pytest.mark.parametrize("probe_factor", [1.03, 1.0])
+def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
+    # Rank 1's only segment class is 3 % slower. Probes 3 % slower too: its core.
+    # Probes as fast as the peer's: the segment.
+    samples = {k: v for k, v in _cells(8, classes=(20_000.0,)).items()}
+    samples[(0, 1)] = samples[(0, 1)] * 1.03
+    found, judgements = detect_all(
+        _with_probe_class(samples, probe_factor), DetectParams()
+    )
+    assert "probe" not in {j.segment for j in judgements}
+    if probe_factor > 1:
+        assert _kinds(found) == [("slow_core", 1, None)]
+        by_class = {c["segment"]: c for c in found[0].evidence["classes"]}
+        assert by_class["probe"]["shift_rel"] == pytest.approx(0.03, abs=0.005)
+    else:
+        assert _kinds(found) == [("slow_segment", 1, "S0")]
