@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""How well `perfvar analyze` names injected anomalies: runs tests/validation's twin programs
+(two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) with
+2 ranks under perfvar-run, T trials per case, and prints a markdown table of hit rates.
+
+  tools/validate.py [--build DIR] [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
+                    [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
+
+Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
+rank: slow_segment in A), core (+5 % in A and B: slow_core), busy (a spinning process pinned on
+the rank's CPU: noisy_core), phase (+10 % in A and B during steps 40 %..70 %: slow_phase whose
+window overlaps the injected one by half of each). Trials alternate the injected rank, the CPU
+placement and the language (C / Fortran) independently.
+
+A trial hits when the expected (rank, kind[, segment A or window]) is among the anomalies. Any
+other verdict (slow_segment, slow_core, noisy_core, slow_phase: another rank, kind or segment) is a
+wrong name; a slow_phase of the right rank with another window is only a miss. Other kinds
+(migrated, shared_cpu...) are shown as information.
+
+--short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
+retry on a miss; exits 1 when a case misses twice. Otherwise the exit code is 0 unless a trial
+could not run: the full benchmark reports rates, it does not assert them.
+
+Needs numpy and taskset; perfvar is imported from postproc/ (only its trace reader).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "postproc"))
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+from perfvar.reader_otf2 import read_trace  # noqa: E402
+from run_mpi import mpiexec_cmd  # noqa: E402
+
+VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
+BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
+KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
+CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
+CLASS_B = ("MPI_Allreduce", "MPI_Barrier")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    injected: str
+    kind: str | None  # the verdict expected; None: none at all
+    pct: float = 0.0
+    segment: str = "A"  # twin's --slow-segment
+    phase: tuple[float, float] | None = None
+    busy: bool = False
+    target: float = 1.0  # hit rate to meet (clean: share of runs naming nothing)
+    target_text: str = "100%"
+
+
+FULL = [
+    Case("clean", "none", None, target=0.95, target_text="runs with any anomaly <= 5%"),
+    Case("seg10", "+10% in A", "slow_segment", 10),
+    Case("seg3", "+3% in A", "slow_segment", 3, target=0.95, target_text=">= 95%"),
+    Case("seg1", "+1% in A", "slow_segment", 1, target=0.90, target_text=">= 90%"),
+    Case("seg03", "+0.3% in A", "slow_segment", 0.3, target=0.50, target_text=">= 50%"),
+    Case("core", "+5% in A and B", "slow_core", 5, "all", target=0.90, target_text=">= 90%"),
+    Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True),
+    Case("phase", "+10% in A and B, steps 40-70%", "slow_phase", 10, "all", (0.4, 0.7),
+         target=0.90, target_text=">= 90%"),
+]
+SHORT = [
+    Case("seg", "+50% in A", "slow_segment", 50, target_text="hit in 2 attempts"),
+    Case("core", "+50% in A and B", "slow_core", 50, "all", target_text="hit in 2 attempts"),
+    Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True,
+         target_text="hit in 2 attempts"),
+    Case("phase", "+50% in A and B, steps 40-70%", "slow_phase", 50, "all", (0.4, 0.7),
+         target_text="hit in 2 attempts"),
+]
+
+
+@dataclass
+class Trial:
+    case: str
+    trial: int
+    program: str
+    rank: int
+    cpus: str
+    hit: bool = False
+    wrong: bool = False
+    named: list[str] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
+    window_ns: tuple[float, float] | None = None  # injected, trace time
+    run_s: float = 0.0
+    analysis_s: float = 0.0
+    trace: str = ""
+    error: str | None = None
+
+
+class TrialError(Exception):
+    """A trial that could not run or be analysed (not a miss)."""
+
+
+def placement(t: int) -> tuple[int, str, str]:
+    """Trial t's injected rank, CPU list and language. Over 8 trials every (rank, placement,
+    language) combination occurs once, and any 2 consecutive trials use both languages."""
+    rank = t % 2
+    cpus = "0 1" if (t // 2) % 2 == 0 else "1 0"
+    program = "c" if (t + t // 4) % 2 == 0 else "f"
+    return rank, cpus, program
+
+
+def twin_args(case: Case, rank: int, steps: int) -> list[str]:
+    args = ["--steps", str(steps)]
+    if case.pct > 0:
+        args += ["--slow-rank", str(rank), "--slow-pct", str(case.pct),
+                 "--slow-segment", case.segment]
+    if case.phase:
+        args += ["--phase", str(case.phase[0]), str(case.phase[1])]
+    return args
+
+
+def class_ids(trace) -> tuple[int, int]:
+    """Indices of classes A and B in trace.segments (each exactly one)."""
+    found = {CLASS_A: [], CLASS_B: []}
+    for i, key in enumerate(trace.segments):
+        m = KEY_RE.match(key)
+        if m and (m["a"], m["b"]) in found:
+            found[(m["a"], m["b"])].append(i)
+    if len(found[CLASS_A]) != 1 or len(found[CLASS_B]) != 1:
+        raise TrialError(f"expected one class A and one class B, found {found}")
+    return found[CLASS_A][0], found[CLASS_B][0]
+
+
+def step_samples(trace, cls: int, rank: int, steps: int):
+    """The rank's samples of one class in start order; sample k is step k, since twin opens step 0
+    with the Barrier call site that closes every step. Raises TrialError if that does not hold."""
+    s = trace.samples
+    mine = s[(s["segment"] == cls) & (s["rank"] == rank) & (s["thread"] == 0)]
+    if len(mine) != steps:
+        raise TrialError(f"rank {rank} has {len(mine)} samples of {trace.segments[cls]}, "
+                         f"expected one per step ({steps})")
+    return mine[mine["start_ticks"].argsort(kind="stable")]
+
+
+def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[float, float]:
+    """[start, end] in trace ns of the slowed segments: from the start of the first slowed step's
+    A to the end of the last slowed segment (A and B samples of the injected rank, by step). The
+    steps are those twin says it slowed, [lo, hi)."""
+    m = re.search(r"in segment \w+, steps (\d+)\.\.(\d+)", stdout)
+    if not m or not 0 <= int(m[1]) < int(m[2]) <= len(a):
+        raise TrialError(f"twin did not state a slowed step range within the run: {stdout!r}")
+    lo, hi = int(m[1]), int(m[2])
+    last = (b if case.segment == "all" else a)[hi - 1]
+    start = float(trace.trace_ns(a[lo]["start_ticks"]))
+    end = float(trace.trace_ns(last["start_ticks"])) + float(last["duration_ns"])
+    return start, end
+
+
+def overlap_ok(inj: tuple[float, float], rep: tuple[float, float]) -> bool:
+    ov = min(inj[1], rep[1]) - max(inj[0], rep[0])
+    return ov > 0 and ov >= 0.5 * (inj[1] - inj[0]) and ov >= 0.5 * (rep[1] - rep[0])
+
+
+def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
+    """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies."""
+    segments = analysis.get("segments", [])
+    a_id = next((x["id"] for x in segments if x["key"] == a_key), None)
+    names = {x["id"]: {a_key: "A", b_key: "B"}.get(x["key"], x["id"]) for x in segments}
+    for an in analysis.get("anomalies", []):
+        text = f"{an['kind']} r{an['rank']}"
+        if an.get("segment"):
+            text += f" {names.get(an['segment'], an['segment'])}"
+        if an["kind"] == "slow_phase":
+            text += f" {an['start_ns'] / 1e6:.0f}-{an['end_ns'] / 1e6:.0f}ms"
+        if an["kind"] not in VERDICT_KINDS:
+            tr.info.append(text)
+            continue
+        tr.named.append(text)
+        expected = case.kind is not None and an["kind"] == case.kind and an["rank"] == tr.rank
+        if expected and case.kind == "slow_segment":
+            expected = a_id is not None and an.get("segment") == a_id
+        if not expected:
+            tr.wrong = True
+        elif case.kind == "slow_phase" and not overlap_ok(tr.window_ns,
+                                                          (an["start_ns"], an["end_ns"])):
+            continue  # the right rank and kind, another window: a miss, not a wrong name
+        else:
+            tr.hit = True
+    if case.kind is None:
+        tr.hit = not tr.named
+
+
+class Busy:
+    """A spinning process pinned to one CPU while the trial runs; killed on any exit."""
+
+    def __init__(self, cpu: str | None):
+        self.cpu = cpu
+        self.proc = None
+
+    def __enter__(self) -> Busy:
+        if self.cpu is not None:
+            spin = ["taskset", "-c", self.cpu, "sh", "-c", "while :; do :; done"]
+            self.proc = subprocess.Popen(spin, start_new_session=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+
+@dataclass
+class Setup:
+    build: Path
+    mpi: str
+    mpiexec: list[str]
+    steps: int
+    work: Path
+    run_env: dict
+    analyze_env: dict
+
+
+def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
+    """Runs and judges one trial with trial t's placement; number is what the report shows."""
+    rank, cpus, lang = placement(t)
+    program = st.build / "tests" / "validation" / f"twin_{lang}_{st.mpi}"
+    tr = Trial(case.name, number, {"c": "C", "f": "Fortran"}[lang], rank, cpus)
+    out = st.work / label
+    tr.trace = str(out)
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = st.mpiexec + [str(BIND), cpus, str(st.build / "bin" / "perfvar-run"), "-o", str(out),
+                        str(program)] + twin_args(case, rank, st.steps)
+    try:
+        t0 = time.monotonic()
+        with Busy(cpus.split()[rank] if case.busy else None):
+            p = subprocess.run(cmd, env=st.run_env, capture_output=True, text=True, timeout=600)
+        tr.run_s = time.monotonic() - t0
+        if p.returncode != 0 or "twin: steps=" not in p.stdout:
+            raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
+        t0 = time.monotonic()
+        q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", str(out)],
+                           env=st.analyze_env, capture_output=True, text=True, timeout=1800)
+        tr.analysis_s = time.monotonic() - t0
+        if q.returncode != 0:
+            raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
+        analysis = json.loads((out / "analysis.json").read_text())
+        trace = read_trace(str(out))
+        a, b = class_ids(trace)
+        by_step = {r: [step_samples(trace, c, r, st.steps) for c in (a, b)] for r in (0, 1)}
+        if case.phase:
+            tr.window_ns = injected_window(trace, *by_step[rank], case, p.stdout)
+        judge(tr, case, analysis, trace.segments[a], trace.segments[b])
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+        tr.error = f"{type(e).__name__}: {e}"
+    return tr
+
+
+def trial_line(tr: Trial) -> str:
+    status = "ERROR" if tr.error else "hit" if tr.hit else "miss"
+    named = ", ".join(tr.named) or "nothing"
+    if tr.info:
+        named += f" (info: {', '.join(tr.info)})"
+    if tr.wrong:
+        named += " [wrong]"
+    if tr.window_ns:
+        named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
+    text = (f"{tr.case:6} trial {tr.trial:2}  {tr.program:7}  rank {tr.rank}  cpus {tr.cpus}  "
+            f"{status:5}  named: {named}  run {tr.run_s:.1f} s  analysis {tr.analysis_s:.1f} s")
+    return text + (f"\n    {tr.error}" if tr.error else "")
+
+
+def table(cases: list[Case], trials: list[Trial], short: bool) -> list[str]:
+    head = ["case", "injected", "trials", "hits", "hit rate", "trials with wrong names", "target",
+            "met"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for case in cases:
+        done = [t for t in trials if t.case == case.name and not t.error]
+        if not done:
+            continue
+        hits = sum(t.hit for t in done)
+        rate = hits / len(done)
+        met = hits >= 1 if short else rate >= case.target - 1e-9
+        cells = [case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
+                 sum(t.wrong for t in done), case.target_text, "yes" if met else "no"]
+        rows.append("| " + " | ".join(map(str, cells)) + " |")
+    return rows
+
+
+def machine() -> str:
+    model = "?"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{model}, nproc {os.cpu_count()}"
+
+
+def default_mpiexec(build: Path, mpi: str) -> str:
+    if mpi == "mpich":
+        cache = build / "CMakeCache.txt"
+        if cache.exists():
+            m = re.search(r"^PERFVAR_MPICH_MPIEXEC:\w+=(.+)$", cache.read_text(), re.M)
+            if m:
+                return m.group(1)
+    return shutil.which(f"mpiexec.{mpi}") or "mpiexec"
+
+
+def interrupt(signum, frame) -> None:
+    """SIGTERM (ctest's timeout) unwinds like Ctrl-C, so a busy process is killed."""
+    raise KeyboardInterrupt
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", type=Path, default=Path("build"))
+    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--cases", help="comma-separated, default all")
+    ap.add_argument("--steps", type=int, help="steps per run (default 3000, --short 1500)")
+    ap.add_argument("--work", type=Path, help="trace directories (default a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir of traces")
+    ap.add_argument("--json", type=Path, help="write per-trial details here")
+    ap.add_argument("--short", action="store_true", help="gross cases, 1 trial + 1 retry (ctest)")
+    ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
+    ap.add_argument("--mpiexec", help="the launcher (default that of --mpi)")
+    return ap.parse_args()
+
+
+def main() -> int:
+    a = parse_args()
+    pool = SHORT if a.short else FULL
+    names = a.cases.split(",") if a.cases else [c.name for c in pool]
+    unknown = set(names) - {c.name for c in pool}
+    if unknown:
+        print(f"validate: unknown case(s) {sorted(unknown)}; known: {[c.name for c in pool]}",
+              file=sys.stderr)
+        return 2
+    cases = [c for c in pool if c.name in names]
+    build = a.build.resolve()
+    mpiexec = mpiexec_cmd(a.mpiexec or default_mpiexec(build, a.mpi), 2)
+    if "--oversubscribe" in mpiexec:  # Open MPI: bind_rank.sh pins, the launcher must not
+        mpiexec += ["--bind-to", "none"]
+    # perfvar's layer refuses unknown PERFVAR_* variables (PERFVAR_LIB is the analysis's).
+    run_env = {k: v for k, v in os.environ.items()
+               if not k.startswith("PERFVAR_") and k != "LD_PRELOAD"}
+    pypath = os.pathsep.join(filter(None, [str(ROOT / "postproc"), os.environ.get("PYTHONPATH")]))
+    analyze_env = dict(os.environ, PYTHONPATH=pypath)
+    analyze_env.pop("LD_PRELOAD", None)
+    work = a.work.resolve() if a.work else Path(tempfile.mkdtemp(prefix="perfvar-validate-"))
+    work.mkdir(parents=True, exist_ok=True)
+    st = Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
+               analyze_env)
+    signal.signal(signal.SIGTERM, interrupt)
+
+    t_start = time.monotonic()
+    print(f"# perfvar validation, {datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(mpiexec)}); {st.steps} steps per run; "
+          f"traces in {work}")
+    trials: list[Trial] = []
+    failed_gross = []
+    interrupted = False
+    try:
+        for i, case in enumerate(cases):
+            if a.short:
+                for attempt, t in enumerate((i, i ^ 2), start=1):
+                    tr = run_trial(st, case, t, attempt, f"{case.name}-attempt{attempt}")
+                    trials.append(tr)
+                    print(trial_line(tr), flush=True)
+                    if tr.hit or tr.error:
+                        break
+                    print(f"validate: {case.name}: miss in attempt {attempt}"
+                          + ("; retrying on swapped CPUs" if attempt == 1 else ""), flush=True)
+                else:
+                    failed_gross.append(case.name)
+                continue
+            for t in range(a.trials):
+                tr = run_trial(st, case, t, t, f"{case.name}-{t}")
+                trials.append(tr)
+                print(trial_line(tr), flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("validate: interrupted; the table holds the trials done", flush=True)
+
+    print()
+    print("\n".join(table(cases, trials, a.short)))
+    errors = [t for t in trials if t.error]
+    run_s = [t.run_s + t.analysis_s for t in trials if not t.error]
+    if run_s:
+        print(f"\none trial (run + analysis): median {sorted(run_s)[len(run_s) // 2]:.1f} s")
+    print(f"total wall time {time.monotonic() - t_start:.0f} s; "
+          f"{len(errors)} trial(s) could not run")
+    if a.json:
+        a.json.write_text(json.dumps([vars(t) for t in trials], indent=1) + "\n")
+    if not a.work and not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    if interrupted:
+        return 130
+    if failed_gross:
+        print(f"validate: FAILED: {', '.join(failed_gross)} missed in both attempts")
+        return 1
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
