@@ -13,7 +13,9 @@ Per segment class present on two or more ranks, and per rank r with at least
 3. the baseline is the median of d over the run; a stretch between change points
    whose level (median d) exceeds it by more than ``phase_floor`` is a candidate,
    neighbouring candidates are merged; a candidate covering 80 % of the run or
-   more is no phase (the rank is slow throughout: a slow segment or core).
+   more is no phase (the rank is slow throughout: a slow segment or core), and one
+   that costs less than ``MIN_COST`` (1 %) of the rank's time in the class (its
+   excess times its share of the bins) is a hiccup, not a phase.
 4. the candidate's bins against the other bins: one-sided Mann-Whitney U, q <
    alpha after Benjamini-Hochberg over all candidates; and its excess in ns (at
    the rank's median outside the window) must exceed the cell's t_diff.
@@ -43,6 +45,10 @@ MIN_BINS, MAX_BINS = 20, 400
 MIN_SIZE = 5  # bins per stretch between change points
 MAX_COVER = 0.8  # a "phase" longer than this share of the run is the whole run
 MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin
+# A window must cost the rank this share of its time in the class (excess x share of
+# the bins): shorter hiccups (5-20 ms at +4-12 % on a shared VM's vCPU) are not
+# what a user acts on, and a clean run has several.
+MIN_COST = 0.01
 
 
 @dataclass
@@ -123,8 +129,10 @@ def _windows_of_cell(
             continue
         inside = d[lo:hi]
         rest = np.concatenate([d[:lo], d[hi:]])
-        p = float(mannwhitneyu(inside, rest, alternative="greater").pvalue)
         level = float(np.median(inside)) - float(np.median(rest))
+        if rel(level) * (hi - lo) / d.size < MIN_COST:
+            continue
+        p = float(mannwhitneyu(inside, rest, alternative="greater").pvalue)
         start, end = edges[valid[lo]], edges[valid[hi - 1] + 1]
         outside = (cell.start_ns < start) | (cell.start_ns >= end)
         base_ns = float(np.median(cell.samples_ns[outside]))

@@ -132,3 +132,13 @@ def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
         assert by_class["probe"]["shift_rel"] == pytest.approx(0.03, abs=0.005)
     else:
         assert _kinds(found) == [("slow_segment", 1, "S0")]
+
+
+def test_a_short_hiccup_is_not_a_phase():
+    # +8 % for 10 % of the run costs 0.8 % of the rank's time: below the 1 % a
+    # phase must cost, though the change points find it.
+    def hiccup(i):
+        return np.where((i >= 500) & (i < 600), 1.08, 1.0)
+
+    found = _named(_cells(9, nranks=2, slow={(0, 0): hiccup, (1, 0): hiccup}))
+    assert _kinds(found) == []
