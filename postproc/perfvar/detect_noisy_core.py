@@ -11,7 +11,9 @@ median) of the cell's kept samples. Per rank, over all its cells:
 * interruptions: their number;
 * time lost: the sum of (sample - cell median) over them, ns, and as a fraction of
   the rank's compute time (all its segment samples);
-* typical length: the median of those excesses, which says what interrupted it:
+* typical length: the length that carries the lost time (the median of the
+  excesses weighted by length: half the time was lost in interruptions at least
+  this long), which says what interrupted it:
   >= 1 ms is a scheduler time slice (another runnable process on the CPU),
   20 us - 1 ms a short preemption (a kernel thread, softirq or page-fault work),
   below that interrupts (timer ticks, device interrupts, IPIs).
@@ -75,6 +77,16 @@ class RankNoise:
         return lost
 
     def typical_ns(self) -> Optional[float]:
+        """The length that carries the lost time: half of it is in interruptions at
+        least this long (the median weighted by length). Many short interrupts do
+        not hide the time slices that cost the most."""
+        if not self.count:
+            return None
+        x = np.sort(np.concatenate(self.excess_ns))
+        half = np.searchsorted(np.cumsum(x), x.sum() / 2)
+        return float(x[min(half, x.size - 1)])
+
+    def median_ns(self) -> Optional[float]:
         return float(np.median(np.concatenate(self.excess_ns))) if self.count else None
 
 
@@ -167,6 +179,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                     "interruptions": mine.count,
                     "samples": mine.samples,
                     "typical_ns": typical,
+                    "median_interruption_ns": mine.median_ns(),
                     "lost_ns": mine.lost_ns,
                     "compute_ns": mine.compute_ns,
                     "lost_fraction": mine.fraction,

@@ -165,8 +165,8 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             f"{_where(a)} is a noisy core: {cpu} lost "
             f"{_pct(ev['lost_fraction'], signed=False)} of its compute time "
             f"({fmt_ns(ev['lost_ns'])} of {fmt_ns(ev['compute_ns'])}) in "
-            f"{ev['interruptions']} interruptions of ~{fmt_ns(ev['typical_ns'])}, "
-            f"{ev['interpretation']} (peers lost "
+            f"{ev['interruptions']} interruptions, half of it in ones of "
+            f"~{fmt_ns(ev['typical_ns'])} or longer: {ev['interpretation']} (peers lost "
             f"{_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
             f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
         )
