@@ -99,11 +99,15 @@ static int check_substitute(void)
         }
         CHECK(st->t_min_adds > 0 && st->t_min_cv < p.epsilon);
         CHECK(st->t_diff_adds > 0 && st->t_diff_adds <= st->t_min_adds && st->t_diff_overlap < p.alpha);
-        /* The pass measured in the substitute's units: ticks per ADD = ns per ADD x ticks per ns. */
+        /* The pass measured in the substitute's units: ticks per ADD = ns per ADD x ticks per ns. The
+         * two slopes come from different moments, and an emulator's (qemu) speed drifts between them,
+         * so a slope off by 2x is retried; a unit mix-up is off in every attempt. */
         double expect = r.states[0].per_add * pv_clock_ticks_per_ns();
-        CHECKF(st->per_add > 0.5 * expect && st->per_add < 2.0 * expect, "%.4f ticks/add, wall clock says %.4f",
-               st->per_add, expect);
+        int same_units = st->per_add > 0.5 * expect && st->per_add < 2.0 * expect;
+        printf("attempt %d: %.4f ticks/add, wall clock says %.4f\n", attempt, st->per_add, expect);
         pv_calib_free(&r);
+        if (!same_units && attempt < 3) continue;
+        CHECKF(same_units, "%d attempts: the pass's slope is not in the substitute's units", attempt);
         pv_calib_set_cycles_substitute(NULL);
         return 1;
     }
