@@ -28,8 +28,8 @@ from perfvar import (
     detect_slow_segment,
 )
 from perfvar.cache_state import cell_context, choose
-from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
 from perfvar.cells import log_median
+from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
 from perfvar.model import (
     VERDICT_KINDS,
     Anomaly,

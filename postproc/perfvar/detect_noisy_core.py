@@ -1,4 +1,4 @@
-"""Detector "noisy core": a rank whose segments were interrupted far more than its peers'.
+"""Detector "noisy core": a rank whose segments lost far more time than its peers'.
 
 What the OS-noise filter separates is counted here, never forgotten. The paper's
 filter_os is tuned to calibration runs, where noise is rare: on a CPU shared with

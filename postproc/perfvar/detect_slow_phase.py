@@ -136,9 +136,12 @@ def _windows_of_cell(
         start, end = edges[valid[lo]], edges[valid[hi - 1] + 1]
         outside = (cell.start_ns < start) | (cell.start_ns >= end)
         base_ns = float(np.median(cell.samples_ns[outside]))
+        excess = rel(level)
         out.append(
-            _Window(rank, seg_id, float(start), float(end), rel(level),
-                    base_ns * rel(level), p, hi - lo, int(d.size), t_diff_ns)  # fmt: skip
+            _Window(
+                rank, seg_id, float(start), float(end), excess, base_ns * excess, p,
+                hi - lo, int(d.size), t_diff_ns,
+            )  # fmt: skip
         )
     return out
 

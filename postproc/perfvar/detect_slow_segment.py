@@ -215,8 +215,8 @@ def detect(
         j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
         tests.append(
             _Test(
-                j, cell, x_log, pool_log, pool, used, excluded, kappa, cmp,
-                peer_med, floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
+                j, cell, x_log, pool_log, pool, used, excluded, kappa, cmp, peer_med,
+                floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
             )  # fmt: skip
         )
     for t, q in zip(tests, fdr([t.cmp.p_value for t in tests])):

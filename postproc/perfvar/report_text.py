@@ -117,9 +117,7 @@ def _pct(x: Optional[float], signed: bool = True) -> str:
 def _stats(ev: dict[str, Any], ci_key: str) -> str:
     """ "95% CI +0.8%..+1.3%, q 1e-12 < 0.05" from an anomaly's evidence."""
     lo, hi = ev.get(ci_key) or (None, None)
-    return (
-        f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
-    )
+    return f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
 
 
 def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
@@ -134,7 +132,9 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             else ""
         )
         core = ev.get("core_shift_rel") or 0.0
-        beyond = f", {_pct(ev['excess_rel'])} beyond its core's {_pct(core)}" if core else ""
+        beyond = (
+            f", {_pct(ev['excess_rel'])} beyond its core's {_pct(core)}" if core else ""
+        )
         return (
             f"{_where(a)} is slow in segment {a['segment']} "
             f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
@@ -166,7 +166,8 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
             f"{_pct(ev['lost_fraction'], signed=False)} of its compute time "
             f"({fmt_ns(ev['lost_ns'])} of {fmt_ns(ev['compute_ns'])}) in "
             f"{ev['interruptions']} interruptions, half of it in ones of "
-            f"~{fmt_ns(ev['typical_ns'])} or longer: {ev['interpretation']} (peers lost "
+            f"~{fmt_ns(ev['typical_ns'])} or longer: {ev['interpretation']} "
+            "(peers lost "
             f"{_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
             f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
         )

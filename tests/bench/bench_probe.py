@@ -35,19 +35,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from run_mpi import mpiexec_cmd  # noqa: E402  (the launcher flags every MPI test uses)
+
 LINE = re.compile(r"bench_probe: iterations (\d+), loop_ns ([\d ]+), checksum (\S+)")
-
-
-def mpiexec_cmd(mpiexec: str, np: int) -> list[str]:
-    version = subprocess.run(
-        [mpiexec, "--version"], check=False, capture_output=True, text=True
-    ).stdout
-    cmd = [mpiexec, "-n", str(np)]
-    if "Open MPI" in version or "OpenRTE" in version:
-        cmd += ["--oversubscribe"]
-        if os.geteuid() == 0:
-            cmd += ["--allow-run-as-root"]
-    return cmd
 
 
 def run_once(cmd: list[str], out: Path, probe: str) -> tuple[list[float], str, list]:
