@@ -135,7 +135,7 @@ def _first_pass_slow(
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            pool, used, _ = peer_pool(cells, r, set())
+            pool, _, _ = peer_pool(cells, r, set())
             if pool.size < 2:
                 continue
             keys.append((seg, r))
