@@ -371,6 +371,8 @@ def _apply_paper_check(
             )
         return
     c = meta.calibration
+    if not c.states:  # rank-N.json had no calibration: nothing to confirm
+        return
     try:
         missing = _confirm(c, doc.get("distributions", []), doc, SOURCE)
         flushed = doc.get("states", [])

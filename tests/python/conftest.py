@@ -22,10 +22,9 @@ import numpy as np
 import pytest
 
 POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
-try:
-    import perfvar  # noqa: F401 - installed with `pip install -e postproc`
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, os.path.abspath(POSTPROC))
+# The checkout's package first: a copy installed by `pip install ./postproc` (the
+# demo does that) must not shadow the code under test.
+sys.path.insert(0, os.path.abspath(POSTPROC))
 
 from perfvar.filters import filter_cost, filter_os  # noqa: E402
 from perfvar.model import Cell, Prepared  # noqa: E402

@@ -109,3 +109,20 @@ def test_analysis_uses_the_paper_values_and_says_where_they_come_from(tmp_path):
     assert any("rank 1" in n and "not confirm" in n for n in meta.notes)
     skipped = read_meta(str(tmp_path), [0, 1], paper_check=False)
     assert skipped.ranks[0].calibration.t_min_ns == 1.0
+
+
+def test_rank_without_calibration_is_uncalibrated_and_the_rest_read(tmp_path):
+    # rank-1.json has no "calibration" (a hand-edited or foreign file) while its
+    # calibration-rank-1.json is there: rank 1 is uncalibrated, rank 0 still checked.
+    meta_dir = tmp_path / "perfvar"
+    meta_dir.mkdir()
+    cal = {"mode": "quick", "status": "complete", "timer_overhead_ns": 20.0}
+    cal.update(t_min_ns=1.0, t_diff_ns=1.0)
+    (meta_dir / "rank-0.json").write_text(json.dumps({"rank": 0, "calibration": cal}))
+    (meta_dir / "rank-1.json").write_text(json.dumps({"rank": 1}))
+    for r in (0, 1):
+        (meta_dir / f"calibration-rank-{r}.json").write_text(json.dumps(_doc()))
+    meta = read_meta(str(tmp_path), [0, 1])
+    assert meta.ranks[0].calibration.source.startswith("paper")
+    c1 = meta.ranks[1].calibration
+    assert c1.t_min_ns is None and c1.t_diff_ns is None and not meta.ranks[1].calibrated
