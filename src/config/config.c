@@ -19,7 +19,11 @@ static const char *const known_vars[] = {
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
     "PERFVAR_BOUNDARIES", "PERFVAR_PROBE",
-    "PERFVAR_CLOCK", NULL};
+    "PERFVAR_CLOCK",
+    /* Read by the Python tools (perfvar analyze, perfvar calibrate), ignored here: one namespace, so
+     * that exporting them does not make a traced program run uninstrumented. tests/python checks
+     * that every name the package reads is listed. */
+    "PERFVAR_LIB", "PERFVAR_DEBUG", "PERFVAR_CALIBRATE_INTERRUPT_AFTER", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
 static int choice(const char *value, const char *const *choices)
@@ -67,6 +71,9 @@ const char *const pv_group_names[PV_GROUP_COUNT + 1] = {
 static long parse_groups(const char *s)
 {
     if (strcmp(s, "all") == 0) return (1L << PV_GROUP_COUNT) - 1;
+    /* strtok_r skips empty items, which would accept "env," or "p2p,,collective" */
+    size_t n = strlen(s);
+    if (!n || s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,")) return -1;
     long mask = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
@@ -99,7 +106,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
                      "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
                      "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, "
-                     "PERFVAR_PRELOAD_LIB, PERFVAR_MPI",
+                     "PERFVAR_PRELOAD_LIB, PERFVAR_MPI, and for the Python tools PERFVAR_LIB, "
+                     "PERFVAR_DEBUG",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }

@@ -341,6 +341,17 @@ static void check_ignored(void)
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) unsetenv(others[i]);
 }
 
+/* PERFVAR_BOUNDARIES: all, or a list of group names; an empty item is a typo, not a group. */
+static void check_boundaries(void)
+{
+    ok("PERFVAR_BOUNDARIES", "p2p,collective");
+    CHECK(cfg.boundaries == (1u << PV_GROUP_P2P | 1u << PV_GROUP_COLLECTIVE));
+    ok("PERFVAR_BOUNDARIES", "all");
+    const char *acc[] = {"all", "comma-separated", "p2p", "collective", "local", NULL};
+    const char *invalid[] = {"", ",", "env,", ",env", "p2p,,collective", "p2p,io", "P2P"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_BOUNDARIES", invalid[i], acc);
+}
+
 /* A short message buffer is filled, NUL-terminated, and not overrun. */
 static void check_short_message(void)
 {
@@ -376,6 +387,7 @@ int main(int argc, char **argv)
     check_clock_sync();
     check_verbose();
     check_probe();
+    check_boundaries();
     check_launcher_vars();
     check_unknown();
     check_ignored();
