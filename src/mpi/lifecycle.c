@@ -220,7 +220,9 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_thread *self = rc == PERFVAR_OK ? pv_thread_first() : NULL;
     pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof *pv_rt.user_regions);
     if (!all_agree(self && pv_rt.user_regions)) {
-        pv_message(1, "cannot create the OTF2 archive in '%s'; running uninstrumented", pv_rt.dir);
+        const char *why = pv_trace_open_error();
+        pv_message(1, "cannot create the OTF2 archive in '%s'%s%s%s; running uninstrumented", pv_rt.dir,
+                   why[0] ? " (" : "", why, why[0] ? ")" : "");
         return;
     }
     int key;

@@ -63,6 +63,10 @@ typedef struct pv_trace_loc pv_trace_loc;
 int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *regions, int nstatic,
                   const pv_trace_comm *comm);
 
+/* The first error OTF2 reported while the last pv_trace_open ran, in words ("" if none); OTF2 does
+ * not print it then, so the caller's one message can say it. Not thread-safe, like pv_trace_open. */
+const char *pv_trace_open_error(void);
+
 /* Create location `thread` of this rank (each index once; 0 first). Thread-safe. NULL on failure
  * (out of memory, OTF2 error). */
 pv_trace_loc *pv_trace_location(uint32_t thread);

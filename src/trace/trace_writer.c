@@ -3,6 +3,8 @@
 #include "perfvar.h"
 
 #include <otf2/OTF2_Pthread_Locks.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +89,25 @@ static void mem_free_all(void *u, OTF2_FileType ft, OTF2_LocationRef loc, void *
 static OTF2_MemoryCallbacks memory_callbacks = {.otf2_allocate = mem_allocate,
                                                 .otf2_free_all = mem_free_all};
 
+/* OTF2 prints each error on stderr, three lines for one reused directory. While the archive is
+ * opened the first one is kept instead, for perfvar's own single message (pv_trace_open_error). */
+static char open_error[256];
+
+static OTF2_ErrorCode keep_first_error(void *data, const char *file, uint64_t line, const char *function,
+                                       OTF2_ErrorCode code, const char *fmt, va_list va)
+{
+    (void)data, (void)file, (void)line, (void)function;
+    if (!open_error[0]) {
+        int n = snprintf(open_error, sizeof open_error, "%s: ", OTF2_Error_GetDescription(code));
+        if (n > 0 && (size_t)n < sizeof open_error) vsnprintf(open_error + n, sizeof open_error - (size_t)n, fmt, va);
+    }
+    return code;
+}
+
+const char *pv_trace_open_error(void) { return open_error; }
+
+static int open_archive(const char *dir);
+
 int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *regions, int nstatic,
                   const pv_trace_comm *comm)
 {
@@ -96,6 +117,16 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
     pv_trace.statics = regions;
     pv_trace.nstatic = nstatic;
     pv_trace.chunk_limit = buffer_mb ? buffer_mb : 1;
+    open_error[0] = 0;
+    OTF2_ErrorCallback before = OTF2_Error_RegisterCallback(keep_first_error, NULL);
+    int rc = open_archive(dir);
+    OTF2_Error_RegisterCallback(before, NULL); /* later errors print as OTF2 prints them */
+    return rc;
+}
+
+static int open_archive(const char *dir)
+{
+    const pv_trace_comm *comm = &pv_trace.comm;
     pv_trace.archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, CHUNK_EVENTS, CHUNK_DEFS,
                                          OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!pv_trace.archive) return PERFVAR_ERR_IO;
