@@ -54,9 +54,8 @@ class _Rank:
 def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
     out: dict[int, _Rank] = {}
     for seg, cells in by_segment(prep, probes=True).items():
-        present = sum(1 for c in cells.values() if c.n > 0)
         for rank, cell in cells.items():
-            reason, cal = unjudged_reason(prep, cell, present, params.min_samples)
+            reason, cal = unjudged_reason(prep, cell, cells, params.min_samples)
             if reason:
                 continue
             others = [cells[q] for q in cells if q != rank and cells[q].n > 0]

@@ -169,9 +169,8 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     result = DetectorResult()
     found: list[_Window] = []
     for seg, cells in by_segment(prep, probes=True).items():
-        present = sum(1 for c in cells.values() if c.n > 0)
         for rank, cell in cells.items():
-            reason, cal = unjudged_reason(prep, cell, present, params.min_samples)
+            reason, cal = unjudged_reason(prep, cell, cells, params.min_samples)
             if reason or cell.n < MIN_SAMPLES:
                 continue
             found += _windows_of_cell(

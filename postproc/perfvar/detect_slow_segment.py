@@ -168,7 +168,6 @@ def detect(
     judgeable: set[tuple[int, int]] = set()
     pending: list[tuple[int, int, Judgement]] = []
     for seg, cells in classes.items():
-        present = sum(1 for c in cells.values() if c.n > 0)
         for rank, cell in cells.items():
             j = Judgement(prep.segment_ids[seg], rank, "ok", cell.n)
             j.context_bytes = cell.context_bytes
@@ -176,7 +175,7 @@ def detect(
             result.judgements.append(j)
             if cell.n >= params.min_samples:
                 j.median_ns = float(np.median(cell.samples_ns))
-            reason, _ = unjudged_reason(prep, cell, present, params.min_samples)
+            reason, _ = unjudged_reason(prep, cell, cells, params.min_samples)
             if reason:
                 j.status = reason
                 continue

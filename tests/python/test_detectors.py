@@ -231,3 +231,16 @@ def test_noisy_ranks_are_not_left_out_as_already_slow():
     for a in result.anomalies:
         assert a.evidence["peer_ranks_excluded"] == [7 if a.rank == 2 else 2]
         assert a.evidence["peer_ranks"] == 6
+
+
+def test_a_cell_whose_peers_are_below_t_min_is_not_judged():
+    # 130 ns on the peer (below its 500 ns t_min) against 1.3 us: the timer cannot
+    # resolve the reference, so neither side is judged.
+    rng = np.random.default_rng(3)
+    samples = {
+        (0, 0): rng.normal(130.0, 5.0, 200),
+        (0, 1): rng.normal(1300.0, 5.0, 200),
+    }
+    result = detect_slow_segment.detect(make_prepared(samples, t_min_ns=500.0))
+    assert result.anomalies == []
+    assert set(_statuses(result).values()) == {"below precision"}
