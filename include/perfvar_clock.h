@@ -23,7 +23,7 @@
  *   1000 (median): rdtscp; lfence 27.8-28.4 = 0.89-0.90x lfence; rdtscp; lfence (31.1-31.8,
  *   perfvar's read until this measurement), lfence; rdtsc; lfence 26.9-27.5 = 0.86-0.87x (but
  *   no CPU number, no guarantee on older AMD), mfence; lfence; rdtsc; lfence 41.6-42.5 = 1.33x.
- *   Back-to-back pairs differ by less than this VM's 10 ns TSC step (30.3 vs 29.9 ns), and all
+ *   Back-to-back pairs differ by less than a KVM guest's 10 ns TSC step (30.3 vs 29.9 ns), and all
  *   four capture the same 240-250 ns around a 256-IMUL dependent chain (rdtsc alone: 210-230).
  *   Run the benchmark to check the choice on another machine.
  *
