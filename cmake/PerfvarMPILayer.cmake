@@ -25,7 +25,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/mpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/mpi/flavour_check.c
     ${PROJECT_SOURCE_DIR}/src/mpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/mpi/clock_sync.c
     ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/mpi/threads.c
-    ${PROJECT_SOURCE_DIR}/src/trace/trace_writer.c ${PROJECT_SOURCE_DIR}/src/trace/trace_close.c)
+    ${PROJECT_SOURCE_DIR}/src/mpi/signals.c $<TARGET_OBJECTS:perfvar_recorder_trace>)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/mpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
   # MPI is private: the application links its own MPI, which must be the same flavour.

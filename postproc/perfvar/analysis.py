@@ -41,6 +41,7 @@ from perfvar.model import (
 from perfvar.probes import with_probes
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
+from perfvar.recover import endings_json, ensure_trace, read_endings
 from perfvar.segments import parse_segment_key
 from perfvar.symbolize import Symbol, symbolize
 
@@ -338,6 +339,8 @@ def analyze(
     the C search's estimates); ``floors``: DetectParams floors to override
     (segment_floor, core_floor, noise_floor, phase_floor; relative).
     """
+    ensure_trace(directory)  # a job that died: its trace rebuilt from the records
+    ended = endings_json(read_endings(directory))
     trace = read_trace(directory)
     meta = read_meta(directory, trace.ranks, paper_check=paper_check)
     order = _segment_order(trace)
@@ -388,6 +391,7 @@ def analyze(
         "anomalies": [a.to_json() for a in anomalies],
         "judgements": [j.to_json() for j in judgements],
         "decomposition": _decomposition(prep, order),
+        "ended": ended,
         "summary": {
             "n_ranks": len(trace.ranks),
             "unreadable_ranks": trace.broken_ranks,
@@ -401,6 +405,7 @@ def analyze(
             "slow_phase_ranks": named("slow_phase"),
             "migrated_ranks": named("migrated"),
             "shared_cpu_ranks": named("shared_cpu"),
+            "ended_early_ranks": ended["ended_early_ranks"],
         },
         "warnings": trace.warnings + meta.notes,
     }

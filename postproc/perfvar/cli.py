@@ -98,6 +98,19 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_recover(args: argparse.Namespace) -> int:
+    from perfvar.recover import endings_json, has_records, read_endings, recover
+
+    if not has_records(args.dir):
+        raise TraceError(f"{args.dir}: no perfvar records (perfvar/records/rank-0.defs)")
+    sys.stdout.write(recover(args.dir, force=args.force))
+    ended = endings_json(read_endings(args.dir))
+    for r in ended["ranks"]:
+        first = " (first to end)" if r["rank"] == ended["first_to_end"] else ""
+        print(f"rank {r['rank']}: {r['how']} at {r['end_s']:.3f} s{first}")
+    return EXIT_OK
+
+
 def _csv_of(choices: Sequence[str]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         items = [x for x in text.split(",") if x]
@@ -166,7 +179,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (subcommands: analyze, calibrate)."""
+    """The argument parser (subcommands: analyze, recover, calibrate)."""
     parser = _Parser(
         prog="perfvar",
         description="Find MPI ranks and cores that run the same work slower "
@@ -250,6 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
         "recomputing them with the paper's statistics (faster, about 1 s per rank)",
     )
     p.set_defaults(func=_cmd_analyze)
+
+    r = sub.add_parser(
+        "recover",
+        help="rebuild the trace of a job that died from its records",
+        description="Rebuild DIR/traces.otf2 from the per-rank records a traced job "
+        "left in DIR/perfvar/records when it was killed or crashed before "
+        "MPI_Finalize, and say how and when each rank ended. 'perfvar analyze' "
+        "does this by itself when it is needed.",
+    )
+    r.add_argument("dir", metavar="DIR", help="trace directory (PERFVAR_OUTPUT)")
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild even when every rank wrote its trace at MPI_Finalize",
+    )
+    r.set_defaults(func=_cmd_recover)
 
     from perfvar.calibrate_run import STATES
     from perfvar.kernels import TIMERS

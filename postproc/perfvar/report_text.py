@@ -234,6 +234,30 @@ def _finding(a: dict[str, Any]) -> str:
     )
 
 
+def _ended_clause(result: dict[str, Any]) -> str:
+    """'; rank R ended early (how, at T s)' when the job did not finish."""
+    ended = result.get("ended") or {}
+    first = ended.get("first_to_end")
+    if first is None:
+        return ""
+    r = next(x for x in ended["ranks"] if x["rank"] == first)
+    return f"; rank {first} ended early ({r['how']}, at {r['end_s']:.3f} s)"
+
+
+def _ended_lines(result: dict[str, Any]) -> list[str]:
+    """The section on how a job that did not finish ended, rank by rank."""
+    ended = result.get("ended") or {}
+    if not ended.get("ended_early_ranks"):
+        return []
+    out = ["", "The job did not finish: its trace was rebuilt from the records "
+           "(each rank's trace runs up to its end)"]
+    for r in ended["ranks"]:
+        where = " inside an MPI call" if r["in_mpi_call"] else ""
+        first = "  <- first to end" if r["rank"] == ended["first_to_end"] else ""
+        out.append(f"- rank {r['rank']}: {r['how']} at {r['end_s']:.3f} s{where}{first}")
+    return out
+
+
 def verdict_line(result: dict[str, Any]) -> str:
     """The last line: the anomalous ranks and what they are, or that there are none;
     how much was judged."""
@@ -247,6 +271,7 @@ def verdict_line(result: dict[str, Any]) -> str:
     if summ.get("unreadable_ranks"):
         unreadable = f"; rank(s) {compact_ranges(summ['unreadable_ranks'])} unreadable"
     found = [a for a in result["anomalies"] if a["kind"] in VERDICT_KINDS]
+    ended = _ended_clause(result)
     if found:
         parts = []
         for rank in sorted({a["rank"] for a in found}):
@@ -256,12 +281,12 @@ def verdict_line(result: dict[str, Any]) -> str:
             what = "; ".join(_finding(a) for a in mine)
             parts.append(f"rank {rank} (host {host}, cpu {cpu}: {what})")
         noun = _plural(len(parts), "anomalous rank")
-        return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable})"
+        return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable}){ended}"
     if summ["n_segment_classes_judged"] == 0:
         reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
         why = f": {reasons}" if reasons else ": no segment samples"
-        return f"verdict: nothing could be judged ({scope}{why}{unreadable})"
-    return f"verdict: no anomalous rank found ({scope}{unreadable})"
+        return f"verdict: nothing could be judged ({scope}{why}{unreadable}){ended}"
+    return f"verdict: no anomalous rank found ({scope}{unreadable}){ended}"
 
 
 def _clock_remarks(clock: dict[str, Any], n_ranks: int) -> list[str]:
@@ -375,6 +400,7 @@ def render(result: dict[str, Any]) -> str:
         out += [f"- {describe_anomaly(a, labels)}" for a in result["anomalies"]]
     else:
         out.append("(none)")
+    out += _ended_lines(result)
     if result["warnings"]:
         out.append("")
         out.append("Warnings")

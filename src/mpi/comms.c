@@ -1,16 +1,17 @@
 /* comms.c — the communicators messages and collectives are recorded on.
  *
- * MPI_COMM_WORLD is the trace's communicator 0. Any other intra-communicator becomes a trace
- * communicator on the first record made on it: its members' ranks in MPI_COMM_WORLD, read locally
- * (PMPI_Comm_group + PMPI_Group_translate_ranks, no communication), define it; what perfvar knows of
- * it is cached as an MPI attribute of the communicator, so MPI_Comm_free forgets it (the delete
- * callback) and a later communicator reusing the handle is looked up afresh. Inter-communicators
- * are not recorded (their peers are ranks of the remote group). Thread-safe: MPI attribute calls
- * are, and pv_trace_comm_define is; two threads meeting a new communicator at once may both define
- * it, which the trace's unification merges (same members).
+ * MPI_COMM_WORLD is communicator 0. Any other intra-communicator gets the next id on the first
+ * record made on it, and a line in the rank's definitions file: its members' ranks in
+ * MPI_COMM_WORLD, read locally (PMPI_Comm_group + PMPI_Group_translate_ranks, no communication).
+ * What perfvar knows of it is cached as an MPI attribute of the communicator, so MPI_Comm_free
+ * forgets it (the delete callback) and a later communicator reusing the handle is looked up afresh.
+ * Inter-communicators are not recorded (their peers are ranks of the remote group). Thread-safe:
+ * MPI attribute calls are, and ids are handed out under defs_lock; two threads meeting a new
+ * communicator at once may both define it, which the trace's unification merges (same members).
  */
 #include "state.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct pv_comm_info {
@@ -32,7 +33,27 @@ void pv_comms_init(void)
         pv_rt.comm_key = MPI_KEYVAL_INVALID;
 }
 
-/* Define comm in the trace (an intra-communicator); UINT32_MAX when it cannot be. */
+/* Write the definition of a communicator of n members (their ranks in MPI_COMM_WORLD); its id, or
+ * UINT32_MAX when it cannot be (records carry ids of 16 bits). */
+static uint32_t comm_define(const int *wranks, int n)
+{
+    size_t len = (size_t)n * 12 + 1;
+    char *list = malloc(len);
+    uint32_t id = UINT32_MAX;
+    if (!list) return id;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) at += (size_t)snprintf(list + at, len - at, "%s%d", i ? "\t" : "", wranks[i]);
+    list[at] = 0;
+    pthread_mutex_lock(&pv_rt.defs_lock);
+    if (pv_rt.ncomms < 0xffff &&
+        pv_rec_defs_line("comm\t%d\t%d\t%s", pv_rt.ncomms + 1, n, list) == 0)
+        id = (uint32_t)++pv_rt.ncomms;
+    pthread_mutex_unlock(&pv_rt.defs_lock);
+    free(list);
+    return id;
+}
+
+/* Define comm (an intra-communicator); UINT32_MAX when it cannot be. */
 static uint32_t define(MPI_Comm comm, int size)
 {
     MPI_Group group, world;
@@ -44,7 +65,7 @@ static uint32_t define(MPI_Comm comm, int size)
             if (PMPI_Group_translate_ranks(group, size, ranks, world, wranks) == MPI_SUCCESS) {
                 int ok = 1;
                 for (int i = 0; i < size; i++) ok &= wranks[i] >= 0; /* MPI_UNDEFINED: spawned */
-                if (ok) id = pv_trace_comm_define((const uint32_t *)wranks, (uint32_t)size);
+                if (ok) id = comm_define(wranks, size);
             }
             PMPI_Group_free(&world);
         }

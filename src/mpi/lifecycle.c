@@ -2,11 +2,14 @@
  *
  * Start (pv_start, collective, from the first Init wrapper or lazily from the first traced call):
  * configuration, output directory (rank 0 decides), clock, calibration on this rank's core, clock
- * offsets, OTF2 archive. Any failure: one message, the application runs uninstrumented.
+ * offsets, the rank's definitions file and first records file (src/recorder), rank-N.json. Any
+ * failure: one message, the application runs uninstrumented.
  * Stop: an MPI_COMM_SELF attribute whose delete callback MPI_Finalize runs first, whichever language
- * binding called it, while MPI is still fully usable. It writes the buffers of every traced thread:
- * as MPI requires, the application's other threads have made their last MPI call by then (and, for
- * perfvar, their last user timer start/stop: normally they have joined). */
+ * binding called it, while MPI is still fully usable. It closes the records of every traced thread
+ * and converts them into the OTF2 archive (src/trace/convert.h, collective): as MPI requires, the
+ * application's other threads have made their last MPI call by then (and, for perfvar, their last
+ * user timer start/stop: normally they have joined). The records stay: a job that dies before its
+ * stop leaves them, and perfvar-recover converts them. */
 #define _GNU_SOURCE
 #include "state.h"
 #include "../clock/clock.h"
@@ -76,24 +79,21 @@ static void make_output_dir(char *dir, size_t len)
     dir[0] = 0;
 }
 
-/* ---- user timer regions in the trace: local region id of a handle, defined on first use ---- */
-uint32_t pv_user_region(int handle)
+/* ---- user timer regions: a handle's name goes to the definitions file on its first use ---- */
+int pv_user_region_defined(int handle)
 {
-    if (!pv_rt.user_regions || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return UINT32_MAX;
-    uint32_t id = __atomic_load_n(&pv_rt.user_regions[handle], __ATOMIC_ACQUIRE);
-    if (id) return id - 1;
+    if (!pv_rt.user_defined || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return 0;
+    if (__atomic_load_n(&pv_rt.user_defined[handle], __ATOMIC_ACQUIRE)) return 1;
     pthread_mutex_lock(&pv_rt.defs_lock);
-    id = pv_rt.user_regions[handle]; /* another thread may have defined it meanwhile */
-    if (!id) {
-        char canonical[PERFVAR_NAME_MAX + 16];
-        const char *name = pv_region_name(handle);
-        snprintf(canonical, sizeof canonical, "perfvar:user:%s", name ? name : "?");
-        uint32_t r = pv_trace_region_define(canonical, name ? name : "?", OTF2_REGION_ROLE_FUNCTION,
-                                            OTF2_PARADIGM_USER);
-        if (r != UINT32_MAX) __atomic_store_n(&pv_rt.user_regions[handle], id = r + 1, __ATOMIC_RELEASE);
+    if (!pv_rt.user_defined[handle]) { /* another thread may have defined it meanwhile */
+        char name[PERFVAR_NAME_MAX + 16];
+        const char *n = pv_region_name(handle);
+        pv_rec_defs_clean(name, sizeof name, n ? n : "?");
+        if (pv_rec_defs_line("user\t%d\t%s", handle, name) == 0)
+            __atomic_store_n(&pv_rt.user_defined[handle], 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&pv_rt.defs_lock);
-    return id ? id - 1 : UINT32_MAX;
+    return pv_rt.user_defined[handle];
 }
 
 /* The calling thread's state if its timers are traced now, else NULL. */
@@ -119,24 +119,45 @@ static void user_leave(int handle, uint64_t t, int cpu, void *site)
 static const pv_region_sink user_sink = {user_enter, user_leave};
 
 /* ---- stop ---- */
+/* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. */
+static void close_records(uint64_t t, int cpu)
+{
+    if (pv_rt.finalizer && pv_rt.finalize_unit)
+        pv_rec_call_end(pv_rt.finalizer->rec, pv_rt.finalize_unit, pv_rt.finalize_entry, t, cpu);
+    for (pv_thread *th = pv_rt.threads; th; th = th->next) {
+        pv_rec_stream *s = th->rec;
+        __atomic_store_n(&th->rec, NULL, __ATOMIC_RELEASE); /* the signal handler no longer marks it */
+        if (s && pv_rec_close(s, t))
+            pv_message(0, "thread %d: its records stopped early: the disk is full or the file "
+                          "could not grow (what was recorded before is in the trace)", th->index);
+    }
+}
+
 static void stop(void)
 {
-    uint64_t t = pv_now();
+    int cpu;
+    uint64_t t = pv_now_cpu(&cpu);
     pv_depth = 1;
-    if (pv_rt.finalizer) pv_trace_leave(pv_rt.finalizer->loc, t, (uint32_t)PV_FN_MPI_Finalize, -1);
     pv_regions_set_sink(NULL);
     pv_set_state(PV_FINISHED);
+    close_records(t, cpu);
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
                   &pv_rt.sync.stddev_end);
-    /* One timer resolution for the whole trace: rank 0's (same-host ranks measure the same TSC). */
-    double hz = pv_rt.clock.hz;
-    PMPI_Bcast(&hz, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    int rc = pv_trace_close(hz, pv_rt.host, &pv_rt.sync, pv_rt.realtime_ns, pv_rt.realtime_ticks,
-                            &pv_rt.trace_stats);
-    if (rc != PERFVAR_OK) pv_message(0, "writing the OTF2 trace failed: %s", perfvar_strerror(rc));
+    pv_rec_defs_line("sync\t%llu\t%lld\t%.6g", (unsigned long long)pv_rt.sync.t_end,
+                     (long long)pv_rt.sync.offset_end, pv_rt.sync.stddev_end);
+    pv_rec_defs_close();
+    pv_trace_comm comm;
+    pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
+    char why[512];
+    int rc = pv_convert_rank(pv_rt.dir, pv_rt.rank, &comm, pv_rt.cfg.buffer_mb, &pv_rt.conv, why,
+                             sizeof why);
+    pv_rt.converted = 1;
+    if (rc != PERFVAR_OK)
+        pv_message(0, "writing the OTF2 trace failed: %s%s%s", perfvar_strerror(rc), why[0] ? ": " : "",
+                   why);
     pv_write_rank_meta();
     pv_write_run_meta();
-    uint64_t counts[2] = {pv_rt.trace_stats.events_written, pv_rt.trace_stats.events_lost};
+    uint64_t counts[2] = {pv_rt.conv.stats.events_written, pv_rt.conv.stats.events_lost};
     PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
     if (pv_rt.cfg.verbose >= 1 || counts[1])
@@ -156,6 +177,54 @@ static int all_agree(int ok)
 {
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return ok;
+}
+
+/* The archive must not exist yet (a reused output directory): 1, or 0 with the reason in why. */
+static int archive_absent(char *why, size_t len)
+{
+    static const char *const parts[] = {"traces.otf2", "traces.def", "traces"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", pv_rt.dir, parts[i]);
+        if (stat(path, &st) == 0) {
+            snprintf(why, len, "%.500s does already exist", path);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The rank's definitions file: what the records' conversion needs besides the records (recorder.h).
+ * 1, or 0 with the reason in why. */
+static int write_definitions(char *why, size_t len)
+{
+    if (pv_rec_defs_open(pv_rt.dir, (uint32_t)pv_rt.rank)) {
+        snprintf(why, len, "%.400s/perfvar/records: %s", pv_rt.dir, strerror(errno));
+        return 0;
+    }
+    char host[sizeof pv_rt.host];
+    pv_rec_defs_clean(host, sizeof host, pv_rt.host);
+    int bad = pv_rec_defs_line("rank\t%d\t%d", pv_rt.rank, pv_rt.size);
+    bad |= pv_rec_defs_line("host\t%s", host);
+    bad |= pv_rec_defs_line("clock\t%.3f", pv_rt.clock.hz);
+    bad |= pv_rec_defs_line("sync\t%llu\t%lld\t%.6g", (unsigned long long)pv_rt.sync.t_begin,
+                            (long long)pv_rt.sync.offset_begin, pv_rt.sync.stddev_begin);
+    bad |= pv_rec_defs_line("realtime\t%llu\t%llu", (unsigned long long)pv_rt.realtime_ns,
+                            (unsigned long long)pv_rt.realtime_ticks);
+    /* Static regions: the MPI functions, then perfvar's own; the same on every rank. The probe's
+     * is defined whatever PERFVAR_PROBE says. */
+    for (int i = 0; i < PV_FN_COUNT; i++)
+        bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, (int)pv_fn_info[i].role,
+                                (int)OTF2_PARADIGM_MPI, pv_messages_event_role(i), pv_fn_info[i].name);
+    bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", PV_FN_COUNT + PV_REGION_CALIBRATION,
+                            (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
+                            PV_REC_EV_NONE, "perfvar calibration");
+    bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", PV_FN_COUNT + PV_REGION_PROBE,
+                            (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
+                            PV_REC_EV_NONE, "perfvar:probe");
+    if (bad) snprintf(why, len, "%.400s/perfvar/records: %s", pv_rt.dir, strerror(errno));
+    return !bad;
 }
 
 int pv_start_claim(void)
@@ -202,27 +271,16 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_rt.realtime_ticks = pv_now();
     pv_rt.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 
-    static pv_static_region regions[PV_FN_COUNT + PV_NSTATIC_EXTRA];
-    for (int i = 0; i < PV_FN_COUNT; i++)
-        regions[i] = (pv_static_region){pv_fn_info[i].name, pv_fn_info[i].role, OTF2_PARADIGM_MPI};
-    regions[PV_FN_COUNT + PV_REGION_CALIBRATION] = (pv_static_region){
-        "perfvar calibration", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
-    /* Defined whatever PERFVAR_PROBE says: static regions must be the same on every rank. */
-    regions[PV_FN_COUNT + PV_REGION_PROBE] = (pv_static_region){
-        "perfvar:probe", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM};
-    pv_trace_comm comm;
-    pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
     pv_comms_init();
-    char trace_dir[4200];
-    snprintf(trace_dir, sizeof trace_dir, "%s", pv_rt.dir);
-    int rc = pv_trace_open(trace_dir, pv_rt.cfg.buffer_mb, regions, PV_FN_COUNT + PV_NSTATIC_EXTRA,
-                           &comm);
-    pv_thread *self = rc == PERFVAR_OK ? pv_thread_first() : NULL;
-    pv_rt.user_regions = calloc(PERFVAR_MAX_REGIONS, sizeof *pv_rt.user_regions);
-    if (!all_agree(self && pv_rt.user_regions)) {
-        const char *why = pv_trace_open_error();
-        pv_message(1, "cannot create the OTF2 archive in '%s'%s%s%s; running uninstrumented", pv_rt.dir,
-                   why[0] ? " (" : "", why, why[0] ? ")" : "");
+    char why[600] = "";
+    int ok_defs = archive_absent(why, sizeof why) && write_definitions(why, sizeof why);
+    pv_thread *self = ok_defs ? pv_thread_first() : NULL;
+    if (ok_defs && !self) snprintf(why, sizeof why, "records file: %s", strerror(errno));
+    pv_rt.user_defined = calloc(PERFVAR_MAX_REGIONS, 1);
+    if (!all_agree(self && pv_rt.user_defined)) {
+        if (!why[0]) snprintf(why, sizeof why, "on another rank");
+        pv_message(1, "cannot create the OTF2 archive in '%s' (%s); running uninstrumented", pv_rt.dir,
+                   why);
         return;
     }
     int key;
@@ -232,15 +290,22 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
         return;
     }
 
-    /* The MPI_Init region spans MPI's initialisation and perfvar's calibration inside it. A lazy
-     * start (init_fn < 0) has no MPI_Init region and no segment before the next call. */
-    if (init_fn >= 0) pv_trace_enter(self->loc, t_entry, (uint32_t)init_fn, -1);
-    pv_trace_enter(self->loc, t_calib0, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
-    pv_trace_leave(self->loc, t_calib1, PV_FN_COUNT + PV_REGION_CALIBRATION, -1);
-    if (init_fn >= 0) {
-        pv_trace_leave(self->loc, pv_now(), (uint32_t)init_fn, -1);
-        self->prev_site = pv_site_id(self, init_fn, site);
+    /* The MPI_Init record spans MPI's initialisation and perfvar's calibration inside it. A lazy
+     * start (init_fn < 0) records the calibration on its own: perfvar's region, not a segment
+     * boundary, so there is no segment before the next call. */
+    int calib_region = PV_FN_COUNT + PV_REGION_CALIBRATION;
+    int site_id = pv_site_id(self, init_fn >= 0 ? init_fn : calib_region, init_fn >= 0 ? site : NULL);
+    if (site_id >= 0) {
+        uint64_t t0 = init_fn >= 0 ? t_entry : t_calib0;
+        pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t0, -1);
+        if (init_fn >= 0) pv_rec_inner(self->rec, PV_REC_NESTED, t0, t_calib0, t_calib1, -1, (uint16_t)calib_region);
+        int cpu;
+        uint64_t t1 = init_fn >= 0 ? pv_now_cpu(&cpu) : t_calib1;
+        pv_rec_call_end(self->rec, u, t0, t1, init_fn >= 0 ? cpu : -1);
     }
+    pv_signals_install();
+    pv_write_rank_meta(); /* what a rank that dies before its stop leaves */
+    pv_write_run_meta();
     /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
     pv_write_calibration_samples();
     pv_calib_free(&pv_rt.calib);

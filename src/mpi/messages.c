@@ -1,12 +1,14 @@
-/* messages.c — message and collective records for traced calls.
+/* messages.c — message and collective facts of traced calls, which the trace's conversion turns
+ * into OTF2 events (the call's region says which: pv_messages_event_role, records.h PV_REC_EV_*).
  *
  * Blocking calls: MpiSend at the entry of Send/Sendrecv, MpiRecv when Recv/Sendrecv return (source,
  * tag and size from the status, which perfvar supplies when the caller ignores it),
  * MpiCollectiveBegin/End around blocking collectives.
- * Non-blocking calls are tracked to completion with a request id: MpiIsend at the Isend and
- * MpiIsendComplete at the Wait/Test that completes it; MpiIrecvRequest at the Irecv and MpiIrecv
- * (with the status's source, tag and size) at its completion; NonBlockingCollectiveRequest at an
- * I-collective and NonBlockingCollectiveComplete at its completion. A Wait/Test call completes a
+ * Non-blocking calls are tracked to completion with a request id (the recorder's, unique per rank):
+ * MpiIsend at the Isend and MpiIsendComplete at the Wait/Test that completes it; MpiIrecvRequest at
+ * the Irecv and MpiIrecv (with the status's source, tag and size) at its completion;
+ * NonBlockingCollectiveRequest at an I-collective and NonBlockingCollectiveComplete at its
+ * completion. A Wait/Test call completes a
  * request when it sets its handle to MPI_REQUEST_NULL. A receive's status is the call's single
  * status (Wait, Test, Waitany, Testany: one request completes) or the matching element of
  * array_of_statuses (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source
@@ -15,8 +17,8 @@
  * completion of the MPI_Imrecv) that takes it, with the probe's source and tag. A request given to
  * MPI_Request_free is forgotten: it is never recorded as complete.
  *
- * Records are made on their communicator (comms.c; inter-communicators are not recorded), with
- * peers and roots as ranks in it, on the calling thread's location.
+ * Facts are made on their communicator (comms.c; inter-communicators are not recorded), with
+ * peers and roots as ranks in it, in the calling thread's records.
  *
  * Pending operations (request -> what completes it records) are in one map per process, because a
  * request may be completed by another thread than the one that started it. Under
@@ -62,13 +64,6 @@ static pending unpack(pv_u64val v)
     return p;
 }
 
-/* Request ids: unique per rank (all its threads). */
-static uint64_t next_request_id(void)
-{
-    static uint64_t next;
-    return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
-}
-
 /* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
 static int requests_lock(void)
 {
@@ -105,7 +100,21 @@ static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
     return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
 }
 
-/* ---- records ---- */
+/* ---- facts ---- */
+static pv_rec_stream *rec_of(const pv_call *c) { return c->thread->rec; }
+
+static uint16_t msg_fact(pv_call *c, uint32_t comm, int peer, int tag, int64_t bytes)
+{
+    return pv_rec_fact(rec_of(c), PV_REC_FACT_MSG, 0, comm, (uint32_t)peer, (uint32_t)tag,
+                       bytes > 0 ? (uint64_t)bytes : 0, 0);
+}
+
+static uint16_t coll_fact(pv_call *c, int op, uint32_t comm, uint32_t root, uint64_t sent,
+                          uint64_t received)
+{
+    return pv_rec_fact(rec_of(c), PV_REC_FACT_COLL, (uint32_t)op, comm, root, 0, sent, received);
+}
+
 static int send_target(const pv_args *a, uint32_t *comm, int *tag)
 {
     int size, rank;
@@ -113,12 +122,12 @@ static int send_target(const pv_args *a, uint32_t *comm, int *tag)
     return a->dest != MPI_PROC_NULL && a->dest >= 0 && comm_of(a, comm, &size, &rank);
 }
 
-static void send_record(pv_trace_loc *l, uint64_t t, const pv_args *a, int64_t bytes)
+/* The call's x: the message it sends. */
+static void send_record(pv_call *c, const pv_args *a, int64_t bytes)
 {
     uint32_t comm;
     int tag;
-    if (send_target(a, &comm, &tag))
-        pv_trace_send(l, t, comm, (uint32_t)a->dest, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    if (send_target(a, &comm, &tag)) c->unit->x = msg_fact(c, comm, a->dest, tag, bytes);
 }
 
 /* The status (may be NULL) wins over what the receive was given; 0 if nothing can be recorded. */
@@ -134,11 +143,11 @@ static int received(const MPI_Status *st, int *source, int *tag, int64_t *bytes)
     return !(*source < 0 || *source == MPI_PROC_NULL || *tag < 0); /* ANY_SOURCE/TAG, unknown */
 }
 
-static void recv_record(pv_trace_loc *l, uint64_t t, uint32_t comm, int source, int tag,
-                        int64_t bytes, const MPI_Status *st)
+/* The message the call received: its fact's slot, 0 if it cannot be recorded. */
+static uint16_t recv_record(pv_call *c, uint32_t comm, int source, int tag, int64_t bytes,
+                            const MPI_Status *st)
 {
-    if (received(st, &source, &tag, &bytes))
-        pv_trace_recv(l, t, comm, (uint32_t)source, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0);
+    return received(st, &source, &tag, &bytes) ? msg_fact(c, comm, source, tag, bytes) : 0;
 }
 
 /* Bytes a collective sends and receives on this rank (0 where the arguments do not say). */
@@ -194,30 +203,28 @@ static int completed(const pv_args *a, const pv_req_slot *s, int i)
     return now != s[i].key;
 }
 
-static void complete(pv_trace_loc *l, uint64_t t, const pending *p, const MPI_Status *st)
+static void complete(pv_call *c, const pending *p, const MPI_Status *st)
 {
     switch (p->kind) {
-    case PENDING_SEND: pv_trace_isend_complete(l, t, p->id); break;
+    case PENDING_SEND: pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_SEND, 0); break;
     case PENDING_RECV: {
-        int source = p->peer, tag = p->tag;
-        int64_t bytes = p->bytes;
         /* Unknown sender (Waitsome with MPI_ANY_SOURCE): the request stays without completion
          * in the trace rather than with a made-up sender. */
-        if (received(st, &source, &tag, &bytes))
-            pv_trace_irecv(l, t, p->comm, (uint32_t)source, (uint32_t)tag,
-                           bytes > 0 ? (uint64_t)bytes : 0, p->id);
+        uint16_t f = recv_record(c, p->comm, p->peer, p->tag, p->bytes, st);
+        if (f) pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_RECV, f);
         break;
     }
-    case PENDING_COLL:
-        pv_trace_icollective_complete(l, t, p->comm, (OTF2_CollectiveOp)p->op,
-                                      p->peer >= 0 ? (uint32_t)p->peer : OTF2_UNDEFINED_UINT32,
-                                      (uint64_t)p->bytes, (uint64_t)p->received, p->id);
+    case PENDING_COLL: {
+        uint16_t f = coll_fact(c, p->op, p->comm, p->peer >= 0 ? (uint32_t)p->peer : OTF2_UNDEFINED_UINT32,
+                               (uint64_t)p->bytes, (uint64_t)p->received);
+        pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_COLL, f);
         break;
+    }
     default: break;
     }
 }
 
-static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
+static void wait_leave(pv_call *c, const pv_args *a)
 {
     pv_req_slot *s = slots_of(c);
     int put_back = 0;
@@ -230,7 +237,7 @@ static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
         const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                : (a->has_status ? a->status : NULL);
         pending p = unpack(s[i].val);
-        complete(c->thread->loc, t, &p, st);
+        complete(c, &p, st);
     }
     if (!put_back) return;
     /* Still pending (not completed by this call): a later Wait* or Test* will. */
@@ -244,29 +251,21 @@ static void wait_leave(pv_call *c, uint64_t t, const pv_args *a)
 /* ---- the call protocol ---- */
 void pv_messages_prepare(pv_call *c, pv_args *a)
 {
-    pv_trace_loc *l = c->thread->loc;
     uint32_t comm;
     int size, rank, tag;
     switch (pv_fn_info[c->fn].kind) {
-    case PV_KIND_SEND: send_record(l, c->t_entry, a, a->bytes); break;
+    case PV_KIND_SEND: send_record(c, a, a->bytes); break;
     case PV_KIND_ISEND:
         c->request_id = 0;
         if (send_target(a, &comm, &tag)) {
-            c->request_id = next_request_id();
-            pv_trace_isend(l, c->t_entry, comm, (uint32_t)a->dest, (uint32_t)tag,
-                           a->bytes > 0 ? (uint64_t)a->bytes : 0, c->request_id);
+            c->request_id = pv_rec_call_request(rec_of(c), c->unit);
+            c->unit->x = msg_fact(c, comm, a->dest, tag, a->bytes);
         }
         break;
-    case PV_KIND_SENDRECV: send_record(l, c->t_entry, a, a->send_bytes); break;
-    case PV_KIND_COLLECTIVE:
-        if (comm_of(a, &comm, &size, &rank)) pv_trace_collective_begin(l, c->t_entry);
-        break;
+    case PV_KIND_SENDRECV: send_record(c, a, a->send_bytes); break;
     case PV_KIND_ICOLLECTIVE:
         c->request_id = 0;
-        if (comm_of(a, &comm, &size, &rank)) {
-            c->request_id = next_request_id();
-            pv_trace_icollective_request(l, c->t_entry, c->request_id);
-        }
+        if (comm_of(a, &comm, &size, &rank)) c->request_id = pv_rec_call_request(rec_of(c), c->unit);
         break;
     case PV_KIND_WAIT:
     case PV_KIND_REQUEST_FREE: take_pending(c, a); break; /* Request_free: dropped */
@@ -274,12 +273,11 @@ void pv_messages_prepare(pv_call *c, pv_args *a)
     }
 }
 
-void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
+void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
 {
-    pv_trace_loc *l = c->thread->loc;
     int fn = c->fn;
     if (pv_fn_info[fn].kind == PV_KIND_WAIT) {
-        wait_leave(c, t, a); /* also when it failed: what it took out goes back */
+        wait_leave(c, a); /* also when it failed: what it took out goes back */
         return;
     }
     if (rc != MPI_SUCCESS) return;
@@ -288,10 +286,13 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
     case PV_KIND_SENDRECV:
-        if (comm_of(a, &comm, &size, &rank))
-            recv_record(l, t, comm, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
-                        a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
-                        a->has_status ? a->status : NULL);
+        if (comm_of(a, &comm, &size, &rank)) {
+            uint16_t f = recv_record(c, comm, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
+                                     a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
+                                     a->has_status ? a->status : NULL);
+            if (pv_fn_info[fn].kind == PV_KIND_RECV) c->unit->x = f;
+            else c->unit->y = f;
+        }
         break;
     case PV_KIND_ISEND:
         if (c->request_id && a->request && *a->request != MPI_REQUEST_NULL) {
@@ -302,8 +303,8 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
     case PV_KIND_IRECV:
         if (a->source != MPI_PROC_NULL && a->request && *a->request != MPI_REQUEST_NULL &&
             comm_of(a, &comm, &size, &rank)) {
-            pending p = {PENDING_RECV, 0, comm, a->source, a->tag, next_request_id(), a->bytes, 0};
-            pv_trace_irecv_request(l, t, p.id);
+            pending p = {PENDING_RECV, 0, comm, a->source, a->tag,
+                         pv_rec_call_request(rec_of(c), c->unit), a->bytes, 0};
             put_pending(request_key(*a->request), &p);
         }
         break;
@@ -337,10 +338,9 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
         if (!found) break;
         pending p = unpack(v);
         if (pv_fn_info[fn].kind == PV_KIND_MRECV) {
-            recv_record(l, t, p.comm, p.peer, p.tag, p.bytes, a->has_status ? a->status : NULL);
+            c->unit->x = recv_record(c, p.comm, p.peer, p.tag, p.bytes, a->has_status ? a->status : NULL);
         } else if (a->request && *a->request != MPI_REQUEST_NULL) { /* completed by a Wait/Test */
-            p.id = next_request_id();
-            pv_trace_irecv_request(l, t, p.id);
+            p.id = pv_rec_call_request(rec_of(c), c->unit);
             put_pending(request_key(*a->request), &p);
         }
         break;
@@ -349,9 +349,25 @@ void pv_messages_leave(pv_call *c, uint64_t t, const pv_args *a, int rc)
         if (comm_of(a, &comm, &size, &rank)) {
             uint64_t sent, recvd;
             collective_bytes(fn, a, size, rank, &sent, &recvd);
-            pv_trace_collective_end(l, t, comm, pv_fn_info[fn].op, root_of(a), sent, recvd);
+            c->unit->x = coll_fact(c, pv_fn_info[fn].op, comm, root_of(a), sent, recvd);
         }
         break;
     default: break;
+    }
+}
+
+unsigned pv_messages_event_role(int fn)
+{
+    switch (pv_fn_info[fn].kind) {
+    case PV_KIND_SEND: return PV_REC_EV_SEND;
+    case PV_KIND_ISEND: return PV_REC_EV_ISEND;
+    case PV_KIND_RECV:
+    case PV_KIND_MRECV: return PV_REC_EV_RECV;
+    case PV_KIND_SENDRECV: return PV_REC_EV_SENDRECV;
+    case PV_KIND_IRECV:
+    case PV_KIND_IMRECV: return PV_REC_EV_IRECV;
+    case PV_KIND_COLLECTIVE: return PV_REC_EV_COLL;
+    case PV_KIND_ICOLLECTIVE: return PV_REC_EV_ICOLL;
+    default: return PV_REC_EV_NONE;
     }
 }

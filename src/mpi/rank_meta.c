@@ -106,43 +106,45 @@ static const char *thread_level_name(int level)
     }
 }
 
-/* The traced threads: their locations and segments (called after the trace is closed, when the
- * application's other threads have made their last traced call). */
+/* The traced threads as the trace's conversion found them (none before the stop: a rank that dies
+ * leaves this file as the start wrote it, and perfvar-recover tells how its threads ended). */
 static void write_threads(FILE *f, uint64_t *nsegments)
 {
+    const pv_convert_result *r = &pv_rt.conv;
     *nsegments = 0;
     fprintf(f, "  \"thread_level\": \"%s\",\n  \"threads\": [", thread_level_name(pv_rt.thread_level));
-    for (const pv_thread *t = pv_rt.threads; t; t = t->next) {
-        uint64_t id;
-        pv_trace_stats st;
-        pv_trace_location_info(t->loc, &id, &st);
-        fprintf(f, "%s\n    {\"thread\": %d, \"location\": %llu, \"segments\": %llu, \"events\": %llu}",
-                t->index ? "," : "", t->index, (unsigned long long)id,
-                (unsigned long long)t->nsegments, (unsigned long long)st.events_written);
-        *nsegments += t->nsegments;
+    for (int i = 0; i < r->nthreads; i++) {
+        const pv_convert_thread *t = &r->threads[i];
+        fprintf(f, "%s\n    {\"thread\": %u, \"location\": %llu, \"segments\": %llu, \"events\": %llu, "
+                   "\"calls\": %llu, \"lost_records\": %llu, \"buffer_moves\": %llu, \"buffer_move_ms\": %.3f}",
+                i ? "," : "", t->thread, (unsigned long long)t->location, (unsigned long long)t->segments,
+                (unsigned long long)t->events, (unsigned long long)t->calls,
+                (unsigned long long)t->lost_units, (unsigned long long)t->windows, t->window_ns / 1e6);
+        *nsegments += t->segments;
     }
-    fprintf(f, "\n  ],\n");
+    fprintf(f, "%s],\n", r->nthreads ? "\n  " : "");
 }
 
-/* "probe": the fixed-work probes (PERFVAR_PROBE) of every traced thread, or null when off. Called
- * after the trace is closed, as write_threads. */
+/* "probe": the fixed-work probes (PERFVAR_PROBE) of every traced thread, or null when off. */
 static void write_probe(FILE *f)
 {
     if (!pv_rt.cfg.probe_ms) {
         fprintf(f, "  \"probe\": null,\n");
         return;
     }
+    const pv_convert_result *r = &pv_rt.conv;
     uint64_t count = 0, ticks = 0;
-    for (const pv_thread *t = pv_rt.threads; t; t = t->next) count += t->probe_count, ticks += t->probe_ticks;
+    for (int i = 0; i < r->nthreads; i++) count += r->threads[i].probes, ticks += r->threads[i].probe_ticks;
     fprintf(f,
             "  \"probe\": {\"period_ms\": %u, \"adds\": %llu, \"k_source\": \"%s\", \"count\": %llu, "
             "\"total_ns\": %.1f,\n    \"threads\": [",
             pv_rt.cfg.probe_ms, (unsigned long long)pv_rt.probe_adds,
             pv_rt.probe_adds_calibrated ? "calibration t_min" : "default", (unsigned long long)count,
             perfvar_ticks_to_ns(ticks));
-    for (const pv_thread *t = pv_rt.threads; t; t = t->next)
-        fprintf(f, "%s{\"thread\": %d, \"count\": %llu, \"total_ns\": %.1f}", t->index ? ", " : "", t->index,
-                (unsigned long long)t->probe_count, perfvar_ticks_to_ns(t->probe_ticks));
+    for (int i = 0; i < r->nthreads; i++)
+        fprintf(f, "%s{\"thread\": %u, \"count\": %llu, \"total_ns\": %.1f}", i ? ", " : "",
+                r->threads[i].thread, (unsigned long long)r->threads[i].probes,
+                perfvar_ticks_to_ns(r->threads[i].probe_ticks));
     fprintf(f, "]},\n");
 }
 
@@ -157,10 +159,8 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.host);
     fprintf(f, ",\n  \"pid\": %ld,\n  \"cpus\": [", (long)getpid());
     const char *sep = "";
-    unsigned char seen[PV_MAX_CPUS / 8] = {0}; /* by any thread */
-    for (const pv_thread *t = pv_rt.threads; t; t = t->next)
-        for (int i = 0; i < PV_MAX_CPUS / 8; i++) seen[i] |= t->cpus_seen[i];
-    for (int cpu = 0; cpu < PV_MAX_CPUS; cpu++) {
+    const unsigned char *seen = pv_rt.conv.cpus_seen; /* by any thread */
+    for (int cpu = 0; cpu < PV_CONVERT_MAX_CPUS; cpu++) {
         if (!(seen[cpu / 8] & (1u << (cpu % 8)))) continue;
         fprintf(f, "%s%d", sep, cpu);
         sep = ", ";
@@ -226,17 +226,19 @@ int pv_write_rank_meta(void)
     write_cycles(f, &c->cycles);
     fprintf(f, "  },\n");
     write_mpi_meta(f);
-    const pv_trace_stats *s = &pv_rt.trace_stats;
+    const pv_trace_stats *s = &pv_rt.conv.stats;
     uint64_t nsegments;
     write_threads(f, &nsegments);
     write_probe(f);
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
-            "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu\n}\n",
+            "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu,\n"
+            "  \"complete\": %s\n}\n",
             (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
             (unsigned long long)nsegments,
-            (unsigned long long)__atomic_load_n(&pv_rt.untraced_thread_calls, __ATOMIC_RELAXED));
+            (unsigned long long)__atomic_load_n(&pv_rt.untraced_thread_calls, __ATOMIC_RELAXED),
+            pv_rt.converted ? "true" : "false");
     return fclose(f) == 0 ? 0 : -1;
 }
 

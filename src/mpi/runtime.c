@@ -1,8 +1,9 @@
-/* runtime.c — the call protocol of generated wrappers: segments, MPI regions, guard; see runtime.h. */
+/* runtime.c — the call protocol of generated wrappers: call records, probes, guard; see runtime.h. */
 #include "runtime.h"
 #include "../clock/clock.h"
 #include "state.h"
 #include "../timer/region_sink.h"
+#include "../calib/work_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,36 +26,19 @@ static void lazy_start(void)
     if (init && !fin && pv_start_claim()) pv_start(-1, NULL, 0);
 }
 
-/* Write the compute segment of thread t that ran from its last resume to `at`, ending at site `to`. */
-static void close_segment(pv_thread *t, int to, uint64_t at, int cpu)
-{
-    pv_note_cpu(t, cpu);
-    if (t->prev_site < 0) return;
-    uint32_t seg = pv_segment_region(t, t->prev_site, to);
-    if (seg == UINT32_MAX) return;
-    pv_trace_enter(t->loc, t->resume_t, seg, t->resume_cpu);
-    pv_trace_leave(t->loc, at, seg, cpu);
-    t->nsegments++;
-}
-
 /* Run a fixed-work probe on thread t, whose traced call's entry read is at or past its deadline,
- * and record it as the region perfvar:probe between the segment that read ended and the call's own
- * region. Returns the probe's end: the call's region starts there, so the probe's time is counted
- * in neither. Out of line and cold: the hot path only compares the deadline. */
-static __attribute__((noinline, cold)) uint64_t work_probe(pv_thread *t)
+ * and record it in the call's record: the call's region starts where the probe ends, so the probe's
+ * time is counted in neither the segment nor the call. Out of line and cold: the hot path only
+ * compares the deadline. */
+static __attribute__((noinline, cold)) void work_probe(pv_thread *t, uint64_t t_entry)
 {
     pv_work_probe_sample s;
     pv_work_probe_run(pv_rt.probe_adds, &s);
-    uint32_t region = PV_FN_COUNT + PV_REGION_PROBE;
-    pv_trace_enter(t->loc, s.t_begin, region, s.cpu_begin);
-    pv_trace_leave(t->loc, s.t_end, region, s.cpu_end);
-    pv_note_cpu(t, s.cpu_begin);
-    pv_note_cpu(t, s.cpu_end);
-    t->probe_count++;
-    t->probe_ticks += s.t_end - s.t_begin;
+    uint16_t cpu_end = s.cpu_end >= 0 && s.cpu_end < (int)PV_REC_CPU_MASK ? (uint16_t)s.cpu_end
+                                                                          : (uint16_t)PV_REC_CPU_UNKNOWN;
+    pv_rec_inner(t->rec, PV_REC_PROBE, t_entry, s.t_begin, s.t_end, s.cpu_begin, cpu_end);
     /* From the probe's own start: probes on a thread start at least one period apart. */
     t->probe_deadline = pv_work_probe_deadline(s.t_begin, pv_rt.probe_period_ticks);
-    return s.t_end;
 }
 
 void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu)
@@ -62,16 +46,11 @@ void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint
     if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
     const char *name = pv_region_name(handle);
     int site_id = pv_site_user(self, handle, is_stop, name ? name : "?", site);
-    uint32_t region = pv_user_region(handle);
-    close_segment(self, site_id, t, cpu);
-    if (region != UINT32_MAX) {
-        if (is_stop)
-            pv_trace_leave(self->loc, t, region, cpu);
-        else
-            pv_trace_enter(self->loc, t, region, cpu);
-    }
-    self->prev_site = site_id;
-    self->resume_t = pv_now_cpu(&self->resume_cpu); /* last: starts the next segment */
+    if (site_id < 0 || !pv_user_region_defined(handle)) return;
+    pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t, cpu);
+    int cpu_exit;
+    uint64_t t_exit = pv_now_cpu(&cpu_exit); /* last: starts the next segment */
+    pv_rec_call_end(self->rec, u, t, t_exit, cpu_exit);
 }
 
 int pv_call_enter(pv_call *c, int fn, void *site)
@@ -100,12 +79,15 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->heap_slots = NULL;
     c->heap_fstatuses = NULL;
     c->site_id = pv_site_id(self, fn, site);
-    close_segment(self, c->site_id, c->t_entry, c->cpu_entry);
-    /* The call's records (Enter, MpiSend, collective begin...) follow the probe, if one ran. */
+    if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: counted, not traced */
+    c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
-        c->t_entry = work_probe(self);
-    pv_trace_enter(self->loc, c->t_entry, (uint32_t)fn, -1);
-    if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) pv_rt.finalizer = self;
+        work_probe(self, c->t_entry);
+    if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) {
+        pv_rt.finalizer = self;
+        pv_rt.finalize_unit = c->unit;
+        pv_rt.finalize_entry = c->t_entry;
+    }
     return 1;
 }
 
@@ -136,16 +118,16 @@ void pv_call_prepare(pv_call *c, pv_args *a)
 
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
-    pv_thread *self = c->thread;
-    uint64_t t_exit = pv_now();
-    pv_messages_leave(c, t_exit, a, rc);
-    pv_trace_leave(self->loc, t_exit, (uint32_t)c->fn, -1);
-    free(c->heap_statuses);
-    free(c->heap_slots);
-    free(c->heap_fstatuses);
-    self->prev_site = c->site_id;
+    pv_messages_leave(c, a, rc);
+    if (__builtin_expect(c->heap_statuses || c->heap_slots || c->heap_fstatuses, 0)) {
+        free(c->heap_statuses);
+        free(c->heap_slots);
+        free(c->heap_fstatuses);
+    }
     pv_depth = 0;
-    self->resume_t = pv_now_cpu(&self->resume_cpu); /* last: starts the next segment */
+    int cpu;
+    uint64_t t_exit = pv_now_cpu(&cpu); /* last: starts the next segment */
+    pv_rec_call_end(c->thread->rec, c->unit, c->t_entry, t_exit, cpu);
 }
 
 void pv_init_begin(pv_call *c, int fn, void *site)
@@ -165,8 +147,6 @@ void pv_init_end(pv_call *c, int rc)
         pv_depth = 1;
         pv_start(c->fn, c->site, c->t_entry);
         pv_depth = 0;
-        pv_thread *self = pv_self;
-        if (pv_state() == PV_ACTIVE && self) self->resume_t = pv_now_cpu(&self->resume_cpu);
     }
 }
 

@@ -12,11 +12,13 @@
  *     pv_call_leave(&pv_c, &pv_a, rc);
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
- * pv_call_enter reads the clock first, closes the compute segment that ran since the previous traced
- * call returned, runs the thread's fixed-work probe when one is due (PERFVAR_PROBE: otherwise one
- * compare of that read against the thread's deadline), and opens the MPI region; pv_call_leave
- * writes message/collective records, closes the region and reads the clock last, when the
- * application resumes.
+ * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
+ * (ending the compute segment that ran since the previous traced call returned) and begins the
+ * call's CALL record (src/recorder), runs the thread's fixed-work probe when one is due
+ * (PERFVAR_PROBE: otherwise one compare of that read against the thread's deadline); pv_call_leave
+ * adds the call's message and collective facts, then reads the clock last, when the application
+ * resumes, and ends the record. The segment between two calls is never written: it is the span
+ * from one record's exit to the next one's entry. Records become OTF2 events at MPI_Finalize.
  *
  * A thread-local depth guard makes a call that passes through two layers (MPICH: Fortran entry point
  * -> C MPI_x) be recorded once, at the outer layer, and keeps perfvar's own PMPI traffic out.
@@ -33,6 +35,7 @@
 #include <stdint.h>
 
 #include "../core/u64map.h"
+#include "../recorder/records.h"
 #include "pv_mpi_functions.h" /* generated: enum pv_fn, pv_fn_info[] */
 
 #define PV_NONE (-32768) /* an integer argument the call does not have */
@@ -75,6 +78,7 @@ typedef struct pv_call {
     struct pv_thread *thread; /* the calling thread's state */
     void *site;       /* Init: the caller's return address */
     int site_id;      /* traced calls: the call site's id (sites.c) */
+    pv_rec_unit *unit; /* traced calls: the CALL record, NULL if it could not be made */
     uint64_t t_entry;
     uint64_t request_id; /* Isend, I-collectives: the trace's id of the request they start */
     int cpu_entry;

@@ -1,4 +1,4 @@
-/* sites.c — call sites and the compute-segment regions they delimit.
+/* sites.c — call sites, which delimit the compute segments.
  *
  * A site is (MPI function, return address into the caller), or (user timer start/stop of a region,
  * return address), since perfvar_start/perfvar_stop cut segments too. Its name uses the module and the offset
@@ -6,10 +6,12 @@
  * offsets) and `addr2line -e module offset-1` symbolises it. Names are made once per site, on first
  * sight, outside the measured segments (inside the MPI region).
  *
- * Sites and segment regions are per process, shared by its threads (the same call site is the same
- * site on every thread, so a segment class is the same on every thread): defined under
- * pv_rt.defs_lock. Each thread looks them up in its own caches first, so it takes the lock only the
- * first time it meets a site or segment. */
+ * The compute segment between two sites is named by both when the records are converted
+ * (src/trace/convert.c): "perfvar:segment:<from site>;<to site>".
+ * Sites are per process, shared by its threads (the same call site is the same site on every
+ * thread, so a segment class is the same on every thread): defined under pv_rt.defs_lock, written to
+ * the rank's definitions file. Each thread looks them up in its own cache first, so it takes the
+ * lock only the first time it meets a site. */
 #define _GNU_SOURCE
 #include "state.h"
 
@@ -36,51 +38,47 @@ static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
     }
 }
 
-/* Define a new site named "<what>@<module>+0x<offset>" for return address ra; its id or -1.
- * Under defs_lock. */
-static int site_define(const char *what, void *ra)
+/* Define a new site "<what>@<module>+0x<offset>" for return address ra: a call of static region
+ * `region`, or (region -1 start, -2 stop) of user timer `handle`; its id or -1. Under defs_lock. */
+static int site_define(const char *what, void *ra, int region, int handle)
 {
-    if (pv_rt.nsites == pv_rt.sites_cap) {
-        int cap = pv_rt.sites_cap ? 2 * pv_rt.sites_cap : 64;
-        char **n = realloc(pv_rt.site_names, (size_t)cap * sizeof *n);
-        if (n) pv_rt.site_names = n;
-        char **l = realloc(pv_rt.site_labels, (size_t)cap * sizeof *l);
-        if (l) pv_rt.site_labels = l;
-        if (!n || !l) return -1;
-        pv_rt.sites_cap = cap;
-    }
-    char path[4096], buf[4400];
+    char path[4096], name[4400], label[4400];
     uintptr_t off;
     module_of(ra, path, sizeof path, &off);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, sizeof name, "%s@%s+0x%lx", what, path, (unsigned long)off);
+    snprintf(label, sizeof label, "%s@%s+0x%lx", what, base, (unsigned long)off);
+    pv_rec_defs_clean(name, sizeof name, name);
+    pv_rec_defs_clean(label, sizeof label, label);
+    if (pv_rt.nsites > (int)PV_REC_MAX_SITE) return -1;
     int id = pv_rt.nsites;
-    snprintf(buf, sizeof buf, "%s@%s+0x%lx", what, path, (unsigned long)off);
-    pv_rt.site_names[id] = strdup(buf);
-    snprintf(buf, sizeof buf, "%s@%s+0x%lx", what, base, (unsigned long)off);
-    pv_rt.site_labels[id] = strdup(buf);
-    if (!pv_rt.site_names[id] || !pv_rt.site_labels[id]) return -1;
+    /* The line goes out before the id is used: a record never names a site its rank's definitions
+     * lack, whenever the process dies. */
+    if (pv_rec_defs_line("site\t%d\t%d\t%d\t%s\t%s", id, region, handle, name, label)) return -1;
     return pv_rt.nsites++;
 }
 
-/* Site id of key in the shared map, defining it as "<what>@..." on first sight; then cached in the
- * thread's map (a failed cache insert only costs a lock next time). */
-static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const char *what, void *ra)
+/* Site id of key in the shared map, defining it on first sight; then cached in the thread's map (a
+ * failed cache insert only costs a lock next time). */
+static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const char *what, void *ra,
+                       int region, int handle)
 {
     pthread_mutex_lock(&pv_rt.defs_lock);
     pv_u64val *v = pv_u64map_find(map, key);
-    int id = v ? (int)v->a : site_define(what, ra);
+    int id = v ? (int)v->a : site_define(what, ra, region, handle);
     if (!v && id >= 0 && pv_u64map_put(map, key, (pv_u64val){.a = id})) id = -1;
     pthread_mutex_unlock(&pv_rt.defs_lock);
     if (id >= 0) pv_u64map_put(cache, key, (pv_u64val){.a = id});
     return id;
 }
 
-int pv_site_id(pv_thread *t, int fn, void *ra)
+int pv_site_id(pv_thread *t, int region, void *ra)
 {
-    uint64_t key = ((uint64_t)(uintptr_t)ra << 8) | (uint64_t)fn;
+    uint64_t key = ((uint64_t)(uintptr_t)ra << 10) | (uint64_t)region;
     pv_u64val *v = pv_u64map_find(&t->sites, key);
     if (v) return (int)v->a;
-    return site_lookup(&t->sites, &pv_rt.sites, key, pv_fn_info[fn].name, ra);
+    const char *what = region < PV_FN_COUNT ? pv_fn_info[region].name : "perfvar";
+    return site_lookup(&t->sites, &pv_rt.sites, key, what, ra, region, -1);
 }
 
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *ra)
@@ -93,42 +91,5 @@ int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *
     snprintf(what, sizeof what, "%s(%s)", is_stop ? "perfvar_stop" : "perfvar_start", name);
     for (char *p = what; *p; p++)
         if (*p == '@' || *p == ';') *p = '_';
-    return site_lookup(&t->user_sites, &pv_rt.user_sites, key, what, ra);
-}
-
-/* Define the segment region from -> to (under defs_lock); UINT32_MAX on failure. */
-static uint32_t segment_define(int from, int to)
-{
-    size_t n = strlen(pv_rt.site_names[from]) + strlen(pv_rt.site_names[to]) + 32;
-    size_t m = strlen(pv_rt.site_labels[from]) + strlen(pv_rt.site_labels[to]) + 8;
-    char *canonical = malloc(n), *display = malloc(m);
-    uint32_t region = UINT32_MAX;
-    if (canonical && display) {
-        snprintf(canonical, n, "perfvar:segment:%s;%s", pv_rt.site_names[from], pv_rt.site_names[to]);
-        snprintf(display, m, "%s -> %s", pv_rt.site_labels[from], pv_rt.site_labels[to]);
-        region = pv_trace_region_define(canonical, display, OTF2_REGION_ROLE_CODE, OTF2_PARADIGM_USER);
-    }
-    free(canonical), free(display);
-    return region;
-}
-
-uint32_t pv_segment_region(pv_thread *t, int from, int to)
-{
-    if (from < 0 || to < 0) return UINT32_MAX;
-    uint64_t key = ((uint64_t)(from + 1) << 32) | (uint64_t)(to + 1);
-    pv_u64val *v = pv_u64map_find(&t->segments, key);
-    if (v) return (uint32_t)v->a;
-    pthread_mutex_lock(&pv_rt.defs_lock);
-    v = pv_u64map_find(&pv_rt.segments, key);
-    uint32_t region = v ? (uint32_t)v->a : segment_define(from, to);
-    if (!v && region != UINT32_MAX && pv_u64map_put(&pv_rt.segments, key, (pv_u64val){.a = region}))
-        region = UINT32_MAX;
-    pthread_mutex_unlock(&pv_rt.defs_lock);
-    if (region != UINT32_MAX) pv_u64map_put(&t->segments, key, (pv_u64val){.a = region});
-    return region;
-}
-
-void pv_note_cpu(pv_thread *t, int cpu)
-{
-    if (cpu >= 0 && cpu < PV_MAX_CPUS) t->cpus_seen[cpu / 8] |= (unsigned char)(1u << (cpu % 8));
+    return site_lookup(&t->user_sites, &pv_rt.user_sites, key, what, ra, is_stop ? -2 : -1, handle);
 }

@@ -6,11 +6,12 @@
  *   before the application's other threads make traced calls (MPI_Init, or the first traced call),
  *   and by the thread in MPI_Finalize after they have made their last one; read-only in between.
  *   pv_rt.state is read with acquire / written with release (pv_state(), pv_set_state()).
- * - pv_thread: one per traced thread, its segment state and trace location, written by that thread
+ * - pv_thread: one per traced thread, its record stream (src/recorder), written by that thread
  *   only; read by the finalizing thread once the others have joined (an MPI program's threads make
- *   no MPI call after MPI_Finalize starts).
- * - shared definitions (sites, segment regions, site names, user region ids, the thread list): under
- *   pv_rt.defs_lock. Each thread caches what it looked up, so the steady state takes no lock.
+ *   no MPI call after MPI_Finalize starts), and marked by the fatal-signal handler.
+ * - shared definitions (sites, user regions, communicators, the thread list), which go to the
+ *   rank's definitions file as they are made: under pv_rt.defs_lock. Each thread caches what it
+ *   looked up, so the steady state takes no lock.
  * - pending receive requests: under pv_rt.requests_lock when MPI provides MPI_THREAD_MULTIPLE; at
  *   lower levels MPI calls are serialised by the application (one thread, or its own locks), and our
  *   accesses inside them with the calls.
@@ -25,7 +26,8 @@
 #include "../calib/work_probe.h"
 #include "../config/config.h"
 #include "../core/u64map.h"
-#include "../trace/trace.h"
+#include "../recorder/recorder.h"
+#include "../trace/convert.h"
 #include "perfvar.h"
 #include "runtime.h"
 
@@ -35,24 +37,17 @@ typedef enum { PV_UNINIT = 0, PV_ACTIVE, PV_DISABLED, PV_FINISHED } pv_state_t;
  * ("perfvar:probe", PERFVAR_PROBE). */
 enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE, PV_NSTATIC_EXTRA };
 
-#define PV_MAX_CPUS 4096
 
 /* A traced thread. Index 0 is the thread that started perfvar (normally the one that initialised
- * MPI); the others are numbered in the order of their first traced call or user timer start/stop. */
+ * MPI); the others are numbered in the order of their first traced call or user timer start/stop.
+ * Its compute segments are implied by its records (from one call's exit to the next call's entry). */
 typedef struct pv_thread {
     int index;
-    pv_trace_loc *loc;      /* its OTF2 location */
-    int prev_site;          /* site of its last traced call, -1 before its first one */
-    uint64_t resume_t;      /* when the application resumed after it */
-    int resume_cpu;
-    uint64_t nsegments;
+    pv_rec_stream *rec;     /* its records; NULL once closed */
     uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
                                 (PV_WORK_PROBE_NEVER when probes are off) */
-    uint64_t probe_count, probe_ticks; /* its probes, and the ticks they measured in all */
     pv_u64map sites;        /* caches of the shared maps below: key -> id */
     pv_u64map user_sites;
-    pv_u64map segments;
-    unsigned char cpus_seen[PV_MAX_CPUS / 8];
     struct pv_thread *next; /* pv_rt.threads, in index order */
 } pv_thread;
 
@@ -73,18 +68,18 @@ typedef struct pv_runtime {
     uint64_t probe_adds;           /* K, the chain length of one probe */
     int probe_adds_calibrated;     /* K is the calibration's flush-0 t_min (else the default) */
 
-    pv_thread *finalizer;   /* MPI_Finalize entered through a wrapper on it, its Leave is pending */
+    /* MPI_Finalize entered through a wrapper on this thread: its CALL is ended at the stop */
+    pv_thread *finalizer;
+    pv_rec_unit *finalize_unit;
+    uint64_t finalize_entry;
 
     /* shared definitions, under defs_lock */
     pthread_mutex_t defs_lock;
     pv_u64map sites;        /* (fn, return address) -> site id */
     pv_u64map user_sites;   /* (user region handle, start|stop, return address) -> site id */
-    pv_u64map segments;     /* (from site, to site) -> local region id */
-    char **site_names;      /* site id -> "MPI_x@/abs/module+0xoff" */
-    char **site_labels;     /* site id -> "MPI_x@module+0xoff" */
-    int nsites, sites_cap;
-    uint32_t *user_regions; /* user timer handle -> local region id + 1 (0 = not defined yet);
-                               read without the lock (atomic), written under it */
+    int nsites, ncomms;     /* ids handed out (communicator 0 is MPI_COMM_WORLD) */
+    unsigned char *user_defined; /* user timer handle -> its name is in the definitions file;
+                                    read without the lock (atomic), written under it */
     pv_thread *threads;     /* every traced thread, index order */
     int nthreads;
 
@@ -93,7 +88,8 @@ typedef struct pv_runtime {
 
     int comm_key;           /* MPI attribute caching a communicator's trace id (comms.c) */
     uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
-    pv_trace_stats trace_stats;
+    int converted;          /* conv holds the trace's conversion at the stop */
+    pv_convert_result conv;
 } pv_runtime;
 
 extern pv_runtime pv_rt;
@@ -108,34 +104,36 @@ static inline void pv_set_state(pv_state_t s) { __atomic_store_n(&pv_rt.state, s
 pv_thread *pv_thread_attach(void);
 pv_thread *pv_thread_first(void);
 
-/* sites.c: site id of an MPI call or of a user timer start/stop (defines its name on first sight);
- * local region id of a segment. -1 / UINT32_MAX when out of memory. Called by thread t for itself
- * (its caches); thread-safe. */
-int pv_site_id(pv_thread *t, int fn, void *return_address);
+/* sites.c: site id of a call of static region `region` (an MPI function, or perfvar's own), or of
+ * a user timer start/stop, defined in the definitions file on first sight; -1 when out of memory.
+ * Called by thread t for itself (its caches); thread-safe. */
+int pv_site_id(pv_thread *t, int region, void *return_address);
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
-uint32_t pv_segment_region(pv_thread *t, int from_site, int to_site);
-void pv_note_cpu(pv_thread *t, int cpu);
 
-/* messages.c: message and collective records (see runtime.h for the call protocol), on the calling
- * thread's location. prepare takes the pending receives of the requests a Wait* completes out of
- * the request map (into c's request slots) before MPI can free and reuse their handles; leave
- * records them, or puts back those the call did not complete. */
+/* messages.c: message and collective facts of the calling thread's open CALL (see runtime.h for the
+ * call protocol). prepare records what happens at the call's entry and takes the pending receives
+ * of the requests a Wait* completes out of the request map (into c's request slots) before MPI can
+ * free and reuse their handles; leave records what the call received and completed, or puts back
+ * those it did not complete. */
 void pv_messages_prepare(pv_call *c, pv_args *a);
-void pv_messages_leave(pv_call *c, uint64_t t_exit, const pv_args *a, int rc);
+void pv_messages_leave(pv_call *c, const pv_args *a, int rc);
+/* The event role (PV_REC_EV_*) of a call of MPI function fn: what its facts stand for. */
+unsigned pv_messages_event_role(int fn);
 
-/* runtime.c: a user timer start/stop on thread t: ends its current segment at t, records the user
- * region's Enter/Leave, starts its next segment. */
+/* runtime.c: a user timer start/stop on thread t at t (its CPU cpu): a CALL at its site, ending the
+ * thread's segment, whose exit starts the next one. */
 void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu);
 
 /* lifecycle.c: start after MPI initialisation; init_fn < 0 for a lazy start from another call.
  * Only the caller that moved pv_rt.state from PV_UNINIT (pv_start_claim) starts.
- * pv_user_region: local region id of a user timer handle (UINT32_MAX on failure); thread-safe. */
-uint32_t pv_user_region(int handle);
+ * pv_user_region_defined: 1 once user timer handle's region is in the definitions file (written
+ * on its first use), 0 if it cannot be; thread-safe. */
+int pv_user_region_defined(int handle);
 int pv_start_claim(void);
 void pv_start(int init_fn, void *site, uint64_t t_entry);
 
-/* comms.c: the trace communicator of comm (0 = MPI_COMM_WORLD), its size and this process's rank
- * in it; 0 when messages on comm are not recorded (MPI_COMM_NULL, an inter-communicator). The keyval
+/* comms.c: the communicator id of comm in the definitions file (0 = MPI_COMM_WORLD), its size and
+ * this process's rank in it; 0 when messages on comm are not recorded (MPI_COMM_NULL, an inter-communicator). The keyval
  * is created by pv_comms_init (pv_start). Thread-safe. */
 void pv_comms_init(void);
 int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank);
@@ -146,11 +144,16 @@ void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);
 /* clock_sync.c: this rank's offset to rank 0's clock (collective over MPI_COMM_WORLD). */
 void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *offset, double *stddev);
 
-/* rank_meta.c: DIR/perfvar/rank-N.json and (rank 0) run.json; 0 or -1 (message printed). */
+/* rank_meta.c: DIR/perfvar/rank-N.json and (rank 0) run.json; 0 or -1 (message printed). Written
+ * at the start (what a rank that dies leaves) and again at the stop, with the trace's figures. */
 int pv_write_rank_meta(void);
 /* DIR/perfvar/calibration-rank-N.json: the raw distributions of the start-up calibration. */
 int pv_write_calibration_samples(void);
 int pv_write_run_meta(void);
+
+/* signals.c: mark every thread's records with a fatal signal before the application's own handler
+ * (or the default action) runs. Installed at the start. */
+void pv_signals_install(void);
 
 /* Print "perfvar: ..." on stderr (only on rank 0 when rank0_only). */
 void pv_message(int rank0_only, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,13 +1,16 @@
-/* threads.c — which threads are traced: each thread gets its own segment state and OTF2 location on
- * its first traced call (or user timer start/stop), so MPI_THREAD_MULTIPLE programs (and threads
- * taking turns under SERIALIZED) are traced per thread without sharing any hot-path state.
+/* threads.c — which threads are traced: each thread gets its own record stream (its file under
+ * DIR/perfvar/records) on its first traced call (or user timer start/stop), so MPI_THREAD_MULTIPLE
+ * programs (and threads taking turns under SERIALIZED) are traced per thread without sharing any
+ * hot-path state.
  *
- * A thread's pv_thread lives until the process ends: MPI_Finalize writes the buffers of threads
+ * A thread's pv_thread lives until the process ends: MPI_Finalize closes the streams of threads
  * that have already exited. */
 #include "state.h"
 #include "../clock/clock.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Thread_local pv_thread *pv_self PV_HIDDEN;
 /* This thread could not be traced (no memory, OTF2 refused a location): do not retry each call. */
@@ -18,21 +21,22 @@ static pv_thread *thread_new(void)
 {
     pv_thread *t = calloc(1, sizeof *t);
     if (!t) return NULL;
-    t->prev_site = -1;
     /* Its first probe is due one period after it starts being traced (pv_rt.probe_* are set
      * before any thread exists). */
     t->probe_deadline = pv_work_probe_deadline(pv_now(), pv_rt.probe_period_ticks);
     pthread_mutex_lock(&pv_rt.defs_lock);
     t->index = pv_rt.nthreads;
-    t->loc = pv_trace_location((uint32_t)t->index);
-    if (t->loc) {
+    t->rec = pv_rec_open(pv_rt.dir, (uint32_t)pv_rt.rank, (uint32_t)t->index,
+                         (size_t)pv_rt.cfg.buffer_mb << 20);
+    if (t->rec) {
         pv_thread **tail = &pv_rt.threads;
         while (*tail) tail = &(*tail)->next;
-        *tail = t;
+        /* Published last: the signal handler walks this list without the lock. */
+        __atomic_store_n(tail, t, __ATOMIC_RELEASE);
         pv_rt.nthreads++;
     }
     pthread_mutex_unlock(&pv_rt.defs_lock);
-    if (!t->loc) {
+    if (!t->rec) {
         free(t);
         return NULL;
     }
@@ -53,8 +57,8 @@ pv_thread *pv_thread_attach(void)
         pv_depth = depth;
         if (pv_self) return pv_self;
         t_refused = 1;
-        pv_message(0, "a thread cannot be traced (out of memory or OTF2 error); its MPI calls are "
-                      "counted in untraced_thread_calls");
+        pv_message(0, "a thread cannot be traced (cannot create its records file: %s); its MPI calls "
+                      "are counted in untraced_thread_calls", strerror(errno));
     }
     __atomic_fetch_add(&pv_rt.untraced_thread_calls, 1, __ATOMIC_RELAXED);
     return NULL;

@@ -2,22 +2,47 @@
  * uninstrumented in the same run (not a timed test: it prints, it asserts nothing about time).
  *
  * Linked with perfvar's MPI layer: MPI_x goes through perfvar's wrapper (traced: it ends a compute
- * segment and writes Enter/Leave and message records), PMPI_x skips it. Blocks of the two alternate so
- * host noise hits both alike; the figure is the median over blocks of the per-call time (ns, from
- * CLOCK_MONOTONIC around each block). Two ranks:
- *   MPI_Test on a request that has already completed (the cheapest traced call), and
- *   a 0-byte Isend/Irecv/Waitall ping between the two ranks (per exchange).
- * Usage: mpiexec -n 2 bench_mpi_calls [calls per block] [blocks]
+ * segment and writes Enter/Leave and message records), PMPI_x skips it. Added ns = traced - plain.
+ * Method, so that a noisy shared host hits every series alike:
+ *   - every measure is timed per block (CLOCK_MONOTONIC around the whole block, / calls), never per
+ *     call, so the clock's own cost and resolution vanish in the block;
+ *   - one round = one block of every series; within a round the traced and plain block of a measure
+ *     are adjacent and their order flips every round (a drift or a slow phase cannot favour one);
+ *   - the figure is the median over rounds of the per-call ns; one warm-up round is discarded.
+ *     The median also leaves out the rare block in which perfvar flushed its trace buffer (OTF2:
+ *     ~13 ms once per 16 MiB, i.e. per ~3 x 10^5 traced MPI_Test calls; ~45 ns a call spread out)
+ *     and the blocks the host took the vCPU away for a time slice (4-12 ms, often, on a loaded
+ *     host): a mean over blocks is dominated by the latter, so it is not printed. The driver prints
+ *     how often the buffer was flushed or its window moved.
+ * Series (two ranks; figures are rank 0's):
+ *   fenced pair: two back-to-back perfvar_clock_read() (perfvar_clock.h: rdtscp;lfence on x86-64,
+ *     isb;mrs cntvct_el0;isb on Armv8), the floor a wrapper's entry and exit reads cannot go under:
+ *     the unit the driver (bench_recorder.py) divides the added ns by;
+ *   MPI_Test on MPI_REQUEST_NULL and on an inactive persistent request (both return at once, so
+ *     the wrapper is nearly all of the traced time);
+ *   a 0-byte Isend/Irecv/Waitall exchange between the two ranks (per exchange);
+ *   MPI_Allreduce of one double (per step).
+ * Output: the human lines, and one `bench-row` line per measure for the driver to parse.
+ *
+ * Count mode, for trace bytes per call: `only test N` makes N traced MPI_Test calls on the inactive
+ * request per rank and nothing else traced but Init/Finalize; `only allreduce N` makes N traced
+ * Allreduce steps. The driver runs N and 0 and divides the difference of the trace sizes.
+ * Usage: mpiexec -n 2 bench_mpi_calls [calls per block = 2000] [rounds = 101]
+ *        mpiexec -n 2 bench_mpi_calls only test|allreduce N
  */
 #include <mpi.h>
+#include <perfvar_clock.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef int (*test_fn)(MPI_Request *, int *, MPI_Status *);
 typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*waitall_fn)(int, MPI_Request *, MPI_Status *);
+typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
 static double now_ns(void)
 {
@@ -38,7 +63,24 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* ns per MPI_Test on a completed (persistent, inactive) request. */
+/* The reads' results go somewhere the compiler cannot drop (the asm is volatile anyway). */
+static volatile uint64_t sink;
+
+/* ns per pair of fenced clock reads. */
+static double fenced_block(int n)
+{
+    uint64_t acc = 0;
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) {
+        uint64_t a = perfvar_clock_read();
+        acc += perfvar_clock_read() - a;
+    }
+    double t = (now_ns() - t0) / n;
+    sink += acc;
+    return t;
+}
+
+/* ns per MPI_Test; req is a copy, so MPI_REQUEST_NULL and an inactive request stay as they are. */
 static double test_block(test_fn test, MPI_Request req, int n)
 {
     int flag;
@@ -47,7 +89,8 @@ static double test_block(test_fn test, MPI_Request req, int n)
     return (now_ns() - t0) / n;
 }
 
-/* ns per 0-byte exchange with the other rank. */
+/* ns per 0-byte exchange with the other rank; the barrier lines the ranks up so neither block
+ * starts by waiting for the peer to finish its previous one. */
 static double ping_block(isend_fn isend, irecv_fn irecv, waitall_fn waitall, int peer, int n)
 {
     MPI_Request r[2];
@@ -61,42 +104,109 @@ static double ping_block(isend_fn isend, irecv_fn irecv, waitall_fn waitall, int
     return (now_ns() - t0) / n;
 }
 
+/* ns per Allreduce step of one double. */
+static double allreduce_block(allreduce_fn allreduce, int n)
+{
+    double x = 1.0, y;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return (now_ns() - t0) / n;
+}
+
+/* Series: a traced one at even index, its plain twin right after it. */
+enum { T_NULL, P_NULL, T_INACT, P_INACT, T_PING, P_PING, T_ALLRED, P_ALLRED, FENCED, NSERIES };
+static const char *const key[] = {"test_null", "", "test_inactive", "", "ping", "", "allreduce"};
+static const char *const label[] = {"MPI_Test (MPI_REQUEST_NULL):", "", "MPI_Test (inactive persistent):",
+                                    "", "0-byte Isend/Irecv/Waitall ping:", "", "MPI_Allreduce (1 double):"};
+
+static double run_series(int s, MPI_Request inactive, int peer, int n, int n_comm)
+{
+    switch (s) {
+    case T_NULL: return test_block(MPI_Test, MPI_REQUEST_NULL, n);
+    case P_NULL: return test_block(PMPI_Test, MPI_REQUEST_NULL, n);
+    case T_INACT: return test_block(MPI_Test, inactive, n);
+    case P_INACT: return test_block(PMPI_Test, inactive, n);
+    case T_PING: return ping_block(MPI_Isend, MPI_Irecv, MPI_Waitall, peer, n_comm);
+    case P_PING: return ping_block(PMPI_Isend, PMPI_Irecv, PMPI_Waitall, peer, n_comm);
+    case T_ALLRED: return allreduce_block(MPI_Allreduce, n_comm);
+    case P_ALLRED: return allreduce_block(PMPI_Allreduce, n_comm);
+    default: return fenced_block(n);
+    }
+}
+
+/* Count mode: exactly n traced calls of one kind per rank, so trace bytes / calls is clean. */
+static int only(const char *kind, int n, int rank, MPI_Request inactive)
+{
+    if (!strcmp(kind, "test")) {
+        test_block(MPI_Test, inactive, n);
+    } else if (!strcmp(kind, "allreduce")) {
+        allreduce_block(MPI_Allreduce, n);
+    } else {
+        if (rank == 0) fprintf(stderr, "bench_mpi_calls: only test|allreduce N\n");
+        return 2;
+    }
+    if (rank == 0) printf("bench-count kind=%s calls_per_rank=%d ranks=2\n", kind, n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int n = argc > 1 ? atoi(argv[1]) : 20000, blocks = argc > 2 ? atoi(argv[2]) : 21;
+    int count_mode = argc > 1 && !strcmp(argv[1], "only");
+    int n = count_mode ? (argc > 3 ? atoi(argv[3]) : -1) : argc > 1 ? atoi(argv[1]) : 2000;
+    int rounds = !count_mode && argc > 2 ? atoi(argv[2]) : 101;
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2 || n < 1 || blocks < 1) {
-        if (rank == 0) fprintf(stderr, "usage: mpiexec -n 2 bench_mpi_calls [calls] [blocks]\n");
+    if (size != 2 || n < (count_mode ? 0 : 1) || rounds < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpiexec -n 2 bench_mpi_calls [calls] [rounds]\n"
+                            "       mpiexec -n 2 bench_mpi_calls only test|allreduce N\n");
         MPI_Finalize();
         return 2;
     }
-    /* An inactive persistent request: MPI_Test completes at once and leaves it as it is. */
-    MPI_Request done;
-    PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &done);
-    double *tw = malloc(blocks * sizeof *tw), *tp = malloc(blocks * sizeof *tp);
-    double *pw = malloc(blocks * sizeof *pw), *pp = malloc(blocks * sizeof *pp);
-    test_block(PMPI_Test, done, n); /* warm-up */
-    ping_block(PMPI_Isend, PMPI_Irecv, PMPI_Waitall, 1 - rank, n / 10 + 1);
-    for (int b = 0; b < blocks; b++) {
-        tw[b] = test_block(MPI_Test, done, n);
-        tp[b] = test_block(PMPI_Test, done, n);
-        pw[b] = ping_block(MPI_Isend, MPI_Irecv, MPI_Waitall, 1 - rank, n / 10 + 1);
-        pp[b] = ping_block(PMPI_Isend, PMPI_Irecv, PMPI_Waitall, 1 - rank, n / 10 + 1);
+    /* An inactive persistent request: MPI_Test completes at once and leaves it as it is. Made and
+     * freed through PMPI so that count mode traces nothing but the calls counted. */
+    MPI_Request inactive;
+    PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &inactive);
+    int rc = 0;
+    if (count_mode) {
+        rc = only(argv[2], n, rank, inactive);
+    } else {
+        /* Exchanges and Allreduce steps take ~100x a local Test: fewer per block, similar block time. */
+        int n_comm = n / 10 + 1, peer = 1 - rank;
+        double *t[NSERIES];
+        for (int s = 0; s < NSERIES; s++) t[s] = malloc((size_t)rounds * sizeof **t);
+        for (int s = 0; s < NSERIES; s++) run_series(s, inactive, peer, n, n_comm); /* warm-up */
+        for (int b = 0; b < rounds; b++) {
+            t[FENCED][b] = run_series(FENCED, inactive, peer, n, n_comm);
+            for (int s = 0; s < FENCED; s += 2) { /* traced first in even rounds, plain first in odd */
+                int first = s + (b & 1), second = s + !(b & 1);
+                t[first][b] = run_series(first, inactive, peer, n, n_comm);
+                t[second][b] = run_series(second, inactive, peer, n, n_comm);
+            }
+        }
+        double m[NSERIES];
+        for (int s = 0; s < NSERIES; s++) m[s] = median(t[s], rounds);
+        if (rank == 0) {
+            printf("bench_mpi_calls: %d rounds (+1 warm-up), traced/plain order alternating; per block "
+                   "%d calls (Test, fenced pair), %d exchanges/steps (ping, Allreduce); medians of "
+                   "per-call ns over rounds, rank 0\n", rounds, n, n_comm);
+            printf("  fenced pair (2 x %s):  %8.1f ns\n", PERFVAR_CLOCK_FENCED_READ, m[FENCED]);
+            printf("bench-row measure=fenced_pair ns=%.2f rounds=%d per_block=%d read=%s\n", m[FENCED],
+                   rounds, n, PERFVAR_CLOCK_FENCED_READ);
+            for (int s = 0; s < FENCED; s += 2) {
+                /* "ping: traced ... ratio = " is what ctest bench.mpi_calls.* looks for. */
+                printf("  %s traced %8.1f ns   uninstrumented %8.1f ns   added %7.1f ns   ratio = %.2f\n",
+                       label[s], m[s], m[s + 1], m[s] - m[s + 1], m[s] / m[s + 1]);
+                printf("bench-row measure=%s traced_ns=%.2f plain_ns=%.2f rounds=%d per_block=%d\n",
+                       key[s], m[s], m[s + 1], rounds, s < T_PING ? n : n_comm);
+            }
+        }
+        for (int s = 0; s < NSERIES; s++) free(t[s]);
     }
-    double mtw = median(tw, blocks), mtp = median(tp, blocks);
-    double mpw = median(pw, blocks), mpp = median(pp, blocks);
-    if (rank == 0) {
-        printf("bench_mpi_calls: %d blocks, medians of per-call time (ns) per block, rank 0\n", blocks);
-        printf("  MPI_Test (completed request):   traced %8.1f ns   uninstrumented %8.1f ns   "
-               "added %7.1f ns   ratio = %.2f\n", mtw, mtp, mtw - mtp, mtw / mtp);
-        printf("  0-byte Isend/Irecv/Waitall ping: traced %8.1f ns   uninstrumented %8.1f ns   "
-               "added %7.1f ns   ratio = %.2f\n", mpw, mpp, mpw - mpp, mpw / mpp);
-    }
-    PMPI_Request_free(&done);
-    free(tw), free(tp), free(pw), free(pp);
+    PMPI_Request_free(&inactive);
     MPI_Finalize();
-    return 0;
+    return rc;
 }

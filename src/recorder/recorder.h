@@ -1,0 +1,191 @@
+/*
+ * recorder.h — per-thread record streams in file-backed buffers, and the rank's definitions file
+ * (internal; MPI-free, OTF2-free). Format: records.h.
+ *
+ * A stream is one traced thread's records file. Its units are written with plain stores into a
+ * window of the file mapped MAP_SHARED (buffer_bytes long): the pages belong to the file, so what
+ * was stored survives kill -9, a crash or MPI_Abort. When the window is full it moves on along the
+ * file (the kernel writes the full one out; the memory is reused): a thread's memory stays within
+ * buffer_bytes. The file is allocated ahead of the window (fallocate), so a full disk is seen there,
+ * not as SIGBUS in a store: the stream then stops recording (state PV_REC_FAILED) and counts what it
+ * could not write.
+ *
+ * Thread-safety: a stream is written by its own thread only (pv_rec_call_* / pv_rec_add_*);
+ * pv_rec_mark_signal may run in a signal handler on any thread (async-signal-safe: stores only).
+ * pv_rec_close runs once the thread has made its last record. The definitions functions are
+ * thread-safe (one lock; called outside the hot path).
+ *
+ * The definitions file, DIR/perfvar/records/rank-<R>.defs, is text, one definition per line,
+ * tab-separated, appended as definitions are made (so it is complete up to a crash):
+ *   rank R S                      this rank and the job's size
+ *   host NAME
+ *   clock HZ                      ticks per second of the records' clock
+ *   sync T OFFSET STDDEV          clock offset to rank 0 measured at local ticks T (global = local +
+ *                                 OFFSET); a second sync line may follow at the end
+ *   realtime NS TICKS             a CLOCK_REALTIME reading paired with a clock reading
+ *   region ID ROLE PARADIGM EVENTS NAME
+ *                                 static region ID (MPI functions, then perfvar's own), its OTF2 role
+ *                                 and paradigm, its event role (PV_REC_EV_*)
+ *   site ID REGION HANDLE NAME LABEL
+ *                                 call site ID: a call of static region REGION (HANDLE = -1), or a
+ *                                 user timer start (REGION = -1) / stop (REGION = -2) of HANDLE
+ *   user HANDLE NAME              user timer region HANDLE's name
+ *   comm ID N R0 ... RN-1         communicator ID (> 0) by its members' ranks in the job
+ * Names contain no tab or newline (they are replaced by spaces).
+ */
+#ifndef PV_RECORDER_H
+#define PV_RECORDER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "records.h"
+
+/* A fact as the stream's table holds it (the two FACT units' content). */
+typedef struct pv_rec_fact_def {
+    uint32_t kind_op, comm, peer, tag;
+    uint64_t bytes, bytes2;
+} pv_rec_fact_def;
+
+typedef struct pv_rec_stream {
+    pv_rec_unit *cur, *end;   /* the next unit to write, the end of the mapped window */
+    pv_rec_unit *open;        /* the CALL begun and not yet ended, or NULL */
+    uint64_t last_exit;       /* ticks of the previous CALL's exit (0 before the first) */
+    uint64_t requests;        /* requests started so far (PV_REC_REQUEST_ID's n) */
+    uint32_t thread;
+    int fd;
+    int pinned;               /* an older window is kept mapped for the open CALL */
+    pv_rec_header *header;    /* the mapped header page */
+    pv_rec_unit *window;      /* start of the mapped window (NULL once failed) */
+    size_t window_units;
+    uint64_t window_index;    /* which window of the file is mapped */
+    void *private_state;      /* stream.c's */
+    uint64_t fact_used[PV_REC_FACT_SLOTS / 64];
+    pv_rec_fact_def facts[PV_REC_FACT_SLOTS];
+    pv_rec_unit scratch[8];   /* where stores go once the stream has failed */
+} pv_rec_stream;
+
+/* Open DIR/perfvar/records/rank-<rank>.thread-<thread>.pvr (the directory must exist) with a
+ * window of buffer_bytes (rounded to pages, at least 64 KiB). NULL and errno on failure. */
+pv_rec_stream *pv_rec_open(const char *dir, uint32_t rank, uint32_t thread, size_t buffer_bytes);
+
+/* Write the header (state PV_REC_CLOSED, t_end, units), unmap, close the file and free s. Returns
+ * 0, or -1 when the stream had failed (header.lost_units says how much was lost). */
+int pv_rec_close(pv_rec_stream *s, uint64_t t_end);
+
+/* Signal handler side: mark the stream as ended by sig at t (state, signal, t_end). */
+void pv_rec_mark_signal(pv_rec_stream *s, int sig, uint64_t t);
+
+/* Move to the next window; returns s->cur. Out of line: the hot path only compares pointers. */
+pv_rec_unit *pv_rec_refill(pv_rec_stream *s);
+/* Unmap a window that was kept for the CALL that has just ended. */
+void pv_rec_release_pinned(pv_rec_stream *s);
+
+/* ---- the hot path ---- */
+
+/* Room for a CALL and the units its entry may add (TIME before it, PROBE or NESTED after). */
+#define PV_REC_ENTRY_UNITS 4
+
+/* Begin a CALL at site with entry read t (cpu: CPU at entry, < 0 unknown); returns the unit, which
+ * stays valid (mapped) until pv_rec_call_end. A TIME unit goes first when the gap does not fit. */
+static inline pv_rec_unit *pv_rec_call_begin(pv_rec_stream *s, uint32_t site, uint64_t t, int cpu)
+{
+    pv_rec_unit *u = s->cur;
+    if (__builtin_expect(s->end - u < PV_REC_ENTRY_UNITS, 0)) u = pv_rec_refill(s);
+    uint64_t gap = t - s->last_exit;
+    if (__builtin_expect(gap >= PV_REC_GAP_MAX, 0)) {
+        u->a = (uint32_t)t, u->b = (uint32_t)(t >> 32);
+        u->tag = PV_REC_TIME, u->cpu = 0, u->x = u->y = 0;
+        u++;
+        gap = 0;
+    }
+    u->a = (uint32_t)gap;
+    u->b = PV_REC_SPAN_OPEN;
+    u->cpu = cpu >= 0 && cpu < (int)PV_REC_CPU_MASK ? (uint16_t)cpu : (uint16_t)PV_REC_CPU_UNKNOWN;
+    u->x = u->y = 0;
+    u->tag = (uint16_t)(site + 1);
+    s->cur = u + 1;
+    s->open = u;
+    return u;
+}
+
+/* Append a unit belonging to the current CALL (after pv_rec_call_begin, before or after its end). */
+static inline pv_rec_unit *pv_rec_add(pv_rec_stream *s)
+{
+    pv_rec_unit *u = s->cur;
+    if (__builtin_expect(u == s->end, 0)) u = pv_rec_refill(s);
+    s->cur = u + 1;
+    return u;
+}
+
+/* End the CALL begun as u at t_entry, with exit read t (cpu: CPU at exit). The units of the call
+ * (facts, completions) are added before this, since the exit read starts the next segment; u stays
+ * mapped meanwhile however many they are. */
+static inline void pv_rec_call_end(pv_rec_stream *s, pv_rec_unit *u, uint64_t t_entry, uint64_t t,
+                                   int cpu)
+{
+    uint64_t span = t - t_entry;
+    uint16_t c = cpu >= 0 && cpu < (int)PV_REC_CPU_MASK ? (uint16_t)cpu : (uint16_t)PV_REC_CPU_UNKNOWN;
+    int moved = c != (u->cpu & PV_REC_CPU_MASK);
+    s->last_exit = t;
+    s->open = NULL;
+    if (__builtin_expect(span >= PV_REC_SPAN_WIDE, 0)) {
+        u->b = PV_REC_SPAN_WIDE;
+        pv_rec_unit *w = pv_rec_add(s);
+        w->a = (uint32_t)span, w->b = (uint32_t)(span >> 32), w->cpu = 0, w->x = w->y = 0;
+        w->tag = PV_REC_SPAN64;
+    } else {
+        u->b = (uint32_t)span;
+    }
+    if (__builtin_expect(s->pinned, 0)) pv_rec_release_pinned(s);
+    if (__builtin_expect(moved, 0)) {
+        pv_rec_unit *w = pv_rec_add(s);
+        w->a = w->b = 0, w->cpu = c, w->x = w->y = 0;
+        w->tag = PV_REC_CPU_OUT;
+    }
+}
+
+/* Mark the CALL u as starting a request; returns the request's id (records.h). Before its end. */
+static inline uint64_t pv_rec_call_request(pv_rec_stream *s, pv_rec_unit *u)
+{
+    u->cpu |= PV_REC_CPU_REQUEST;
+    return PV_REC_REQUEST_ID(s->thread, ++s->requests);
+}
+
+/* A message or collective fact; the slot that holds it (1 .. PV_REC_FACT_SLOTS - 1), written as a
+ * FACT unit pair first when the slot held something else (never one the open CALL's x or y refers
+ * to). kind: PV_REC_FACT_*. */
+uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op, uint32_t comm, uint32_t peer,
+                     uint32_t tag, uint64_t bytes, uint64_t bytes2);
+
+/* A COMPLETE unit for the current CALL: request id done (PV_REC_DONE_*), with its fact slot. */
+static inline void pv_rec_complete(pv_rec_stream *s, uint64_t id, uint32_t done, uint16_t fact)
+{
+    pv_rec_unit *w = pv_rec_add(s);
+    w->a = (uint32_t)id, w->b = (uint32_t)(id >> 32), w->cpu = (uint16_t)done, w->x = fact, w->y = 0;
+    w->tag = PV_REC_COMPLETE;
+}
+
+/* A PROBE or NESTED unit for the current CALL (entry ticks t_entry): kind PV_REC_PROBE (x = CPU at
+ * the end) or PV_REC_NESTED (x = static region), from t0 to t1. */
+static inline void pv_rec_inner(pv_rec_stream *s, uint16_t kind, uint64_t t_entry, uint64_t t0,
+                                uint64_t t1, int cpu, uint16_t x)
+{
+    pv_rec_unit *w = pv_rec_add(s);
+    w->a = (uint32_t)(t0 - t_entry), w->b = (uint32_t)(t1 - t0);
+    w->cpu = cpu >= 0 && cpu < (int)PV_REC_CPU_MASK ? (uint16_t)cpu : (uint16_t)PV_REC_CPU_UNKNOWN;
+    w->x = x, w->y = 0;
+    w->tag = kind;
+}
+
+/* ---- definitions (thread-safe) ---- */
+
+/* Create DIR/perfvar/records/ and open the rank's definitions file (truncated). 0, or -1 and errno. */
+int pv_rec_defs_open(const char *dir, uint32_t rank);
+/* Append one line: printf-style, fields separated by '\t' in fmt, '\n' added. Tabs and newlines in
+ * string arguments must have been replaced (pv_rec_defs_clean). 0 or -1. */
+int pv_rec_defs_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Copy src into dst (len bytes) with tabs and newlines made spaces. */
+void pv_rec_defs_clean(char *dst, size_t len, const char *src);
+void pv_rec_defs_close(void);
+
+#endif

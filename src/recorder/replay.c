@@ -1,0 +1,182 @@
+/* replay.c — decoding a records file; see replay.h. */
+#include "replay.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int pv_rec_reader_open(pv_rec_reader *r, const char *path, char *why, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        snprintf(why, len, "cannot open %s", path);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if ((size_t)st.st_size < sizeof r->header) {
+        snprintf(why, len, "%s: too short for a records header", path);
+        close(fd);
+        return -1;
+    }
+    r->map_bytes = (size_t)st.st_size;
+    r->map = mmap(NULL, r->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    /* Read once, front to back: let the kernel read ahead and drop what was read. */
+    if (r->map != MAP_FAILED) madvise(r->map, r->map_bytes, MADV_SEQUENTIAL);
+    if (r->map == MAP_FAILED) {
+        r->map = NULL;
+        snprintf(why, len, "cannot map %s", path);
+        return -1;
+    }
+    memcpy(&r->header, r->map, sizeof r->header);
+    if (memcmp(r->header.magic, PV_REC_MAGIC, 8) || r->header.version != PV_REC_VERSION ||
+        r->header.unit_bytes != PV_REC_UNIT_BYTES) {
+        snprintf(why, len, "%s: not a perfvar records file of version %u", path, PV_REC_VERSION);
+        pv_rec_reader_close(r);
+        return -1;
+    }
+    size_t n = r->map_bytes > PV_REC_HEADER_BYTES
+                   ? (r->map_bytes - PV_REC_HEADER_BYTES) / PV_REC_UNIT_BYTES : 0;
+    r->units = r->at = (const pv_rec_unit *)((const char *)r->map + PV_REC_HEADER_BYTES);
+    r->end = r->units + n;
+    return 0;
+}
+
+void pv_rec_reader_close(pv_rec_reader *r)
+{
+    if (r->map) munmap(r->map, r->map_bytes);
+    free(r->completed);
+    memset(r, 0, sizeof *r);
+}
+
+static int fact_of(pv_rec_reader *r, uint16_t slot, pv_rec_fact_def *out)
+{
+    if (!slot || slot >= PV_REC_FACT_SLOTS || !(r->fact_used[slot / 64] >> (slot % 64) & 1)) return 0;
+    *out = r->facts[slot];
+    return 1;
+}
+
+static int cpu_of(uint16_t v)
+{
+    v &= PV_REC_CPU_MASK;
+    return v == PV_REC_CPU_UNKNOWN ? -1 : v;
+}
+
+/* Skip units that do not begin a call (SKIP, TIME) until the next CALL; NULL at the end. */
+static const pv_rec_unit *next_call_unit(pv_rec_reader *r)
+{
+    while (r->at < r->end) {
+        const pv_rec_unit *u = r->at;
+        if (u->tag == PV_REC_END) return NULL;
+        if (u->tag == PV_REC_SKIP) {
+            r->at += 1 + (size_t)u->a;
+        } else if (u->tag == PV_REC_TIME) {
+            r->next_entry = (uint64_t)u->a | (uint64_t)u->b << 32;
+            r->at++;
+        } else if (u->tag == PV_REC_FACT) { /* a fact outside a call: still defines its slot */
+            if (r->at + 1 >= r->end) return NULL;
+            uint16_t slot = u->cpu;
+            if (slot && slot < PV_REC_FACT_SLOTS) {
+                pv_rec_fact_def *f = &r->facts[slot];
+                f->kind_op = u->x, f->comm = u->y, f->peer = u->a, f->tag = u->b;
+                memcpy(&f->bytes, r->at + 1, 8);
+                memcpy(&f->bytes2, (const char *)(r->at + 1) + 8, 8);
+                r->fact_used[slot / 64] |= 1ull << (slot % 64);
+            }
+            r->at += 2;
+        } else if (u->tag >= PV_REC_MIN_KIND) { /* a unit of a call we did not see begin */
+            r->at++;
+        } else {
+            return u;
+        }
+    }
+    return NULL;
+}
+
+static int add_completion(pv_rec_reader *r, pv_rec_call *c, const pv_rec_completion *done)
+{
+    if (c->ncompleted == r->completed_cap) {
+        size_t cap = r->completed_cap ? 2 * r->completed_cap : 16;
+        pv_rec_completion *n = realloc(r->completed, cap * sizeof *n);
+        if (!n) return -1;
+        r->completed = n, r->completed_cap = cap;
+    }
+    r->completed[c->ncompleted++] = *done;
+    c->completed = r->completed;
+    return 0;
+}
+
+int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
+{
+    const pv_rec_unit *u = next_call_unit(r);
+    if (!u) return 0;
+    memset(c, 0, sizeof *c);
+    c->completed = r->completed;
+    c->site = (uint32_t)u->tag - 1;
+    c->t_entry = r->next_entry ? r->next_entry : r->last_exit + u->a;
+    r->next_entry = 0;
+    c->cpu_in = c->cpu_out = cpu_of(u->cpu);
+    if (u->cpu & PV_REC_CPU_REQUEST) c->request_id = PV_REC_REQUEST_ID(r->header.thread, ++r->requests);
+    uint64_t span = u->b;
+    c->open = u->b == PV_REC_SPAN_OPEN;
+    uint16_t fx = u->x, fy = u->y;
+    r->at++;
+    r->units_read++;
+    for (; r->at < r->end; r->at++) {
+        const pv_rec_unit *v = r->at;
+        if (v->tag == PV_REC_END || v->tag < PV_REC_MIN_KIND || v->tag == PV_REC_TIME)
+            break; /* the next call */
+        if (v->tag == PV_REC_SKIP) { /* the call's units go on in the next window */
+            r->at += v->a;
+            continue;
+        }
+        if (v->tag == PV_REC_FACT) {
+            if (r->at + 1 >= r->end) break;
+            uint16_t slot = v->cpu;
+            if (slot && slot < PV_REC_FACT_SLOTS) {
+                pv_rec_fact_def *f = &r->facts[slot];
+                f->kind_op = v->x, f->comm = v->y, f->peer = v->a, f->tag = v->b;
+                memcpy(&f->bytes, v + 1, 8);
+                memcpy(&f->bytes2, (const char *)(v + 1) + 8, 8);
+                r->fact_used[slot / 64] |= 1ull << (slot % 64);
+            }
+            r->at++; /* its raw second unit */
+            continue;
+        }
+        switch (v->tag) {
+        case PV_REC_SPAN64: span = (uint64_t)v->a | (uint64_t)v->b << 32; break;
+        case PV_REC_CPU_OUT: c->cpu_out = cpu_of(v->cpu); break;
+        case PV_REC_PROBE:
+        case PV_REC_NESTED:
+            if (c->ninner < 4) {
+                pv_rec_inner_span *in = &c->inner[c->ninner++];
+                in->kind = v->tag;
+                in->region = v->tag == PV_REC_NESTED ? v->x : 0;
+                in->t0 = c->t_entry + v->a;
+                in->t1 = in->t0 + v->b;
+                in->cpu0 = cpu_of(v->cpu);
+                in->cpu1 = v->tag == PV_REC_PROBE ? cpu_of(v->x) : in->cpu0;
+            }
+            break;
+        case PV_REC_COMPLETE: {
+            pv_rec_completion done = {(uint64_t)v->a | (uint64_t)v->b << 32, v->cpu, 0, {0}};
+            done.has_fact = fact_of(r, v->x, &done.fact);
+            if (add_completion(r, c, &done)) return 0;
+            break;
+        }
+        default: break;
+        }
+    }
+    c->has_x = fact_of(r, fx, &c->x);
+    c->has_y = fact_of(r, fy, &c->y);
+    if (c->open) span = 0;
+    c->t_exit = c->t_entry + span;
+    r->last_exit = c->t_exit;
+    return 1;
+}

@@ -1,0 +1,188 @@
+/*
+ * perfvar-recover DIR — the OTF2 archive of a job that died before MPI_Finalize, from its records.
+ *
+ * A traced job leaves, per rank, DIR/perfvar/records/rank-R.defs and a records file per thread
+ * (src/recorder). When the job ends normally its MPI_Finalize converts them into DIR/traces.otf2;
+ * when it is killed (a batch system's SIGTERM at the wall-time limit, kill -9, MPI_Abort, a crash)
+ * the records are on disk up to the moment of death and this tool converts them: one process per
+ * rank, forked here and joined by a socket communicator (src/trace/comm_fork.h), each running the
+ * same conversion MPI_Finalize runs (src/trace/convert.h). Nothing here needs MPI.
+ *
+ * It writes DIR/perfvar/ended-rank-R.json per rank: how each thread's records ended (closed at
+ * MPI_Finalize, a signal, killed without a word, recording stopped by a full disk) and when (seconds
+ * from the rank's start and as a UTC time), which `perfvar analyze` reads to say which ranks ended
+ * early. An existing archive is replaced (it is made from the same records), unless every rank
+ * finished normally (then there is nothing to recover: exit 0, unless --force).
+ *
+ * Exit status: 0 recovered (or nothing to do), 1 conversion failed, 2 usage or DIR has no records.
+ */
+#define _GNU_SOURCE
+#include "../recorder/records.h"
+#include "../trace/comm_fork.h"
+#include "../trace/convert.h"
+#include "perfvar.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *state_name(uint32_t state)
+{
+    switch (state) {
+    case PV_REC_CLOSED: return "closed";
+    case PV_REC_SIGNAL: return "signal";
+    case PV_REC_FAILED: return "failed";
+    default: return "running"; /* the process died without a word */
+    }
+}
+
+/* "rank R S" of rank 0's definitions: the job's size, or -1. */
+static int job_size(const char *dir)
+{
+    char path[4400], line[256];
+    snprintf(path, sizeof path, "%s/perfvar/records/rank-0.defs", dir);
+    FILE *f = fopen(path, "r");
+    int size = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "rank\t%*d\t%d", &size) == 1) break;
+    if (f) fclose(f);
+    return size;
+}
+
+static int exists(const char *dir, const char *fmt, int rank)
+{
+    char name[256], path[4400];
+    struct stat st;
+    snprintf(name, sizeof name, fmt, rank);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* 1 if rank-R.json of every rank says its trace was written at MPI_Finalize. */
+static int all_complete(const char *dir, int size)
+{
+    for (int r = 0; r < size; r++) {
+        char path[4400], buf[65536];
+        snprintf(path, sizeof path, "%s/perfvar/rank-%d.json", dir, r);
+        FILE *f = fopen(path, "r");
+        if (!f) return 0;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        if (!strstr(buf, "\"complete\": true")) return 0;
+    }
+    return exists(dir, "traces.otf2", 0);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Remove a partial archive left by a conversion that did not finish. */
+static void remove_archive(const char *dir)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/traces", dir);
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    snprintf(path, sizeof path, "%s/traces.otf2", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/traces.def", dir);
+    unlink(path);
+}
+
+/* DIR/perfvar/ended-rank-R.json: how the rank's threads ended. */
+static int write_ended(const char *dir, int rank, const pv_convert_result *r, const char *why)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/perfvar/ended-rank-%d.json", dir, rank);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\n  \"rank\": %d,\n  \"recovered\": %s,\n  \"error\": \"", rank, why[0] ? "false" : "true");
+    for (const char *p = why; *p; p++) fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+    fprintf(f, "\",\n  \"threads\": [");
+    for (int i = 0; i < r->nthreads; i++) {
+        const pv_convert_thread *t = &r->threads[i];
+        double end_s = r->hz > 0 && t->t_last >= r->t_start ? (double)(t->t_last - r->t_start) / r->hz : 0;
+        fprintf(f,
+                "%s\n    {\"thread\": %u, \"state\": \"%s\", \"signal\": %d, \"in_mpi_call\": %s, "
+                "\"end_s\": %.6f, \"end_utc_ns\": %.0f, \"silence_s\": %.6f, \"calls\": %llu, "
+                "\"segments\": %llu, \"lost_records\": %llu}",
+                i ? "," : "", t->thread, state_name(t->state), t->signal, t->ended_in_call ? "true" : "false",
+                end_s, (double)r->realtime_ns + end_s * 1e9,
+                r->hz > 0 ? (double)t->silence_recent / r->hz : 0.0,
+                (unsigned long long)t->calls,
+                (unsigned long long)t->segments, (unsigned long long)t->lost_units);
+    }
+    fprintf(f, "%s]\n}\n", r->nthreads ? "\n  " : "");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: perfvar-recover [--force] [--buffer-mb N] DIR\n"
+                "Rebuild DIR/traces.otf2 from the records a traced job left in DIR/perfvar/records\n"
+                "(after it was killed or crashed) and write DIR/perfvar/ended-rank-N.json.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int force = 0;
+    unsigned buffer_mb = 16;
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--force")) force = 1;
+        else if (!strcmp(argv[i], "--buffer-mb") && i + 1 < argc) buffer_mb = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
+        else if (!dir && argv[i][0] != '-') dir = argv[i];
+        else return usage(stderr), 2;
+    }
+    if (!dir || !buffer_mb) return usage(stderr), 2;
+    int size = job_size(dir);
+    if (size <= 0) {
+        fprintf(stderr, "perfvar-recover: %s has no perfvar records (%s/perfvar/records/rank-0.defs)\n",
+                dir, dir);
+        return 2;
+    }
+    int missing = 0;
+    for (int r = 0; r < size; r++)
+        if (!exists(dir, "perfvar/records/rank-%d.defs", r)) {
+            fprintf(stderr, "perfvar-recover: rank %d of %d left no records (it died before perfvar "
+                            "started)\n", r, size);
+            missing++;
+        }
+    if (missing) return 2;
+    if (!force && all_complete(dir, size)) {
+        printf("perfvar-recover: %s: every rank wrote its trace at MPI_Finalize; nothing to recover\n", dir);
+        return 0;
+    }
+    remove_archive(dir);
+    fflush(NULL);
+    pv_trace_comm comm;
+    int rank = pv_fork_comm_start(size, &comm);
+    if (rank < 0) {
+        fprintf(stderr, "perfvar-recover: cannot start %d processes: %s\n", size, strerror(errno));
+        return 1;
+    }
+    pv_convert_result res;
+    char why[1024];
+    int rc = pv_convert_rank(dir, rank, &comm, buffer_mb, &res, why, sizeof why);
+    if (rc != PERFVAR_OK && !why[0]) snprintf(why, sizeof why, "%s", perfvar_strerror(rc));
+    if (rc != PERFVAR_OK) fprintf(stderr, "perfvar-recover: rank %d: %s\n", rank, why);
+    if (write_ended(dir, rank, &res, rc == PERFVAR_OK ? "" : why))
+        fprintf(stderr, "perfvar-recover: cannot write %s/perfvar/ended-rank-%d.json\n", dir, rank);
+    pv_convert_free(&res);
+    /* Only rank 0 (this process) returns from finish: the children exit with their status. */
+    int failed = pv_fork_comm_finish(&comm, rc == PERFVAR_OK ? 0 : 1) + (rc != PERFVAR_OK);
+    if (failed) {
+        fprintf(stderr, "perfvar-recover: %s: %d of %d ranks could not be converted\n", dir, failed, size);
+        return 1;
+    }
+    printf("perfvar-recover: %s: the trace of %d ranks rebuilt from their records\n", dir, size);
+    return 0;
+}

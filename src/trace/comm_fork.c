@@ -1,0 +1,495 @@
+/* comm_fork.c — pv_trace_comm between forked processes over sockets (comm_fork.h).
+ *
+ * Protocol: a message is a u64 length and that many bytes; the length ERR_MARK instead says "failed"
+ * and carries nothing, so the stream stays in step and the receiver just returns an error. A link
+ * that broke (EOF, write error, a message that does not fit) is closed and stays failed: its stream
+ * can no longer be trusted. A collective is: each child sends to rank 0 if it has something to give,
+ * then rank 0 replies to every child (data, or an empty message as "ok"), so every rank returns
+ * what rank 0 saw. */
+#define _GNU_SOURCE
+#include "comm_fork.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* OTF2 leaves the context type to its user: the world, or a one-rank local communicator. */
+struct OTF2_CollectiveContext {
+    uint32_t rank, size;
+};
+
+typedef struct fork_comm {
+    int rank, size;
+    int *fd;    /* rank 0: fd[r] links to child r; a child: fd[0] links to rank 0; -1: failed */
+    pid_t *pid; /* rank 0: the children */
+    OTF2_CollectiveContext world;
+} fork_comm;
+
+#define ERR_MARK UINT64_MAX
+
+/* ------------------------------------------------------------------ links */
+
+static int write_all(int fd, const void *p, uint64_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL); /* a dead peer: EPIPE, not a SIGPIPE */
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k, n -= (uint64_t)k;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, uint64_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k == 0) errno = EPIPE; /* the peer finished or died */
+        if (k <= 0) return -1;
+        c += k, n -= (uint64_t)k;
+    }
+    return 0;
+}
+
+static int link_failed(fork_comm *f, int peer)
+{
+    int e = errno;
+    if (f->fd[peer] >= 0) close(f->fd[peer]);
+    f->fd[peer] = -1;
+    errno = e;
+    return -1;
+}
+
+/* len == ERR_MARK sends the failure mark. */
+static int send_msg(fork_comm *f, int peer, const void *p, uint64_t len)
+{
+    if (f->fd[peer] < 0) return errno = EPIPE, -1;
+    if (write_all(f->fd[peer], &len, sizeof len) || (len != ERR_MARK && write_all(f->fd[peer], p, len)))
+        return link_failed(f, peer);
+    return 0;
+}
+
+static int recv_head(fork_comm *f, int peer, uint64_t *len)
+{
+    if (f->fd[peer] < 0) return errno = EPIPE, -1;
+    if (read_all(f->fd[peer], len, sizeof *len)) return link_failed(f, peer);
+    return *len == ERR_MARK ? (errno = ECANCELED, -1) : 0;
+}
+
+/* A message of at most cap bytes into buf, its length in *len. */
+static int recv_into(fork_comm *f, int peer, void *buf, uint64_t cap, uint64_t *len)
+{
+    if (recv_head(f, peer, len)) return -1;
+    if (*len > cap) return errno = EMSGSIZE, link_failed(f, peer);
+    return read_all(f->fd[peer], buf, *len) ? link_failed(f, peer) : 0;
+}
+
+static int recv_exact(fork_comm *f, int peer, void *buf, uint64_t len)
+{
+    uint64_t n;
+    if (recv_into(f, peer, buf, len, &n)) return -1;
+    return n == len ? 0 : (errno = EMSGSIZE, -1);
+}
+
+/* A message into a malloc'd *p (one byte more, so never malloc(0)). */
+static int recv_alloc(fork_comm *f, int peer, char **p, uint64_t *len)
+{
+    *p = NULL;
+    if (recv_head(f, peer, len)) return -1;
+    if (*len >= SIZE_MAX || !(*p = malloc(*len + 1)))
+        return errno = ENOMEM, link_failed(f, peer); /* the body cannot be skipped */
+    if (read_all(f->fd[peer], *p, *len) == 0) return 0;
+    free(*p), *p = NULL;
+    return link_failed(f, peer);
+}
+
+/* Rank 0 ends a collective: data (len bytes), or just "ok", to every child, or the failure mark. */
+static int reply_all(fork_comm *f, const void *data, uint64_t len, int ok)
+{
+    for (int r = 1; r < f->size; r++)
+        if (send_msg(f, r, data, ok ? len : ERR_MARK)) ok = 0;
+    return ok ? 0 : -1;
+}
+
+static int child_status(fork_comm *f)
+{
+    uint64_t n;
+    return recv_into(f, 0, NULL, 0, &n);
+}
+
+/* ------------------------------------------------------------------ pv_trace_comm */
+
+static int pv_gatherv(void *ctx, const void *buf, int nbytes, char **all, int **counts)
+{
+    fork_comm *f = ctx;
+    int ok = nbytes >= 0 && (buf || nbytes == 0);
+    *all = NULL, *counts = NULL;
+    if (f->rank) {
+        send_msg(f, 0, buf, ok ? (uint64_t)nbytes : ERR_MARK); /* a failure shows in the reply */
+        return child_status(f);
+    }
+    int *cnt = malloc((size_t)f->size * sizeof *cnt);
+    char *cat = malloc(ok ? (size_t)nbytes + 1 : 1);
+    uint64_t total = ok ? (uint64_t)nbytes : 0;
+    ok = ok && cnt && cat;
+    if (ok && total) memcpy(cat, buf, total);
+    if (ok) cnt[0] = nbytes;
+    for (int r = 1; r < f->size; r++) { /* every child's message is read, even after a failure */
+        char *p;
+        uint64_t n;
+        if (recv_alloc(f, r, &p, &n) || n > INT_MAX - total) ok = 0;
+        char *grown = ok ? realloc(cat, total + n + 1) : NULL;
+        if (grown) memcpy(grown + total, p, n), cat = grown, cnt[r] = (int)n, total += n;
+        else ok = 0;
+        free(p);
+    }
+    if (reply_all(f, NULL, 0, ok)) {
+        free(cnt), free(cat);
+        return -1;
+    }
+    *all = cat, *counts = cnt;
+    return 0;
+}
+
+static int pv_scatterv(void *ctx, const char *all, const int *counts, void *buf, int nbytes)
+{
+    fork_comm *f = ctx;
+    uint64_t cap = nbytes > 0 ? (uint64_t)nbytes : 0, n;
+    if (f->rank) return recv_into(f, 0, buf, cap, &n); /* at most nbytes, as MPI_Scatterv */
+    /* rank 0 may come without data (it failed before): the children still get their answer */
+    int ok = counts != NULL;
+    uint64_t total = 0;
+    for (int r = 0; ok && r < f->size; r++) ok = counts[r] >= 0, total += ok ? (uint64_t)counts[r] : 0;
+    ok = ok && (all || total == 0) && (uint64_t)counts[0] <= cap;
+    if (ok && counts[0]) memcpy(buf, all, (size_t)counts[0]);
+    uint64_t d = ok ? (uint64_t)counts[0] : 0;
+    for (int r = 1; r < f->size; d += ok ? (uint64_t)counts[r] : 0, r++)
+        if (send_msg(f, r, ok ? all + d : NULL, ok ? (uint64_t)counts[r] : ERR_MARK)) ok = 0;
+    return ok ? 0 : -1;
+}
+
+static int pv_allreduce_u64(void *ctx, uint64_t *vals, int n, int op)
+{
+    fork_comm *f = ctx;
+    uint64_t len = n > 0 ? (uint64_t)n * sizeof *vals : 0;
+    if (f->rank) {
+        send_msg(f, 0, vals, len);
+        return recv_exact(f, 0, vals, len);
+    }
+    int ok = 1;
+    for (int r = 1; r < f->size; r++) {
+        char *p;
+        uint64_t got;
+        if (recv_alloc(f, r, &p, &got) || got != len) ok = 0;
+        for (int i = 0; ok && i < n; i++) {
+            uint64_t v;
+            memcpy(&v, p + i * sizeof v, sizeof v);
+            if (op ? v > vals[i] : v < vals[i]) vals[i] = v;
+        }
+        free(p);
+    }
+    return reply_all(f, vals, len, ok);
+}
+
+/* ------------------------------------------------------------------ OTF2's collectives, any root */
+
+/* Root's data to every rank: a child root gives it to rank 0 first. */
+static int hub_bcast(fork_comm *f, void *data, uint64_t len, uint32_t root)
+{
+    if (f->rank) {
+        if ((uint32_t)f->rank == root) send_msg(f, 0, data, len);
+        return recv_exact(f, 0, data, len); /* the root too: its reply is the status */
+    }
+    int ok = root == 0 || recv_exact(f, (int)root, data, len) == 0;
+    return reply_all(f, data, len, ok);
+}
+
+/* Every rank's inlen bytes to root, in rank order. At root, rank r's part has outel[r] * esz
+ * bytes (outel NULL: inlen). Rank 0 concatenates them; a child root gets the concatenation. */
+static int hub_gather(fork_comm *f, const void *in, uint64_t inlen, void *out, const uint32_t *outel,
+                      uint64_t esz, uint32_t root)
+{
+    int am_root = (uint32_t)f->rank == root;
+    uint64_t want_total = 0;
+    for (int r = 0; am_root && r < f->size; r++) want_total += outel ? outel[r] * esz : inlen;
+    if (f->rank) {
+        send_msg(f, 0, in, inlen);
+        return am_root ? recv_exact(f, 0, out, want_total) : child_status(f);
+    }
+    char *cat = malloc(inlen + 1);
+    int ok = cat && (!am_root || !outel || outel[0] * esz == inlen);
+    uint64_t total = inlen;
+    if (ok && inlen) memcpy(cat, in, inlen);
+    for (int r = 1; r < f->size; r++) {
+        char *p;
+        uint64_t n;
+        if (recv_alloc(f, r, &p, &n) || (am_root && n != (outel ? outel[r] * esz : inlen))) ok = 0;
+        char *grown = ok ? realloc(cat, total + n + 1) : NULL;
+        if (grown) memcpy(grown + total, p, n), cat = grown, total += n;
+        else ok = 0;
+        free(p);
+    }
+    if (ok && am_root && total) memcpy(out, cat, total);
+    for (int r = 1; r < f->size; r++)
+        if (send_msg(f, r, cat, !ok ? ERR_MARK : (uint32_t)r == root ? total : 0)) ok = 0;
+    free(cat);
+    return ok ? 0 : -1;
+}
+
+/* Root's data to every rank, in rank order: rank r gets inel[r] * esz bytes (inel NULL: outlen
+ * each) into out, which takes exactly outlen. A child root first sends rank 0 one message: the
+ * size per-rank lengths (u64), then the data. */
+static int hub_scatter(fork_comm *f, const void *in, const uint32_t *inel, uint64_t esz, void *out,
+                       uint64_t outlen, uint32_t root)
+{
+    uint64_t *lens = NULL, head = (uint64_t)f->size * sizeof *lens, total = 0;
+    if ((uint32_t)f->rank == root) {
+        for (int r = 0; r < f->size; r++) total += inel ? inel[r] * esz : outlen;
+        lens = malloc(head + (f->rank ? total : 0));
+        for (int r = 0; lens && r < f->size; r++) lens[r] = inel ? inel[r] * esz : outlen;
+    }
+    if (f->rank) {
+        if ((uint32_t)f->rank == root) {
+            if (lens && total) memcpy((char *)lens + head, in, total);
+            send_msg(f, 0, lens, lens ? head + total : ERR_MARK);
+            free(lens);
+        }
+        return recv_exact(f, 0, out, outlen);
+    }
+    char *msg = NULL;
+    const char *data = in;
+    int ok = lens != NULL;
+    if (root != 0) {
+        uint64_t n;
+        ok = recv_alloc(f, (int)root, &msg, &n) == 0 && n >= head;
+        if (ok) lens = (uint64_t *)msg, data = msg + head, total = n - head;
+        for (int r = 0; ok && r < f->size; r++) ok = lens[r] <= total, total -= ok ? lens[r] : 0;
+        ok = ok && total == 0; /* the lengths add up to the data sent */
+    }
+    ok = ok && lens[0] == outlen;
+    if (ok && outlen) memcpy(out, data, outlen);
+    uint64_t d = ok ? lens[0] : 0;
+    for (int r = 1; r < f->size; d += ok ? lens[r] : 0, r++)
+        if (send_msg(f, r, ok ? data + d : NULL, ok ? lens[r] : ERR_MARK)) ok = 0;
+    if (msg) free(msg);
+    else free(lens);
+    return ok ? 0 : -1;
+}
+
+static uint64_t type_size(OTF2_Type t)
+{
+    switch (t) {
+    case OTF2_TYPE_UINT8: case OTF2_TYPE_INT8: return 1;
+    case OTF2_TYPE_UINT16: case OTF2_TYPE_INT16: return 2;
+    case OTF2_TYPE_UINT32: case OTF2_TYPE_INT32: case OTF2_TYPE_FLOAT: return 4;
+    case OTF2_TYPE_UINT64: case OTF2_TYPE_INT64: case OTF2_TYPE_DOUBLE: return 8;
+    default: return 0; /* the same on every rank: all return the error without a word exchanged */
+    }
+}
+
+#define CB(call) ((call) == 0 ? OTF2_CALLBACK_SUCCESS : OTF2_CALLBACK_ERROR)
+
+/* A one-rank context needs no messages: its collectives are copies. */
+static OTF2_CallbackCode one_rank_copy(void *out, const void *in, uint64_t len)
+{
+    if (len && out != in) memmove(out, in, len);
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static void otf2_release(void *u, OTF2_CollectiveContext *g, OTF2_CollectiveContext *l)
+{
+    (void)u, (void)g, (void)l; /* the state is the fork comm's, freed by pv_fork_comm_finish */
+}
+
+static OTF2_CallbackCode otf2_get_size(void *u, OTF2_CollectiveContext *c, uint32_t *size)
+{
+    (void)u;
+    *size = c->size;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode otf2_get_rank(void *u, OTF2_CollectiveContext *c, uint32_t *rank)
+{
+    (void)u;
+    *rank = c->rank;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+/* Only the partitions that need no new links: one file (the world itself) or one rank per file. */
+static OTF2_CallbackCode otf2_create_local_comm(void *u, OTF2_CollectiveContext **local,
+                                                OTF2_CollectiveContext *global, uint32_t grank,
+                                                uint32_t gsize, uint32_t lrank, uint32_t lsize,
+                                                uint32_t file, uint32_t nfiles)
+{
+    (void)u, (void)grank, (void)gsize, (void)lrank, (void)file;
+    *local = NULL;
+    if (nfiles == 1) *local = global;
+    else if (lsize == 1 && (*local = malloc(sizeof **local))) **local = (OTF2_CollectiveContext){0, 1};
+    return *local ? OTF2_CALLBACK_SUCCESS : OTF2_CALLBACK_ERROR;
+}
+
+static OTF2_CallbackCode otf2_free_local_comm(void *u, OTF2_CollectiveContext *c)
+{
+    if (c != &((fork_comm *)u)->world) free(c);
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode otf2_barrier(void *u, OTF2_CollectiveContext *c)
+{
+    return c->size == 1 ? OTF2_CALLBACK_SUCCESS : CB(hub_gather(u, NULL, 0, NULL, NULL, 0, 0));
+}
+
+static OTF2_CallbackCode otf2_bcast(void *u, OTF2_CollectiveContext *c, void *data, uint32_t n,
+                                    OTF2_Type t, uint32_t root)
+{
+    uint64_t e = type_size(t);
+    if (!e || root >= c->size) return OTF2_CALLBACK_ERROR;
+    return c->size == 1 ? OTF2_CALLBACK_SUCCESS : CB(hub_bcast(u, data, n * e, root));
+}
+
+static OTF2_CallbackCode otf2_gather(void *u, OTF2_CollectiveContext *c, const void *in, void *out,
+                                     uint32_t n, OTF2_Type t, uint32_t root)
+{
+    uint64_t e = type_size(t);
+    if (!e || root >= c->size) return OTF2_CALLBACK_ERROR;
+    if (c->size == 1) return one_rank_copy(out, in, n * e);
+    return CB(hub_gather(u, in, n * e, out, NULL, e, root));
+}
+
+static OTF2_CallbackCode otf2_gatherv(void *u, OTF2_CollectiveContext *c, const void *in, uint32_t nin,
+                                      void *out, const uint32_t *nout, OTF2_Type t, uint32_t root)
+{
+    uint64_t e = type_size(t);
+    if (!e || root >= c->size) return OTF2_CALLBACK_ERROR;
+    if (c->size == 1) return one_rank_copy(out, in, nin * e);
+    return CB(hub_gather(u, in, nin * e, out, nout, e, root));
+}
+
+static OTF2_CallbackCode otf2_scatter(void *u, OTF2_CollectiveContext *c, const void *in, void *out,
+                                      uint32_t n, OTF2_Type t, uint32_t root)
+{
+    uint64_t e = type_size(t);
+    if (!e || root >= c->size) return OTF2_CALLBACK_ERROR;
+    if (c->size == 1) return one_rank_copy(out, in, n * e);
+    return CB(hub_scatter(u, in, NULL, e, out, n * e, root));
+}
+
+static OTF2_CallbackCode otf2_scatterv(void *u, OTF2_CollectiveContext *c, const void *in,
+                                       const uint32_t *nin, void *out, uint32_t nout, OTF2_Type t,
+                                       uint32_t root)
+{
+    uint64_t e = type_size(t);
+    if (!e || root >= c->size) return OTF2_CALLBACK_ERROR;
+    if (c->size == 1) return one_rank_copy(out, in, nout * e);
+    return CB(hub_scatter(u, in, nin, e, out, nout * e, root));
+}
+
+static const OTF2_CollectiveCallbacks otf2_callbacks = {
+    otf2_release, otf2_get_size, otf2_get_rank, otf2_create_local_comm, otf2_free_local_comm,
+    otf2_barrier, otf2_bcast,    otf2_gather,   otf2_gatherv,           otf2_scatter,
+    otf2_scatterv};
+
+/* No local communicator, as comm_pmpi.c: the POSIX substrate writes a file per location anyway. */
+static int set_collectives(void *ctx, OTF2_Archive *archive)
+{
+    fork_comm *f = ctx;
+    return OTF2_Archive_SetCollectiveCallbacks(archive, &otf2_callbacks, f, &f->world, NULL) ==
+                   OTF2_SUCCESS
+               ? 0
+               : -1;
+}
+
+/* ------------------------------------------------------------------ start, finish */
+
+static void fill(pv_trace_comm *comm, fork_comm *f)
+{
+    *comm = (pv_trace_comm){f, f->rank, f->size, pv_gatherv, pv_scatterv, pv_allreduce_u64,
+                            set_collectives};
+}
+
+static int wait_child(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int pv_fork_comm_start(int n, pv_trace_comm *comm)
+{
+    if (n < 1) return errno = EINVAL, -1;
+    fork_comm *f = calloc(1, sizeof *f);
+    int *fd = malloc((size_t)n * sizeof *fd);
+    pid_t *pid = calloc((size_t)n, sizeof *pid);
+    if (!f || !fd || !pid) {
+        free(f), free(fd), free(pid);
+        return errno = ENOMEM, -1;
+    }
+    for (int r = 0; r < n; r++) fd[r] = -1;
+    *f = (fork_comm){0, n, fd, pid, {0, (uint32_t)n}};
+    fflush(NULL); /* else the children would write the parent's buffered output again */
+    int r;
+    for (r = 1; r < n; r++) {
+        int sv[2];
+        /* CLOEXEC: a program a rank runs must not hold a link open past the rank's death */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) break;
+        pid_t p = fork();
+        if (p < 0) {
+            int e = errno;
+            close(sv[0]), close(sv[1]);
+            errno = e;
+            break;
+        }
+        if (p == 0) {
+            /* Only rank 0 may hold the other children's links: a child's death must read as EOF. */
+            for (int k = 1; k < r; k++) close(fd[k]), fd[k] = -1;
+            close(sv[0]);
+            fd[0] = sv[1];
+            free(pid);
+            f->pid = NULL, f->rank = r, f->world.rank = (uint32_t)r;
+            /* Rank 0's go (or EOF when a later fork failed) before the caller's code runs. */
+            if (child_status(f)) _exit(127);
+            fill(comm, f);
+            return r;
+        }
+        close(sv[1]);
+        fd[r] = sv[0], pid[r] = p;
+    }
+    if (r < n) {
+        int e = errno;
+        for (int k = 1; k < r; k++) close(fd[k]);
+        for (int k = 1; k < r; k++) wait_child(pid[k]);
+        free(f), free(fd), free(pid);
+        return errno = e, -1;
+    }
+    reply_all(f, NULL, 0, 1); /* a child that died already fails the first collective */
+    fill(comm, f);
+    return 0;
+}
+
+int pv_fork_comm_finish(pv_trace_comm *comm, int status)
+{
+    fork_comm *f = comm->ctx;
+    if (!f) return errno = EINVAL, -1;
+    if (f->rank) {
+        fflush(NULL);
+        close(f->fd[0]);
+        _exit(status);
+    }
+    for (int r = 1; r < f->size; r++)
+        if (f->fd[r] >= 0) close(f->fd[r]); /* children waiting on rank 0 read EOF */
+    int failed = 0;
+    for (int r = 1; r < f->size; r++) failed += wait_child(f->pid[r]) != 0;
+    free(f->fd), free(f->pid), free(f);
+    memset(comm, 0, sizeof *comm);
+    return failed;
+}

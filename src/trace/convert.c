@@ -1,0 +1,504 @@
+/* convert.c — a rank's records into OTF2 events; see convert.h. */
+#define _GNU_SOURCE
+#include "convert.h"
+#include "../core/u64map.h"
+#include "../recorder/replay.h"
+#include "perfvar.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- the definitions file ---- */
+typedef struct site_def {
+    int region;      /* static region, or -1 user start / -2 user stop */
+    int handle;      /* user timer handle */
+    char *name, *label;
+} site_def;
+
+typedef struct rank_defs {
+    int rank, size;
+    char host[256];
+    double hz;
+    pv_trace_clock_sync sync;
+    int nsync;
+    uint64_t realtime_ns, realtime_ticks;
+    pv_static_region *regions;
+    unsigned char *events;   /* event role per static region */
+    int nregions, probe_region; /* probe_region: "perfvar:probe", -1 if none */
+    site_def *sites;
+    int nsites;
+    char **user_names;       /* by handle */
+    int nuser;
+    uint32_t *comm_ids;      /* definitions id -> trace communicator id (0: world) */
+    int ncomms;
+    char *text;              /* the file, split into lines and fields in place */
+    char **lines;
+    int nlines;
+} rank_defs;
+
+static int grow(void *pp, int *cap, int need, size_t elem)
+{
+    if (need < *cap) return 0;
+    int n = *cap ? 2 * *cap : 64;
+    while (n <= need) n *= 2;
+    void *p = realloc(*(void **)pp, (size_t)n * elem);
+    if (!p) return -1;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    *(void **)pp = p;
+    *cap = n;
+    return 0;
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) break;
+        char *b = realloc(buf, 2 * cap + 1);
+        if (!b) free(buf);
+        buf = b, cap *= 2;
+    }
+    fclose(f);
+    if (buf) buf[len] = 0, *n = len;
+    return buf;
+}
+
+/* Split line into at most max tab-separated fields; the last one keeps its tabs. */
+static int fields(char *line, char **f, int max)
+{
+    int n = 0;
+    f[n++] = line;
+    for (char *p = line; *p && n < max; p++)
+        if (*p == '\t') *p = 0, f[n++] = p + 1;
+    return n;
+}
+
+typedef struct caps {
+    int regions, events, sites, user, comms;
+} caps;
+
+static int parse_line(rank_defs *d, char *line, caps *cap)
+{
+    char *f[8];
+    /* A communicator's members stay in one field (strtoul skips the tabs between them). */
+    int n = fields(line, f, strncmp(line, "comm\t", 5) ? 7 : 4);
+    const char *k = f[0];
+    if (!strcmp(k, "rank") && n >= 3) {
+        d->rank = atoi(f[1]), d->size = atoi(f[2]);
+    } else if (!strcmp(k, "host") && n >= 2) {
+        snprintf(d->host, sizeof d->host, "%s", f[1]);
+    } else if (!strcmp(k, "clock") && n >= 2) {
+        d->hz = strtod(f[1], NULL);
+    } else if (!strcmp(k, "sync") && n >= 4) {
+        uint64_t t = strtoull(f[1], NULL, 10);
+        int64_t off = strtoll(f[2], NULL, 10);
+        double sd = strtod(f[3], NULL);
+        if (d->nsync++ == 0) {
+            d->sync = (pv_trace_clock_sync){t, t, off, off, sd, sd};
+        } else {
+            d->sync.t_end = t, d->sync.offset_end = off, d->sync.stddev_end = sd;
+        }
+    } else if (!strcmp(k, "realtime") && n >= 3) {
+        d->realtime_ns = strtoull(f[1], NULL, 10), d->realtime_ticks = strtoull(f[2], NULL, 10);
+    } else if (!strcmp(k, "region") && n >= 6) {
+        int id = atoi(f[1]);
+        if (id < 0 || id != d->nregions) return -1; /* static regions are dense, in order */
+        if (grow(&d->regions, &cap->regions, id, sizeof *d->regions) ||
+            grow(&d->events, &cap->events, id, sizeof *d->events))
+            return -1;
+        if (!strcmp(f[5], "perfvar:probe")) d->probe_region = id;
+        d->regions[id] = (pv_static_region){f[5], (OTF2_RegionRole)atoi(f[2]),
+                                            (OTF2_Paradigm)atoi(f[3])};
+        d->events[id] = (unsigned char)atoi(f[4]);
+        d->nregions++;
+    } else if (!strcmp(k, "site") && n >= 6) {
+        int id = atoi(f[1]);
+        if (id < 0 || grow(&d->sites, &cap->sites, id, sizeof *d->sites)) return -1;
+        d->sites[id] = (site_def){atoi(f[2]), atoi(f[3]), f[4], f[5]};
+        if (id >= d->nsites) d->nsites = id + 1;
+    } else if (!strcmp(k, "user") && n >= 3) {
+        int h = atoi(f[1]);
+        if (h < 0 || grow(&d->user_names, &cap->user, h, sizeof *d->user_names)) return -1;
+        d->user_names[h] = f[2];
+        if (h >= d->nuser) d->nuser = h + 1;
+    } else if (!strcmp(k, "comm") && n >= 3) {
+        int id = atoi(f[1]);
+        if (id <= 0 || grow(&d->comm_ids, &cap->comms, id, sizeof *d->comm_ids)) return -1;
+        /* f[2] = N, then the members (the last field keeps its tabs) */
+        uint32_t m = (uint32_t)strtoul(f[2], NULL, 10);
+        uint32_t *ranks = malloc((m ? m : 1) * sizeof *ranks);
+        if (!ranks) return -1;
+        char *p = n > 3 ? f[3] : (char *)"";
+        for (uint32_t i = 0; i < m; i++) ranks[i] = (uint32_t)strtoul(p, &p, 10);
+        d->comm_ids[id] = pv_trace_comm_define(ranks, m);
+        free(ranks);
+        if (id >= d->ncomms) d->ncomms = id + 1;
+    }
+    return 0; /* unknown kinds: a newer writer's, skipped */
+}
+
+static int defs_read(const char *dir, int rank, rank_defs *d, char *why, size_t len)
+{
+    char path[4400];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/perfvar/records/rank-%d.defs", dir, rank);
+    memset(d, 0, sizeof *d);
+    d->rank = -1, d->probe_region = -1;
+    if (!(d->text = slurp(path, &n))) {
+        snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int cap = 0;
+    /* Whole lines only: a last line without its newline was cut by a crash and is dropped. */
+    for (char *line = d->text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = 0;
+        if (grow(&d->lines, &cap, d->nlines, sizeof *d->lines)) {
+            snprintf(why, len, "out of memory");
+            return -1;
+        }
+        d->lines[d->nlines++] = line;
+    }
+    return 0;
+}
+
+/* Definitions other than communicators (want_comms 0), then, once the trace is open, the
+ * communicators (want_comms 1), which are defined in it as they are read. */
+static int defs_parse(rank_defs *d, int want_comms, caps *cap, char *why, size_t len)
+{
+    for (int i = 0; i < d->nlines; i++) {
+        char *line = d->lines[i];
+        int is_comm = !strncmp(line, "comm\t", 5);
+        if (is_comm == want_comms && parse_line(d, line, cap)) {
+            snprintf(why, len, "rank %d: malformed definition '%.60s'", d->rank, line);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void defs_free(rank_defs *d)
+{
+    free(d->regions), free(d->events), free(d->sites), free(d->user_names), free(d->comm_ids);
+    free(d->lines), free(d->text);
+}
+
+/* ---- regions made from sites ---- */
+typedef struct converter {
+    rank_defs *d;
+    pv_u64map segments;      /* (from + 1) << 32 | (to + 1) -> region */
+    uint32_t *user_regions;  /* handle -> region + 1 */
+    pv_trace_loc **locs;     /* by thread */
+    pv_convert_result *out;
+} converter;
+
+static uint32_t segment_region(converter *cv, int from, int to)
+{
+    rank_defs *d = cv->d;
+    if (from < 0 || to < 0 || from >= d->nsites || to >= d->nsites || !d->sites[from].name ||
+        !d->sites[to].name)
+        return UINT32_MAX;
+    uint64_t key = (uint64_t)(from + 1) << 32 | (uint64_t)(to + 1);
+    pv_u64val *v = pv_u64map_find(&cv->segments, key);
+    if (v) return (uint32_t)v->a;
+    char *canonical = NULL, *display = NULL;
+    uint32_t region = UINT32_MAX;
+    if (asprintf(&canonical, "perfvar:segment:%s;%s", d->sites[from].name, d->sites[to].name) >= 0 &&
+        asprintf(&display, "%s -> %s", d->sites[from].label, d->sites[to].label) >= 0)
+        region = pv_trace_region_define(canonical, display, OTF2_REGION_ROLE_CODE, OTF2_PARADIGM_USER);
+    free(canonical), free(display);
+    if (region != UINT32_MAX) pv_u64map_put(&cv->segments, key, (pv_u64val){.a = region});
+    return region;
+}
+
+static uint32_t user_region(converter *cv, int handle)
+{
+    rank_defs *d = cv->d;
+    if (handle < 0 || handle >= d->nuser || !d->user_names[handle]) return UINT32_MAX;
+    if (!cv->user_regions) cv->user_regions = calloc((size_t)d->nuser, sizeof *cv->user_regions);
+    if (!cv->user_regions) return UINT32_MAX;
+    if (cv->user_regions[handle]) return cv->user_regions[handle] - 1;
+    char *canonical = NULL;
+    uint32_t r = UINT32_MAX;
+    if (asprintf(&canonical, "perfvar:user:%s", d->user_names[handle]) >= 0)
+        r = pv_trace_region_define(canonical, d->user_names[handle], OTF2_REGION_ROLE_FUNCTION,
+                                   OTF2_PARADIGM_USER);
+    free(canonical);
+    if (r != UINT32_MAX) cv->user_regions[handle] = r + 1;
+    return r;
+}
+
+static void note_cpu(converter *cv, int cpu)
+{
+    if (cpu >= 0 && cpu < PV_CONVERT_MAX_CPUS) cv->out->cpus_seen[cpu / 8] |= (unsigned char)(1u << (cpu % 8));
+}
+
+static uint32_t comm_of(const converter *cv, uint32_t defs_comm)
+{
+    if (defs_comm == 0) return 0;
+    if ((int)defs_comm >= cv->d->ncomms || !cv->d->comm_ids[defs_comm]) return UINT32_MAX;
+    return cv->d->comm_ids[defs_comm];
+}
+
+/* ---- one call's events ---- */
+static void entry_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, unsigned ev, uint64_t t)
+{
+    const pv_rec_fact_def *x = &c->x;
+    uint32_t comm = c->has_x ? comm_of(cv, x->comm) : UINT32_MAX;
+    switch (ev) {
+    case PV_REC_EV_SEND:
+    case PV_REC_EV_SENDRECV:
+        if (comm != UINT32_MAX) pv_trace_send(l, t, comm, x->peer, x->tag, x->bytes);
+        break;
+    case PV_REC_EV_ISEND:
+        if (comm != UINT32_MAX && c->request_id)
+            pv_trace_isend(l, t, comm, x->peer, x->tag, x->bytes, c->request_id);
+        break;
+    case PV_REC_EV_COLL:
+        if (comm != UINT32_MAX) pv_trace_collective_begin(l, t);
+        break;
+    case PV_REC_EV_ICOLL:
+        if (c->request_id) pv_trace_icollective_request(l, t, c->request_id);
+        break;
+    default: break;
+    }
+}
+
+static void exit_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, unsigned ev, uint64_t t)
+{
+    for (size_t i = 0; i < c->ncompleted; i++) {
+        const pv_rec_completion *k = &c->completed[i];
+        const pv_rec_fact_def *f = &k->fact;
+        uint32_t comm = k->has_fact ? comm_of(cv, f->comm) : UINT32_MAX;
+        if (k->done == PV_REC_DONE_SEND) {
+            pv_trace_isend_complete(l, t, k->id);
+        } else if (k->done == PV_REC_DONE_RECV && comm != UINT32_MAX) {
+            pv_trace_irecv(l, t, comm, f->peer, f->tag, f->bytes, k->id);
+        } else if (k->done == PV_REC_DONE_COLL && comm != UINT32_MAX) {
+            pv_trace_icollective_complete(l, t, comm, (OTF2_CollectiveOp)(f->kind_op >> 8), f->peer,
+                                          f->bytes, f->bytes2, k->id);
+        }
+    }
+    const pv_rec_fact_def *x = ev == PV_REC_EV_SENDRECV ? &c->y : &c->x;
+    int has = ev == PV_REC_EV_SENDRECV ? c->has_y : c->has_x;
+    uint32_t comm = has ? comm_of(cv, x->comm) : UINT32_MAX;
+    switch (ev) {
+    case PV_REC_EV_RECV:
+    case PV_REC_EV_SENDRECV:
+        if (comm != UINT32_MAX) pv_trace_recv(l, t, comm, x->peer, x->tag, x->bytes);
+        break;
+    case PV_REC_EV_IRECV:
+        if (c->request_id) pv_trace_irecv_request(l, t, c->request_id);
+        break;
+    case PV_REC_EV_COLL:
+        if (comm != UINT32_MAX)
+            pv_trace_collective_end(l, t, comm, (OTF2_CollectiveOp)(x->kind_op >> 8), x->peer, x->bytes,
+                                    x->bytes2);
+        break;
+    default: break;
+    }
+}
+
+/* A thread's recent silences: ticks between two consecutive times its records know (a call's entry
+ * after the previous exit, its exit after its entry), the last RECENT of them. How long it went
+ * without a record near its end bounds when a thread that died without a word really ended. */
+#define RECENT 4096
+typedef struct silences {
+    uint64_t last[RECENT];
+    uint64_t n;
+} silences;
+
+static void note_silence(silences *s, uint64_t ticks) { s->last[s->n++ % RECENT] = ticks; }
+
+static uint64_t longest_recent(const silences *s)
+{
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < s->n && i < RECENT; i++)
+        if (s->last[i] > m) m = s->last[i];
+    return m;
+}
+
+/* Replay one thread's records onto location l. */
+static void replay_thread(converter *cv, pv_rec_reader *r, pv_trace_loc *l, pv_convert_thread *th)
+{
+    static silences quiet; /* per call: not thread-safe, like the rest of the conversion */
+    quiet.n = 0;
+    rank_defs *d = cv->d;
+    int prev_site = -1, prev_cpu = -1;
+    uint64_t prev_exit = 0, t_last = 0;
+    uint32_t open_user[64];
+    int nopen = 0;
+    pv_rec_call c;
+    while (pv_rec_reader_next(r, &c)) {
+        th->calls++;
+        if (th->calls > 1 && c.t_entry >= prev_exit) note_silence(&quiet, c.t_entry - prev_exit);
+        if (!c.open) note_silence(&quiet, c.t_exit - c.t_entry);
+        if ((int)c.site >= d->nsites) continue; /* its definition was lost with the process */
+        const site_def *s = &d->sites[c.site];
+        note_cpu(cv, c.cpu_in), note_cpu(cv, c.cpu_out);
+        if (prev_site >= 0) {
+            uint32_t seg = segment_region(cv, prev_site, (int)c.site);
+            if (seg != UINT32_MAX) {
+                pv_trace_enter(l, prev_exit, seg, prev_cpu);
+                pv_trace_leave(l, c.t_entry, seg, c.cpu_in);
+                th->segments++;
+            }
+        }
+        uint64_t t_region = c.t_entry;
+        for (int i = 0; i < c.ninner; i++) {
+            const pv_rec_inner_span *in = &c.inner[i];
+            if (in->kind != PV_REC_PROBE || d->probe_region < 0) continue;
+            pv_trace_enter(l, in->t0, (uint32_t)d->probe_region, in->cpu0);
+            pv_trace_leave(l, in->t1, (uint32_t)d->probe_region, in->cpu1);
+            note_cpu(cv, in->cpu0), note_cpu(cv, in->cpu1);
+            th->probes++;
+            th->probe_ticks += in->t1 - in->t0;
+            t_region = in->t1;
+        }
+        uint64_t t_exit = c.t_exit;
+        if (c.open) { /* died inside the call: close it at the last time known */
+            t_exit = th->state == PV_REC_SIGNAL && th->t_last > t_region ? th->t_last : t_region;
+            th->ended_in_call = 1;
+        }
+        if (s->region < 0) { /* a user timer start or stop */
+            uint32_t ur = user_region(cv, s->handle);
+            if (ur != UINT32_MAX && s->region == -1) {
+                pv_trace_enter(l, c.t_entry, ur, c.cpu_in);
+                if (nopen < 64) open_user[nopen++] = ur;
+            } else if (ur != UINT32_MAX) {
+                pv_trace_leave(l, c.t_entry, ur, c.cpu_in);
+                for (int i = nopen - 1; i >= 0; i--)
+                    if (open_user[i] == ur) {
+                        memmove(open_user + i, open_user + i + 1, (size_t)(nopen - i - 1) * sizeof *open_user);
+                        nopen--;
+                        break;
+                    }
+            }
+        } else if (s->region < d->nregions) {
+            unsigned ev = d->events[s->region];
+            pv_trace_enter(l, t_region, (uint32_t)s->region, -1);
+            entry_events(cv, l, &c, ev, t_region);
+            for (int i = 0; i < c.ninner; i++) {
+                const pv_rec_inner_span *in = &c.inner[i];
+                if (in->kind != PV_REC_NESTED || in->region >= d->nregions) continue;
+                pv_trace_enter(l, in->t0, in->region, -1);
+                pv_trace_leave(l, in->t1, in->region, -1);
+            }
+            if (!c.open) exit_events(cv, l, &c, ev, t_exit);
+            pv_trace_leave(l, t_exit, (uint32_t)s->region, -1);
+        }
+        /* Segments are delimited by MPI calls and user timers, not by perfvar's own regions. */
+        int boundary = s->region < 0 || d->regions[s->region].paradigm == OTF2_PARADIGM_MPI;
+        prev_site = boundary ? (int)c.site : -1;
+        prev_exit = t_exit, prev_cpu = c.cpu_out;
+        t_last = t_exit;
+    }
+    if (th->state != PV_REC_SIGNAL || th->t_last < t_last) th->t_last = t_last;
+    th->silence_recent = longest_recent(&quiet);
+    while (nopen > 0) pv_trace_leave(l, th->t_last, open_user[--nopen], -1);
+}
+
+static int convert_threads(converter *cv, const char *dir, int rank, char *why, size_t len)
+{
+    pv_convert_result *out = cv->out;
+    for (uint32_t t = 0;; t++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/perfvar/records/rank-%d.thread-%u.pvr", dir, rank, t);
+        struct stat st;
+        if (stat(path, &st)) break;
+        pv_convert_thread *grown = realloc(out->threads, (t + 1) * sizeof *grown);
+        if (grown) out->threads = grown;
+        pv_trace_loc **locs = realloc(cv->locs, (t + 1) * sizeof *locs);
+        if (locs) cv->locs = locs;
+        if (!grown || !locs) return PERFVAR_ERR_NO_MEMORY;
+        pv_convert_thread *th = &out->threads[t];
+        memset(th, 0, sizeof *th);
+        th->thread = t;
+        out->nthreads = (int)t + 1;
+        pv_rec_reader r;
+        pv_trace_loc *l = cv->locs[t] = pv_trace_location(t);
+        if (!l) return PERFVAR_ERR_NO_MEMORY;
+        if (pv_rec_reader_open(&r, path, why, len)) continue; /* an empty location */
+        th->state = r.header.state, th->signal = r.header.signal;
+        th->t_last = r.header.state == PV_REC_SIGNAL ? r.header.t_end : 0;
+        th->lost_units = r.header.lost_units;
+        th->windows = r.header.windows, th->window_ns = r.header.window_ns;
+        replay_thread(cv, &r, l, th);
+        pv_rec_reader_close(&r);
+    }
+    return PERFVAR_OK;
+}
+
+int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsigned buffer_mb,
+                    pv_convert_result *out, char *why, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    why[0] = 0;
+    rank_defs d;
+    caps cap = {0};
+    int rc = PERFVAR_ERR_IO;
+    int ok = defs_read(dir, rank, &d, why, len) == 0 && defs_parse(&d, 0, &cap, why, len) == 0 &&
+             d.nregions > 0 && d.hz > 0;
+    if (ok && d.rank != rank) {
+        snprintf(why, len, "rank %d: its definitions say rank %d", rank, d.rank);
+        ok = 0;
+    } else if (!ok && !why[0]) {
+        snprintf(why, len, "rank %d: its definitions have no regions or no clock", rank);
+    }
+    /* Every rank must agree before the collective open. */
+    uint64_t all_ok = (uint64_t)ok;
+    if (comm->allreduce_u64(comm->ctx, &all_ok, 1, 0) || !all_ok) {
+        if (ok) snprintf(why, len, "another rank's records cannot be read");
+        defs_free(&d);
+        return PERFVAR_ERR_IO;
+    }
+    out->hz = d.hz;
+    out->t_start = d.realtime_ticks, out->realtime_ns = d.realtime_ns;
+    rc = pv_trace_open(dir, buffer_mb, d.regions, d.nregions, comm);
+    if (rc != PERFVAR_OK) {
+        snprintf(why, len, "cannot create the OTF2 archive: %s", pv_trace_open_error());
+        defs_free(&d);
+        return rc;
+    }
+    converter cv = {&d, {0}, NULL, NULL, out};
+    if (defs_parse(&d, 1, &cap, why, len)) rc = PERFVAR_ERR_IO;
+    int rc2 = convert_threads(&cv, dir, rank, why, len);
+    if (rc == PERFVAR_OK) rc = rc2;
+    /* A rank that died measured its clock offset once: it holds to the end of its records (OTF2
+     * wants its two offsets at different times). */
+    if (d.nsync == 1) {
+        uint64_t last = d.sync.t_begin + 1;
+        for (int t = 0; t < out->nthreads; t++)
+            if (out->threads[t].t_last > last) last = out->threads[t].t_last;
+        d.sync.t_end = last;
+    }
+    /* Closing is collective: every rank closes, whatever happened to it. */
+    int rc3 = pv_trace_close(d.hz, d.host, &d.sync, d.realtime_ns, d.realtime_ticks, &out->stats);
+    if (rc == PERFVAR_OK) rc = rc3;
+    /* Location ids and event counts exist once the trace is closed. */
+    for (int t = 0; t < out->nthreads; t++) {
+        pv_trace_stats st;
+        if (!cv.locs || !cv.locs[t]) continue;
+        pv_trace_location_info(cv.locs[t], &out->threads[t].location, &st);
+        out->threads[t].events = st.events_written;
+    }
+    free(cv.locs);
+    pv_u64map_free(&cv.segments);
+    free(cv.user_regions);
+    defs_free(&d);
+    return rc;
+}
+
+void pv_convert_free(pv_convert_result *r)
+{
+    free(r->threads);
+    memset(r, 0, sizeof *r);
+}

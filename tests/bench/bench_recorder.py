@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""What perfvar adds per traced MPI call in this build, as one table (a benchmark: it prints, it
+asserts nothing about time; exit 1 only when a run fails or prints nothing to parse).
+
+  bench_recorder.py --build DIR [--mpi openmpi|mpich] [--mpiexec MPIEXEC] [--quick] [--out DIR]
+
+Runs, each under `mpiexec -n 2` with PERFVAR_CALIBRATION=off and PERFVAR_OUTPUT set, the programs
+built in DIR/tests and linked with perfvar's MPI layer (as ctest bench.mpi_calls.* does):
+  bench_mpi_calls_FL        (bench_mpi_calls.c) the fenced clock-read pair and, traced vs PMPI in
+                            alternating blocks, MPI_Test on MPI_REQUEST_NULL / an inactive
+                            persistent request, a 0-byte Isend/Irecv/Waitall exchange, an Allreduce
+  bench_mpi_calls_f_FL      (bench_mpi_calls_f.f90) MPI_TEST vs PMPI_TEST from `use mpi`
+  bench_mpi_calls_FL only test|allreduce N, and the same with N = 0: trace bytes per traced call.
+Every time is a median over rounds of per-call ns from whole blocks (see the programs' headers);
+"added ns" = traced - plain; the ratio divides it by the fenced pair of the C run, the floor that a
+wrapper's two clock reads cannot go under. The Fortran rows come from their own run, divided by the
+C run's pair (Fortran has no fenced read of its own). The median leaves out the rare block that held
+a trace-buffer flush (printed: how many there were) and those the host took the vCPU away in.
+Each row is checked against the calls perfvar counted (rank-N.json): a row whose plain side went
+through perfvar too (MPICH's Fortran PMPI_TEST calls the C MPI_Test) is printed as n/a.
+
+Bytes per traced call: (bytes after N calls per rank - bytes after 0) / (2 ranks x N), so the fixed
+part (Init/Finalize events, headers) drops out; the totals are printed too. OTF2: the size of
+DIR/traces/*.evt. perfvar records (DIR/perfvar/records/*.pvr, when the build writes them): the part in
+use, 4096-byte header + 16 bytes per unit up to the end unit, as the files are allocated ahead.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from run_mpi import mpiexec_cmd  # the launcher flags every MPI test uses
+
+ROW = re.compile(r"^bench-row measure=(\S+) (.*)$", re.MULTILINE)
+COUNT = re.compile(r"^bench-count kind=(\S+) calls_per_rank=(\d+) ranks=(\d+)", re.MULTILINE)
+
+# Records format (src/recorder/records.h at the time of writing).
+REC_HEADER, REC_UNIT = 4096, 16
+REC_END, REC_FACT, REC_SKIP = 0x0000, 0xFFFA, 0xFFF8
+REC_CLOSED = 1  # pv_rec_header.state; units (offset 40) is then valid
+
+
+def cache_value(build: Path, name: str) -> str | None:
+    m = re.search(rf"^{name}:[A-Z]+=(.*)$", (build / "CMakeCache.txt").read_text(), re.MULTILINE)
+    return m.group(1) if m and m.group(1) and not m.group(1).endswith("NOTFOUND") else None
+
+
+def run(mpi: list[str], prog: list[str], out: Path) -> str:
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERFVAR_")}
+    env.pop("LD_PRELOAD", None)
+    env.update(PERFVAR_CALIBRATION="off", PERFVAR_OUTPUT=str(out))
+    if os.geteuid() == 0:  # Open MPI refuses root without both; MPICH ignores them
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = mpi + prog
+    print(f"$ PERFVAR_CALIBRATION=off PERFVAR_OUTPUT={out} {' '.join(cmd)}", flush=True)
+    p = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout + p.stderr)
+        sys.exit(f"bench_recorder: FAILED: exit code {p.returncode}")
+    for line in p.stderr.splitlines():  # perfvar's own messages matter for the reader
+        print(f"[stderr] {line}")
+    return p.stdout
+
+
+def rows(stdout: str) -> dict[str, dict[str, str]]:
+    found = {m.group(1): dict(kv.split("=", 1) for kv in m.group(2).split())
+             for m in ROW.finditer(stdout)}
+    if not found:
+        sys.stdout.write(stdout)
+        sys.exit("bench_recorder: FAILED: no bench-row line in the output")
+    return found
+
+
+def counted(out: Path, expect: dict[str, int]) -> str | None:
+    """None when perfvar counted (rank-N.json) exactly the expected calls on both ranks, else why not:
+    a plain PMPI call that still went through perfvar (MPICH's Fortran PMPI_TEST calls the C
+    MPI_Test, which perfvar wraps) makes the "plain" side traced too, and its row meaningless."""
+    for rank in range(2):
+        try:
+            calls = json.loads((out / "perfvar" / f"rank-{rank}.json").read_text())["mpi"]["calls"]
+        except (OSError, ValueError, KeyError):
+            return f"{out}: no perfvar/rank-{rank}.json with mpi.calls, the calls were not checked"
+        wrong = {k: calls.get(k, 0) for k, v in expect.items() if calls.get(k, 0) != v}
+        if wrong:
+            return f"{out}: rank {rank} perfvar counted {wrong}, expected {expect}"
+    return None
+
+
+def records_used(path: Path, notes: list[str]) -> int:
+    """Bytes of a records file in use. A unit whose tag is 0 where a unit group may start ends the
+    data. Not simply the first all-zero unit: the raw second unit of a FACT (a 0-byte message's) and
+    the padding a SKIP jumps over (end of a mapped window) may be all zeros, so they are stepped over
+    as the reader (src/recorder/replay.c) does. A closed file's header counts its units: compared."""
+    data = path.read_bytes()
+    n = max(0, (len(data) - REC_HEADER) // REC_UNIT)
+    i = 0
+    while i < n:
+        a, _b, tag = struct.unpack_from("<IIH", data, REC_HEADER + i * REC_UNIT)
+        if tag == REC_END:
+            break
+        i += 2 if tag == REC_FACT else 1 + a if tag == REC_SKIP else 1
+    i = min(i, n)
+    if len(data) >= 48 and data[:8] == b"PVREC01\n":
+        state, units = struct.unpack_from("<I", data, 24)[0], struct.unpack_from("<Q", data, 40)[0]
+        if state == REC_CLOSED and units != i:
+            notes.append(f"{path}: {i} units in use by the scan, the header says {units}")
+    return REC_HEADER + i * REC_UNIT
+
+
+def trace_bytes(out: Path, notes: list[str]) -> dict[str, int | None]:
+    rec = sorted((out / "perfvar" / "records").glob("*.pvr"))
+    return {"evt": sum(f.stat().st_size for f in (out / "traces").glob("*.evt")),
+            "pvr": sum(records_used(f, notes) for f in rec) if rec else None}
+
+
+def buffer_moves(out: Path) -> str:
+    """How often rank 0 stopped to flush its OTF2 buffer or move its records window (the median of
+    the blocks leaves those out; they are what a long run pays on top)."""
+    said = []
+    try:
+        flushes = json.loads((out / "perfvar" / "rank-0.json").read_text())["events"]["buffer_flushes"]
+        said.append(f"{flushes} OTF2 buffer flush(es)")
+    except (OSError, ValueError, KeyError):
+        pass
+    for f in sorted((out / "perfvar" / "records").glob("rank-0.*.pvr")):
+        windows, window_ns = struct.unpack_from("<QQ", f.read_bytes(), 56)
+        said.append(f"{f.name}: records window moved {windows} time(s), {window_ns / 1e6:.1f} ms")
+    return "; ".join(said) or "no flush count found"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", type=Path, required=True, help="a configured and built perfvar tree")
+    ap.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi")
+    ap.add_argument("--mpiexec", help="the flavour's mpiexec (default: from the build, else mpiexec.FLAVOUR)")
+    ap.add_argument("--quick", action="store_true", help="small counts (ctest)")
+    ap.add_argument("--out", type=Path, help="trace directories (default BUILD/tests/traces/bench.recorder)")
+    a = ap.parse_args()
+    build = a.build.resolve()
+    calls, rounds, count = (2000, 9, 2000) if a.quick else (2000, 101, 100000)
+    comm = calls // 10 + 1  # exchanges / Allreduce steps per block (bench_mpi_calls.c)
+    out = (a.out or build / "tests" / "traces" / "bench.recorder").resolve()
+    # The flavour's own launcher: given, else the one the build found, else Debian's name for it.
+    mpiexec = (a.mpiexec or cache_value(build, f"PERFVAR_{a.mpi.upper()}_MPIEXEC")
+               or shutil.which(f"mpiexec.{a.mpi}"))
+    c_prog = build / "tests" / f"bench_mpi_calls_{a.mpi}"
+    f_prog = build / "tests" / f"bench_mpi_calls_f_{a.mpi}"
+    for need, what in ((mpiexec, f"{a.mpi} mpiexec (give --mpiexec)"), (c_prog.exists(), c_prog),
+                       (f_prog.exists(), f_prog)):
+        if not need:
+            sys.exit(f"bench_recorder: FAILED: no {what} (build the tests first)")
+    mpi = mpiexec_cmd(mpiexec, 2)
+
+    # Every row is checked against what perfvar counted: only the traced side may reach perfvar.
+    blocks = rounds + 1  # the warm-up round goes through perfvar too
+    invalid: dict[str, str] = {}
+    r = rows(run(mpi, [str(c_prog), str(calls), str(rounds)], out / "c"))
+    for keys, expect in ((("test_null", "test_inactive"), {"MPI_Test": 2 * blocks * calls}),
+                         (("ping",), {"MPI_Isend": blocks * comm, "MPI_Waitall": blocks * comm}),
+                         (("allreduce",), {"MPI_Allreduce": blocks * comm})):
+        why = counted(out / "c", expect)
+        invalid.update({k: why for k in keys if why})
+    r.update(rows(run(mpi, [str(f_prog), str(calls), str(rounds)], out / "fortran")))
+    why = counted(out / "fortran", {"MPI_Test": 2 * blocks * calls})
+    invalid.update({k: why for k in ("test_null_f", "test_inactive_f") if why})
+
+    notes: list[str] = []
+    sizes = {}
+    for kind, region in (("test", "MPI_Test"), ("allreduce", "MPI_Allreduce")):
+        for n in (count, 0):
+            d = out / f"only-{kind}-{n}"
+            m = COUNT.search(run(mpi, [str(c_prog), "only", kind, str(n)], d))
+            if not m or int(m.group(2)) != n:
+                sys.exit(f"bench_recorder: FAILED: {d}: no bench-count line for {n} calls")
+            why = counted(d, {"MPI_Test": 0, "MPI_Allreduce": 0, region: n})
+            if why:
+                notes.append(why)
+            sizes[kind, n] = trace_bytes(d, notes)
+
+    pair = float(r["fenced_pair"]["ns"])
+    print(f"\nbench_recorder: {a.mpi}, build {build}; {rounds} rounds (+1 warm-up), per block {calls} "
+          f"calls (MPI_Test, fenced pair) or {comm} exchanges/steps; medians of rank 0\n")
+    print("| measure | added ns | ratio to fenced pair |")
+    print("| --- | ---: | ---: |")
+    print(f"| fenced pair (2 x {r['fenced_pair']['read']}), C | {pair:.1f} | 1.00 |")
+    names = [("test_null", "MPI_Test (MPI_REQUEST_NULL), C"),
+             ("test_inactive", "MPI_Test (inactive persistent), C"),
+             ("test_null_f", "MPI_Test (MPI_REQUEST_NULL), Fortran use mpi"),
+             ("test_inactive_f", "MPI_Test (inactive persistent), Fortran use mpi"),
+             ("ping", "0-byte Isend/Irecv/Waitall exchange (per exchange)"),
+             ("allreduce", "MPI_Allreduce, 1 double (per step)")]
+    for key, label in names:
+        added = float(r[key]["traced_ns"]) - float(r[key]["plain_ns"])
+        cells = "n/a | n/a" if key in invalid else f"{added:.1f} | {added / pair:.2f}"
+        print(f"| {label} | {cells} |")
+    print("\nFortran rows: their own run's added ns over the C run's fenced pair (no fenced read in Fortran).")
+    print("traced / plain ns per call (medians):",
+          "; ".join(f"{k} {float(r[k]['traced_ns']):.1f} / {float(r[k]['plain_ns']):.1f}" for k, _ in names))
+    for key, why in invalid.items():
+        print(f"n/a {key}: {why}")
+    for what in ("c", "fortran"):
+        print(f"{what} run, rank 0: {buffer_moves(out / what)}")
+
+    print(f"\n| trace bytes per traced call ({count} calls per rank, 2 ranks) | bytes, N run "
+          "| bytes, 0-call run | per call (difference / calls) | per call (total / calls) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for what, label in (("evt", "OTF2 events (traces/*.evt)"),
+                        ("pvr", "perfvar records (perfvar/records/*.pvr, used)")):
+        for kind, call in (("test", "MPI_Test"), ("allreduce", "MPI_Allreduce")):
+            full, empty = sizes[kind, count][what], sizes[kind, 0][what]
+            if full is None or empty is None:
+                print(f"| {label}, {call} only | none written | | | |")
+                continue
+            traced = 2 * count
+            print(f"| {label}, {call} only | {full} | {empty} | {(full - empty) / traced:.2f} "
+                  f"| {full / traced:.2f} |")
+    for note in notes:
+        print(f"note: {note}")
+
+
+if __name__ == "__main__":
+    main()

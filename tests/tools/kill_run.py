@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Kill one rank of a running traced job, then check that its trace is rebuilt and read.
+
+  kill_run.py --mpiexec MPIEXEC --out DIR --signal KILL|TERM|SEGV --victim RANK [--after S]
+              --build BUILD -- PROGRAM [ARGS...]
+
+Runs PROGRAM on 2 ranks with PERFVAR_OUTPUT=DIR, waits until both ranks have started tracing
+(their rank-N.json, written at the start, names their pid), lets them run --after seconds, and
+sends the signal to the victim's process. The job must end (the launcher takes the other rank
+down). Then `perfvar analyze DIR` must rebuild the trace from the records by itself, read every
+rank's segments up to the kill, and name the victim as the rank that ended first, the way it
+ended ("killed without a word" for SIGKILL, the signal's name otherwise); `otf2-print` must read
+the rebuilt archive.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from run_mpi import mpiexec_cmd  # noqa: E402
+
+
+def fail(msg: str) -> None:
+    print(f"kill_run: FAILED: {msg}", flush=True)
+    sys.exit(1)
+
+
+def wait_for_pids(meta: Path, n: int, job: subprocess.Popen, timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = []
+        for r in range(n):
+            try:
+                pids.append(int(json.loads((meta / f"rank-{r}.json").read_text())["pid"]))
+            except (OSError, ValueError, KeyError):
+                break
+        if len(pids) == n:
+            return pids
+        if job.poll() is not None:
+            fail(f"the job ended (rc {job.returncode}) before both ranks started tracing")
+        time.sleep(0.1)
+    fail(f"no rank-N.json with a pid for every rank after {timeout:.0f} s")
+    return []
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--signal", required=True, choices=("KILL", "TERM", "SEGV", "INT"))
+    ap.add_argument("--victim", type=int, default=1)
+    ap.add_argument("--after", type=float, default=1.5)
+    ap.add_argument("--build", required=True, help="build tree (its bin/ has perfvar-recover)")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, PERFVAR_OUTPUT=str(out), PERFVAR_CALIBRATION="off")
+    env["PATH"] = f"{Path(args.build) / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = f"{ROOT / 'postproc'}{os.pathsep}{env.get('PYTHONPATH', '')}"
+
+    job = subprocess.Popen(mpiexec_cmd(args.mpiexec, 2) + cmd, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    pids = wait_for_pids(out / "perfvar", 2, job, 120)
+    time.sleep(args.after)
+    if job.poll() is not None:
+        fail(f"the job ended by itself before the kill (rc {job.returncode}); give it more work")
+    sig = getattr(signal, f"SIG{args.signal}")
+    print(f"kill_run: rank pids {pids}; sending SIG{args.signal} to rank {args.victim}", flush=True)
+    os.kill(pids[args.victim], sig)
+    try:
+        output, _ = job.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        output, _ = job.communicate()
+        print(output)
+        fail("the job did not end within 120 s of the kill")
+    print(f"kill_run: the job ended with rc {job.returncode}")
+    if job.returncode == 0:
+        fail("the job ended with rc 0 after one of its ranks was killed")
+    if (out / "traces.otf2").exists():
+        fail("traces.otf2 exists before recovery: the job was not killed before MPI_Finalize")
+
+    p = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-symbolize", str(out)],
+                       env=env, capture_output=True, text=True, timeout=600)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode != 0:
+        fail(f"perfvar analyze exited {p.returncode}")
+    result = json.loads((out / "analysis.json").read_text())
+    ended = result.get("ended") or {}
+    if ended.get("first_to_end") != args.victim:
+        fail(f"first rank to end is {ended.get('first_to_end')}, expected {args.victim}: {ended}")
+    victim = next(r for r in ended["ranks"] if r["rank"] == args.victim)
+    want = "without a word" if args.signal == "KILL" else f"SIG{args.signal}"
+    if want not in victim["how"]:
+        fail(f"rank {args.victim} ended '{victim['how']}', expected '{want}'")
+    verdict = [line for line in p.stdout.splitlines() if line.startswith("verdict:")]
+    if not verdict or f"rank {args.victim} ended early" not in verdict[-1]:
+        fail(f"the verdict does not name rank {args.victim} as ended early: {verdict}")
+    per_rank = {r["rank"]: r["n_segments"] for r in result["ranks"]}
+    if sorted(per_rank) != [0, 1] or min(per_rank.values()) < 50:
+        fail(f"segments per rank read from the rebuilt trace: {per_rank} (expected >= 50 each)")
+    if shutil.which("otf2-print"):
+        pr = subprocess.run(["otf2-print", str(out / "traces.otf2")], capture_output=True, text=True)
+        if pr.returncode != 0:
+            fail(f"otf2-print cannot read the rebuilt trace: {pr.stderr.strip()[:300]}")
+    print(f"kill_run: ok: rank {args.victim} {victim['how']} at {victim['end_s']:.3f} s; "
+          f"segments read per rank {per_rank}")
+
+
+if __name__ == "__main__":
+    main()
