@@ -33,6 +33,9 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
                         PRIVATE ${c_target} ${f_target} PkgConfig::OTF2 ${CMAKE_DL_LIBS} m)
   # Nothing in an application references the layer by name: keep Debian's linker from dropping it.
   target_link_options(${t} INTERFACE "LINKER:--no-as-needed")
+  # The wrappers call the runtime directly, not through the PLT: the layer's own functions are not
+  # meant to be interposed (the MPI_* it exports are what applications and tools see).
+  target_link_options(${t} PRIVATE "LINKER:-Bsymbolic-functions")
   set_target_properties(${t} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
                         EXPORT_NAME mpi_${flavour})
   add_library(perfvar::mpi_${flavour} ALIAS ${t})

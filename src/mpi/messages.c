@@ -64,6 +64,18 @@ static pending unpack(pv_u64val v)
     return p;
 }
 
+int pv_nothing_pending;
+
+/* The one place that decides pv_nothing_pending: after every change of the map (under its lock
+ * where there is one), and at the start. Never set under MPI_THREAD_MULTIPLE: another thread's
+ * Irecv may add an entry while a Wait runs. */
+static void requests_changed(void)
+{
+    pv_nothing_pending = pv_rt.thread_level != MPI_THREAD_MULTIPLE && pv_rt.requests.n == 0;
+}
+
+void pv_messages_init(void) { requests_changed(); }
+
 /* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
 static int requests_lock(void)
 {
@@ -91,6 +103,7 @@ static void put_pending(uint64_t key, const pending *p)
 {
     int locked = requests_lock();
     pv_u64map_put(&pv_rt.requests, key, pack(p));
+    requests_changed();
     requests_unlock(locked);
 }
 
@@ -192,6 +205,7 @@ static __attribute__((noinline)) void take_pending(pv_call *c, const pv_args *a)
     int locked = requests_lock();
     for (int i = 0; i < a->nreq; i++)
         s[i].pending = pv_u64map_take(&pv_rt.requests, request_key(s[i].key), &s[i].val);
+    requests_changed();
     requests_unlock(locked);
 }
 
@@ -245,6 +259,7 @@ static void wait_leave(pv_call *c, const pv_args *a)
     for (int i = 0; i < a->nreq; i++)
         if (s[i].pending && !completed(a, s, i))
             pv_u64map_put(&pv_rt.requests, request_key(s[i].key), s[i].val);
+    requests_changed();
     requests_unlock(locked);
 }
 
@@ -334,6 +349,7 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
         pv_u64val v;
         int locked = requests_lock();
         int found = pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v);
+        requests_changed();
         requests_unlock(locked);
         if (!found) break;
         pending p = unpack(v);

@@ -53,6 +53,7 @@ static void write_mpi_meta(FILE *f)
     sep = "";
     for (int fn = 0; fn < PV_FN_COUNT; fn++) {
         uint64_t n = __atomic_load_n(&pv_calls[fn], __ATOMIC_RELAXED);
+        for (const pv_thread *t = pv_rt.threads; t; t = t->next) n += t->calls[fn];
         if (!n) continue;
         fprintf(f, "%s\"%s\": %llu", sep, pv_fn_info[fn].name, (unsigned long long)n);
         sep = ", ";

@@ -58,19 +58,21 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     int *depth = &pv_depth; /* thread-locals: looked up once per call */
     pv_thread *self = pv_self;
     if (*depth) return 0; /* an inner layer of a call already seen, or perfvar's own call */
-    __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
     int traced = (pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group)) != 0;
-    if (traced && pv_state() == PV_UNINIT) {
-        *depth = 1;
-        lazy_start();
-        *depth = 0;
-        self = pv_self;
+    if (__builtin_expect(!traced || !self || pv_state() != PV_ACTIVE, 0)) {
+        if (traced && pv_state() == PV_UNINIT) {
+            *depth = 1;
+            lazy_start();
+            *depth = 0;
+            self = pv_self;
+        }
+        if (!traced || pv_state() != PV_ACTIVE || (!self && !(self = pv_thread_attach()))) {
+            __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
+            ++*depth; /* counted, not traced: released by pv_untraced_end */
+            return -1;
+        }
     }
-    if (!traced || pv_state() != PV_ACTIVE ||
-        (__builtin_expect(!self, 0) && !(self = pv_thread_attach()))) {
-        ++*depth; /* counted, not traced: released by pv_untraced_end */
-        return -1;
-    }
+    self->calls[fn]++;
     c->t_entry = pv_now_cpu(&c->cpu_entry); /* first: ends the compute segment */
     *depth = 1;
     c->fn = fn;
@@ -79,7 +81,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->heap_slots = NULL;
     c->heap_fstatuses = NULL;
     c->site_id = pv_site_id(self, fn, site);
-    if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: counted, not traced */
+    if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: not traced */
     c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
         work_probe(self, c->t_entry);
@@ -91,7 +93,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     return 1;
 }
 
-void pv_call_prepare(pv_call *c, pv_args *a)
+void pv_call_prepare_any(pv_call *c, pv_args *a)
 {
     /* Receives report their real source: give MPI our own status where the caller ignores it. */
     if (a->has_status && a->status == MPI_STATUS_IGNORE) a->status = &c->own_status;
@@ -118,7 +120,7 @@ void pv_call_prepare(pv_call *c, pv_args *a)
 
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
-    pv_messages_leave(c, a, rc);
+    if (a->nreq || pv_fn_info[c->fn].kind != PV_KIND_WAIT) pv_messages_leave(c, a, rc);
     if (__builtin_expect(c->heap_statuses || c->heap_slots || c->heap_fstatuses, 0)) {
         free(c->heap_statuses);
         free(c->heap_slots);

@@ -72,13 +72,20 @@ static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const cha
     return id;
 }
 
-int pv_site_id(pv_thread *t, int region, void *ra)
+int pv_site_id_miss(pv_thread *t, int region, void *ra)
 {
+    pv_site_slot *slot = pv_site_slot_of(t, region, ra);
     uint64_t key = ((uint64_t)(uintptr_t)ra << 10) | (uint64_t)region;
     pv_u64val *v = pv_u64map_find(&t->sites, key);
-    if (v) return (int)v->a;
-    const char *what = region < PV_FN_COUNT ? pv_fn_info[region].name : "perfvar";
-    return site_lookup(&t->sites, &pv_rt.sites, key, what, ra, region, -1);
+    int id;
+    if (v) {
+        id = (int)v->a;
+    } else {
+        const char *what = region < PV_FN_COUNT ? pv_fn_info[region].name : "perfvar";
+        id = site_lookup(&t->sites, &pv_rt.sites, key, what, ra, region, -1);
+    }
+    if (id >= 0) *slot = (pv_site_slot){(uintptr_t)ra, region, id + 1};
+    return id;
 }
 
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *ra)

@@ -41,9 +41,18 @@ enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE, PV_NSTATI
 /* A traced thread. Index 0 is the thread that started perfvar (normally the one that initialised
  * MPI); the others are numbered in the order of their first traced call or user timer start/stop.
  * Its compute segments are implied by its records (from one call's exit to the next call's entry). */
+/* A per-thread direct-mapped cache of call sites: (function, return address) -> site id. */
+#define PV_SITE_CACHE 256
+typedef struct pv_site_slot {
+    uintptr_t ra;
+    int fn, id;
+} pv_site_slot;
+
 typedef struct pv_thread {
     int index;
     pv_rec_stream *rec;     /* its records; NULL once closed */
+    pv_site_slot site_cache[PV_SITE_CACHE];
+    uint64_t calls[PV_FN_COUNT]; /* its traced calls per function (plain: its own) */
     uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
                                 (PV_WORK_PROBE_NEVER when probes are off) */
     pv_u64map sites;        /* caches of the shared maps below: key -> id */
@@ -107,7 +116,19 @@ pv_thread *pv_thread_first(void);
 /* sites.c: site id of a call of static region `region` (an MPI function, or perfvar's own), or of
  * a user timer start/stop, defined in the definitions file on first sight; -1 when out of memory.
  * Called by thread t for itself (its caches); thread-safe. */
-int pv_site_id(pv_thread *t, int region, void *return_address);
+int pv_site_id_miss(pv_thread *t, int region, void *return_address);
+static inline pv_site_slot *pv_site_slot_of(pv_thread *t, int region, void *ra)
+{
+    return &t->site_cache[((uintptr_t)ra >> 1 ^ (uintptr_t)region * 0x9e37u) % PV_SITE_CACHE];
+}
+/* Most calls come from a few sites: the thread's direct-mapped cache first, inline. */
+static inline int pv_site_id(pv_thread *t, int region, void *ra)
+{
+    const pv_site_slot *slot = pv_site_slot_of(t, region, ra);
+    if (__builtin_expect(slot->ra == (uintptr_t)ra && slot->fn == region && slot->id > 0, 1))
+        return slot->id - 1;
+    return pv_site_id_miss(t, region, ra);
+}
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
 
 /* messages.c: message and collective facts of the calling thread's open CALL (see runtime.h for the
@@ -115,6 +136,7 @@ int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *
  * of the requests a Wait* completes out of the request map (into c's request slots) before MPI can
  * free and reuse their handles; leave records what the call received and completed, or puts back
  * those it did not complete. */
+void pv_messages_init(void); /* at the start, once the thread level is known */
 void pv_messages_prepare(pv_call *c, pv_args *a);
 void pv_messages_leave(pv_call *c, const pv_args *a, int rc);
 /* The event role (PV_REC_EV_*) of a call of MPI function fn: what its facts stand for. */

@@ -48,8 +48,17 @@ static pv_rec_unit *map_window(pv_rec_stream *s, uint64_t index)
         errno = rc;
         return NULL;
     }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s->fd, off);
-    return p == MAP_FAILED ? NULL : p;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, off);
+    if (p == MAP_FAILED) return NULL;
+    /* Writable page tables now, in one call: a shared file mapping is otherwise populated
+     * read-only, and the first store into each page of the window would take a write fault (the
+     * filesystem's page_mkwrite) inside a measured call or segment. Older kernels lack it: the
+     * pages are touched instead. */
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
+#endif
+    for (size_t i = 0; i < bytes; i += 4096) ((volatile char *)p)[i] = 0;
+    return p;
 }
 
 static window_state *wstate(pv_rec_stream *s) { return (window_state *)s->private_state; }
