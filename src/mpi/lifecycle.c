@@ -120,16 +120,40 @@ static const pv_region_sink user_sink = {user_enter, user_leave};
 
 /* ---- stop ---- */
 /* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. */
-static void close_records(uint64_t t, int cpu)
+/* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. Returns how
+ * many threads' records had stopped early (the file could not grow: a full disk, a file size
+ * limit). */
+static int close_records(uint64_t t, int cpu)
 {
+    int stopped = 0;
     if (pv_rt.finalizer && pv_rt.finalize_unit)
         pv_rec_call_end(pv_rt.finalizer->rec, pv_rt.finalize_unit, pv_rt.finalize_entry, t, cpu);
     for (pv_thread *th = pv_rt.threads; th; th = th->next) {
         pv_rec_stream *s = th->rec;
         __atomic_store_n(&th->rec, NULL, __ATOMIC_RELEASE); /* the signal handler no longer marks it */
-        if (s && pv_rec_close(s, t))
-            pv_message(0, "thread %d: its records stopped early: the disk is full or the file "
-                          "could not grow (what was recorded before is in the trace)", th->index);
+        if (s && pv_rec_close(s, t)) stopped++;
+    }
+    return stopped;
+}
+
+/* What went wrong at the stop, in one line per job where the ranks agree (rank 0 says it), else
+ * one per rank that differs. */
+static void report_stop(int stopped, int rc, const char *why)
+{
+    int mine[2] = {stopped, rc != PERFVAR_OK}, all[2], any_ok;
+    PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int ok = rc == PERFVAR_OK;
+    PMPI_Allreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    char early[256] = "";
+    if (all[0])
+        snprintf(early, sizeof early, "recording stopped early on %d thread(s): a records file could "
+                 "not grow (disk full or file size limit)", all[0]);
+    if (!all[1]) {
+        if (all[0]) pv_message(1, "%s; the trace holds what was recorded before", early);
+    } else if (!any_ok) { /* every rank failed: the conversion's checks are collective */
+        pv_message(1, "writing the OTF2 trace failed: %s%s%s", why, early[0] ? "; " : "", early);
+    } else if (rc != PERFVAR_OK) {
+        pv_message(0, "writing the OTF2 trace failed: %s", why);
     }
 }
 
@@ -140,7 +164,7 @@ static void stop(void)
     pv_depth = 1;
     pv_regions_set_sink(NULL);
     pv_set_state(PV_FINISHED);
-    close_records(t, cpu);
+    int stopped = close_records(t, cpu);
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
                   &pv_rt.sync.stddev_end);
     pv_rec_defs_line("sync\t%llu\t%lld\t%.6g", (unsigned long long)pv_rt.sync.t_end,
@@ -148,13 +172,13 @@ static void stop(void)
     pv_rec_defs_close();
     pv_trace_comm comm;
     pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
-    char why[512];
+    char why[1024] = "";
     int rc = pv_convert_rank(pv_rt.dir, pv_rt.rank, &comm, pv_rt.cfg.buffer_mb, &pv_rt.conv, why,
                              sizeof why);
-    pv_rt.converted = 1;
-    if (rc != PERFVAR_OK)
-        pv_message(0, "writing the OTF2 trace failed: %s%s%s", perfvar_strerror(rc), why[0] ? ": " : "",
-                   why);
+    if (rc != PERFVAR_OK && !why[0]) snprintf(why, sizeof why, "%s", perfvar_strerror(rc));
+    /* rank-N.json says "complete" only when this rank's records are whole and in the archive. */
+    pv_rt.converted = rc == PERFVAR_OK && !stopped;
+    report_stop(stopped, rc, why);
     pv_write_rank_meta();
     pv_write_run_meta();
     uint64_t counts[2] = {pv_rt.conv.stats.events_written, pv_rt.conv.stats.events_lost};

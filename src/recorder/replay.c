@@ -45,6 +45,7 @@ int pv_rec_reader_open(pv_rec_reader *r, const char *path, char *why, size_t len
                    ? (r->map_bytes - PV_REC_HEADER_BYTES) / PV_REC_UNIT_BYTES : 0;
     r->units = r->at = (const pv_rec_unit *)((const char *)r->map + PV_REC_HEADER_BYTES);
     r->end = r->units + n;
+    r->dropped = r->map;
     return 0;
 }
 
@@ -112,8 +113,21 @@ static int add_completion(pv_rec_reader *r, pv_rec_call *c, const pv_rec_complet
     return 0;
 }
 
+/* Give back the pages read so far, in steps of DROP_STEP: the file is read once, front to back, and
+ * its pages would otherwise stay resident (counted in the process's RSS) until the end. */
+#define DROP_STEP ((size_t)8 << 20)
+static void drop_read(pv_rec_reader *r)
+{
+    const char *at = (const char *)r->at;
+    if ((size_t)(at - r->dropped) < 2 * DROP_STEP) return;
+    size_t len = ((size_t)(at - r->dropped) - DROP_STEP) / DROP_STEP * DROP_STEP;
+    madvise((void *)r->dropped, len, MADV_DONTNEED);
+    r->dropped += len;
+}
+
 int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
 {
+    if (__builtin_expect((size_t)((const char *)r->at - r->dropped) >= 2 * DROP_STEP, 0)) drop_read(r);
     const pv_rec_unit *u = next_call_unit(r);
     if (!u) return 0;
     memset(c, 0, sizeof *c);

@@ -3,7 +3,9 @@
  *
  * The reader maps the file read-only and decodes each CALL with its units into absolute ticks,
  * resolved facts and completions. It stops at the first PV_REC_END unit (a thread that died leaves
- * the rest of its file zero) or at the end of the file. Not thread-safe: one reader per thread.
+ * the rest of its file zero) or at the end of the file. What it has read is given back to the
+ * kernel as it goes, so reading a file of any size keeps a few MiB resident. Not thread-safe: one
+ * reader per thread.
  */
 #ifndef PV_REPLAY_H
 #define PV_REPLAY_H
@@ -52,6 +54,7 @@ typedef struct pv_rec_reader {
     pv_rec_completion *completed;
     size_t completed_cap;
     uint64_t units_read;
+    const char *dropped;    /* the mapping before this was given back (MADV_DONTNEED) */
 } pv_rec_reader;
 
 /* Open path; 0, or -1 with a reason in why (len bytes) when it is not a records file. */

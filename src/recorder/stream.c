@@ -42,21 +42,32 @@ static pv_rec_unit *map_window(pv_rec_stream *s, uint64_t index)
 {
     size_t bytes = s->window_units * PV_REC_UNIT_BYTES;
     off_t off = window_offset(s, index);
+    void *p;
+#ifdef MADV_POPULATE_WRITE
+    /* The file grows sparse and the window's pages are made writable now, in one call: the
+     * filesystem reserves their blocks here, so a full disk is an error of this call (not SIGBUS
+     * in a store later), and no store of a measured call takes a write fault. Reserving on a hole
+     * (delayed allocation) costs far less than converting fallocate's unwritten extents page by
+     * page. */
+    if (ftruncate(s->fd, off + (off_t)bytes)) return NULL;
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, off);
+    if (p == MAP_FAILED) return NULL;
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
+    int e = errno;
+    munmap(p, bytes);
+    if (e != EINVAL) { /* EINVAL: a kernel before 5.14; otherwise the disk is full */
+        errno = e == EFAULT ? ENOSPC : e;
+        return NULL;
+    }
+#endif
     /* Blocks are reserved now, so a full disk is an error here and not SIGBUS in a store later. */
     int rc = posix_fallocate(s->fd, off, (off_t)bytes);
     if (rc) {
         errno = rc;
         return NULL;
     }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, off);
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, off);
     if (p == MAP_FAILED) return NULL;
-    /* Writable page tables now, in one call: a shared file mapping is otherwise populated
-     * read-only, and the first store into each page of the window would take a write fault (the
-     * filesystem's page_mkwrite) inside a measured call or segment. Older kernels lack it: the
-     * pages are touched instead. */
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
-#endif
     for (size_t i = 0; i < bytes; i += 4096) ((volatile char *)p)[i] = 0;
     return p;
 }

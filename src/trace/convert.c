@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 
 /* ---- the definitions file ---- */
 typedef struct site_def {
@@ -437,6 +439,35 @@ static int convert_threads(converter *cv, const char *dir, int rank, char *why, 
     return PERFVAR_OK;
 }
 
+/* Bytes the rank's part of the archive may take: OTF2 writes about 3.5 bytes for each byte of
+ * records (a call's 16 B become two Enter/Leave pairs, ~58 B); 6 leaves room for messages, plus
+ * the definitions. */
+static uint64_t archive_estimate(const char *dir, int rank)
+{
+    uint64_t bytes = 1u << 20;
+    for (uint32_t t = 0;; t++) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/perfvar/records/rank-%d.thread-%u.pvr", dir, rank, t);
+        if (stat(path, &st)) break;
+        /* Blocks in use, not the length: the file is allocated ahead of the writer. */
+        bytes += (uint64_t)st.st_blocks * 512u * 6u;
+    }
+    return bytes;
+}
+
+/* Room to write in dir: its filesystem's free space, and no more than the process's file size
+ * limit (RLIMIT_FSIZE, per file: an archive's event file per location is most of it). */
+static uint64_t free_bytes(const char *dir)
+{
+    struct statvfs fs;
+    struct rlimit lim;
+    uint64_t room = statvfs(dir, &fs) ? UINT64_MAX : (uint64_t)fs.f_bavail * fs.f_frsize;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < room)
+        room = lim.rlim_cur;
+    return room;
+}
+
 int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsigned buffer_mb,
                     pv_convert_result *out, char *why, size_t len)
 {
@@ -453,10 +484,22 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
     } else if (!ok && !why[0]) {
         snprintf(why, len, "rank %d: its definitions have no regions or no clock", rank);
     }
-    /* Every rank must agree before the collective open. */
+    /* Room for the archive, judged by the largest rank's records on the filesystem they share
+     * (OTF2 3.0 crashes when a write fails mid-archive, so a conversion that cannot fit is not
+     * started: the records stay, for perfvar-recover once there is room). */
+    uint64_t need[2] = {ok ? archive_estimate(dir, rank) : 0, 0};
     uint64_t all_ok = (uint64_t)ok;
-    if (comm->allreduce_u64(comm->ctx, &all_ok, 1, 0) || !all_ok) {
+    if (comm->allreduce_u64(comm->ctx, &all_ok, 1, 0) || !all_ok ||
+        comm->allreduce_u64(comm->ctx, need, 1, 1)) {
         if (ok) snprintf(why, len, "another rank's records cannot be read");
+        defs_free(&d);
+        return PERFVAR_ERR_IO;
+    }
+    uint64_t room = free_bytes(dir), total = need[0] * (uint64_t)comm->size;
+    if (room < total) {
+        snprintf(why, len, "not enough room in %s for the OTF2 archive (about %llu MiB needed, %llu MiB "
+                 "free); the records are kept: run perfvar-recover %s where there is room", dir,
+                 (unsigned long long)(total >> 20), (unsigned long long)(room >> 20), dir);
         defs_free(&d);
         return PERFVAR_ERR_IO;
     }

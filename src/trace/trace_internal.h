@@ -26,6 +26,7 @@ struct pv_trace_loc {
     uint32_t thread;          /* index in the rank, 0 = the thread that started tracing */
     uint64_t first_t, last_t; /* first and last timestamp written */
     int have_first;
+    int refused;              /* OTF2 refused an event: the rest are counted lost, not written */
     pv_trace_stats stats;     /* events_written is set by pv_trace_close */
 };
 

@@ -237,7 +237,15 @@ static uint64_t ordered(pv_trace_loc *l, uint64_t t)
 
 static void check(pv_trace_loc *l, OTF2_ErrorCode rc)
 {
-    if (rc != OTF2_SUCCESS) l->stats.events_lost++;
+    if (rc != OTF2_SUCCESS) l->stats.events_lost++, l->refused = 1;
+}
+
+/* Once OTF2 refused an event (its buffer could not be written out: a full disk), the location
+ * writes no more and counts what it drops: OTF2 3.0 crashes in a writer whose flush failed. */
+static int refused(pv_trace_loc *l)
+{
+    if (l->refused) l->stats.events_lost++;
+    return l->refused;
 }
 
 static OTF2_AttributeList *cpu_attr(pv_trace_loc *l, int cpu)
@@ -249,12 +257,14 @@ static OTF2_AttributeList *cpu_attr(pv_trace_loc *l, int cpu)
 
 void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_Enter(l->evt, cpu_attr(l, cpu), t, region));
 }
 
 void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_Leave(l->evt, cpu_attr(l, cpu), t, region));
 }
@@ -262,6 +272,7 @@ void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t bytes)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiSend(l->evt, NULL, t, peer, comm, tag, bytes));
 }
@@ -269,12 +280,14 @@ void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, ui
 void pv_trace_recv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
                    uint64_t bytes)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiRecv(l->evt, NULL, t, peer, comm, tag, bytes));
 }
 
 void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiCollectiveBegin(l->evt, NULL, t));
 }
@@ -282,18 +295,21 @@ void pv_trace_collective_begin(pv_trace_loc *l, uint64_t t)
 void pv_trace_isend(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
                     uint64_t bytes, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiIsend(l->evt, NULL, t, peer, comm, tag, bytes, id));
 }
 
 void pv_trace_isend_complete(pv_trace_loc *l, uint64_t t, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiIsendComplete(l->evt, NULL, t, id));
 }
 
 void pv_trace_irecv_request(pv_trace_loc *l, uint64_t t, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiIrecvRequest(l->evt, NULL, t, id));
 }
@@ -301,12 +317,14 @@ void pv_trace_irecv_request(pv_trace_loc *l, uint64_t t, uint64_t id)
 void pv_trace_irecv(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,
                     uint64_t bytes, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiIrecv(l->evt, NULL, t, peer, comm, tag, bytes, id));
 }
 
 void pv_trace_icollective_request(pv_trace_loc *l, uint64_t t, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_NonBlockingCollectiveRequest(l->evt, NULL, t, id));
 }
@@ -315,6 +333,7 @@ void pv_trace_icollective_complete(pv_trace_loc *l, uint64_t t, uint32_t comm,
                                    OTF2_CollectiveOp op, uint32_t root, uint64_t sent,
                                    uint64_t received, uint64_t id)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_NonBlockingCollectiveComplete(l->evt, NULL, t, op, comm, root, sent,
                                                           received, id));
@@ -323,6 +342,7 @@ void pv_trace_icollective_complete(pv_trace_loc *l, uint64_t t, uint32_t comm,
 void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_CollectiveOp op,
                              uint32_t root, uint64_t sent, uint64_t received)
 {
+    if (refused(l)) return;
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiCollectiveEnd(l->evt, NULL, t, op, comm, root, sent, received));
 }

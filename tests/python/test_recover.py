@@ -1,0 +1,93 @@
+"""How a job that did not finish ended: which rank ended first, from ended-rank-N.json.
+
+The files are the ones perfvar-recover writes (src/recover/recover.c); the end-to-end path
+(a real job killed, its trace rebuilt and analysed) is tests/tools/kill_run.py (ctest mpi.kill.*).
+"""
+
+import json
+
+import pytest
+
+from perfvar.errors import TraceError
+from perfvar.recover import endings_json, ensure_trace, has_records, read_endings
+from perfvar.report_text import _ended_clause, _ended_lines
+
+
+def _write(tmp_path, rank, threads):
+    meta = tmp_path / "perfvar"
+    meta.mkdir(exist_ok=True)
+    (meta / f"ended-rank-{rank}.json").write_text(
+        json.dumps({"rank": rank, "recovered": True, "error": "", "threads": threads})
+    )
+
+
+def _thread(state, end_s, signal=0, silence_s=0.001, start_utc_ns=1e18):
+    return {
+        "thread": 0,
+        "state": state,
+        "signal": signal,
+        "in_mpi_call": False,
+        "end_s": end_s,
+        "end_utc_ns": start_utc_ns + end_s * 1e9,
+        "silence_s": silence_s,
+        "calls": 100,
+        "segments": 99,
+        "lost_records": 0,
+    }
+
+
+def test_silent_kill_then_launcher_sigterm(tmp_path):
+    # kill -9 on rank 1; the launcher sends SIGTERM to rank 0 a second later (Open MPI)
+    _write(tmp_path, 0, [_thread("signal", 2.6, signal=15)])
+    _write(tmp_path, 1, [_thread("running", 1.57)])
+    ended = endings_json(read_endings(str(tmp_path)))
+    assert ended["first_to_end"] == 1
+    assert ended["ended_early_ranks"] == [0, 1]
+    by_rank = {r["rank"]: r for r in ended["ranks"]}
+    assert "without a word" in by_rank[1]["how"]
+    assert by_rank[0]["how"] == "ended by SIGTERM"
+
+
+def test_sigterm_then_launcher_sigkill_while_untraced(tmp_path):
+    # SIGTERM on rank 0; the launcher kills rank 1 silently while it runs code between two
+    # records: its last record is earlier than rank 0's signal, but within its own silences
+    _write(tmp_path, 0, [_thread("signal", 1.6044, signal=15)])
+    _write(tmp_path, 1, [_thread("running", 1.5999, silence_s=0.01)])
+    assert endings_json(read_endings(str(tmp_path)))["first_to_end"] == 0
+
+
+def test_finished_job_has_no_first(tmp_path):
+    for r in (0, 1):
+        _write(tmp_path, r, [_thread("closed", 3.0)])
+    ended = endings_json(read_endings(str(tmp_path)))
+    assert ended["first_to_end"] is None and ended["ended_early_ranks"] == []
+    assert _ended_clause({"ended": ended}) == ""
+    assert _ended_lines({"ended": ended}) == []
+
+
+def test_report_names_the_first(tmp_path):
+    _write(tmp_path, 0, [_thread("signal", 2.0, signal=15)])
+    _write(tmp_path, 1, [_thread("failed", 1.0)])
+    result = {"ended": endings_json(read_endings(str(tmp_path)))}
+    assert "rank 1 ended early (stopped recording" in _ended_clause(result)
+    assert any("first to end" in line and "rank 1" in line for line in _ended_lines(result))
+
+
+def test_unreadable_files_are_skipped(tmp_path):
+    _write(tmp_path, 0, [_thread("signal", 2.0, signal=15)])
+    (tmp_path / "perfvar" / "ended-rank-1.json").write_text("{not json")
+    assert [e.rank for e in read_endings(str(tmp_path))] == [0]
+
+
+def test_no_records_nothing_to_recover(tmp_path):
+    assert not has_records(str(tmp_path))
+    assert ensure_trace(str(tmp_path)) is False
+
+
+def test_missing_tool_is_one_clear_error(tmp_path, monkeypatch):
+    records = tmp_path / "perfvar" / "records"
+    records.mkdir(parents=True)
+    (records / "rank-0.defs").write_text("rank\t0\t1\n")
+    monkeypatch.setattr("perfvar.recover.recover_tool", lambda: None)
+    with pytest.raises(TraceError, match="perfvar-recover"):
+        ensure_trace(str(tmp_path))
