@@ -75,12 +75,8 @@ static uint32_t define(MPI_Comm comm, int size)
     return id;
 }
 
-int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank)
+int pv_comm_lookup_other(MPI_Comm comm, uint32_t *id, int *size, int *rank)
 {
-    if (comm == MPI_COMM_WORLD) {
-        *id = 0, *size = pv_rt.size, *rank = pv_rt.rank;
-        return 1;
-    }
     if (comm == MPI_COMM_NULL || pv_rt.comm_key == MPI_KEYVAL_INVALID) return 0;
     pv_comm_info *info = NULL;
     int found = 0;

@@ -112,6 +112,12 @@ MESSAGE_KINDS = ("send", "isend", "recv", "irecv", "sendrecv", "collective", "ic
                  "mprobe", "mrecv", "imrecv")
 REQUEST_KINDS = ("isend", "irecv", "imrecv", "icollective")  # start a request tracked to completion
 STATUS_KINDS = ("recv", "sendrecv", "wait", "mprobe", "mrecv")
+# What the call protocol (runtime.h) has to do, by kind, so a wrapper makes only the steps with work:
+# pv_call_prepare records at the entry or keeps request handles (messages.c pv_messages_prepare),
+# and in C substitutes ignored statuses (STATUS_KINDS); pv_call_leave records at the exit
+# (pv_messages_leave). A kind with neither records nothing but the call: no pv_args at all.
+PREPARE_KINDS = ("send", "isend", "sendrecv", "icollective", "wait", "request_free")
+LEAVE_KINDS = MESSAGE_KINDS + ("wait",)
 
 
 def wait_count(names: set[str]) -> str | None:
@@ -155,12 +161,13 @@ def c_record(params: list, kind: str) -> list[str]:
     return out
 
 
-def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[str]]:
-    """C statements filling pv_args `pv_a` from Fortran arguments: (before the call, after it)."""
+def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[str], list[str]]:
+    """C statements filling pv_args `pv_a` from Fortran arguments: (before pv_call_prepare, after
+    it, after the call)."""
     names = {p.name.lower() for p in params}
     fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
     fcount = (lambda n: f"*(const MPI_Count *){n}") if e.large else fint  # noqa: E731
-    before, after = [], []
+    before, prepared, after = [], [], []
     if kind in MESSAGE_KINDS:
         before += [f"pv_a.{f} = {fint(f)};" for f in INT_FIELDS if f in names]
         if "comm" in names:
@@ -192,18 +199,20 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
         elif n:
             before.append(f"pv_a.nreq = {fint(n)}, pv_a.frequests = (MPI_Fint *)array_of_requests;")
         if "array_of_statuses" in names and "array_of_indices" not in names:
-            before.append("void *pv_statuses = "
-                          f"pv_f_statuses_arg(&pv_c, array_of_statuses, pv_a.nreq, {e.binding});")
+            # After pv_call_prepare, which clears the call's heap storage (runtime.h).
+            prepared.append("void *pv_statuses = "
+                            f"pv_f_statuses_arg(&pv_c, array_of_statuses, pv_a.nreq, {e.binding});")
             after.append(f"pv_f_statuses_done(&pv_c, &pv_a, pv_statuses, pv_a.nreq, {e.binding});")
-    return before, after
+    return before, prepared, after
 
 
 # ---- the call protocol (runtime.h), shared by both languages ------------------------------------
 
 def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], after: list[str],
-                  rc: str, returns: bool) -> str:
+                  rc: str, returns: bool, prepare: bool, prepared: list[str] = ()) -> str:
     """The wrapper body: untraced/traced are the PMPI calls (statements without ';'), before/after
-    the pv_args statements around the traced call, rc the expression of its return code."""
+    the pv_args statements around the traced call (prepared: after pv_call_prepare, if prepare),
+    rc the expression of its return code."""
     fid = f"PV_FN_{fn.name}"
     ra = "__builtin_return_address(0)"
     ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
@@ -222,8 +231,16 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
              f"    if (pv_t <= 0) {{\n{bypass}    }}\n")
     if fn.info.kind == "finalize":
         return enter + ind([keep, "pv_finalize_end(&pv_c);"] + ret)
-    return enter + ind(["pv_args pv_a = PV_ARGS_INIT;"] + before + ["pv_call_prepare(&pv_c, &pv_a);",
-                       keep] + after + [f"pv_call_leave(&pv_c, &pv_a, {rc});"] + ret)
+    plain = f"int pv_rc = {untraced};" if returns else f"{untraced};"
+    if fn.info.kind not in PREPARE_KINDS + LEAVE_KINDS:  # nothing but the call is recorded
+        return enter + ind([plain, "pv_call_end(&pv_c);"] + ret)
+    if fn.info.kind == "wait":  # no request pending anywhere: nothing to complete or record
+        enter += ind(["if (pv_nothing_pending) {"]
+                     + [f"    {line}" for line in [plain, "pv_call_end(&pv_c);"] + (ret or ["return;"])]
+                     + ["}"])
+    prep = ["pv_call_prepare(&pv_c, &pv_a);"] + list(prepared) if prepare else []
+    return enter + ind(["pv_args pv_a = PV_ARGS_INIT;"] + before + prep + [keep] + after
+                       + [f"pv_call_leave(&pv_c, &pv_a, {rc});"] + ret)
 
 
 # ---- C wrappers -------------------------------------------------------------------------------
@@ -237,8 +254,10 @@ def c_wrapper(fn: Function, proc) -> str:
     plain = ", ".join(p.name for p in params)
     call = ", ".join(subst[p.name] if p.name in subst and f"{subst[p.name]} = {p.name}" in recorded
                      else p.name for p in params)
+    # C statuses are substituted by pv_call_prepare.
+    prepare = fn.info.kind in PREPARE_KINDS or "has_status = 1" in recorded
     body = protocol_body(fn, f"P{proc.name}({plain})", f"P{proc.name}({call})", record, [],
-                         "pv_rc", returns=True)
+                         "pv_rc", returns=True, prepare=prepare)
     return f"{str(proc)}\n{{\n{body}}}\n"
 
 
@@ -274,15 +293,15 @@ def f_wrapper(fn: Function, e: FortranEntry) -> str:
     strings = [p.name.lower() for p in params if p.kind.name in STRING_KINDS]
     decl = ", ".join([f"void *{n}" for n in names] + [f"size_t {n}_len" for n in strings]) or "void"
     args = ", ".join(names + [f"{n}_len" for n in strings])
-    before, after = f_record(params, fn.info.kind, e)
-    recorded = " ".join(before)
+    before, prepared, after = f_record(params, fn.info.kind, e)
+    recorded = " ".join(before + prepared)
     swap = {"status": "pv_status", "array_of_statuses": "pv_statuses"}
     traced_args = ", ".join([swap[n] if n in swap and swap[n] + " =" in recorded else n
                              for n in names] + [f"{n}_len" for n in strings])
     # ierror is OPTIONAL in use mpi_f08: absent means a NULL argument.
     ierr = "(ierror ? *(const MPI_Fint *)ierror : MPI_SUCCESS)" if "ierror" in names else "MPI_SUCCESS"
     body = protocol_body(fn, f"{e.target}({args})", f"{e.target}({traced_args})", before, after,
-                         ierr, returns=False)
+                         ierr, returns=False, prepare=fn.info.kind in PREPARE_KINDS, prepared=prepared)
     out = [f"extern void {e.target}({decl});", f"void {e.symbol}({decl});",
            f"void {e.symbol}({decl})\n{{\n{body}}}"]
     out += [f'void {alias}({decl}) __attribute__((alias("{e.symbol}")));' for alias in e.aliases]

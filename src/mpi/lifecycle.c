@@ -173,8 +173,12 @@ static void stop(void)
     pv_trace_comm comm;
     pv_comm_pmpi(&comm, pv_rt.rank, pv_rt.size);
     char why[1024] = "";
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_MONOTONIC, &c0);
     int rc = pv_convert_rank(pv_rt.dir, pv_rt.rank, &comm, pv_rt.cfg.buffer_mb, &pv_rt.conv, why,
                              sizeof why);
+    clock_gettime(CLOCK_MONOTONIC, &c1);
+    pv_rt.convert_ms = (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6;
     if (rc != PERFVAR_OK && !why[0]) snprintf(why, sizeof why, "%s", perfvar_strerror(rc));
     /* rank-N.json says "complete" only when this rank's records are whole and in the archive. */
     pv_rt.converted = rc == PERFVAR_OK && !stopped;

@@ -77,9 +77,6 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     *depth = 1;
     c->fn = fn;
     c->thread = self;
-    c->heap_statuses = NULL;
-    c->heap_slots = NULL;
-    c->heap_fstatuses = NULL;
     c->site_id = pv_site_id(self, fn, site);
     if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: not traced */
     c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
@@ -93,8 +90,11 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     return 1;
 }
 
-void pv_call_prepare_any(pv_call *c, pv_args *a)
+void pv_call_prepare(pv_call *c, pv_args *a)
 {
+    c->heap_statuses = NULL;
+    c->heap_slots = NULL;
+    c->heap_fstatuses = NULL;
     /* Receives report their real source: give MPI our own status where the caller ignores it. */
     if (a->has_status && a->status == MPI_STATUS_IGNORE) a->status = &c->own_status;
     if (a->has_statuses && a->statuses == MPI_STATUSES_IGNORE && a->nreq > 0) {
@@ -118,19 +118,30 @@ void pv_call_prepare_any(pv_call *c, pv_args *a)
     pv_messages_prepare(c, a);
 }
 
-void pv_call_leave(pv_call *c, pv_args *a, int rc)
+/* pv_call_end, inline in pv_call_leave too. */
+static inline void call_end(pv_call *c)
 {
-    if (a->nreq || pv_fn_info[c->fn].kind != PV_KIND_WAIT) pv_messages_leave(c, a, rc);
-    if (__builtin_expect(c->heap_statuses || c->heap_slots || c->heap_fstatuses, 0)) {
-        free(c->heap_statuses);
-        free(c->heap_slots);
-        free(c->heap_fstatuses);
-    }
     pv_depth = 0;
     int cpu;
     uint64_t t_exit = pv_now_cpu(&cpu); /* last: starts the next segment */
     pv_rec_call_end(c->thread->rec, c->unit, c->t_entry, t_exit, cpu);
 }
+
+void pv_call_leave(pv_call *c, pv_args *a, int rc)
+{
+    unsigned kind = pv_fn_info[c->fn].kind;
+    if (a->nreq || kind != PV_KIND_WAIT) pv_messages_leave(c, a, rc);
+    /* Only these allocate (see pv_call); they are always prepared, so the pointers are set. */
+    if ((kind == PV_KIND_WAIT || kind == PV_KIND_REQUEST_FREE) &&
+        __builtin_expect(c->heap_statuses || c->heap_slots || c->heap_fstatuses, 0)) {
+        free(c->heap_statuses);
+        free(c->heap_slots);
+        free(c->heap_fstatuses);
+    }
+    call_end(c);
+}
+
+void pv_call_end(pv_call *c) { call_end(c); }
 
 void pv_init_begin(pv_call *c, int fn, void *site)
 {
@@ -158,10 +169,16 @@ void pv_finalize_end(pv_call *c)
     pv_depth = 0;
 }
 
-int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype)
+_Thread_local pv_type_size pv_type_cache[1 << PV_TYPE_CACHE_BITS] PV_HIDDEN;
+
+int64_t pv_bytes_miss(MPI_Count count, MPI_Datatype datatype, pv_type_size *slot)
 {
-    int size;
+    int size, ni, na, nd, combiner;
     if (count < 0 || datatype == MPI_DATATYPE_NULL) return -1;
     if (PMPI_Type_size(datatype, &size) != MPI_SUCCESS || size < 0) return -1;
+    /* Predefined (never freed): cached. */
+    if (PMPI_Type_get_envelope(datatype, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
+        combiner == MPI_COMBINER_NAMED)
+        slot->type = datatype, slot->size_1 = (int64_t)size + 1;
     return (int64_t)count * size;
 }

@@ -10,6 +10,9 @@
  *     pv_call_prepare(&pv_c, &pv_a);    // C: substitutes ignored statuses, copies request handles
  *     rc = PMPI_x(...);                 // statuses passed as pv_a.status / pv_a.statuses
  *     pv_call_leave(&pv_c, &pv_a, rc);
+ * The generator leaves out the steps that have no work for the function's kind (gen_wrappers.py
+ * PREPARE_KINDS, LEAVE_KINDS): a call that records nothing but itself (no pv_args) ends with
+ * pv_call_end(&pv_c) after the PMPI call, and so does a Wait/Test while pv_nothing_pending.
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
@@ -33,6 +36,7 @@
 #define PV_MPI_RUNTIME_H
 #include <mpi.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/u64map.h"
 #include "../recorder/records.h"
@@ -84,6 +88,8 @@ typedef struct pv_call {
     int cpu_entry;
     MPI_Status own_status;
     MPI_Status own_statuses[PV_INLINE_REQUESTS];
+    /* Storage for more than PV_INLINE_REQUESTS requests, freed by pv_call_leave: only a Wait* or
+     * Request_free (always prepared) allocates it, after pv_call_prepare has cleared the three. */
     MPI_Status *heap_statuses;
     pv_req_slot slots[PV_INLINE_REQUESTS]; /* requests as they were before the call */
     pv_req_slot *heap_slots;
@@ -121,17 +127,10 @@ static inline void pv_untraced_end(void) { pv_depth--; }
 /* 1 while no operation is pending in the request map and MPI calls are serialised (messages.c keeps
  * it): a Wait/Test then has nothing to record and nothing to take out of the map. */
 extern int pv_nothing_pending __attribute__((visibility("hidden")));
-void pv_call_prepare_any(pv_call *c, pv_args *a);
-static inline void pv_call_prepare(pv_call *c, pv_args *a)
-{
-    if (pv_fn_info[c->fn].kind == PV_KIND_WAIT && pv_nothing_pending) { /* e.g. a Test of
-                                                                          MPI_REQUEST_NULL */
-        a->nreq = 0;
-        return;
-    }
-    pv_call_prepare_any(c, a);
-}
+void pv_call_prepare(pv_call *c, pv_args *a);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
+/* The end of every traced call (pv_call_leave ends with it): releases the guard, then the exit read. */
+void pv_call_end(pv_call *c);
 
 /* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
  * MPI_SUCCESS). MPI_Finalize: pv_call_enter before PMPI_Finalize, pv_finalize_end after it (the trace
@@ -141,8 +140,28 @@ void pv_init_begin(pv_call *c, int fn, void *site);
 void pv_init_end(pv_call *c, int rc);
 void pv_finalize_end(pv_call *c);
 
+/* The sizes of the predefined datatypes this thread used last, direct-mapped by handle (per thread:
+ * no lock). Only those: a predefined handle is never freed, so it never comes back as another type,
+ * whereas a derived type's handle may be freed and reused for a type of another size, so its size
+ * is asked every time. */
+typedef struct pv_type_size {
+    MPI_Datatype type;
+    int64_t size_1; /* size + 1; 0: empty */
+} pv_type_size;
+#define PV_TYPE_CACHE_BITS 2
+extern _Thread_local pv_type_size pv_type_cache[1 << PV_TYPE_CACHE_BITS] PV_HIDDEN;
+/* pv_bytes without the cache; caches the size in slot when datatype is predefined. */
+int64_t pv_bytes_miss(MPI_Count count, MPI_Datatype datatype, pv_type_size *slot);
+
 /* Bytes of count elements of datatype; -1 when unknown (MPI_DATATYPE_NULL, count < 0). */
-int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype);
+static inline int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype)
+{
+    uint64_t h = 0; /* the handle's bits: a pointer (Open MPI), an int (MPICH) */
+    memcpy(&h, &datatype, sizeof datatype < sizeof h ? sizeof datatype : sizeof h);
+    pv_type_size *slot = &pv_type_cache[(h * 0x9e3779b97f4a7c15ull) >> (64 - PV_TYPE_CACHE_BITS)];
+    if (slot->size_1 && slot->type == datatype && count >= 0) return (int64_t)count * (slot->size_1 - 1);
+    return pv_bytes_miss(count, datatype, slot);
+}
 
 /* Calls the application made, per function, that were not traced (any thread; atomic): rank-N.json
  * adds each traced thread's own count (pv_thread.calls) to these. */

@@ -97,7 +97,8 @@ typedef struct pv_runtime {
 
     int comm_key;           /* MPI attribute caching a communicator's trace id (comms.c) */
     uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
-    int converted;          /* conv holds the trace's conversion at the stop */
+    int converted;          /* the rank's records were whole and converted at the stop */
+    double convert_ms;      /* how long the conversion took */
     pv_convert_result conv;
 } pv_runtime;
 
@@ -158,7 +159,14 @@ void pv_start(int init_fn, void *site, uint64_t t_entry);
  * this process's rank in it; 0 when messages on comm are not recorded (MPI_COMM_NULL, an inter-communicator). The keyval
  * is created by pv_comms_init (pv_start). Thread-safe. */
 void pv_comms_init(void);
-int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank);
+int pv_comm_lookup_other(MPI_Comm comm, uint32_t *id, int *size, int *rank);
+/* MPI_COMM_WORLD, the common case, inline; any other communicator through its attribute. */
+static inline int pv_comm_lookup(MPI_Comm comm, uint32_t *id, int *size, int *rank)
+{
+    if (comm != MPI_COMM_WORLD) return pv_comm_lookup_other(comm, id, size, rank);
+    *id = 0, *size = pv_rt.size, *rank = pv_rt.rank;
+    return 1;
+}
 
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */
 void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);

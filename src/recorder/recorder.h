@@ -37,6 +37,7 @@
 #define PV_RECORDER_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "records.h"
 
@@ -151,11 +152,34 @@ static inline uint64_t pv_rec_call_request(pv_rec_stream *s, pv_rec_unit *u)
     return PV_REC_REQUEST_ID(s->thread, ++s->requests);
 }
 
+/* The slot fact f goes to first (1 .. PV_REC_FACT_SLOTS - 1). Its fields as four words, each
+ * multiplied by its own odd constant (independent multiplies, no chain) and summed: a change in any
+ * bit of a field reaches the sum's high half, which is scaled into the range by a multiply rather
+ * than a division. */
+static inline uint16_t pv_rec_fact_home(const pv_rec_fact_def *f)
+{
+    uint64_t h = ((uint64_t)f->kind_op << 32 | f->comm) * 0x9e3779b97f4a7c15ull +
+                 ((uint64_t)f->peer << 32 | f->tag) * 0xc2b2ae3d27d4eb4full +
+                 f->bytes * 0x165667b19e3779f9ull + f->bytes2 * 0xff51afd7ed558ccdull;
+    return (uint16_t)(1 + ((h >> 32) * (PV_REC_FACT_SLOTS - 1) >> 32));
+}
+
+/* Out of line: put f in slot (or the next one the open CALL does not refer to) and write its FACT
+ * unit pair; the slot. */
+uint16_t pv_rec_fact_define(pv_rec_stream *s, const pv_rec_fact_def *f, uint16_t slot);
+
 /* A message or collective fact; the slot that holds it (1 .. PV_REC_FACT_SLOTS - 1), written as a
  * FACT unit pair first when the slot held something else (never one the open CALL's x or y refers
- * to). kind: PV_REC_FACT_*. */
-uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op, uint32_t comm, uint32_t peer,
-                     uint32_t tag, uint64_t bytes, uint64_t bytes2);
+ * to). kind: PV_REC_FACT_*. Inline: most facts are already in their home slot. */
+static inline uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op, uint32_t comm,
+                                   uint32_t peer, uint32_t tag, uint64_t bytes, uint64_t bytes2)
+{
+    pv_rec_fact_def f = {kind | op << 8, comm, peer, tag, bytes, bytes2};
+    uint16_t slot = pv_rec_fact_home(&f);
+    if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(&s->facts[slot], &f, sizeof f))
+        return slot;
+    return pv_rec_fact_define(s, &f, slot);
+}
 
 /* A COMPLETE unit for the current CALL: request id done (PV_REC_DONE_*), with its fact slot. */
 static inline void pv_rec_complete(pv_rec_stream *s, uint64_t id, uint32_t done, uint16_t fact)

@@ -217,33 +217,22 @@ int pv_rec_close(pv_rec_stream *s, uint64_t t_end)
 }
 
 /* ---- facts ---- */
-static uint64_t mix(uint64_t h, uint64_t v)
+uint16_t pv_rec_fact_define(pv_rec_stream *s, const pv_rec_fact_def *f, uint16_t slot)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op, uint32_t comm, uint32_t peer,
-                     uint32_t tag, uint64_t bytes, uint64_t bytes2)
-{
-    pv_rec_fact_def f = {kind | op << 8, comm, peer, tag, bytes, bytes2};
-    uint64_t h = mix(mix(mix(mix(mix(f.kind_op, f.comm), f.peer), f.tag), bytes), bytes2);
-    uint16_t slot = (uint16_t)(1 + h % (PV_REC_FACT_SLOTS - 1));
     pv_rec_fact_def *have = &s->facts[slot];
-    if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(have, &f, sizeof f)) return slot;
     /* The open call's own facts are read after its last unit: their slots must keep them. */
     while (s->open && (slot == s->open->x || slot == s->open->y)) {
         slot = (uint16_t)(slot % (PV_REC_FACT_SLOTS - 1) + 1);
         have = &s->facts[slot];
-        if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(have, &f, sizeof f)) return slot;
+        if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(have, f, sizeof *f)) return slot;
     }
-    *have = f;
+    *have = *f;
     s->fact_used[slot / 64] |= 1ull << (slot % 64);
     pv_rec_unit *u = pv_rec_add(s);
-    u->a = peer, u->b = tag, u->cpu = slot, u->x = (uint16_t)(kind | op << 8), u->y = (uint16_t)comm;
+    u->a = f->peer, u->b = f->tag, u->cpu = slot, u->x = (uint16_t)f->kind_op, u->y = (uint16_t)f->comm;
     u->tag = PV_REC_FACT;
     pv_rec_unit *v = pv_rec_add(s);
-    memcpy(v, &bytes, 8);
-    memcpy((char *)v + 8, &bytes2, 8);
+    memcpy(v, &f->bytes, 8);
+    memcpy((char *)v + 8, &f->bytes2, 8);
     return slot;
 }
