@@ -13,20 +13,20 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     endif()
   endforeach()
   add_custom_command(OUTPUT ${files}
-    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/mpi/gen_wrappers.py --flavour ${flavour}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py --flavour ${flavour}
             --out ${gen} ${shared_libs}
-    DEPENDS ${PROJECT_SOURCE_DIR}/src/mpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/mpi/mpi_groups.py
+    DEPENDS ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/pmpi/mpi_groups.py
     COMMENT "Generating the ${flavour} MPI wrappers")
   set(t perfvar_mpi_${flavour})
   add_library(${t} SHARED ${files}
-    ${PROJECT_SOURCE_DIR}/src/mpi/runtime.c ${PROJECT_SOURCE_DIR}/src/mpi/fortran_args.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/sites.c ${PROJECT_SOURCE_DIR}/src/mpi/messages.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/comms.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/mpi/flavour_check.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/mpi/clock_sync.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/mpi/threads.c
-    ${PROJECT_SOURCE_DIR}/src/mpi/signals.c $<TARGET_OBJECTS:perfvar_recorder_trace>)
-  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/mpi ${gen})
+    ${PROJECT_SOURCE_DIR}/src/pmpi/runtime.c ${PROJECT_SOURCE_DIR}/src/pmpi/fortran_args.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/sites.c ${PROJECT_SOURCE_DIR}/src/pmpi/messages.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/comms.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/pmpi/flavour_check.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/pmpi/clock_sync.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/pmpi/threads.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c $<TARGET_OBJECTS:perfvar_recorder_trace>)
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
   # MPI is private: the application links its own MPI, which must be the same flavour.
   target_link_libraries(${t} PUBLIC perfvar

@@ -112,7 +112,7 @@ static void check_output(void)
 }
 
 /* A long bad value must not push the accepted values out of the message: the PMPI layer passes a
- * 512-byte buffer (src/mpi/lifecycle.c). */
+ * 512-byte buffer (src/pmpi/lifecycle.c). */
 static void check_long_value_message(void)
 {
     static char too_long[4097], long_mode[1000];

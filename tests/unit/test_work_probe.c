@@ -40,7 +40,7 @@ static void check_deadline(void)
 /* A thread traced from tick `start` makes calls at ticks calls[0..n-1]; a probe that is due starts
  * `lag` ticks after the entry read (the segment's events are written first). Marks probed[i],
  * stores the probes' starts in begins[] and returns how many ran. The same steps as
- * src/mpi/runtime.c. */
+ * src/pmpi/runtime.c. */
 static int simulate(uint64_t start, uint64_t period, const uint64_t *calls, int n, uint64_t lag,
                     int *probed, uint64_t *begins)
 {

@@ -24,20 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void pv_message(int rank0_only, const char *fmt, ...)
-{
-    if (rank0_only && pv_rt.rank != 0) return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (rank0_only)
-        fprintf(stderr, "perfvar: %s\n", buf);
-    else
-        fprintf(stderr, "perfvar: rank %d: %s\n", pv_rt.rank, buf);
-}
-
 static int mkdir_p(const char *path)
 {
     char tmp[4400];
@@ -266,6 +252,7 @@ int pv_start_claim(void)
 void pv_start(int init_fn, void *site, uint64_t t_entry)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &pv_rt.rank);
+    pv_message_set_rank(pv_rt.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
     PMPI_Query_thread(&pv_rt.thread_level);
     char msg[512];

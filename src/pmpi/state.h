@@ -1,5 +1,5 @@
 /*
- * state.h — perfvar's MPI runtime state, shared by the files of src/mpi (internal).
+ * state.h — perfvar's MPI runtime state, shared by the files of src/pmpi (internal).
  *
  * Who may touch what:
  * - pv_rt's process-wide fields (rank, configuration, clock, thread level...) are written by pv_start
@@ -25,6 +25,7 @@
 #include "../calib/calib.h"
 #include "../calib/work_probe.h"
 #include "../config/config.h"
+#include "../core/message.h"
 #include "../core/u64map.h"
 #include "../recorder/recorder.h"
 #include "../trace/convert.h"
@@ -185,7 +186,5 @@ int pv_write_run_meta(void);
  * (or the default action) runs. Installed at the start. */
 void pv_signals_install(void);
 
-/* Print "perfvar: ..." on stderr (only on rank 0 when rank0_only). */
-void pv_message(int rank0_only, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
