@@ -241,6 +241,56 @@ static int write_definitions(char *why, size_t len)
     return !bad;
 }
 
+/* The message a rank's configuration check leaves (config.h): what pv_config_load is given. */
+#define CONFIG_MESSAGE 512
+
+/* "1,3-5": the n ranks of r (increasing), as ranges. */
+static void format_ranks(char *out, size_t len, const int *r, int n)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && at < len;) {
+        int j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+        if (j > i)
+            at += (size_t)snprintf(out + at, len - at, "%s%d-%d", at ? "," : "", r[i], r[j]);
+        else
+            at += (size_t)snprintf(out + at, len - at, "%s%d", at ? "," : "", r[i]);
+        i = j + 1;
+    }
+}
+
+/* The ranks that rejected their configuration (msg: why, "" if this rank accepted it): rank 0 says
+ * each distinct reason once, naming the ranks unless every rank gave it (collective). */
+static void report_configurations(const char *msg)
+{
+    int root = pv_rt.rank == 0;
+    char *all = root ? calloc((size_t)pv_rt.size, CONFIG_MESSAGE) : NULL;
+    int *ranks = root ? malloc((size_t)pv_rt.size * sizeof *ranks) : NULL;
+    char mine[CONFIG_MESSAGE];
+    snprintf(mine, sizeof mine, "%s", msg);
+    PMPI_Gather(mine, CONFIG_MESSAGE, MPI_CHAR, all, CONFIG_MESSAGE, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (root && (!all || !ranks)) pv_message(1, "%s; running uninstrumented", msg[0] ? msg : "a rank "
+                                             "rejected its configuration");
+    for (int r = 0; all && ranks && r < pv_rt.size; r++) {
+        const char *m = all + (size_t)r * CONFIG_MESSAGE;
+        if (!m[0]) continue;
+        int n = 0;
+        for (int q = r; q < pv_rt.size; q++) {
+            char *o = all + (size_t)q * CONFIG_MESSAGE;
+            if (q == r || !strcmp(o, m)) ranks[n++] = q;
+            if (q != r && !strcmp(o, m)) o[0] = 0; /* said once */
+        }
+        char list[256];
+        format_ranks(list, sizeof list, ranks, n);
+        if (n == pv_rt.size)
+            pv_message(1, "%s; running uninstrumented", m);
+        else
+            pv_message(1, "rank%s %s: %s; running uninstrumented", n > 1 ? "s" : "", list, m);
+    }
+    free(all), free(ranks);
+}
+
 int pv_start_claim(void)
 {
     /* PV_DISABLED until pv_start has worked: other threads' calls pass through meanwhile. */
@@ -255,10 +305,12 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_message_set_rank(pv_rt.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
     PMPI_Query_thread(&pv_rt.thread_level);
-    char msg[512];
+    char msg[CONFIG_MESSAGE] = "";
     int ok = pv_config_load(&pv_rt.cfg, msg, sizeof msg) == PERFVAR_OK;
-    if (!ok) pv_message(1, "%s; running uninstrumented", msg);
-    if (!all_agree(ok)) return;
+    if (!all_agree(ok)) {
+        report_configurations(ok ? "" : msg);
+        return;
+    }
 
     if (pv_rt.rank == 0) make_output_dir(pv_rt.dir, sizeof pv_rt.dir);
     PMPI_Bcast(pv_rt.dir, sizeof pv_rt.dir, MPI_CHAR, 0, MPI_COMM_WORLD);
