@@ -225,6 +225,25 @@ def _load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     return data, None
 
 
+# Fields of rank-N.json that are numbers (src/pmpi/rank_meta.c writes them so): one that is not
+# is said, not taken silently as missing.
+_NUMERIC = (("rank",), ("nranks",), ("pid",), ("clock", "hz"), ("clock", "hz_rel_error"),
+            ("calibration", "t_min_ns"), ("calibration", "t_diff_ns"),
+            ("calibration", "timer_overhead_ns"), ("segments",))
+
+
+def _ill_typed(data: dict[str, Any]) -> list[str]:
+    """The numeric fields of a rank-N.json that hold something else."""
+    bad = []
+    for keys in _NUMERIC:
+        value: Any = data
+        for k in keys:
+            value = value.get(k) if isinstance(value, dict) else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            bad.append(f"{'.'.join(keys)} is {value!r}, not a number")
+    return bad
+
+
 def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     meta = RankMeta(rank=rank, source=path)
     host = data.get("host")
@@ -437,6 +456,8 @@ def read_meta(
                 f"file name wins"
             )
         result[rank] = _parse_rank(rank, path, data)
+        for bad in _ill_typed(data):
+            notes.append(f"perfvar/rank-{rank}.json: {bad} (ignored)")
         if paper_check:
             _apply_paper_check(
                 result[rank],

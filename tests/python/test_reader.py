@@ -128,6 +128,15 @@ def test_meta_rejects_non_numeric_calibration(tmp_path):
     assert meta.ranks[0].calibration.t_diff_ns is None
 
 
+def test_meta_says_which_fields_are_ill_typed(tmp_path):
+    os.makedirs(tmp_path / "perfvar")
+    doc = {"rank": 0, "nranks": "two", "clock": {"hz": "fast"}, "calibration": {"status": "ok"}}
+    (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
+    notes = read_meta(str(tmp_path), [0], paper_check=False).notes
+    assert any("rank-0.json: nranks is 'two', not a number" in n for n in notes)
+    assert any("rank-0.json: clock.hz is 'fast', not a number" in n for n in notes)
+
+
 def test_meta_takes_the_c_searchs_zero_as_not_found(tmp_path):
     # A partial start-up calibration writes 0 where its search found nothing: the rank
     # must stay unjudged, never be judged against t_min = t_diff = 0 ns.
