@@ -98,6 +98,7 @@ class LocationReport:
     unmatched_leaves: int = 0  # Leave without its Enter
     error: Optional[str] = None  # set when the location's events are unreadable
     probes: int = 0  # matched perfvar:probe Enter/Leave pairs
+    cut: Optional[str] = None  # its event file broke off after some events (read up to there)
 
     @property
     def ok(self) -> bool:
@@ -469,7 +470,13 @@ def _read_location(
         _otf2.EvtReaderCallbacks_Delete(callbacks)
         report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
     except Exception as exc:
-        report.error = _otf2_detail(cerr.take(), scanner.failure or exc)
+        detail = _otf2_detail(cerr.take(), scanner.failure or exc)
+        # An event file cut short (a half-written or truncated file: "This is no chunk
+        # header!") breaks off at a chunk; the chunks before it were read whole. Keep them.
+        if scanner.failure is None and (scanner.seg or scanner.stack):
+            report.cut = detail
+        else:
+            report.error = detail
     finally:
         _otf2.Reader_CloseEvtReader(handle, evt_reader)
     if report.error is None and scanner.failure is not None:
@@ -618,7 +625,12 @@ def _reading_warnings(reports: list[LocationReport], segments: list[str]) -> lis
                 f"excluded from the analysis ({r.error})"
             )
             continue
-        if r.events_defined and r.events_read < r.events_defined:
+        if r.cut:
+            out.append(
+                f"{where}: its event file breaks off ({r.cut}); its events up to there "
+                "were read"
+            )
+        elif r.events_defined and r.events_read < r.events_defined:
             out.append(
                 f"{where}: read {r.events_read} of {r.events_defined} events "
                 "announced in the definitions (trace cut short?)"

@@ -3,8 +3,8 @@
  * convert it with pv_convert_rank over the forked communicator, and leave a golden trace in DIR for
  * the Python reader's test (tests/python/test_golden_trace.py) with what it must read in
  * DIR/golden.json. Checked here: the conversion's own figures (calls, segments, events, messages),
- * a records file read back unit by unit, and a call that never returned (closed at the signal's
- * time).
+ * a records file read back unit by unit, a call that never returned (closed at the signal's
+ * time), and a longer run whose event files span several chunks (DIR/long).
  *
  * Usage: unit_convert DIR (created; must not exist yet as an archive). */
 #include "check.h"
@@ -20,11 +20,11 @@
 #include <sys/stat.h>
 
 enum { R_INIT, R_SEND, R_RECV, R_ALLREDUCE, R_FINALIZE, R_CALIB, R_PROBE, NREGIONS };
-enum { STEPS = 10 };
+enum { STEPS = 10, LONG_STEPS = 20000 };
 
 /* The run of one rank: Init, then STEPS x (compute, Allreduce, compute, Send or Recv), Finalize.
  * Returns the end tick. Segment k of step i lasts 1000 + 100 i + 50 rank (+ 300 for the second). */
-static uint64_t record_rank(const char *dir, int rank, FILE *golden)
+static uint64_t record_rank(const char *dir, int rank, FILE *golden, int steps)
 {
     static const char *names[NREGIONS] = {"MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Allreduce",
                                           "MPI_Finalize", "perfvar calibration", "perfvar:probe"};
@@ -60,8 +60,8 @@ static uint64_t record_rank(const char *dir, int rank, FILE *golden)
     pv_rec_call_end(s, u, t, t + 1000, rank);
     t += 1000;
     int prev = 0;
-    for (int i = 0; i < STEPS; i++) {
-        uint64_t seg = 1000 + 100 * (uint64_t)i + 50 * (uint64_t)rank;
+    for (int i = 0; i < steps; i++) {
+        uint64_t seg = 1000 + 100 * (uint64_t)(i % 100) + 50 * (uint64_t)rank;
         fprintf(golden, "%s\n  {\"rank\": %d, \"from\": %d, \"to\": 1, \"start_ns\": %llu, \"ns\": %llu}",
                 prev == 0 && i == 0 ? "" : ",", rank, prev, (unsigned long long)t, (unsigned long long)seg);
         t += seg;
@@ -110,6 +110,29 @@ static void check_replay(const char *dir)
     pv_rec_reader_close(&r);
 }
 
+/* DIR/long: the same run over LONG_STEPS steps, several 1 MiB OTF2 chunks per location, for the
+ * reader's test of an event file cut short (tests/python/test_reader_cut.py). */
+static void write_long(const char *parent)
+{
+    char dir[4400], meta[4500];
+    snprintf(dir, sizeof dir, "%s/long", parent);
+    snprintf(meta, sizeof meta, "%s/perfvar", dir);
+    mkdir(dir, 0755);
+    mkdir(meta, 0755);
+    FILE *sink = fopen("/dev/null", "w");
+    pv_trace_comm comm;
+    int rank = pv_fork_comm_start(2, &comm);
+    CHECK(rank >= 0);
+    record_rank(dir, rank, sink, LONG_STEPS);
+    pv_convert_result res;
+    char why[512];
+    CHECK(pv_convert_rank(dir, rank, &comm, 1, &res, why, sizeof why) == 0);
+    CHECK(res.threads[0].segments == 1 + 2 * LONG_STEPS && res.stats.flushes > 0);
+    pv_convert_free(&res);
+    fclose(sink);
+    CHECK(pv_fork_comm_finish(&comm, check_failures ? 1 : 0) == 0);
+}
+
 /* A thread that died inside a call: the call is closed at the signal's time, in a trace of its own. */
 static void check_dead_call(const char *parent)
 {
@@ -123,7 +146,7 @@ static void check_dead_call(const char *parent)
     pv_trace_comm comm;
     int rank = pv_fork_comm_start(2, &comm);
     CHECK(rank >= 0);
-    uint64_t end = record_rank(dir, rank, sink);
+    uint64_t end = record_rank(dir, rank, sink, STEPS);
     /* Reopen rank 1's records as if its run went on: one call begun, then a signal. */
     if (rank == 1) {
         char path[4500];
@@ -172,7 +195,7 @@ int main(int argc, char **argv)
     snprintf(mine, sizeof mine, golden_path, rank);
     FILE *golden = fopen(mine, "w");
     CHECK(golden != NULL);
-    record_rank(dir, rank, golden);
+    record_rank(dir, rank, golden, STEPS);
     fclose(golden);
     pv_convert_result res;
     char why[512];
@@ -213,5 +236,6 @@ int main(int argc, char **argv)
 
     check_replay(dir);
     check_dead_call(dir);
+    write_long(dir);
     return check_result();
 }
