@@ -442,9 +442,10 @@ def _open_reader(anchor: str, cerr: _CStderr) -> Any:
 
 
 def _read_location(
-    handle: Any, loc: Any, scanner: _LocationScanner, cerr: _CStderr
+    handle: Any, loc: Any, scanner: _LocationScanner, cerr: _CStderr, whole_chunk: bool
 ) -> None:
-    """Read one location's local definitions and events into ``scanner``."""
+    """Read one location's local definitions and events into ``scanner``.
+    ``whole_chunk``: its event file holds at least one whole OTF2 chunk."""
     import _otf2
 
     report = scanner.report
@@ -473,7 +474,8 @@ def _read_location(
         detail = _otf2_detail(cerr.take(), scanner.failure or exc)
         # An event file cut short (a half-written or truncated file: "This is no chunk
         # header!") breaks off at a chunk; the chunks before it were read whole. Keep them.
-        if scanner.failure is None and (scanner.seg or scanner.stack):
+        # A file cut inside its first chunk has none: unreadable, as OTF2 says.
+        if scanner.failure is None and whole_chunk and (scanner.seg or scanner.stack):
             report.cut = detail
         else:
             report.error = detail
@@ -554,6 +556,10 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
             f"cannot open event files of {anchor}: {_otf2_detail(cerr.take(), exc)}"
         ) from None
 
+    try:
+        chunk_bytes = int(_otf2.Reader_GetChunkSize(handle)[0])
+    except Exception:
+        chunk_bytes = 1 << 20  # OTF2's default, and what perfvar writes
     reports: list[LocationReport] = []
     arrays: list[np.ndarray] = []
     probe_arrays: list[np.ndarray] = []
@@ -574,7 +580,12 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
             scanner = _LocationScanner(
                 report, region_segment, user_regions, cpu_attr, frozenset(probe_regions)
             )
-            _read_location(handle, loc, scanner, cerr)
+            evt = os.path.join(os.path.dirname(anchor), "traces", f"{int(loc._ref)}.evt")
+            try:
+                whole_chunk = os.path.getsize(evt) >= chunk_bytes
+            except OSError:
+                whole_chunk = False
+            _read_location(handle, loc, scanner, cerr, whole_chunk)
             reports.append(report)
             if report.ok:
                 report.unclosed += len(scanner.stack)
