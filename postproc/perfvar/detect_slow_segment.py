@@ -25,8 +25,8 @@ median above t_min):
    in ns at the peers' median, exceeds the effect floor max(t_diff of the cell's
    cache state, segment_floor x the peers' median) AND, over the cell's segments, it
    costs at least MIN_COST of the rank's compute time: a rank that waited long in a
-   collective runs its next short segment a few hundred ns slower (measured: 230 ns
-   against its peer's 450 ns after an Allreduce that waited 3 ms for a slowed rank),
+   collective runs its next short segment a few hundred ns slower (measured: 451 ns
+   against its peer's 230 ns after an Allreduce that waited 3 ms for a slowed rank),
    which is real, costs the rank about 0.01-0.04 % of its time and explains nothing.
 
 The paper's overlap (fraction of r's samples below the peers' maximum) is reported
