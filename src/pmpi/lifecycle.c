@@ -105,7 +105,6 @@ static void user_leave(int handle, uint64_t t, int cpu, void *site)
 static const pv_region_sink user_sink = {user_enter, user_leave};
 
 /* ---- stop ---- */
-/* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. */
 /* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. Returns how
  * many threads' records had stopped early (the file could not grow: a full disk, a file size
  * limit). */
@@ -126,10 +125,9 @@ static int close_records(uint64_t t, int cpu)
  * one per rank that differs. */
 static void report_stop(int stopped, int rc, const char *why)
 {
-    int mine[2] = {stopped, rc != PERFVAR_OK}, all[2], any_ok;
+    int mine[2] = {stopped, rc != PERFVAR_OK}, all[2];
     PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    int ok = rc == PERFVAR_OK;
-    PMPI_Allreduce(&ok, &any_ok, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int any_ok = all[1] < pv_rt.size; /* all[1]: the ranks whose conversion failed */
     char early[256] = "";
     if (all[0])
         snprintf(early, sizeof early, "recording stopped early on %d thread(s): a records file could "

@@ -36,7 +36,7 @@ typedef enum { PV_UNINIT = 0, PV_ACTIVE, PV_DISABLED, PV_FINISHED } pv_state_t;
 
 /* Static regions after the MPI functions: the start-up calibration, and the fixed-work probes
  * ("perfvar:probe", PERFVAR_PROBE). */
-enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE, PV_NSTATIC_EXTRA };
+enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE };
 
 
 /* A traced thread. Index 0 is the thread that started perfvar (normally the one that initialised

@@ -63,6 +63,21 @@ static int fact_of(pv_rec_reader *r, uint16_t slot, pv_rec_fact_def *out)
     return 1;
 }
 
+/* A FACT unit pair at u (its second unit raw) defines its slot for what follows. */
+static void define_fact(pv_rec_reader *r, const pv_rec_unit *u)
+{
+    uint16_t slot = u->cpu;
+    if (!slot || slot >= PV_REC_FACT_SLOTS) return;
+    pv_rec_fact_def *f = &r->facts[slot];
+    f->kind_op = u->x, f->comm = u->y, f->peer = u->a, f->tag = u->b;
+    memcpy(&f->bytes, u + 1, 8);
+    memcpy(&f->bytes2, (const char *)(u + 1) + 8, 8);
+    r->fact_used[slot / 64] |= 1ull << (slot % 64);
+}
+
+/* The 64-bit value a unit carries in a (low half) and b (high half). */
+static uint64_t ab(const pv_rec_unit *u) { return (uint64_t)u->a | (uint64_t)u->b << 32; }
+
 static int cpu_of(uint16_t v)
 {
     v &= PV_REC_CPU_MASK;
@@ -78,18 +93,11 @@ static const pv_rec_unit *next_call_unit(pv_rec_reader *r)
         if (u->tag == PV_REC_SKIP) {
             r->at += 1 + (size_t)u->a;
         } else if (u->tag == PV_REC_TIME) {
-            r->next_entry = (uint64_t)u->a | (uint64_t)u->b << 32;
+            r->next_entry = ab(u);
             r->at++;
         } else if (u->tag == PV_REC_FACT) { /* a fact outside a call: still defines its slot */
             if (r->at + 1 >= r->end) return NULL;
-            uint16_t slot = u->cpu;
-            if (slot && slot < PV_REC_FACT_SLOTS) {
-                pv_rec_fact_def *f = &r->facts[slot];
-                f->kind_op = u->x, f->comm = u->y, f->peer = u->a, f->tag = u->b;
-                memcpy(&f->bytes, r->at + 1, 8);
-                memcpy(&f->bytes2, (const char *)(r->at + 1) + 8, 8);
-                r->fact_used[slot / 64] |= 1ull << (slot % 64);
-            }
+            define_fact(r, u);
             r->at += 2;
         } else if (u->tag >= PV_REC_MIN_KIND) { /* a unit of a call we did not see begin */
             r->at++;
@@ -141,7 +149,6 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
     c->open = u->b == PV_REC_SPAN_OPEN;
     uint16_t fx = u->x, fy = u->y;
     r->at++;
-    r->units_read++;
     for (; r->at < r->end; r->at++) {
         const pv_rec_unit *v = r->at;
         if (v->tag == PV_REC_END || v->tag < PV_REC_MIN_KIND || v->tag == PV_REC_TIME)
@@ -152,19 +159,12 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
         }
         if (v->tag == PV_REC_FACT) {
             if (r->at + 1 >= r->end) break;
-            uint16_t slot = v->cpu;
-            if (slot && slot < PV_REC_FACT_SLOTS) {
-                pv_rec_fact_def *f = &r->facts[slot];
-                f->kind_op = v->x, f->comm = v->y, f->peer = v->a, f->tag = v->b;
-                memcpy(&f->bytes, v + 1, 8);
-                memcpy(&f->bytes2, (const char *)(v + 1) + 8, 8);
-                r->fact_used[slot / 64] |= 1ull << (slot % 64);
-            }
+            define_fact(r, v);
             r->at++; /* its raw second unit */
             continue;
         }
         switch (v->tag) {
-        case PV_REC_SPAN64: span = (uint64_t)v->a | (uint64_t)v->b << 32; break;
+        case PV_REC_SPAN64: span = ab(v); break;
         case PV_REC_CPU_OUT: c->cpu_out = cpu_of(v->cpu); break;
         case PV_REC_PROBE:
         case PV_REC_NESTED:
@@ -179,7 +179,7 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
             }
             break;
         case PV_REC_COMPLETE: {
-            pv_rec_completion done = {(uint64_t)v->a | (uint64_t)v->b << 32, v->cpu, 0, {0}};
+            pv_rec_completion done = {ab(v), v->cpu, 0, {0}};
             done.has_fact = fact_of(r, v->x, &done.fact);
             if (add_completion(r, c, &done)) return 0;
             break;

@@ -53,7 +53,6 @@ typedef struct pv_rec_reader {
     uint64_t fact_used[PV_REC_FACT_SLOTS / 64];
     pv_rec_completion *completed;
     size_t completed_cap;
-    uint64_t units_read;
     const char *dropped;    /* the mapping before this was given back (MADV_DONTNEED) */
 } pv_rec_reader;
 
