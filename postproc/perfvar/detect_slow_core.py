@@ -10,8 +10,10 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
 * the common shift (median z of r minus median z of the peers) exceeds
   ``core_floor`` and, in ns in its largest class, that class's t_diff;
 * the shift is common: classes holding at least two thirds of r's compute time
-  are each shifted by more than half the floor. A rank slow in one class only is
-  a slow segment, not a slow core (perfvar.detect_slow_segment). The fixed-work
+  are each shifted by more than the floor. A rank slow in one class only is a slow
+  segment, not a slow core (perfvar.detect_slow_segment), even on a core a little
+  slower than its peer's: +10 % in one class and +1.5 % in the other pool to a
+  shift above the floor, but only half the time is shifted by more than it. The fixed-work
   probes (perfvar.probes), where the run has them, are one more class that weighs
   as much as all the rank's segments: a core slow on fixed work and in its
   segments is a slow core even with one segment class; slow segments on a core
@@ -100,7 +102,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
         time = sum(c["time_ns"] for c in r.classes)
         compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
         common = sum(
-            c["time_ns"] for c in r.classes if c["shift_rel"] > params.core_floor / 2
+            c["time_ns"] for c in r.classes if c["shift_rel"] > params.core_floor
         )
         largest = max(
             (c for c in r.classes if not c["probe"]),

@@ -7,12 +7,16 @@ median above t_min):
 1. peers: the pooled kept samples of the other ranks; with ``peers == "robust"``
    (default) the ranks found slow in this class by a first pass against all others
    are left out, so that several slow ranks (all ranks of one slow node) do not
-   hide each other.
+   hide each other. The first pass keeps a cell only when, taken from the largest
+   shift down, it is still slow once the cells kept before it no longer tell any
+   rank's common shift (``_explained``): the larger slowdown explains the smaller
+   one that it made the other rank seem to have.
 2. the rank's common shift kappa, the part a slower core explains: where the run
    has fixed-work probes (perfvar.probes), their shift against the other ranks'
    probes, which measure the core itself (so more work in every class is named per
    class, not explained away); else the median of its shifts in its other judged
-   classes; counted only when positive. A negative one is not added back: with two
+   classes, each against the peers not found slow there (a class whose only peers
+   are slow tells nothing); counted only when positive. A negative one is not added back: with two
    ranks, a rank faster elsewhere is the mirror image of its peer being slow
    there, and would name a ghost. With no other judged class, kappa is the rank's
    slow-core shift when the probes made it a slow core; else kappa is 0 and the
@@ -83,16 +87,41 @@ def _center(cells: dict[int, Cell], ranks: list[int]) -> Optional[float]:
     return float(np.median(meds)) if meds else None
 
 
-def _direct_shifts(
-    classes: dict[int, dict[int, Cell]], judgeable: set[tuple[int, int]]
+def _log_medians(
+    classes: dict[int, dict[int, Cell]],
 ) -> dict[tuple[int, int], float]:
-    """(segment, rank) -> median log shift against the centre of all other ranks."""
+    """(segment, rank) -> median log-duration of every cell with samples."""
+    return {
+        (seg, r): log_median(c)
+        for seg, cells in classes.items()
+        for r, c in cells.items()
+        if c.n > 0
+    }
+
+
+def _direct_shifts(
+    classes: dict[int, dict[int, Cell]],
+    judgeable: set[tuple[int, int]],
+    medians: dict[tuple[int, int], float],
+    leave_out: Optional[dict[int, set[int]]] = None,
+) -> dict[tuple[int, int], float]:
+    """(segment, rank) -> median log shift against the centre (median of medians) of
+    the other ranks, those in ``leave_out[segment]`` (explained as slow there) left
+    out. A class whose other ranks are all left out tells nothing: no entry."""
+    leave_out = leave_out or {}
     out = {}
     for seg, cells in classes.items():
+        gone = leave_out.get(seg, set())
         for r in cells:
-            center = _center(cells, [q for q in cells if q != r])
-            if (seg, r) in judgeable and center is not None:
-                out[(seg, r)] = log_median(cells[r]) - center
+            if (seg, r) not in judgeable:
+                continue
+            peers = [
+                medians[(seg, q)]
+                for q in cells
+                if q != r and q not in gone and (seg, q) in medians
+            ]
+            if peers:
+                out[(seg, r)] = medians[(seg, r)] - float(np.median(peers))
     return out
 
 
@@ -154,6 +183,45 @@ def _first_pass_slow(
     return out
 
 
+def _explained(
+    classes: dict[int, dict[int, Cell]],
+    judgeable: set[tuple[int, int]],
+    medians: dict[tuple[int, int], float],
+    first: dict[int, set[int]],
+    params: DetectParams,
+    cores: dict[int, float],
+    probes: dict[int, float],
+) -> dict[int, set[int]]:
+    """segment -> ranks of the first pass that stay slow once larger shifts explain
+    smaller ones.
+
+    From the largest shift down, a cell stays slow when its shift, beyond its rank's
+    common shift, clears the floor; the common shift is told only by classes whose
+    peers are not already slow there (else the floor is the core's). Why: with two
+    ranks whose cores differ by 1 %, rank 1 slowed by 10 % in class A also makes
+    rank 0 look 1 % slow in B, since rank 0's only other class, A, is the one where
+    its peer is slow. Told against A no more, rank 0's 1 % is its core, not B.
+    """
+    base = _direct_shifts(classes, judgeable, medians)
+    order = sorted(
+        ((base[(seg, r)], seg, r) for seg, ranks in first.items() for r in ranks),
+        reverse=True,
+    )
+    kept: dict[int, set[int]] = {}
+    for _, seg, r in order:
+        shifts = _direct_shifts(classes, judgeable, medians, kept)
+        own = shifts.get((seg, r))
+        if own is None:
+            continue
+        kappa = _kappa(seg, r, shifts, cores, probes)
+        floor = params.segment_floor
+        if kappa is None:
+            kappa, floor = 0.0, max(params.segment_floor, params.core_floor)
+        if own - kappa > np.log1p(floor):
+            kept.setdefault(seg, set()).add(r)
+    return kept
+
+
 # A slow segment must cost its rank this share of its compute time (excess x segments).
 # The validation kit's smallest injection, +0.3 % in one of two classes, costs 0.15 %.
 MIN_COST = 0.0005
@@ -190,13 +258,16 @@ def detect(
                 continue
             judgeable.add((seg, rank))
             pending.append((seg, rank, j))
-    shifts = _direct_shifts(classes, judgeable)
+    medians = _log_medians(classes)
+    shifts = _direct_shifts(classes, judgeable, medians)
     probe_shifts = _probe_shifts(prep)
-    slow_first = (
-        _first_pass_slow(classes, judgeable, shifts, params)
-        if params.peers == "robust"
-        else {}
-    )
+    slow_first: dict[int, set[int]] = {}
+    if params.peers == "robust":
+        first = _first_pass_slow(classes, judgeable, shifts, params)
+        slow_first = _explained(
+            classes, judgeable, medians, first, params, cores, probe_shifts
+        )
+        shifts = _direct_shifts(classes, judgeable, medians, slow_first)
     for seg, rank, j in pending:
         cells = classes[seg]
         cell = cells[rank]

@@ -46,6 +46,23 @@ def test_one_class_slow_on_two_ranks_names_that_cell_and_no_ghost(rank):
     assert ev["excess_ci_rel"][0] > 0 and ev["q_value"] < 0.05
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_core_slightly_slower_than_its_peer_is_no_slow_segment_of_its_own(rank):
+    # Two ranks, the peer's core 1 % slower than the slowed rank's, which is 10 %
+    # slower in S0: the peer's S1 is 1 % slower than the rank's S1, and its only
+    # other class is S0, where the rank is slow. The larger slowdown explains it.
+    peer = 1 - rank
+    slow = {(0, rank): 1.10, (0, peer): 1.01, (1, peer): 1.01}
+    assert _kinds(_named(_cells(5, slow=slow))) == [("slow_segment", rank, "S0")]
+
+
+def test_one_slow_class_on_a_slightly_slower_core_is_no_slow_core():
+    # +10 % in S0 and +1.5 % (a core a little slower than its peer's) in S1 pool
+    # to a shift above the core floor, but only S0 is shifted by more than it.
+    slow = {(0, 1): 1.10 * 1.015, (1, 1): 1.015}
+    assert _kinds(_named(_cells(6, slow=slow))) == [("slow_segment", 1, "S0")]
+
+
 def test_slow_core_is_named_once_not_per_segment():
     slow = {(0, 2): 1.05, (1, 2): 1.05}
     found = _named(_cells(2, nranks=4, slow=slow))
