@@ -25,7 +25,8 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/lifecycle.c ${PROJECT_SOURCE_DIR}/src/pmpi/flavour_check.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/pmpi/clock_sync.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/pmpi/threads.c
-    ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c $<TARGET_OBJECTS:perfvar_recorder_trace>)
+    ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c ${PROJECT_SOURCE_DIR}/src/pmpi/roll_call.c
+    $<TARGET_OBJECTS:perfvar_recorder_trace>)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
   # MPI is private: the application links its own MPI, which must be the same flavour.

@@ -289,6 +289,27 @@ static void report_configurations(const char *msg)
     free(all), free(ranks);
 }
 
+/* The roll call (roll_call.c) before any collective: 1 if every rank is under perfvar; else each
+ * traced rank runs uninstrumented, and says why where it knows. */
+static int every_rank_traced(void)
+{
+    int *missing = malloc((size_t)pv_rt.size * sizeof *missing), n = 0, answered = 1;
+    if (!missing) return 0; /* with no answer from this rank, rank 0 turns tracing off for all */
+    int all = pv_roll_call(missing, &n, &answered);
+    if (pv_rt.rank == 0 && !all) {
+        char list[256];
+        format_ranks(list, sizeof list, missing, n);
+        pv_message(1, "rank%s %s not under perfvar (no word from %s in %.0f s: an MPMD job with "
+                   "perfvar-run on some of its programs only?); running uninstrumented",
+                   n > 1 ? "s" : "", list, n > 1 ? "them" : "it", PV_ROLL_CALL_S);
+    } else if (!answered) {
+        pv_message(0, "no word from rank 0 in %.0f s: is it under perfvar-run? running "
+                   "uninstrumented", PV_ANSWER_S);
+    }
+    free(missing);
+    return all;
+}
+
 int pv_start_claim(void)
 {
     /* PV_DISABLED until pv_start has worked: other threads' calls pass through meanwhile. */
@@ -303,6 +324,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_message_set_rank(pv_rt.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
     PMPI_Query_thread(&pv_rt.thread_level);
+    if (!every_rank_traced()) return;
     char msg[CONFIG_MESSAGE] = "";
     int ok = pv_config_load(&pv_rt.cfg, msg, sizeof msg) == PERFVAR_OK;
     if (!all_agree(ok)) {
