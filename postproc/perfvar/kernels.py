@@ -1,8 +1,10 @@
 """The C measurement kernels of libperfvar (include/perfvar_calib.h), through ctypes.
 
-The library is found, in order: ``$PERFVAR_LIB``; ``libperfvar.so`` next to an
-installed ``perfvar-run`` (``../lib``); the linker's search path; the source tree's
-``build/`` (a developer checkout). Not thread-safe (the C side shares a flush buffer).
+The library is found, in order: ``$PERFVAR_LIB``; the installation this package is part
+of (``perfvar/_install_paths.py``, written by ``cmake --install``); ``libperfvar.so``
+next to a ``perfvar-run`` on the PATH (``../lib``); the linker's search path; the source
+tree's ``build/`` (a developer checkout). Not thread-safe (the C side shares a flush
+buffer).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from perfvar.errors import TraceError
+from perfvar.installation import installed_path
 
 TIMERS = (
     "barrier",
@@ -51,6 +54,9 @@ def _candidates() -> list[str]:
     found = []
     if os.environ.get("PERFVAR_LIB"):
         found.append(os.environ["PERFVAR_LIB"])
+    installed = installed_path("LIBPERFVAR")
+    if installed:
+        found.append(installed)
     launcher = shutil.which("perfvar-run")
     if launcher:
         found.append(

@@ -1,4 +1,5 @@
-"""The trace of a job that died: rebuild it from its records, and say how each rank ended.
+"""The trace of a job that died: rebuild it from its records, and say how each rank
+ended.
 
 A traced job keeps, per rank, a definitions file and per-thread record files in
 DIR/perfvar/records (written as it runs, into file-backed mappings that survive the
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from perfvar.errors import TraceError
+from perfvar.installation import installed_path
 
 _ENDED = re.compile(r"^ended-rank-(\d+)\.json$")
 
@@ -49,7 +51,8 @@ class RankEnding:
     @property
     def latest_end_utc_ns(self) -> float:
         """When it ended at the latest: a signal's time is known; a rank that died
-        without a word ended after its last record, within about its longest recent silence."""
+        without a word ended after its last record, within about its longest recent
+        silence."""
         if self.state == "running":
             return self.end_utc_ns + self.silence_s * 1e9
         return self.end_utc_ns
@@ -93,12 +96,17 @@ def _complete(directory: str) -> bool:
 
 
 def recover_tool() -> Optional[str]:
-    """perfvar-recover: beside perfvar-run (an installation or a build's bin/), on PATH,
-    or in this checkout's build tree."""
+    """perfvar-recover: in this package's installation, beside perfvar-run (an
+    installation or a build's bin/), on PATH, or in this checkout's build tree."""
     found = []
+    bindir = installed_path("BINDIR")
+    if bindir:
+        found.append(os.path.join(bindir, "perfvar-recover"))
     launcher = shutil.which("perfvar-run")
     if launcher:
-        found.append(os.path.join(os.path.dirname(os.path.realpath(launcher)), "perfvar-recover"))
+        found.append(
+            os.path.join(os.path.dirname(os.path.realpath(launcher)), "perfvar-recover")
+        )
     on_path = shutil.which("perfvar-recover")
     if on_path:
         found.append(on_path)
@@ -112,14 +120,16 @@ def recover(directory: str, force: bool = False) -> str:
     tool = recover_tool()
     if tool is None:
         raise TraceError(
-            f"{directory}: the job did not finish and perfvar-recover, which rebuilds its "
-            "trace from the records, is not found (put perfvar's bin/ on PATH)"
+            f"{directory}: the job did not finish and perfvar-recover, which rebuilds "
+            "its trace from the records, is not found (put perfvar's bin/ on PATH)"
         )
     cmd = [tool] + (["--force"] if force else []) + [directory]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         why = (run.stderr or run.stdout).strip().splitlines()
-        raise TraceError(f"recovering {directory} failed: {why[-1] if why else run.returncode}")
+        raise TraceError(
+            f"recovering {directory} failed: {why[-1] if why else run.returncode}"
+        )
     return run.stdout
 
 
@@ -135,7 +145,9 @@ def ensure_trace(directory: str) -> bool:
 def read_endings(directory: str) -> list[RankEnding]:
     """How each recovered rank ended (empty when the job was never recovered)."""
     out = []
-    for path in sorted(glob.glob(os.path.join(directory, "perfvar", "ended-rank-*.json"))):
+    for path in sorted(
+        glob.glob(os.path.join(directory, "perfvar", "ended-rank-*.json"))
+    ):
         m = _ENDED.match(os.path.basename(path))
         try:
             with open(path, encoding="utf-8") as f:
@@ -164,11 +176,12 @@ def read_endings(directory: str) -> list[RankEnding]:
 def endings_json(endings: list[RankEnding]) -> dict:
     """analysis.json's "ended": how the job ended, and which rank ended first.
 
-    The rank that ended first ended early on its own; the others usually followed (the
-    launcher kills a job when one of its ranks dies, by SIGTERM or SIGKILL). A rank ended
-    by a signal says when; one killed without a word is judged by the latest time it
-    can have ended (its last record plus its longest recent silence), so a rank the launcher
-    killed silently while it ran untraced code does not pass for the first."""
+    The rank that ended first ended early on its own; the others usually followed
+    (the launcher kills a job when one of its ranks dies, by SIGTERM or SIGKILL). A
+    rank ended by a signal says when; one killed without a word is judged by the
+    latest time it can have ended (its last record plus its longest recent silence),
+    so a rank the launcher killed silently while it ran untraced code does not pass
+    for the first."""
     early = [e for e in endings if e.ended_early]
     first = min(early, key=lambda e: e.latest_end_utc_ns) if early else None
     t0 = min((e.end_utc_ns - e.end_s * 1e9 for e in endings), default=0.0)
