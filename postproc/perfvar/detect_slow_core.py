@@ -13,9 +13,9 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   are each shifted by more than the floor. A rank slow in one class only is a slow
   segment, not a slow core (perfvar.detect_slow_segment), even on a core a little
   slower than its peer's: +10 % in one class and +1.5 % in the other pool to a
-  shift above the floor, but only half the time is shifted by more than it. The fixed-work
-  probes (perfvar.probes), where the run has them, are one more class that weighs
-  as much as all the rank's segments: a core slow on fixed work and in its
+  shift above the floor, but only half the time is shifted by more than it. The
+  fixed-work probes (perfvar.probes), where the run has them, are one more class
+  that weighs as much as all the rank's segments: a core slow on fixed work and in its
   segments is a slow core even with one segment class; slow segments on a core
   whose probes are not slow are not.
 

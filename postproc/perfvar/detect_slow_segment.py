@@ -16,12 +16,12 @@ median above t_min):
    probes, which measure the core itself (so more work in every class is named per
    class, not explained away); else the median of its shifts in its other judged
    classes, each against the peers not found slow there (a class whose only peers
-   are slow tells nothing); counted only when positive. A negative one is not added back: with two
-   ranks, a rank faster elsewhere is the mirror image of its peer being slow
-   there, and would name a ghost. With no other judged class, kappa is the rank's
-   slow-core shift when the probes made it a slow core; else kappa is 0 and the
-   floor below is at least ``core_floor``: a shift in the rank's only class cannot
-   be told from a slower core.
+   are slow tells nothing); counted only when positive. A negative one is not
+   added back: with two ranks, a rank faster elsewhere is the mirror image of its
+   peer being slow there, and would name a ghost. With no other judged class, kappa
+   is the rank's slow-core shift when the probes made it a slow core; else kappa is
+   0 and the floor below is at least ``core_floor``: a shift in the rank's only
+   class cannot be told from a slower core.
 3. the test: log-durations of r minus kappa against the peers'
    (perfvar.compare.compare: median shift and one-sided Mann-Whitney U), q values by
    Benjamini-Hochberg over every cell tested.
@@ -301,7 +301,9 @@ def detect(
     compute_ns: dict[int, float] = {}
     for cells in classes.values():
         for rank, cell in cells.items():
-            compute_ns[rank] = compute_ns.get(rank, 0.0) + float(np.sum(cell.samples_ns))
+            compute_ns[rank] = compute_ns.get(rank, 0.0) + float(
+                np.sum(cell.samples_ns)
+            )
     for t, q in zip(tests, fdr([t.cmp.p_value for t in tests])):
         t.judgement.q_value = q
         excess_ns = t.peer_median_ns * t.cmp.shift_rel

@@ -225,11 +225,19 @@ def _load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     return data, None
 
 
-# Fields of rank-N.json that are numbers (src/pmpi/rank_meta.c writes them so): one that is not
-# is said, not taken silently as missing.
-_NUMERIC = (("rank",), ("nranks",), ("pid",), ("clock", "hz"), ("clock", "hz_rel_error"),
-            ("calibration", "t_min_ns"), ("calibration", "t_diff_ns"),
-            ("calibration", "timer_overhead_ns"), ("segments",))
+# Fields of rank-N.json that are numbers (src/pmpi/rank_meta.c writes them so): one
+# that is not is said, not taken silently as missing.
+_NUMERIC = (
+    ("rank",),
+    ("nranks",),
+    ("pid",),
+    ("clock", "hz"),
+    ("clock", "hz_rel_error"),
+    ("calibration", "t_min_ns"),
+    ("calibration", "t_diff_ns"),
+    ("calibration", "timer_overhead_ns"),
+    ("segments",),
+)
 
 
 def _ill_typed(data: dict[str, Any]) -> list[str]:
@@ -239,7 +247,9 @@ def _ill_typed(data: dict[str, Any]) -> list[str]:
         value: Any = data
         for k in keys:
             value = value.get(k) if isinstance(value, dict) else None
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float))
+        ):
             bad.append(f"{'.'.join(keys)} is {value!r}, not a number")
     return bad
 

@@ -98,7 +98,9 @@ class LocationReport:
     unmatched_leaves: int = 0  # Leave without its Enter
     error: Optional[str] = None  # set when the location's events are unreadable
     probes: int = 0  # matched perfvar:probe Enter/Leave pairs
-    cut: Optional[str] = None  # its event file broke off after some events (read up to there)
+    cut: Optional[str] = (
+        None  # its event file broke off after some events (read up to there)
+    )
 
     @property
     def ok(self) -> bool:
@@ -472,9 +474,10 @@ def _read_location(
         report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
     except Exception as exc:
         detail = _otf2_detail(cerr.take(), scanner.failure or exc)
-        # An event file cut short (a half-written or truncated file: "This is no chunk
-        # header!") breaks off at a chunk; the chunks before it were read whole. Keep them.
-        # A file cut inside its first chunk has none: unreadable, as OTF2 says.
+        # An event file cut short (a half-written or truncated file: "This is no
+        # chunk header!") breaks off at a chunk; the chunks before it were read whole.
+        # Keep them. A file cut inside its first chunk has none: unreadable, as OTF2
+        # says.
         if scanner.failure is None and whole_chunk and (scanner.seg or scanner.stack):
             report.cut = detail
         else:
@@ -580,7 +583,9 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
             scanner = _LocationScanner(
                 report, region_segment, user_regions, cpu_attr, frozenset(probe_regions)
             )
-            evt = os.path.join(os.path.dirname(anchor), "traces", f"{int(loc._ref)}.evt")
+            evt = os.path.join(
+                os.path.dirname(anchor), "traces", f"{int(loc._ref)}.evt"
+            )
             try:
                 whole_chunk = os.path.getsize(evt) >= chunk_bytes
             except OSError:

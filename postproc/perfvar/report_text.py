@@ -249,12 +249,17 @@ def _ended_lines(result: dict[str, Any]) -> list[str]:
     ended = result.get("ended") or {}
     if not ended.get("ended_early_ranks"):
         return []
-    out = ["", "The job did not finish: its trace was rebuilt from the records "
-           "(each rank's trace runs up to its end)"]
+    out = [
+        "",
+        "The job did not finish: its trace was rebuilt from the records "
+        "(each rank's trace runs up to its end)",
+    ]
     for r in ended["ranks"]:
         where = " inside an MPI call" if r["in_mpi_call"] else ""
         first = "  <- first to end" if r["rank"] == ended["first_to_end"] else ""
-        out.append(f"- rank {r['rank']}: {r['how']} at {r['end_s']:.3f} s{where}{first}")
+        out.append(
+            f"- rank {r['rank']}: {r['how']} at {r['end_s']:.3f} s{where}{first}"
+        )
     return out
 
 
