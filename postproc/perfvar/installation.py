@@ -1,10 +1,12 @@
-"""Where this installation's other files are: the paths ``cmake --install`` recorded in
-the generated ``perfvar/_install_paths.py``, relative to the package (so the prefix can
-be moved). A source checkout or a wheel has no such module. Thread-safe."""
+"""Where perfvar's other files are: the paths ``cmake --install`` recorded in the
+generated ``perfvar/_install_paths.py``, relative to the package (so the prefix can be
+moved; a source checkout or a wheel has no such module), and perfvar's programs
+wherever they are. Thread-safe."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Optional
 
 
@@ -17,3 +19,30 @@ def installed_path(key: str) -> Optional[str]:
         return None
     here = os.path.dirname(os.path.abspath(_install_paths.__file__))
     return os.path.normpath(os.path.join(here, getattr(_install_paths, key)))
+
+
+def find_tool(name: str) -> Optional[str]:
+    """One of perfvar's programs (perfvar-recover, perfvar-markers): in this package's
+    installation, beside perfvar-run (an installation or a build's bin/), on PATH, in
+    the build tree or installation of ``$PERFVAR_LIB``, or in this checkout's build
+    tree; None when none is executable."""
+    found = []
+    bindir = installed_path("BINDIR")
+    if bindir:
+        found.append(os.path.join(bindir, name))
+    launcher = shutil.which("perfvar-run")
+    if launcher:
+        found.append(os.path.join(os.path.dirname(os.path.realpath(launcher)), name))
+    on_path = shutil.which(name)
+    if on_path:
+        found.append(on_path)
+    lib = os.environ.get("PERFVAR_LIB")
+    if lib:  # a build tree (the library at its top, programs in bin/) or a prefix
+        libdir = os.path.dirname(os.path.abspath(lib))
+        found += [
+            os.path.join(libdir, "bin", name),
+            os.path.join(libdir, "..", "bin", name),
+        ]
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, "..", "..", "build", "bin", name))
+    return next((p for p in found if os.access(p, os.X_OK)), None)

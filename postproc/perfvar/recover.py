@@ -20,14 +20,13 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
 from perfvar.errors import TraceError
-from perfvar.installation import installed_path
+from perfvar.installation import find_tool
 
 _ENDED = re.compile(r"^ended-rank-(\d+)\.json$")
 
@@ -96,23 +95,8 @@ def _complete(directory: str) -> bool:
 
 
 def recover_tool() -> Optional[str]:
-    """perfvar-recover: in this package's installation, beside perfvar-run (an
-    installation or a build's bin/), on PATH, or in this checkout's build tree."""
-    found = []
-    bindir = installed_path("BINDIR")
-    if bindir:
-        found.append(os.path.join(bindir, "perfvar-recover"))
-    launcher = shutil.which("perfvar-run")
-    if launcher:
-        found.append(
-            os.path.join(os.path.dirname(os.path.realpath(launcher)), "perfvar-recover")
-        )
-    on_path = shutil.which("perfvar-recover")
-    if on_path:
-        found.append(on_path)
-    here = os.path.dirname(os.path.abspath(__file__))
-    found.append(os.path.join(here, "..", "..", "build", "bin", "perfvar-recover"))
-    return next((p for p in found if os.access(p, os.X_OK)), None)
+    """perfvar-recover, where perfvar.installation.find_tool finds it."""
+    return find_tool("perfvar-recover")
 
 
 def recover(directory: str, force: bool = False) -> str:

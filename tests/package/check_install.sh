@@ -24,7 +24,7 @@ fi
 rm -rf "$work" && mkdir -p "$work"
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/perfvar-run bin/perfvar bin/perfvar-recover include/perfvar.h include/perfvar_clock.h \
+for f in bin/perfvar-run bin/perfvar bin/perfvar-recover bin/perfvar-markers include/perfvar.h include/perfvar_clock.h \
          lib/pkgconfig/perfvar.pc lib/pkgconfig/perfvar-mpi-$flavour.pc \
          lib/cmake/perfvar/perfvarConfig.cmake lib/libperfvar.so lib/libperfvar_mpi_$flavour.so \
          lib/perfvar/python/perfvar/_install_paths.py; do
@@ -33,7 +33,7 @@ done
 ls "$prefix"/include/perfvar/*/perfvar.mod >/dev/null
 
 # Every installed library and program finds its perfvar libraries by a RUNPATH relative to itself.
-for f in "$prefix"/lib/libperfvar*.so "$prefix/bin/perfvar-recover"; do
+for f in "$prefix"/lib/libperfvar*.so "$prefix/bin/perfvar-recover" "$prefix/bin/perfvar-markers"; do
     readelf -d "$f" | grep -q 'RUNPATH.*\$ORIGIN' || fail "no \$ORIGIN RUNPATH in $f"
 done
 

@@ -1,0 +1,143 @@
+"""Write the anomalies of an analysis into its trace as OTF2 markers, for Vampir.
+
+OTF2 keeps markers in a file beside the archive (``DIR/traces.marker``), which a tool
+may rewrite after the trace was made; Vampir lists them and draws each on the timeline
+row of its scope. One marker per anomaly of ``analysis.json``:
+
+- group ``perfvar``; category: the anomaly's kind and its severity
+  (``slow_segment high``), or the kind alone for the informational kinds
+  (``migrated``, ``shared_cpu``: severity NONE). One OTF2 marker definition per
+  category, as OTF2's tools want a category to have one severity.
+- severity from the anomaly's relative cost: ``excess_rel`` (slow_segment,
+  slow_phase), ``shift_rel`` (slow_core), ``lost_fraction`` (noisy_core): LOW below
+  5 %, MEDIUM below 20 %, HIGH from 20 % on.
+- time: a slow_phase's window; the whole trace for the others, which judge the whole
+  run. The C tool converts ns since the trace's origin into the trace's ticks.
+- scope: the rank's master thread (its location with the lowest id, which in a
+  perfvar trace is the rank itself); a thread the anomaly names (``migrated``) its own
+  location.
+- text: the sentence the text report gives for it.
+
+The file is written by ``perfvar-markers`` (C, installed with perfvar's programs),
+which replaces every marker of group ``perfvar`` and keeps those of other groups, so
+analysing again leaves one set. Not thread-safe (it runs a program on the trace).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any, Optional
+
+from perfvar.installation import find_tool
+from perfvar.report_text import describe_anomaly
+
+TOOL = "perfvar-markers"
+GROUP = "perfvar"
+INFORMATIONAL = ("migrated", "shared_cpu")
+# (upper bound of the relative cost, severity), in order; above the last: HIGH.
+SEVERITY_STEPS = ((0.05, "LOW"), (0.20, "MEDIUM"))
+COST_KEY = {
+    "slow_segment": "excess_rel",
+    "slow_phase": "excess_rel",
+    "slow_core": "shift_rel",
+    "noisy_core": "lost_fraction",
+}
+
+
+def marker_tool() -> Optional[str]:
+    """perfvar-markers, where perfvar.installation.find_tool finds it."""
+    return find_tool(TOOL)
+
+
+def severity(anomaly: dict[str, Any]) -> str:
+    """NONE for an informational kind; else LOW, MEDIUM or HIGH by the relative cost
+    (LOW when the evidence gives none)."""
+    if anomaly["kind"] in INFORMATIONAL:
+        return "NONE"
+    cost = anomaly["evidence"].get(COST_KEY.get(anomaly["kind"], ""))
+    if cost is None:
+        return "LOW"
+    for bound, name in SEVERITY_STEPS:
+        if abs(cost) < bound:
+            return name
+    return "HIGH"
+
+
+def category(anomaly: dict[str, Any], sev: str) -> str:
+    return anomaly["kind"] if sev == "NONE" else f"{anomaly['kind']} {sev.lower()}"
+
+
+def rank_locations(anchor: str) -> dict[int, list[int]]:
+    """Each rank's location ids, ascending (its threads in index order), from the
+    trace's definitions; a rank is a location group "MPI Rank N"."""
+    import otf2
+
+    out: dict[int, list[int]] = {}
+    with otf2.reader.open(anchor) as reader:
+        for loc in reader.definitions.locations:
+            try:
+                rank = int(loc.group.name.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            out.setdefault(rank, []).append(int(loc._ref))
+    return {r: sorted(ids) for r, ids in out.items()}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> list[str]:
+    """perfvar-markers' input for the anomalies of ``result``: category, severity,
+    start and end (ns since the trace's origin, "-": the trace's start or end), scope
+    and text, tab-separated. Anomalies of a rank without a location are left out."""
+    labels = {s["id"]: s["label"] for s in result.get("segments", [])}
+    lines = []
+    for a in result.get("anomalies", []):
+        locs = locations.get(a["rank"])
+        if not locs:
+            continue
+        loc = locs[0]
+        thread = a["evidence"].get("thread") if a["kind"] == "migrated" else None
+        if isinstance(thread, int) and thread > 0:
+            # perfvar numbers thread k of rank r (k << 32) | r; other writers in order
+            want = (thread << 32) | a["rank"]
+            loc = want if want in locs else locs[min(thread, len(locs) - 1)]
+        start, end = "-", "-"
+        if a.get("start_ns") is not None and a.get("end_ns") is not None:
+            start, end = repr(float(a["start_ns"])), repr(float(a["end_ns"]))
+        sev = severity(a)
+        text = _one_line(describe_anomaly(a, labels))
+        lines.append(
+            "\t".join([category(a, sev), sev, start, end, f"LOCATION:{loc}", text])
+        )
+    return lines
+
+
+def write_markers(result: dict[str, Any]) -> Optional[str]:
+    """Replace the perfvar markers of the analysed trace with one per anomaly of
+    ``result`` (none: the old ones are removed). Returns the marker file, or None when
+    nothing was written: perfvar-markers is not installed (silently: a source checkout
+    without a build) or failed (one warning line on stderr; the analysis stands)."""
+    tool = marker_tool()
+    if tool is None:
+        return None
+    anchor = os.path.join(result["trace"], "traces.otf2")
+    try:
+        lines = marker_lines(result, rank_locations(anchor))
+        run = subprocess.run(
+            [tool, anchor],
+            input="".join(f"{line}\n" for line in lines),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        why = (run.stderr or run.stdout).strip().splitlines() if run.returncode else []
+    except Exception as exc:  # markers are an extra: never lose the analysis for them
+        why = [f"{type(exc).__name__}: {exc}"]
+    if why:
+        sys.stderr.write(f"perfvar: warning: OTF2 markers not written: {why[-1]}\n")
+        return None
+    return anchor[: -len(".otf2")] + ".marker"
