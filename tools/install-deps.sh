@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
-# Open MPI, MPICH, OTF2, PAPI, ViTE with Xvfb and ImageMagick (the trace viewer's test); PyPI:
-# numpy, scipy, scikit-learn, statsmodels, ruptures, pandas, matplotlib,
+# Open MPI, MPICH, OTF2, PAPI, ViTE with Xvfb and ImageMagick (the trace viewer's test), Chromium
+# (the HTML report's test); PyPI: numpy, scipy, scikit-learn, statsmodels, ruptures, pandas,
+# matplotlib, plotly and rich (the report's plots, progress bars),
 # otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation),
 # mpi4py (perfvar calibrate under mpiexec).
 # Idempotent; safe to run as root (CI) or with sudo available.
@@ -12,8 +13,8 @@ apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user
-          vite xvfb imagemagick)
-py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib otf2 pympistandard pytest mpi4py)
+          vite xvfb imagemagick chromium)
+py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pympistandard pytest mpi4py)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

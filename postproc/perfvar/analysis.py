@@ -13,7 +13,7 @@ import multiprocessing
 import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from perfvar.model import (
     Prepared,
 )
 from perfvar.probes import with_probes
+from perfvar.progress import Progress
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
 from perfvar.recover import endings_json, ensure_trace, read_endings
@@ -59,27 +60,31 @@ def default_jobs() -> int:
 
 
 def _filter_all(
-    tasks: list[np.ndarray], jobs: int
+    tasks: list[np.ndarray], jobs: int, progress: Optional[Progress] = None
 ) -> tuple[list[tuple[np.ndarray, OsFilterInfo]], int]:
     """filter_os on every cell; in ``jobs`` spawned processes when worth it.
 
     Returns (one (mask, info) per task, number of processes actually used).
+    ``progress`` advances by one per cell filtered.
 
     Each IsolationForest fit costs ~0.1-0.3 s whatever n is, and there is one per
     (segment, rank), so large runs need the parallelism. "spawn" avoids forking a
     process whose BLAS/OpenMP threads may hold locks. Falls back to serial on any
     pool failure; the results are identical either way (fixed random_state).
     """
+    progress = progress or Progress.off()
     if jobs > 1 and len(tasks) >= PARALLEL_MIN_CELLS:
         try:
             ctx = multiprocessing.get_context("spawn")
             workers = min(jobs, len(tasks))
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 chunk = max(1, len(tasks) // (4 * workers))
-                return list(pool.map(filter_os, tasks, chunksize=chunk)), workers
+                done = pool.map(filter_os, tasks, chunksize=chunk)
+                what = f"OS-noise filter, {workers} processes"
+                return list(progress.track(done, what, len(tasks))), workers
         except Exception:  # noqa: BLE001 - e.g. no /dev/shm, fork limits
             pass
-    return [filter_os(t) for t in tasks], 1
+    return [filter_os(t) for t in progress.track(tasks, "OS-noise filter")], 1
 
 
 def _segment_order(trace: TraceSamples) -> list[int]:
@@ -101,14 +106,18 @@ def _cpu_mode(cpus: np.ndarray) -> Optional[int]:
 
 
 def prepare(
-    trace: TraceSamples, meta: RunMeta, segment_ids: dict[int, str], jobs: int = 1
+    trace: TraceSamples,
+    meta: RunMeta,
+    segment_ids: dict[int, str],
+    jobs: int = 1,
+    progress: Optional[Progress] = None,
 ) -> Prepared:
     """Group samples into (segment, rank) cells and filter each one.
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
     applied per cell (see perfvar.filters), in ``jobs`` processes when there are many.
     Each cell gets the rank's calibrated cache state closest to its context (see
-    perfvar.cache_state).
+    perfvar.cache_state). ``progress`` counts the cells filtered.
     """
     s = trace.samples
     order = np.lexsort((s["start_ticks"], s["rank"], s["segment"]))
@@ -121,7 +130,7 @@ def prepare(
         rmeta = meta.ranks.get(int(chunk["rank"][0]))
         overhead = rmeta.calibration.timer_overhead_ns if rmeta else None
         durations.append(filter_cost(chunk["duration_ns"], overhead))
-    filtered, processes = _filter_all(durations, jobs)
+    filtered, processes = _filter_all(durations, jobs, progress)
     cells: dict[tuple[int, int], Cell] = {}
     for chunk, values, (mask, info) in zip(chunks, durations, filtered):
         seg, rank = int(chunk["segment"][0]), int(chunk["rank"][0])
@@ -328,6 +337,8 @@ def analyze(
     jobs: int = 1,
     paper_check: bool = True,
     floors: Optional[dict[str, float]] = None,
+    progress: Optional[Progress] = None,
+    on_prepared: Optional[Callable[[Prepared], None]] = None,
 ) -> dict[str, Any]:
     """Analyse a perfvar trace directory; returns the analysis.json content.
 
@@ -337,19 +348,31 @@ def analyze(
     needs to be judged; ``jobs``: processes for filter_os; ``paper_check``:
     t_min/t_diff by the paper's statistics over the stored calibration samples (else
     the C search's estimates); ``floors``: DetectParams floors to override
-    (segment_floor, core_floor, noise_floor, phase_floor; relative).
+    (segment_floor, core_floor, noise_floor, phase_floor; relative);
+    ``progress``: told each step (perfvar.progress); ``on_prepared``: called once
+    with the filtered cells, for reports that plot the samples (report_html).
     """
+    progress = progress or Progress.off()
+    progress.step("reading the trace")
     ensure_trace(directory)  # a job that died: its trace rebuilt from the records
     ended = endings_json(read_endings(directory))
     trace = read_trace(directory)
+    progress.step(
+        "checking the calibration" if paper_check else "reading the calibration"
+    )
     meta = read_meta(directory, trace.ranks, paper_check=paper_check)
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = with_probes(prepare(trace, meta, segment_ids, jobs=jobs), trace, meta)
+    prep = prepare(trace, meta, segment_ids, jobs=jobs, progress=progress)
+    prep = with_probes(prep, trace, meta)
+    if on_prepared is not None:
+        on_prepared(prep)
     params = DetectParams(
         alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
     )
+    progress.step("detectors")
     anomalies, judgements = detect_all(prep, params)
+    progress.step("naming call sites")
 
     sites = []
     for seg in order:

@@ -8,7 +8,8 @@ its entry says "serialized": false.
 
 Cache states are the paper's flush sizes: 0, 4 x L1, 4 x L2, 4 x L3 (sizes from sysfs).
 The process is pinned to the CPU it starts on, so every sample comes from one core.
-Progress goes to stderr (a bar on a terminal, one line per step otherwise).
+Progress goes to stderr (a bar on a terminal, perfvar.progress; one line per
+step otherwise).
 Under mpiexec (mpi4py), every rank calibrates its own core at the same time, in the
 environment of a real run, and rank 0 gathers the results (MPI_Wtime is then a timer
 too).
@@ -34,6 +35,7 @@ from perfvar.calibrate import (
     warm_up,
 )
 from perfvar.kernels import Kernels
+from perfvar.progress import Progress
 
 STATES = ("0", "4xL1", "4xL2", "4xL3")
 
@@ -68,31 +70,27 @@ def flush_sizes(k: Kernels) -> dict[str, int]:
     return {"0": 0, **{f"4xL{lv}": 4 * k.cache_size(lv) for lv in (1, 2, 3)}}
 
 
-class Progress:
-    """A progress bar on a terminal, plain lines otherwise (stderr)."""
+class _Steps:
+    """Progress over the (timer, state) pairs on stderr: a bar on a terminal, else
+    one line per finished pair (a log keeps them; a bar would be noise there)."""
 
     def __init__(self, total: int, quiet: bool = False) -> None:
-        self.total, self.done, self.quiet = total, 0, quiet
-        self.tty = sys.stderr.isatty()
+        self.total, self.done = total, 0
+        # Drawn from the start and only between samples: calibrate always runs long,
+        # and a refresh thread would wake up on the CPU being measured.
+        self.bar = Progress("calibrate", quiet=quiet, delay_s=0, animate=False)
+        self.lines = not quiet and not self.bar.enabled
 
     def step(self, what: str, result: Optional[str] = None) -> None:
-        if self.quiet:
-            return
         if result is None:  # starting
-            if self.tty:
-                width = 30
-                filled = width * self.done // max(self.total, 1)
-                bar = "#" * filled + "." * (width - filled)
-                sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} {what:<32}")
-                sys.stderr.flush()
+            self.bar.step(f"{self.done + 1}/{self.total} {what}")
             return
         self.done += 1
-        if not self.tty:
+        if self.lines:
             sys.stderr.write(f"calibrate: {self.done}/{self.total} {what}: {result}\n")
 
     def close(self) -> None:
-        if self.tty and not self.quiet:
-            sys.stderr.write("\r" + " " * 80 + "\r")
+        self.bar.close()
 
 
 def _not_measured(flush: int, label: str, unit: str) -> dict[str, Any]:
@@ -139,7 +137,7 @@ def run(
     if total_budget_s:
         params.budget_s = total_budget_s / max(pairs, 1)
     hook = _interrupt_after()
-    progress = Progress(pairs, quiet)
+    progress = _Steps(pairs, quiet)
     out_timers: list[dict[str, Any]] = []
     for timer in timers:  # every row first "not measured"; filled in as measured
         ok, why = found[timer]
@@ -156,6 +154,7 @@ def run(
     interrupted = False
     began = time.monotonic()
     try:
+        progress.bar.step("warm-up and timer overheads")
         warm_up(params.trees)  # ~2 s of imports, outside every budget
         began = time.monotonic()
         deadline = began + total_budget_s if total_budget_s else None
@@ -207,7 +206,8 @@ def run(
                 progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
     except KeyboardInterrupt:
         interrupted = True
-    progress.close()
+    finally:
+        progress.close()  # an error too must erase the bar and give the cursor back
     out_timers = [in_unit(entry, entry["unit"]) for entry in out_timers]
     complete = not interrupted and all(
         s["status"] == "complete" for t in out_timers for s in t["states"]

@@ -1,4 +1,4 @@
-"""Command line: ``perfvar analyze DIR [--json PATH] [--alpha A] [--quiet]``.
+"""Command line: ``perfvar analyze DIR [--json PATH] [--html PATH] [--quiet] ...``.
 
 Exit status: 0 when the analysis ran, whether or not anomalies were found (read the
 verdict line or analysis.json for the outcome); 2 on any error (bad arguments,
@@ -66,26 +66,53 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _render_html(result: dict, kept: list) -> Optional[str]:
+    """The HTML report's page, or None (one warning on stderr) without plotly: the
+    analysis itself stands without its plots."""
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        print(
+            "perfvar: warning: report.html not written: the plots need plotly "
+            "(pip install plotly)",
+            file=sys.stderr,
+        )
+        return None
+    from perfvar.report_html import render_html
+
+    return render_html(result, kept[0] if kept else None)
+
+
 def _cmd_analyze(args: argparse.Namespace) -> int:
     from perfvar.analysis import analyze, default_jobs
+    from perfvar.progress import Progress
     from perfvar.report_json import write_json
+    from perfvar.report_markers import write_markers
     from perfvar.report_text import render
 
-    result = analyze(
-        args.dir,
-        alpha=args.alpha,
-        symbolize_sites=not args.no_symbolize,
-        peers=args.peers,
-        min_samples=args.min_samples,
-        jobs=args.jobs if args.jobs > 0 else default_jobs(),
-        paper_check=not args.c_estimates,
-        floors={
-            "segment_floor": args.segment_floor / 100,
-            "core_floor": args.core_floor / 100,
-            "noise_floor": args.noise_floor / 100,
-            "phase_floor": args.phase_floor / 100,
-        },
-    )
+    kept: list = []  # the filtered cells, which the HTML report plots
+    page = None
+    with Progress("analyze", quiet=args.quiet) as progress:
+        result = analyze(
+            args.dir,
+            alpha=args.alpha,
+            symbolize_sites=not args.no_symbolize,
+            peers=args.peers,
+            min_samples=args.min_samples,
+            jobs=args.jobs if args.jobs > 0 else default_jobs(),
+            paper_check=not args.c_estimates,
+            floors={
+                "segment_floor": args.segment_floor / 100,
+                "core_floor": args.core_floor / 100,
+                "noise_floor": args.noise_floor / 100,
+                "phase_floor": args.phase_floor / 100,
+            },
+            progress=progress,
+            on_prepared=None if args.no_html else kept.append,
+        )
+        if not args.no_html:
+            progress.step("plotting the HTML report")
+            page = _render_html(result, kept)
     if not args.quiet:
         sys.stdout.write(render(result))
         sys.stdout.flush()
@@ -93,8 +120,20 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
         path = write_json(result, args.json)
     except OSError as exc:
         raise TraceError(f"cannot write analysis JSON: {exc}") from None
+    write_markers(result)  # the anomalies on the trace's timeline, for Vampir
     if not args.quiet:
         print(f"analysis written to {path}")
+    if page is not None:
+        from perfvar.report_html import default_path, write_html
+
+        try:
+            html = write_html(
+                result, path=args.html or default_path(result, args.json), page=page
+            )
+        except OSError as exc:
+            raise TraceError(f"cannot write the HTML report: {exc}") from None
+        if not args.quiet:
+            print(f"report written to {html}")
     return EXIT_OK
 
 
@@ -102,7 +141,9 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     from perfvar.recover import endings_json, has_records, read_endings, recover
 
     if not has_records(args.dir):
-        raise TraceError(f"{args.dir}: no perfvar records (perfvar/records/rank-0.defs)")
+        raise TraceError(
+            f"{args.dir}: no perfvar records (perfvar/records/rank-0.defs)"
+        )
     sys.stdout.write(recover(args.dir, force=args.force))
     ended = endings_json(read_endings(args.dir))
     for r in ended["ranks"]:
@@ -193,12 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze",
         help="analyse a trace directory",
         description="Analyse DIR (traces.otf2 + perfvar/*.json): print a report "
-        "and write DIR/analysis.json. Exit 0 whether or not anomalies are found, "
-        "2 on errors.",
+        "and write DIR/analysis.json and DIR/report.html (plots). A progress bar "
+        "shows on stderr when it is a terminal and the run takes a while. Exit 0 "
+        "whether or not anomalies are found, 2 on errors.",
     )
     p.add_argument("dir", metavar="DIR", help="trace directory (PERFVAR_OUTPUT)")
     p.add_argument(
         "--json", metavar="PATH", help="write the JSON here (default DIR/analysis.json)"
+    )
+    p.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write the HTML report here (default report.html beside the JSON)",
+    )
+    p.add_argument(
+        "--no-html", action="store_true", help="do not write the HTML report"
     )
     p.add_argument(
         "--alpha",
@@ -227,7 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
             "every effect must also exceed the rank's t_diff",
         )
     p.add_argument(
-        "--quiet", action="store_true", help="print nothing, only write JSON"
+        "--quiet",
+        action="store_true",
+        help="print nothing and show no progress, only write the JSON and HTML",
     )
     p.add_argument(
         "--no-symbolize",

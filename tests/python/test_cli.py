@@ -54,14 +54,15 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
         re.M,
     )  # moved "?": this trace has no message records, so flush 0 judges
     last = out.rstrip("\n").splitlines()
+    assert last[-1] == f"report written to {os.path.join(slow_trace, 'report.html')}"
     assert (
-        last[-1] == f"analysis written to {os.path.join(slow_trace, 'analysis.json')}"
+        last[-2] == f"analysis written to {os.path.join(slow_trace, 'analysis.json')}"
     )
     assert re.fullmatch(
         rf"verdict: 1 anomalous rank: rank 1 \(host node0, cpu 3: {seg} \+272\.\d us\) "
         r"\(4 ranks, 2 segment classes judged\)",
-        last[-2],
-    ), last[-2]
+        last[-3],
+    ), last[-3]
 
     with open(os.path.join(slow_trace, "analysis.json")) as fh:
         doc = json.load(fh)
@@ -108,7 +109,7 @@ def test_quiet_trace_has_no_anomaly(quiet_trace):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.rstrip("\n").splitlines()
     assert (
-        lines[-2]
+        lines[-3]
         == "verdict: no anomalous rank found (4 ranks, 2 segment classes judged)"
     )
     assert "Anomalies\n(none)" in proc.stdout
@@ -172,7 +173,7 @@ def test_below_precision_and_missing_calibration(trace_factory):
     assert "rank-N.json missing for 1 rank(s) (3)" in proc.stdout
     assert (
         proc.stdout.rstrip("\n")
-        .splitlines()[-2]
+        .splitlines()[-3]
         .startswith(
             "verdict: nothing could be judged (4 ranks, 0 segment classes judged: "
         )
@@ -192,7 +193,7 @@ def test_broken_rank_is_reported_and_others_analysed(trace_factory):
     assert "- rank 2: events unreadable, rank excluded from the analysis" in proc.stdout
     assert re.search(r"^\s+2\s+node1\s+.*\s+0\s+0.00%\s+unreadable$", proc.stdout, re.M)
     assert ANOMALY_RE.search(proc.stdout)
-    assert "rank(s) 2 unreadable" in proc.stdout.splitlines()[-2]
+    assert "rank(s) 2 unreadable" in proc.stdout.splitlines()[-3]
 
 
 def _assert_one_error_line(proc, pattern):

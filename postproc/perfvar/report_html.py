@@ -1,0 +1,518 @@
+"""Write an analysis as one self-contained HTML page (DIR/report.html by default).
+
+The page holds the verdicts in words (the sentences of perfvar.report_text), the
+ranks, a rank x segment-class heat map of the shifts against the peers, the
+distribution and the course over the run of the largest segment classes per rank
+(the anomalous ranks highlighted, slow phases shaded), the compute time lost to
+interruptions per CPU and by length, the calibration of every rank per cache state,
+the segment classes and the warnings. Plots are plotly figures (perfvar.report_plots);
+plotly.js is inlined once, so the file opens anywhere without a network (about 5 MB
+whatever the trace). The samples come from the filtered cells
+(perfvar.model.Prepared); without them (a report from analysis.json alone) those
+plots are left out and the page says so. Durations carry their unit. Needs plotly.
+Pure apart from :func:`write_html`, which raises OSError when the file cannot be
+written.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from perfvar.detect_noisy_core import RankNoise, interpretation, rank_noise
+from perfvar.model import Prepared
+from perfvar.report_plots import (
+    KIND_WORDS,
+    MAX_PEER_LINES,
+    MIN_DRAWN,
+    calibration_figure,
+    classes_to_plot,
+    distribution_figure,
+    noise_by_cpu_figure,
+    noise_lengths_figure,
+    rank_colors,
+    shift_heatmap,
+    timeline_figure,
+)
+from perfvar.report_text import describe_anomaly, fmt_bytes, verdict_line
+from perfvar.units import compact_ranges, fmt_ns
+
+REPORT_FILE = "report.html"
+MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
+# No plotly logo: it is a link to a web site, and the page must need no network.
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+STATE_ORDER = ("0", "4xL1", "4xL2", "4xL3")
+
+CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
+  color: #222; margin: 0; }
+header, main { max-width: 1280px; margin: 0 auto; padding: 0 24px; }
+header { padding-top: 16px; }
+nav { position: sticky; top: 0; background: #fff; border-bottom: 1px solid #ddd;
+  padding: 6px 24px; z-index: 10; font-size: 13px; }
+nav a { margin-right: 14px; color: #1f4e9c; text-decoration: none; }
+h1 { font-size: 22px; margin: 4px 0 8px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #eee; }
+.meta { color: #555; font-size: 13px; margin: 2px 0; }
+.verdict { font-size: 16px; font-weight: 600; padding: 10px 14px;
+  border-left: 5px solid #2ca02c; background: #f3faf3; }
+.verdict.found { border-color: #d62728; background: #fdf3f3; }
+ul.anomalies li { margin: 6px 0; }
+.kind { display: inline-block; font-size: 12px; font-weight: 600; color: #fff;
+  background: #d62728; border-radius: 3px; padding: 0 6px; margin-right: 6px; }
+.kind.info { background: #777; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
+th, td { border-bottom: 1px solid #e5e5e5; padding: 3px 10px; text-align: left;
+  vertical-align: top; }
+th { background: #f5f5f5; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.anomalous td { background: #fdecec; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+  margin-right: 4px; }
+.note { color: #555; font-size: 13px; max-width: 980px; }
+.figure { margin: 8px 0 18px; }
+code { font-size: 12px; }
+"""
+
+
+def default_path(result: dict[str, Any], json_path: Optional[str] = None) -> str:
+    """DIR/report.html, or report.html beside ``json_path`` when it is given."""
+    where = os.path.dirname(os.path.abspath(json_path)) if json_path else None
+    return os.path.join(where or result["trace"], REPORT_FILE)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _pct(x: Optional[float], digits: int = 2) -> str:
+    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _table(
+    header: Sequence[str],
+    rows: list[Sequence[str]],
+    numeric: Sequence[int] = (),
+    classes: Optional[Sequence[str]] = None,
+) -> str:
+    """An HTML table; cells are HTML already (escape text with _e)."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes and classes[i] else ""
+        cells = "".join(
+            f'<td class="num">{c}</td>' if j in numeric else f"<td>{c}</td>"
+            for j, c in enumerate(row)
+        )
+        body.append(f"<tr{cls}>{cells}</tr>")
+    rows_html = "".join(body)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows_html}</tbody></table>"
+
+
+class _Figures:
+    """Turns plotly figures into <div>s; plotly.js itself is inlined once, in the
+    page head (pio.to_html with include_plotlyjs=False)."""
+
+    def div(self, fig: Any, name: str, caption: str = "") -> str:
+        import plotly.io as pio
+
+        if fig is None:
+            return ""
+        plot = pio.to_html(
+            fig,
+            include_plotlyjs=False,
+            full_html=False,
+            config=PLOT_CONFIG,
+            div_id=f"fig-{name}",
+        )
+        note = f'<p class="note">{caption}</p>' if caption else ""
+        return f'<div class="figure" data-figure="{_e(name)}">{plot}{note}</div>'
+
+
+def _header(result: dict[str, Any]) -> str:
+    run = result.get("run") or {}
+    summ = result["summary"]
+    lines = [f"<h1>perfvar report: {_e(os.path.basename(result['trace']))}</h1>"]
+    lines.append(f'<p class="meta">trace <code>{_e(result["trace"])}</code></p>')
+    if run.get("command"):
+        lines.append(f'<p class="meta">command <code>{_e(run["command"])}</code></p>')
+    facts = [
+        f"{summ['n_ranks']} ranks",
+        f"{summ['n_segment_classes']} segment classes "
+        f"({summ['n_segment_classes_judged']} judged)",
+        f"false discovery rate {result['alpha']:g}",
+    ]
+    if run.get("start_utc"):
+        facts.insert(0, f"started {run['start_utc']}")
+    if run.get("mpi_library"):
+        facts.append(str(run["mpi_library"]).split(",")[0])
+    clock = result.get("clock") or {}
+    if clock.get("name"):
+        facts.append(
+            f"clock {clock['name']} ({clock.get('hz_method') or 'frequency as stated'})"
+        )
+    lines.append(f'<p class="meta">{_e("; ".join(facts))}</p>')
+    lines.append(f'<p class="meta">{_e(result["generated_by"])}</p>')
+    return "\n".join(lines)
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    found = [a for a in result["anomalies"] if a["kind"] in KIND_WORDS]
+    cls = "verdict found" if found else "verdict"
+    out = [f'<p id="verdict-line" class="{cls}">{_e(verdict_line(result))}</p>']
+    labels = {s["id"]: s["label"] for s in result["segments"]}
+    if result["anomalies"]:
+        items = []
+        for a in result["anomalies"]:
+            informative = a["kind"] not in KIND_WORDS
+            word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
+            cls = "kind info" if informative else "kind"
+            badge = f'<span class="{cls}">{_e(word)}</span>'
+            items.append(
+                f'<li class="anomaly" data-kind="{_e(a["kind"])}" '
+                f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
+                f"{badge}{_e(describe_anomaly(a, labels))}</li>"
+            )
+        out.append(f'<ul class="anomalies">{"".join(items)}</ul>')
+    else:
+        out.append(
+            '<p class="note">No anomaly: every judged rank runs like its peers.</p>'
+        )
+    ended = result.get("ended") or {}
+    if ended.get("ended_early_ranks"):
+        rows = [
+            [
+                str(r["rank"]),
+                _e(r["how"]),
+                f"{r['end_s']:.3f} s",
+                "yes" if r.get("in_mpi_call") else "no",
+                "first to end" if r["rank"] == ended.get("first_to_end") else "",
+            ]
+            for r in ended["ranks"]
+        ]
+        out.append(
+            '<p class="note">The job did not finish: its trace was rebuilt from the '
+            "records, each rank's up to its end.</p>"
+        )
+        out.append(
+            _table(["rank", "how it ended", "at", "in an MPI call", ""], rows, [0, 2])
+        )
+    return "\n".join(out)
+
+
+def _ranks(result: dict[str, Any]) -> str:
+    colors = rank_colors(result)
+    rows, classes = [], []
+    for r in result["ranks"]:
+        swatch = (
+            f'<span class="swatch" style="background:{colors[r["rank"]]}"></span>'
+            if r["rank"] in colors
+            else ""
+        )
+        verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
+        rows.append(
+            [
+                f"{swatch}{r['rank']}",
+                _e(r["host"] if r["host"] is not None else "?"),
+                _e(compact_ranges(r["cpus"])),
+                str(r["n_segments"]),
+                _e(fmt_ns(r["t_min_ns"])),
+                _e(fmt_ns(r["t_diff_ns"])),
+                _e(_pct(r.get("interrupted_fraction"))),
+                _e(verdict),
+                _e(r.get("problem") or ""),
+            ]
+        )
+        classes.append("anomalous" if r.get("anomalies") else "")
+    header = ["rank", "host", "cpus", "segments", "t_min", "t_diff"]
+    header += ["interrupted", "verdict", "problem"]
+    return _table(header, rows, numeric=[0, 3, 4, 5, 6], classes=classes)
+
+
+def _segments(result: dict[str, Any]) -> str:
+    if not result["segments"]:
+        return '<p class="note">No perfvar:segment samples in the trace.</p>'
+    rows = []
+    for s in result["segments"]:
+        states = s.get("cache_states") or {}
+        state = (
+            "/".join(f"{k}:{v}" for k, v in states.items())
+            if len(states) > 1
+            else (s.get("cache_state") or "-")
+        )
+        rows.append(
+            [
+                _e(s["id"]),
+                str(s["n"]),
+                str(s["n_kept"]),
+                str(s["n_ranks"]),
+                _e(fmt_ns(s["median_ns"])),
+                _e(fmt_ns(s["total_ns"])),
+                _e(fmt_bytes(s.get("context_bytes"))),
+                _e(state),
+                _e(s["label"]),
+            ]
+        )
+    header = ["id", "n", "kept", "ranks", "median", "total", "moved", "state"]
+    header += ["from -> to"]
+    return _table(header, rows, numeric=[1, 2, 3, 4, 5, 6]) + (
+        '<p class="note">kept: after the OS-noise filter; moved: bytes the MPI call '
+        "before the segment moved (median); state: the cache state whose t_min/t_diff "
+        "judged it.</p>"
+    )
+
+
+def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
+    """One row per rank; of many ranks, only those that were interrupted."""
+    rows, classes = [], []
+    ranks = result["ranks"]
+    quiet = []
+    if len(ranks) > MAX_PEER_LINES:
+        quiet = [r["rank"] for r in ranks if not r.get("interruptions")]
+        ranks = [r for r in ranks if r.get("interruptions")]
+    for r in ranks:
+        n = noise.get(r["rank"])
+        typical = n.typical_ns() if n is not None else None
+        by_cpu = ""
+        if n is not None and n.lost_by_cpu:
+            by_cpu = ", ".join(
+                f"cpu {c}: {fmt_ns(v)}"
+                for c, v in sorted(n.lost_by_cpu.items())
+                if v > 0
+            )
+        rows.append(
+            [
+                str(r["rank"]),
+                str(r.get("interruptions", 0)),
+                _e(fmt_ns(r.get("interrupted_ns"))),
+                _e(_pct(r.get("interrupted_fraction"))),
+                _e(fmt_ns(typical) if typical is not None else "-"),
+                _e(interpretation(typical) if n is not None else "-"),
+                _e(by_cpu),
+            ]
+        )
+        classes.append("anomalous" if "noisy_core" in r.get("anomalies", []) else "")
+    header = ["rank", "interruptions", "time lost", "of compute", "typical length"]
+    header += ["what it looks like", "lost by CPU"]
+    out = _table(header, rows, numeric=[0, 1, 2, 3, 4], classes=classes) if rows else ""
+    if quiet:
+        out += (
+            f'<p class="note">No interruption on {len(quiet)} ranks: '
+            f"{_e(compact_ranges(quiet))}.</p>"
+        )
+    return out
+
+
+def _calibration_table(result: dict[str, Any]) -> str:
+    labels = sorted(
+        {
+            st["label"]
+            for r in result["ranks"]
+            for st in r.get("calibration_states") or []
+        },
+        key=lambda x: (STATE_ORDER.index(x) if x in STATE_ORDER else 9, x),
+    )
+    rows = []
+    for r in result["ranks"]:
+        states = {st["label"]: st for st in r.get("calibration_states") or []}
+        row = [
+            str(r["rank"]),
+            _e(r["host"] if r["host"] is not None else "?"),
+            _e(fmt_ns(r["timer_overhead_ns"])),
+        ]
+        for label in labels:
+            st = states.get(label)
+            if st is None or st.get("t_min_ns") is None:
+                why = st["status"] if st is not None else "-"
+                row.append(
+                    f'<span title="{_e(st.get("note", "") if st else "")}">'
+                    f"{_e(why)}</span>"
+                )
+                continue
+            partial = "" if st["status"] in ("complete", None) else f" ({st['status']})"
+            row.append(
+                _e(f"{fmt_ns(st['t_min_ns'])} / {fmt_ns(st['t_diff_ns'])}{partial}")
+            )
+        row.append(_e(r.get("calibration_status") or "-"))
+        row.append(_e(r.get("calibration_source") or ""))
+        rows.append(row)
+    header = ["rank", "host", "timer overhead"]
+    header += [f"{'flush 0' if s == '0' else s}: t_min / t_diff" for s in labels]
+    header += ["status", "source"]
+    out = _table(header, rows, numeric=list(range(2, 3 + len(labels))))
+    cycles = [
+        r
+        for r in result["ranks"]
+        if (r.get("calibration_cycles") or {}).get("available")
+    ]
+    if cycles:
+        crow = [
+            [
+                str(r["rank"]),
+                _e(r["calibration_cycles"].get("counter") or "?"),
+                _e(_cycles(r["calibration_cycles"].get("t_min_cycles"))),
+                _e(_cycles(r["calibration_cycles"].get("t_diff_cycles"))),
+                _e(r["calibration_cycles"].get("status") or "-"),
+            ]
+            for r in cycles
+        ]
+        out += (
+            '<p class="note">CPU-cycle counter, flush 0 (reported; segments are '
+            "judged by the wall clock):</p>"
+        )
+        out += _table(["rank", "counter", "t_min", "t_diff", "status"], crow, [0, 2, 3])
+    return out
+
+
+def _cycles(value: Optional[float]) -> str:
+    return "?" if value is None else f"{value:.0f} cycles"
+
+
+def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
+    """The whole page as one string. ``prep``: the filtered cells analyze() worked
+    on (its ``on_prepared``); None leaves out the plots of samples."""
+    from plotly.offline import get_plotlyjs
+
+    figs = _Figures()
+    sections: list[tuple[str, str, str]] = []  # (anchor, title, body)
+    sections.append(("verdict", "Verdict", _verdict(result)))
+    sections.append(
+        (
+            "ranks",
+            "Ranks",
+            _ranks(result)
+            + '<p class="note">t_min/t_diff: flush 0; interrupted: share of the '
+            "compute time lost to interruptions. Tinted rows: the ranks a verdict "
+            "names. Each rank keeps its colour in every plot (grey: one of many "
+            "ranks no verdict names).</p>",
+        )
+    )
+    sections.append(
+        (
+            "shifts",
+            "Shifts against the peers",
+            figs.div(
+                shift_heatmap(result),
+                "shift-heatmap",
+                "Each cell: how much slower (red) or faster (blue) a rank runs a "
+                "segment class than its peers, median against median; 'slow' marks "
+                "the cells judged slow (rank test, false discovery rate, effect "
+                "floor). Blank cells were not judged (hover for why).",
+            )
+            or '<p class="note">No cell could be judged.</p>',
+        )
+    )
+    no_samples = (
+        '<p class="note">Not available: this report was built without the '
+        "samples.</p>"
+    )
+    dist, line, noise_html = no_samples, no_samples, ""
+    noise = rank_noise(prep) if prep is not None else {}
+    if prep is not None:
+        ids, more, too_few = classes_to_plot(result, prep, MAX_CLASSES)
+        left_out = []
+        if more:
+            left_out.append(
+                f"{more} more segment classes are not drawn (drawn: every class a "
+                "verdict names, then the largest by total time)."
+            )
+        if too_few:
+            left_out.append(
+                f"{too_few} segment classes have fewer than {MIN_DRAWN} kept "
+                "samples on every rank and are not drawn."
+            )
+        rest = f'<p class="note">{" ".join(left_out)}</p>' if left_out else ""
+        dist = "".join(
+            figs.div(distribution_figure(result, prep, s), f"dist-{s}") for s in ids
+        )
+        dist = (
+            '<p class="note">Per segment class, the fraction of each rank\'s kept '
+            "segments (after the OS-noise filter) that took at most a given time: a "
+            "curve to the right is a slower rank; a flatter one a noisier rank.</p>"
+            + dist
+            + rest
+        )
+        line = "".join(
+            figs.div(timeline_figure(result, prep, s), f"timeline-{s}") for s in ids
+        )
+        line = (
+            '<p class="note">Per segment class, each rank\'s segment durations over '
+            "the run (median per time bin for long runs): a slow phase is a bump on "
+            "one rank; shaded windows are the slow phases found.</p>" + line + rest
+        )
+        noise_html = figs.div(
+            noise_by_cpu_figure(result, noise),
+            "noise-cpu",
+            "Interruption: a segment beyond Q3 + 3 x max(IQR, 1% of the median) of "
+            "its cell; the time it lost is its excess over the cell's median.",
+        ) + figs.div(
+            noise_lengths_figure(result, noise),
+            "noise-lengths",
+            "Lengths of 1 ms and more are scheduler time slices (another runnable "
+            "process on the CPU); 20 us - 1 ms short preemptions; below, interrupts.",
+        )
+    sections.append(("distributions", "Distributions", dist))
+    sections.append(("timelines", "Over the run", line))
+    sections.append(
+        (
+            "noise",
+            "Time lost to interruptions",
+            _noise_table(result, noise) + (noise_html or ""),
+        )
+    )
+    sections.append(
+        (
+            "calibration",
+            "Calibration",
+            '<p class="note">Per rank and cache state (bytes flushed before each '
+            "sample): t_min, the shortest segment the timer measures to within 1%; "
+            "t_diff, the smallest difference it resolves. Segments are judged "
+            "against their rank's values for their cache state.</p>"
+            + _calibration_table(result)
+            + figs.div(calibration_figure(result), "calibration"),
+        )
+    )
+    sections.append(("segments", "Segment classes", _segments(result)))
+    if result.get("warnings"):
+        items = "".join(f"<li>{_e(w)}</li>" for w in result["warnings"])
+        sections.append(("warnings", "Warnings", f"<ul>{items}</ul>"))
+
+    nav = "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t, _ in sections)
+    body = "\n".join(
+        f'<section id="{a}"><h2>{_e(t)}</h2>\n{b}\n</section>' for a, t, b in sections
+    )
+    title = f"perfvar report: {os.path.basename(result['trace'])}"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n"
+        f'<script type="text/javascript">{get_plotlyjs()}</script>\n'
+        "</head>\n<body>\n"
+        f"<header>{_header(result)}</header>\n<nav>{nav}</nav>\n"
+        "<noscript><p>The plots need JavaScript; the text and tables do not.</p>"
+        "</noscript>\n"
+        f"<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
+
+
+def write_html(
+    result: dict[str, Any],
+    prep: Optional[Prepared] = None,
+    path: Optional[str] = None,
+    page: Optional[str] = None,
+) -> str:
+    """Write the page to ``path`` (default DIR/report.html); returns the path.
+
+    ``page``: the page from :func:`render_html` when it was rendered already. It is
+    written to a temporary file first, so a reader never sees half a report.
+    """
+    path = path or default_path(result)
+    page = page if page is not None else render_html(result, prep)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,611 @@
+"""The figures of report.html (perfvar.report_html), as plotly figures.
+
+Each ``*_figure`` function takes the analysis result (perfvar.analysis.analyze) and,
+where it plots samples, the filtered cells (perfvar.model.Prepared) and returns a
+``plotly.graph_objects.Figure``, or None when there is nothing to plot. Durations are
+ns in the data and shown with a unit chosen per figure; times are seconds since the
+trace's time origin (where Vampir's timeline starts). Figures stay small whatever the
+trace: distributions are drawn from at most ``ECDF_POINTS`` quantiles per rank and
+timelines from per-bin medians (at most ``TIMELINE_POINTS`` points per figure), and
+more than ``MAX_PEER_LINES`` ranks that no verdict names become one band. Pure
+functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from perfvar.detect_noisy_core import RankNoise
+from perfvar.model import Cell, Prepared
+
+ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
+TIMELINE_POINTS = 60_000  # points per timeline figure, over all ranks
+TIMELINE_BINS = (20, 400)  # bins per rank: at least, at most
+NOISE_BINS = 40  # log-spaced bins of the interruption lengths
+MIN_DRAWN = 8  # kept samples a rank needs in a class for the class to be drawn
+# Beyond this many grey ranks, they are drawn as one band (their median and 5-95 %
+# range) instead of one line each: a thousand lines hide each other and weigh
+# megabytes.
+MAX_PEER_LINES = 32
+# Colours: the ranks a verdict names get a strong one each, in rank order; the
+# others a muted one each when they are few enough to be told apart, else grey.
+HIGHLIGHT = (
+    "#d62728",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+)
+MUTED = (
+    "#7f7f7f",
+    "#bcbd22",
+    "#9edae5",
+    "#c5b0d5",
+    "#98df8a",
+    "#c49c94",
+    "#f7b6d2",
+    "#dbdb8d",
+    "#aec7e8",
+    "#ffbb78",
+)
+PEER = "rgba(110, 110, 110, 0.45)"
+STATE_COLORS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
+TEMPLATE = "plotly_white"
+KIND_WORDS = {
+    "slow_segment": "slow segment",
+    "slow_core": "slow core",
+    "noisy_core": "noisy core",
+    "slow_phase": "slow phase",
+}
+
+
+def unit_of(value_ns: float) -> tuple[float, str]:
+    """(ns per unit, unit) to show durations around ``value_ns``: ns, us, ms or s."""
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if abs(value_ns) >= scale:
+            return scale, unit
+    return 1.0, "ns"
+
+
+def rank_colors(result: dict[str, Any]) -> dict[int, str]:
+    """rank -> its colour in every figure: the ranks a verdict names and, when
+    there are at most len(MUTED) others, those too; the rest are drawn grey."""
+    named = sorted({a["rank"] for a in result["anomalies"] if a["kind"] in KIND_WORDS})
+    out = {r: HIGHLIGHT[i % len(HIGHLIGHT)] for i, r in enumerate(named)}
+    others = sorted(r["rank"] for r in result["ranks"] if r["rank"] not in out)
+    if len(others) <= len(MUTED):
+        out.update({r: MUTED[i] for i, r in enumerate(others)})
+    return out
+
+
+def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
+    """rank -> what the verdicts say of it in class ``segment``: a slow segment or
+    slow phase there, or a slow or noisy core (which shows in every class)."""
+    out: dict[int, list[str]] = {}
+    for a in result["anomalies"]:
+        kind = a["kind"]
+        if kind not in KIND_WORDS:
+            continue
+        if kind == "slow_phase":
+            classes = [c["segment"] for c in a["evidence"].get("classes", [])]
+            hit = segment in classes or a["segment"] == segment
+        elif kind == "slow_segment":
+            hit = a["segment"] == segment
+        else:
+            hit = True
+        words = out.setdefault(a["rank"], [])
+        if hit and KIND_WORDS[kind] not in words:
+            words.append(KIND_WORDS[kind])
+    return {r: w for r, w in out.items() if w}
+
+
+def classes_to_plot(
+    result: dict[str, Any], prep: Prepared, limit: int
+) -> tuple[list[str], int, int]:
+    """(segment ids to draw, how many more could be, how many have too few
+    samples): the classes a verdict names first, then the others by total time,
+    each with MIN_DRAWN kept samples on at least one rank (fewer make no
+    distribution); the probes' pseudo-class last when the run has one."""
+    with_samples = {
+        prep.segment_ids[seg] for (seg, _), c in prep.cells.items() if c.n >= MIN_DRAWN
+    }
+    named = []
+    for a in result["anomalies"]:
+        if a["kind"] not in KIND_WORDS:
+            continue
+        ids = [a["segment"]] + [c["segment"] for c in a["evidence"].get("classes", [])]
+        named += [s for s in ids if s and s not in named]
+    order = [s["id"] for s in result["segments"]]  # by total time, descending
+    if prep.probe_segment is not None:
+        order.append(prep.segment_ids[prep.probe_segment])
+    ids = [s for s in named if s in with_samples]
+    ids += [s for s in order if s in with_samples and s not in ids]
+    too_few = len([s for s in order if s not in with_samples])
+    return ids[:limit], max(len(ids) - limit, 0), too_few
+
+
+def _cells_of(prep: Prepared, segment: str) -> dict[int, Cell]:
+    seg = prep.segment_ids.index(segment)
+    return {r: c for (g, r), c in sorted(prep.cells.items()) if g == seg and c.n > 0}
+
+
+def _trace_style(
+    rank: int, colors: dict[int, str], notes: dict[int, list[str]], first_peer: bool
+) -> dict[str, Any]:
+    """Line, name and legend entry of one rank's trace: thick when a verdict names
+    it in this figure; a rank of its own colour has its own legend entry, the grey
+    ones share one ("other ranks"; ``first_peer``: this trace shows it)."""
+    if rank in notes:
+        return {
+            "name": f"rank {rank} ({', '.join(notes[rank])})",
+            "line": {"color": colors.get(rank, HIGHLIGHT[0]), "width": 2.5},
+            "legendgroup": f"rank{rank}",
+            "showlegend": True,
+        }
+    if rank in colors:
+        return {
+            "name": f"rank {rank}",
+            "line": {"color": colors[rank], "width": 1.2},
+            "legendgroup": f"rank{rank}",
+            "showlegend": True,
+        }
+    return {
+        "name": "other ranks",
+        "line": {"color": PEER, "width": 1},
+        "legendgroup": "peers",
+        "showlegend": first_peer,
+    }
+
+
+def _draw_order(ranks: Iterable[int], notes: dict[int, list[str]]) -> list[int]:
+    """The ranks named in the figure last, so they are drawn on top."""
+    return sorted(ranks, key=lambda r: (r in notes, r))
+
+
+def _layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
+    fig.update_layout(
+        template=TEMPLATE,
+        title={"text": title, "font": {"size": 14}},
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin={"l": 70, "r": 20, "t": 50, "b": 50},
+        legend={"font": {"size": 11}},
+    )
+
+
+def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
+    """Ranks x segment classes: each cell's median shift against its peers (%), the
+    slow ones marked; cells that were not judged are blank (their status on
+    hover). None without judgements."""
+    import plotly.graph_objects as go
+
+    judgements = result.get("judgements") or []
+    if not judgements:
+        return None
+    classes = [s["id"] for s in result["segments"]]
+    labels = {s["id"]: html.escape(s["label"]) for s in result["segments"]}
+    ranks = sorted(r["rank"] for r in result["ranks"])
+    col = {s: j for j, s in enumerate(classes)}
+    row = {r: i for i, r in enumerate(ranks)}
+    z = np.full((len(ranks), len(classes)), np.nan)
+    text = [["" for _ in classes] for _ in ranks]
+    info = [[["not in the trace", "", ""] for _ in classes] for _ in ranks]
+    for j in judgements:
+        i, k = row.get(j["rank"]), col.get(j["segment"])
+        if i is None or k is None:
+            continue
+        shift = j.get("shift_rel")
+        if shift is not None and j["status"] in ("ok", "slow"):
+            z[i, k] = 100.0 * shift
+        if j["status"] == "slow":
+            text[i][k] = "slow"
+        q = j.get("q_value")
+        info[i][k] = [
+            j["status"],
+            labels.get(j["segment"], ""),
+            f"q {q:.2g}" if q is not None else f"n {j['n']}",
+        ]
+    if np.isnan(z).all():
+        return None
+    span = float(np.nanmax(np.abs(z))) or 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=classes,
+            y=[f"rank {r}" for r in ranks],
+            text=text,
+            texttemplate="%{text}",
+            customdata=info,
+            colorscale="RdBu_r",
+            zmid=0.0,
+            zmin=-span,
+            zmax=span,
+            colorbar={"title": {"text": "shift %"}},
+            hovertemplate="%{y}, %{x}: %{customdata[0]}<br>shift %{z:+.3f}%"
+            "<br>%{customdata[2]}<br>%{customdata[1]}<extra></extra>",
+            xgap=1,
+            ygap=1,
+        )
+    )
+    height = int(min(1400, 140 + 24 * len(ranks)))
+    _layout(fig, "Median shift against the peers", "segment class", "", height)
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def distribution_figure(
+    result: dict[str, Any], prep: Prepared, segment: str
+) -> Optional[Any]:
+    """Empirical CDF of one class's kept samples, one line per rank (many grey
+    ranks: one band); the ranks a verdict names in it highlighted. None when no
+    rank has samples."""
+    import plotly.graph_objects as go
+
+    cells = _cells_of(prep, segment)
+    if not cells:
+        return None
+    notes, colors = flagged(result, segment), rank_colors(result)
+    pooled_median = float(np.median([np.median(c.samples_ns) for c in cells.values()]))
+    scale, unit = unit_of(pooled_median)
+    fig = go.Figure()
+    lo, hi = np.inf, -np.inf
+    lines, grey = _split(cells, notes, colors)
+    if grey:
+        levels = np.linspace(0.0, 1.0, ECDF_POINTS)
+        q = np.array([np.quantile(cells[r].samples_ns, levels) for r in grey]) / scale
+        _band(fig, np.percentile(q, [5, 50, 95], axis=0), levels, len(grey), "x")
+        lo, hi = float(q[:, 1].min()), float(q[:, -2].max())
+    first_peer = True
+    for rank in lines:
+        values = cells[rank].samples_ns
+        levels = np.linspace(0.0, 1.0, min(values.size, ECDF_POINTS))
+        x = np.quantile(values, levels) / scale
+        lo = min(lo, float(np.quantile(values, 0.005)) / scale)
+        hi = max(hi, float(np.quantile(values, 0.995)) / scale)
+        style = _trace_style(rank, colors, notes, first_peer)
+        first_peer = first_peer and style["legendgroup"] != "peers"
+        fig.add_trace(
+            go.Scatter(
+                x=x.astype(np.float32),
+                y=levels.astype(np.float32),
+                mode="lines",
+                line_shape="hv",
+                hovertemplate=f"rank {rank}: %{{y:.0%}} of {values.size} segments "
+                f"<= %{{x:.4g}} {unit}<extra></extra>",
+                **style,
+            )
+        )
+    label = _label(result, segment)
+    _layout(
+        fig,
+        f"{segment} {label}: distribution of the kept samples",
+        f"segment duration ({unit})",
+        "fraction of segments",
+    )
+    pad = 0.02 * (hi - lo) if hi > lo else 0.5
+    fig.update_xaxes(range=[lo - pad, hi + pad])
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    return fig
+
+
+def _split(
+    ranks: Iterable[int], notes: dict[int, list[str]], colors: dict[int, str]
+) -> tuple[list[int], list[int]]:
+    """(ranks drawn as lines, in drawing order; grey ranks drawn as one band, or
+    none when they are few enough to be lines too)."""
+    ranks = list(ranks)
+    grey = [r for r in ranks if r not in notes and r not in colors]
+    if len(grey) <= MAX_PEER_LINES:
+        return _draw_order(ranks, notes), []
+    return _draw_order([r for r in ranks if r not in grey], notes), grey
+
+
+def _band(fig: Any, pct: np.ndarray, along: np.ndarray, n: int, axis: str) -> None:
+    """The grey ranks as one band: ``pct`` rows are their 5th, 50th and 95th
+    percentiles at each point of ``along``; ``axis``: the axis ``pct`` is on
+    ("x" for a distribution, "y" for a course over time)."""
+    import plotly.graph_objects as go
+
+    name = f"other ranks ({n}): median, 5-95%"
+    low, mid, high = (row.astype(np.float32) for row in pct)
+    fill = "tonextx" if axis == "x" else "tonexty"
+    common = {"mode": "lines", "legendgroup": "band", "hoverinfo": "skip"}
+    for values, extra in (
+        (high, {"line": {"width": 0}, "showlegend": False}),
+        (low, {"line": {"width": 0}, "fill": fill, "showlegend": False}),
+        (mid, {"line": {"color": PEER, "width": 1.5}, "name": name}),
+    ):
+        xy = {"x": values, "y": along} if axis == "x" else {"x": along, "y": values}
+        fig.add_trace(
+            go.Scatter(**xy, fillcolor="rgba(110, 110, 110, 0.2)", **common, **extra)
+        )
+
+
+def _label(result: dict[str, Any], segment: str) -> str:
+    """The class's call sites, escaped: plotly reads its text as HTML, and a C++
+    name (``std::vector<int>``) would lose its template arguments."""
+    for s in result["segments"]:
+        if s["id"] == segment:
+            return f"[{html.escape(s['label'])}]"
+    return "[fixed-work probes]" if segment == "probe" else ""
+
+
+def binned_medians(
+    start_ns: np.ndarray, values: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centres, median of ``values`` per bin) over the bins with samples.
+
+    ``edges``: ascending bin edges (same unit as ``start_ns``); samples outside
+    them go to the first or last bin. Vectorised: one sort, no loop over bins.
+    """
+    nbins = len(edges) - 1
+    which = np.clip(np.searchsorted(edges, start_ns, side="right") - 1, 0, nbins - 1)
+    order = np.lexsort((values, which))
+    which, values = which[order], values[order]
+    counts = np.bincount(which, minlength=nbins)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    has = counts > 0
+    lo = first[has] + (counts[has] - 1) // 2
+    hi = first[has] + counts[has] // 2
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    return centres[has], 0.5 * (values[lo] + values[hi])
+
+
+def timeline_figure(
+    result: dict[str, Any], prep: Prepared, segment: str
+) -> Optional[Any]:
+    """One class's segment durations over the run, one line per rank (per-bin
+    medians of the kept samples; many grey ranks: one band); slow-phase windows
+    shaded. None without samples."""
+    import plotly.graph_objects as go
+
+    cells = _cells_of(prep, segment)
+    if not cells:
+        return None
+    notes, colors = flagged(result, segment), rank_colors(result)
+    lines, grey = _split(cells, notes, colors)
+    starts = np.concatenate([c.start_ns for c in cells.values()])
+    t0, t1 = float(starts.min()), float(starts.max())
+    per_rank = max(c.n for c in cells.values())
+    budget = TIMELINE_POINTS // (len(lines) + 3 * bool(grey))
+    nbins = int(np.clip(min(per_rank // 4, budget), *TIMELINE_BINS))
+    edges = np.linspace(t0, t1 if t1 > t0 else t0 + 1.0, nbins + 1)
+    pooled_median = float(np.median([np.median(c.samples_ns) for c in cells.values()]))
+    scale, unit = unit_of(pooled_median)
+    fig = go.Figure()
+    if grey:
+        medians = np.full((len(grey), nbins), np.nan)
+        centres = 0.5 * (edges[:-1] + edges[1:])
+        for i, rank in enumerate(grey):
+            x, y = binned_medians(cells[rank].start_ns, cells[rank].samples_ns, edges)
+            medians[i, np.searchsorted(centres, x)] = y / scale
+        seen = ~np.isnan(medians).all(axis=0)
+        pct = np.nanpercentile(medians[:, seen], [5, 50, 95], axis=0)
+        _band(fig, pct, centres[seen] / 1e9, len(grey), "y")
+    first_peer = True
+    for rank in lines:
+        cell = cells[rank]
+        if cell.n <= nbins:  # few samples: each one, not medians of one
+            x, y = cell.start_ns, cell.samples_ns
+        else:
+            x, y = binned_medians(cell.start_ns, cell.samples_ns, edges)
+        style = _trace_style(rank, colors, notes, first_peer)
+        first_peer = first_peer and style["legendgroup"] != "peers"
+        fig.add_trace(
+            go.Scatter(
+                x=(x / 1e9).astype(np.float64),
+                y=(y / scale).astype(np.float32),
+                mode="lines" if x.size > 1 else "markers",
+                hovertemplate=f"rank {rank}: %{{y:.4g}} {unit} at %{{x:.3f}} s"
+                "<extra></extra>",
+                **style,
+            )
+        )
+    for a in result["anomalies"]:
+        if a["kind"] != "slow_phase":
+            continue
+        windows = [
+            (c["start_ns"], c["end_ns"])
+            for c in a["evidence"].get("classes", [])
+            if c.get("segment") == segment
+        ]
+        if not windows and a["segment"] == segment:
+            windows = [(a["start_ns"], a["end_ns"])]
+        for begin, end in windows:
+            fig.add_vrect(
+                x0=begin / 1e9,
+                x1=end / 1e9,
+                fillcolor=colors.get(a["rank"], HIGHLIGHT[0]),
+                opacity=0.12,
+                line_width=0,
+                annotation_text=f"rank {a['rank']} slow phase",
+                annotation_position="top left",
+            )
+    binned = "" if per_rank <= nbins else f", median per time bin ({nbins} bins)"
+    _layout(
+        fig,
+        f"{segment} {_label(result, segment)}: duration over the run{binned}",
+        "time since the trace's origin (s)",
+        f"segment duration ({unit})",
+    )
+    return fig
+
+
+def noise_by_cpu_figure(
+    result: dict[str, Any], noise: dict[int, RankNoise]
+) -> Optional[Any]:
+    """Compute time lost to interruptions on each CPU (ms), stacked by rank (the
+    grey ranks summed into one bar). None when nothing was lost."""
+    import plotly.graph_objects as go
+
+    cpus = sorted({c for n in noise.values() for c, v in n.lost_by_cpu.items() if v})
+    if not cpus:
+        return None
+    names = {c: "cpu ?" if c < 0 else f"cpu {c}" for c in cpus}
+    colors = rank_colors(result)
+    fig = go.Figure()
+    others: dict[int, float] = {}
+    for rank, n in sorted(noise.items()):
+        lost = {c: v / 1e6 for c, v in sorted(n.lost_by_cpu.items()) if v > 0}
+        if not lost:
+            continue
+        if rank not in colors:
+            for c, v in lost.items():
+                others[c] = others.get(c, 0.0) + v
+            continue
+        fig.add_trace(
+            go.Bar(
+                x=[names[c] for c in lost],  # only its own CPUs: sparse, small
+                y=list(lost.values()),
+                name=f"rank {rank}",
+                marker_color=colors[rank],
+                hovertemplate=f"rank {rank}, %{{x}}: %{{y:.3g}} ms lost "
+                f"({n.fraction:.2%} of the rank's compute time)<extra></extra>",
+            )
+        )
+    if others:
+        fig.add_trace(
+            go.Bar(
+                x=[names[c] for c in sorted(others)],
+                y=[others[c] for c in sorted(others)],
+                name="other ranks",
+                marker_color=PEER,
+                hovertemplate="other ranks, %{x}: %{y:.3g} ms lost<extra></extra>",
+            )
+        )
+    _layout(
+        fig,
+        "Compute time lost to interruptions, per CPU",
+        "CPU the segment began on",
+        "time lost (ms)",
+    )
+    fig.update_layout(barmode="stack", legend_traceorder="normal")
+    fig.update_xaxes(
+        type="category", categoryorder="array", categoryarray=list(names.values())
+    )
+    return fig
+
+
+def noise_lengths_figure(
+    result: dict[str, Any], noise: dict[int, RankNoise]
+) -> Optional[Any]:
+    """What the interruptions cost by their length: per rank, the compute time lost
+    (ms) in interruptions of each length (time lost per interrupted segment,
+    log-spaced bins), so the few long time slices that cost the most stand out
+    from the many short interrupts; noisy ranks highlighted, the grey ranks as
+    their mean per rank. None without interruptions."""
+    import plotly.graph_objects as go
+
+    lengths = {r: np.concatenate(n.excess_ns) for r, n in noise.items() if n.excess_ns}
+    lengths = {r: v[v > 0] for r, v in lengths.items()}
+    lengths = {r: v for r, v in lengths.items() if v.size}
+    if not lengths:
+        return None
+    pooled = np.concatenate(list(lengths.values()))
+    lo, hi = float(pooled.min()), float(pooled.max())
+    edges = np.geomspace(lo, hi * 1.0001 if hi > lo else lo * 2, NOISE_BINS + 1)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    scale, unit = unit_of(float(np.median(pooled)))
+    colors = rank_colors(result)
+    noisy = {a["rank"] for a in result["anomalies"] if a["kind"] == "noisy_core"}
+    notes = {r: ["noisy core"] for r in noisy}
+    fig = go.Figure()
+
+    def add(name: str, values: np.ndarray, ranks: int, style: dict[str, Any]) -> None:
+        counts, _ = np.histogram(values, edges)
+        lost, _ = np.histogram(values, edges, weights=values)
+        fig.add_trace(
+            go.Scatter(
+                x=centres / scale,
+                y=lost / 1e6 / ranks,
+                customdata=counts / ranks,
+                mode="lines",
+                line_shape="hvh",
+                hovertemplate=f"{name}: %{{y:.3g}} ms lost in %{{customdata:.3g}} "
+                f"interruptions of ~%{{x:.3g}} {unit}<extra></extra>",
+                **style,
+            )
+        )
+
+    grey = [r for r in lengths if r not in colors and r not in notes]
+    if grey:
+        pooled_grey = np.concatenate([lengths[r] for r in grey])
+        style = _trace_style(grey[0], colors, notes, True)
+        style["name"] = f"other ranks ({len(grey)}), mean per rank"
+        add("other ranks, per rank", pooled_grey, len(grey), style)
+    for rank in _draw_order([r for r in lengths if r not in grey], notes):
+        add(f"rank {rank}", lengths[rank], 1, _trace_style(rank, colors, notes, True))
+    _layout(
+        fig,
+        "Time lost by interruption length",
+        f"interruption length: time lost per interrupted segment ({unit}, log scale)",
+        "time lost (ms)",
+    )
+    fig.update_xaxes(type="log", dtick=1)  # a label per decade, no minor clutter
+    return fig
+
+
+def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
+    """t_min and t_diff (ns, log scale) of every rank in each calibrated cache
+    state, side by side. None when no rank has a calibration."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    points: dict[str, dict[str, list]] = {}
+    for r in result["ranks"]:
+        for st in r.get("calibration_states") or []:
+            if st.get("t_min_ns") is None or st.get("t_diff_ns") is None:
+                continue
+            got = points.setdefault(st["label"], {"rank": [], "min": [], "diff": []})
+            got["rank"].append(r["rank"])
+            got["min"].append(st["t_min_ns"])
+            got["diff"].append(st["t_diff_ns"])
+    if not points:
+        return None
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("t_min (precision)", "t_diff (sensitivity)")
+    )
+    symbols = ("circle", "square", "diamond", "triangle-up", "x")
+    for i, (label, got) in enumerate(sorted(points.items(), key=_state_order)):
+        name = "flush 0" if label == "0" else label
+        color = STATE_COLORS[i % len(STATE_COLORS)]
+        for col, key in ((1, "min"), (2, "diff")):
+            fig.add_trace(
+                go.Scatter(
+                    x=got["rank"],
+                    y=got[key],
+                    mode="markers",
+                    name=name,
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    marker={
+                        "symbol": symbols[i % len(symbols)],
+                        "size": 9,
+                        "color": color,
+                    },
+                    hovertemplate=f"rank %{{x}}, {name}: t_{key} %{{y:.4g}} ns"
+                    "<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    _layout(fig, "Calibration per rank and cache state", "", "", 380)
+    fig.update_layout(margin={"t": 80})
+    fig.update_yaxes(type="log", title_text="ns (log scale)", dtick="D2")
+    fig.update_xaxes(title_text="rank", type="category")
+    return fig
+
+
+def _state_order(item: tuple[str, Any]) -> tuple[int, str]:
+    order: Sequence[str] = ("0", "4xL1", "4xL2", "4xL3")
+    label = item[0]
+    return (order.index(label) if label in order else len(order), label)

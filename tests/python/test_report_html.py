@@ -1,0 +1,292 @@
+"""report.html: written by ``perfvar analyze``, self-contained, names the anomaly, and
+renders in a real browser without errors.
+
+The browser test needs headless Chromium (Debian package ``chromium``); it is
+skipped only when the ``chromium`` binary is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+from conftest import normal_durations, run_cli, write_trace
+from perfvar.cli import main
+from perfvar.report_html import render_html
+from perfvar.report_plots import binned_medians
+
+SLOW_RANK = 1
+# Injected at the top of <head> of a copy of the report: records what a person
+# would see in the DevTools console (errors, uncaught exceptions, rejected
+# promises) and every resource that failed to load, and writes the list into the
+# DOM once the page has loaded, where --dump-dom shows it. Chromium's own
+# --enable-logging prints console messages without their level, so it cannot tell
+# an error from a log line by itself.
+PROBE = """<script>
+window.__probe = [];
+(function () {
+  function rec(kind, msg) { window.__probe.push(kind + ": " + msg); }
+  var error = console.error;
+  console.error = function () {
+    rec("console.error", Array.prototype.join.call(arguments, " "));
+    return error.apply(console, arguments);
+  };
+  window.addEventListener("error", function (e) {
+    var t = e.target;
+    if (t && t !== window) { rec("failed to load", t.src || t.href || t.tagName); }
+    else { rec("uncaught", e.message); }
+  }, true);
+  window.addEventListener("unhandledrejection", function (e) {
+    rec("unhandled rejection", String(e.reason));
+  });
+  window.addEventListener("load", function () {
+    setTimeout(function () {
+      var out = document.createElement("pre");
+      out.id = "probe-errors";
+      out.textContent = JSON.stringify(window.__probe);
+      document.body.appendChild(out);
+    }, 0);
+  });
+})();
+</script>"""
+
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta"}
+VOID |= {"source", "track", "wbr"}
+
+
+class _Page(HTMLParser):
+    """Collects what the tests look at: every tag's attributes, the text of each
+    element with an id and of the anomaly list items, the inline scripts' sizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.scripts: list[int] = []
+        self.text_by_id: dict[str, str] = {}
+        self.anomalies: list[tuple[dict[str, str], str]] = []
+        self._stack: list[tuple[str, dict[str, str], list[str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        self.tags.append((tag, a))
+        if tag not in VOID:
+            self._stack.append((tag, a, []))
+
+    def handle_endtag(self, tag):
+        if not any(t == tag for t, _, _ in self._stack):
+            return  # a stray end tag
+        while self._stack:
+            name, a, parts = self._stack.pop()
+            text = "".join(parts)
+            if name == "script":
+                self.scripts.append(len(text))
+                text = ""
+            if "id" in a:
+                self.text_by_id[a["id"]] = text
+            if "anomaly" in a.get("class", "").split():
+                self.anomalies.append((a, text))
+            if self._stack:
+                self._stack[-1][2].append(text)
+            if name == tag:
+                return
+
+    def handle_data(self, data):
+        if self._stack:
+            self._stack[-1][2].append(data)
+
+
+def _parse(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return page
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    """(trace dir, CLI stdout, analysis.json): 4 ranks, rank 1 runs class A 272 us
+    slower (as conftest's slow_trace), analysed once by the CLI for the module."""
+    path = str(tmp_path_factory.mktemp("report") / "slow")
+    durations = normal_durations(seed=1, slow={SLOW_RANK: 272_300.0})
+    write_trace(path, durations, cpus={0: 0, 1: 3, 2: 1, 3: 2})
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(path, "analysis.json")) as fh:
+        doc = json.load(fh)
+    return path, proc.stdout, doc
+
+
+def _slow_segment(doc) -> str:
+    (anomaly,) = doc["anomalies"]
+    assert anomaly["kind"] == "slow_segment" and anomaly["rank"] == SLOW_RANK
+    return anomaly["segment"]
+
+
+def test_report_is_self_contained_and_names_the_anomaly(analysed):
+    path, stdout, doc = analysed
+    report = os.path.join(path, "report.html")
+    lines = stdout.rstrip("\n").splitlines()
+    assert lines[-1] == f"report written to {report}"
+    assert lines[-2] == f"analysis written to {os.path.join(path, 'analysis.json')}"
+    with open(report, encoding="utf-8") as fh:
+        text = fh.read()
+    page = _parse(text)
+
+    # Nothing is fetched: no external source, stylesheet or frame; one inline copy
+    # of plotly.js (megabytes), the figures' own scripts small.
+    for tag, attrs in page.tags:
+        for key in ("src", "href", "data"):
+            value = attrs.get(key, "")
+            assert not re.match(r"^\s*(https?:)?//", value), (tag, key, value)
+        assert tag not in ("link", "iframe", "object", "embed"), tag
+        if tag == "script":
+            assert "src" not in attrs, attrs
+    assert sum(1 for size in page.scripts if size > 1_000_000) == 1
+    figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
+    seg = _slow_segment(doc)
+    for name in ("shift-heatmap", f"dist-{seg}", f"timeline-{seg}", "calibration"):
+        assert name in figures, figures
+    assert text.count("Plotly.newPlot(") == len(figures)
+
+    # The verdict in words: the terminal's verdict line and the anomaly's sentence.
+    verdict = next(x for x in lines if x.startswith("verdict: "))
+    assert page.text_by_id["verdict-line"] == verdict
+    ((attrs, sentence),) = page.anomalies
+    assert attrs["data-kind"] == "slow_segment"
+    assert attrs["data-rank"] == str(SLOW_RANK) and attrs["data-segment"] == seg
+    assert re.search(
+        rf"rank {SLOW_RANK} \(host node0, cpu 3\) is slow in segment {seg} "
+        r"\[stencil\+0x1a2b MPI_Waitall -> stencil\+0x1c3d MPI_Allreduce\]: "
+        r"median 812\.\d us vs peers 540\.\d us",
+        sentence,
+    ), sentence
+
+
+def test_report_without_samples_leaves_their_plots_out(analysed):
+    """From analysis.json alone (no filtered cells) the page still has the verdict,
+    the heat map and the calibration, and says what is missing."""
+    _, _, doc = analysed
+    page = _parse(render_html(doc))
+    figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
+    assert figures == ["shift-heatmap", "calibration"]
+    assert "built without the samples" in page.text_by_id["distributions"]
+    assert page.anomalies[0][0]["data-rank"] == str(SLOW_RANK)
+
+
+def test_no_html_and_where_the_report_goes(analysed, tmp_path, capsys):
+    path, _, _ = analysed
+    trace = str(tmp_path / "trace")
+    shutil.copytree(path, trace)
+    os.remove(os.path.join(trace, "report.html"))
+    out = tmp_path / "out"
+    out.mkdir()
+
+    assert main(["analyze", trace, "--no-html", "--json", str(out / "a.json")]) == 0
+    assert sorted(os.listdir(out)) == ["a.json"]
+    assert not os.path.exists(os.path.join(trace, "report.html"))
+    assert "report written" not in capsys.readouterr().out
+
+    # With --json elsewhere, the report goes beside it; --html names it outright.
+    assert main(["analyze", trace, "--quiet", "--json", str(out / "b.json")]) == 0
+    assert os.path.isfile(out / "report.html")
+    custom = tmp_path / "custom.html"
+    argv = ["analyze", trace, "--quiet", "--no-symbolize", "--html", str(custom)]
+    assert main(argv) == 0
+    assert custom.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert capsys.readouterr().out == ""
+
+
+def test_without_plotly_the_analysis_stands(analysed, tmp_path, monkeypatch, capsys):
+    """No plotly: one warning, no report, the JSON written, exit 0."""
+    path, _, _ = analysed
+    monkeypatch.setitem(sys.modules, "plotly", None)  # import plotly -> ImportError
+    report = tmp_path / "r.html"
+    argv = ["analyze", path, "--json", str(tmp_path / "a.json"), "--html", str(report)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "perfvar: warning: report.html not written: the plots need plotly "
+        "(pip install plotly)\n"
+    )
+    assert "report written" not in captured.out
+    assert (tmp_path / "a.json").is_file() and not report.exists()
+
+
+def test_binned_medians_match_numpy():
+    rng = np.random.default_rng(0)
+    start = rng.uniform(0.0, 100.0, 5001)
+    values = rng.normal(10.0, 1.0, 5001)
+    edges = np.linspace(0.0, 100.0, 41)
+    edges[20] = edges[19] + 1e-9  # an empty bin
+    centres, medians = binned_medians(start, values, edges)
+    which = np.clip(np.searchsorted(edges, start, side="right") - 1, 0, 39)
+    expect = [np.median(values[which == b]) for b in range(40) if (which == b).any()]
+    assert len(centres) == len(expect) < 40
+    np.testing.assert_allclose(medians, expect)
+
+
+def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.skip("headless Chromium not installed (Debian package: chromium)")
+    path, _, doc = analysed
+    with open(os.path.join(path, "report.html"), encoding="utf-8") as fh:
+        text = fh.read()
+    probed = tmp_path / "probed.html"
+    probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",  # tests may run as root, which the sandbox refuses
+            "--disable-gpu",
+            "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            # Any host name fails to resolve: the page must need no network.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            # Virtual time: the page's timers run to completion however slow the
+            # machine, so the DOM is dumped after every plot was drawn.
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [x for x in proc.stderr.splitlines() if ":CONSOLE" in x]
+    assert not [x for x in console if "Uncaught" in x or "Error" in x], console
+    dom = _parse(proc.stdout)
+    assert "probe-errors" in dom.text_by_id, "the page's scripts did not run"
+    assert json.loads(dom.text_by_id["probe-errors"]) == []
+
+    # Every figure was drawn by plotly.js.
+    figures = {
+        a["id"]: a.get("class", "")
+        for t, a in dom.tags
+        if t == "div" and a.get("id", "").startswith("fig-")
+    }
+    assert figures and all("js-plotly-plot" in c for c in figures.values()), figures
+    assert sum(1 for t, a in dom.tags if "main-svg" in a.get("class", "")) >= len(
+        figures
+    )
+    # The named anomaly, in the rendered page.
+    seg = _slow_segment(doc)
+    ((attrs, sentence),) = dom.anomalies
+    assert (attrs["data-rank"], attrs["data-segment"]) == (str(SLOW_RANK), seg)
+    assert f"rank {SLOW_RANK} (host node0, cpu 3) is slow in segment {seg}" in sentence
+    assert dom.text_by_id["verdict-line"].startswith(
+        f"verdict: 1 anomalous rank: rank {SLOW_RANK} "
+    )
