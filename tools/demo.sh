@@ -2,8 +2,8 @@
 # The demo: installs what is missing, builds perfvar, installs the analysis command, then runs the
 # Fortran stencil (examples/stencil) under perfvar twice, one rank per core (at least 2):
 #   1. as it is                      -> perfvar analyze names nobody (or a core that really was slow)
-#   2. with the last rank doing 3x the work in its compute segment (2x can hide in this VM's
-#      own core-to-core variation, see README)
+#   2. with the last rank doing 3x the work in its compute segment (on a shared host, 2x can hide
+#      in the cores' own variation from one phase of the host's load to the next)
 #                                    -> perfvar analyze names that rank and the segment, with evidence
 # Traces and analyses land in demo-output/ (open demo-output/*/traces.otf2 in Vampir).
 set -euo pipefail
@@ -34,3 +34,4 @@ echo "=== run 2: $nranks ranks, rank $slow does three times the work in one comp
 python3 -m perfvar analyze "$out/slow"
 echo
 echo "Traces: $out/clean and $out/slow (OTF2, open traces.otf2 in Vampir); analyses: */analysis.json"
+echo "Reports: $out/clean/report.html and $out/slow/report.html (open them in a browser)"
