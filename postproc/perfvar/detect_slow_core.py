@@ -9,11 +9,13 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   q < alpha after Benjamini-Hochberg over the ranks tested;
 * the common shift (median z of r minus median z of the peers) exceeds
   ``core_floor`` and, in ns in its largest class, that class's t_diff;
-* the shift is common: classes holding at least two thirds of r's compute time
-  are each shifted by more than the floor. A rank slow in one class only is a slow
-  segment, not a slow core (perfvar.detect_slow_segment), even on a core a little
-  slower than its peer's: +10 % in one class and +1.5 % in the other pool to a
-  shift above the floor, but only half the time is shifted by more than it. The
+* the shift is common: at least two classes, holding at least two thirds of r's
+  compute time, are each shifted by more than the floor. A rank slow in one class
+  only is a slow segment, not a slow core (perfvar.detect_slow_segment), even on a
+  core a little slower than its peer's (+10 % in one class and +1.5 % in the other
+  pool to a shift above the floor, but only half the time is shifted by more than
+  it), and even when that class holds most of its time (tripled, it outweighs the
+  rest in the time share and, with more samples, in the pooled median). The
   fixed-work probes (perfvar.probes), where the run has them, are one more class
   that weighs as much as all the rank's segments: a core slow on fixed work and in its
   segments is a slow core even with one segment class; slow segments on a core
@@ -38,6 +40,7 @@ from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 
 KIND = "slow_core"
 COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
+MIN_SHIFTED_CLASSES = 2  # the probes, where the run has them, count as one
 
 
 @dataclass
@@ -101,9 +104,8 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
     for (r, z, zp, cmp), q in zip(tests, fdr([t[3].p_value for t in tests])):
         time = sum(c["time_ns"] for c in r.classes)
         compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
-        common = sum(
-            c["time_ns"] for c in r.classes if c["shift_rel"] > params.core_floor
-        )
+        shifted = [c for c in r.classes if c["shift_rel"] > params.core_floor]
+        common = sum(c["time_ns"] for c in shifted)
         largest = max(
             (c for c in r.classes if not c["probe"]),
             key=lambda c: c["time_ns"],
@@ -113,6 +115,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
         if not (
             q < params.alpha
             and cmp.shift_log > floor_log
+            and len(shifted) >= MIN_SHIFTED_CLASSES
             and common >= COMMON_SHARE * time
             and largest_excess > largest["t_diff_ns"]
         ):

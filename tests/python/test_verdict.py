@@ -63,6 +63,16 @@ def test_one_slow_class_on_a_slightly_slower_core_is_no_slow_core():
     assert _kinds(_named(_cells(6, slow=slow))) == [("slow_segment", 1, "S0")]
 
 
+def test_one_slow_class_holding_most_of_the_time_is_no_slow_core():
+    # The demo's case: rank 1 triples its long class S0, most of its compute time, and
+    # runs the short S1 as its peer does. With more samples of S0 than of S1 the pooled
+    # shift is far above the floor, and S0 alone holds two thirds of the time, but one
+    # class shifted is a slow segment.
+    samples = _cells(7, classes=(1_000_000.0, 2_000.0), slow={(0, 1): 3.0})
+    samples[(1, 1)] = samples[(1, 1)][:600]
+    assert _kinds(_named(samples)) == [("slow_segment", 1, "S0")]
+
+
 def test_slow_core_is_named_once_not_per_segment():
     slow = {(0, 2): 1.05, (1, 2): 1.05}
     found = _named(_cells(2, nranks=4, slow=slow))
