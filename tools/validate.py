@@ -249,7 +249,7 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
             raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
         t0 = time.monotonic()
-        # The verdict is read from analysis.json; 80 reports of 5 MB each would be of no use.
+        # The verdict is read from analysis.json; a 5 MB report per trial would be of no use.
         q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", str(out)],
                            env=st.analyze_env, capture_output=True, text=True, timeout=1800)
         tr.analysis_s = time.monotonic() - t0
