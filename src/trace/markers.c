@@ -62,15 +62,22 @@ typedef struct trace_defs {
     size_t nlocations, locations_cap, ngroups, groups_cap;
 } trace_defs;
 
+/* Room for one more element of `elem` bytes in the array *a of *n used out of *cap (doubled when
+ * full, from `first`); -1 on no memory, the array unchanged. */
+static int reserve(void *a, size_t n, size_t *cap, size_t elem, size_t first)
+{
+    if (n < *cap) return 0;
+    size_t c = *cap ? 2 * *cap : first;
+    void *p = realloc(*(void **)a, c * elem);
+    if (!p) return -1;
+    *(void **)a = p, *cap = c;
+    return 0;
+}
+
 /* Appends v to a growable array of uint64_t; -1 on no memory. */
 static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
-        uint64_t *p = realloc(*a, c * sizeof *p);
-        if (!p) return -1;
-        *a = p, *cap = c;
-    }
+    if (reserve(a, *n, cap, sizeof **a, 64)) return -1;
     (*a)[(*n)++] = v;
     return 0;
 }
@@ -78,12 +85,7 @@ static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 static int add_def(markers *m, OTF2_MarkerRef ref, const char *group, const char *category,
                    OTF2_MarkerSeverity severity)
 {
-    if (m->ndefs == m->defs_cap) {
-        size_t c = m->defs_cap ? 2 * m->defs_cap : 16;
-        marker_def *p = realloc(m->defs, c * sizeof *p);
-        if (!p) return -1;
-        m->defs = p, m->defs_cap = c;
-    }
+    if (reserve(&m->defs, m->ndefs, &m->defs_cap, sizeof *m->defs, 16)) return -1;
     marker_def *d = &m->defs[m->ndefs];
     d->ref = ref, d->severity = severity;
     d->group = strdup(group), d->category = strdup(category);
@@ -94,12 +96,7 @@ static int add_def(markers *m, OTF2_MarkerRef ref, const char *group, const char
 
 static int add_marker(markers *m, const marker *mk)
 {
-    if (m->nmarks == m->marks_cap) {
-        size_t c = m->marks_cap ? 2 * m->marks_cap : 64;
-        marker *p = realloc(m->marks, c * sizeof *p);
-        if (!p) return -1;
-        m->marks = p, m->marks_cap = c;
-    }
+    if (reserve(&m->marks, m->nmarks, &m->marks_cap, sizeof *m->marks, 64)) return -1;
     m->marks[m->nmarks] = *mk;
     if (!(m->marks[m->nmarks].text = strdup(mk->text ? mk->text : ""))) return -1;
     m->nmarks++;
