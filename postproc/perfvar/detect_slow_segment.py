@@ -187,13 +187,15 @@ def _explained(
     classes: dict[int, dict[int, Cell]],
     judgeable: set[tuple[int, int]],
     medians: dict[tuple[int, int], float],
+    shifts: dict[tuple[int, int], float],
     first: dict[int, set[int]],
     params: DetectParams,
     cores: dict[int, float],
     probes: dict[int, float],
-) -> dict[int, set[int]]:
-    """segment -> ranks of the first pass that stay slow once larger shifts explain
-    smaller ones.
+) -> tuple[dict[int, set[int]], dict[tuple[int, int], float]]:
+    """(segment -> ranks of the first pass that stay slow once larger shifts explain
+    smaller ones, the direct shifts against the peers not kept slow), from
+    ``shifts``, the direct shifts against all peers.
 
     From the largest shift down, a cell stays slow when its shift, beyond its rank's
     common shift, clears the floor; the common shift is told only by classes whose
@@ -202,14 +204,12 @@ def _explained(
     rank 0 look 1 % slow in B, since rank 0's only other class, A, is the one where
     its peer is slow. Told against A no more, rank 0's 1 % is its core, not B.
     """
-    base = _direct_shifts(classes, judgeable, medians)
     order = sorted(
-        ((base[(seg, r)], seg, r) for seg, ranks in first.items() for r in ranks),
+        ((shifts[(seg, r)], seg, r) for seg, ranks in first.items() for r in ranks),
         reverse=True,
     )
     kept: dict[int, set[int]] = {}
     for _, seg, r in order:
-        shifts = _direct_shifts(classes, judgeable, medians, kept)
         own = shifts.get((seg, r))
         if own is None:
             continue
@@ -219,7 +219,9 @@ def _explained(
             kappa, floor = 0.0, max(params.segment_floor, params.core_floor)
         if own - kappa > np.log1p(floor):
             kept.setdefault(seg, set()).add(r)
-    return kept
+            # The shifts change only when a cell is kept.
+            shifts = _direct_shifts(classes, judgeable, medians, kept)
+    return kept, shifts
 
 
 # A slow segment must cost its rank this share of its compute time (excess x segments).
@@ -264,10 +266,9 @@ def detect(
     slow_first: dict[int, set[int]] = {}
     if params.peers == "robust":
         first = _first_pass_slow(classes, judgeable, shifts, params)
-        slow_first = _explained(
-            classes, judgeable, medians, first, params, cores, probe_shifts
+        slow_first, shifts = _explained(
+            classes, judgeable, medians, shifts, first, params, cores, probe_shifts
         )
-        shifts = _direct_shifts(classes, judgeable, medians, slow_first)
     for seg, rank, j in pending:
         cells = classes[seg]
         cell = cells[rank]
