@@ -34,6 +34,12 @@ import numpy as np
 LABELS = ("0", "4xL1", "4xL2", "4xL3")
 
 
+def label_order(label: str) -> tuple[int, str]:
+    """Sort key of a cache state label: 0 < 4xL1 < 4xL2 < 4xL3, then any other label
+    by name."""
+    return (LABELS.index(label) if label in LABELS else len(LABELS), label)
+
+
 @dataclass
 class CacheState:
     """t_min / t_diff of one rank in one cache state (None when unknown)."""

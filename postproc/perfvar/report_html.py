@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from perfvar.cache_state import label_order
 from perfvar.detect_noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.model import Prepared
 from perfvar.report_plots import (
@@ -43,7 +44,6 @@ REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
 # No plotly logo: it is a link to a web site, and the page must need no network.
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-STATE_ORDER = ("0", "4xL1", "4xL2", "4xL3")
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
@@ -312,7 +312,7 @@ def _calibration_table(result: dict[str, Any]) -> str:
             for r in result["ranks"]
             for st in r.get("calibration_states") or []
         },
-        key=lambda x: (STATE_ORDER.index(x) if x in STATE_ORDER else 9, x),
+        key=label_order,
     )
     rows = []
     for r in result["ranks"]:

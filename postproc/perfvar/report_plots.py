@@ -14,11 +14,12 @@ functions; thread-safe.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import numpy as np
 
+from perfvar.cache_state import label_order
 from perfvar.detect_noisy_core import RankNoise
 from perfvar.model import Cell, Prepared
 
@@ -575,7 +576,9 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
         rows=1, cols=2, subplot_titles=("t_min (precision)", "t_diff (sensitivity)")
     )
     symbols = ("circle", "square", "diamond", "triangle-up", "x")
-    for i, (label, got) in enumerate(sorted(points.items(), key=_state_order)):
+    for i, (label, got) in enumerate(
+        sorted(points.items(), key=lambda item: label_order(item[0]))
+    ):
         name = "flush 0" if label == "0" else label
         color = STATE_COLORS[i % len(STATE_COLORS)]
         for col, key in ((1, "min"), (2, "diff")):
@@ -603,9 +606,3 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
     fig.update_yaxes(type="log", title_text="ns (log scale)", dtick="D2")
     fig.update_xaxes(title_text="rank", type="category")
     return fig
-
-
-def _state_order(item: tuple[str, Any]) -> tuple[int, str]:
-    order: Sequence[str] = ("0", "4xL1", "4xL2", "4xL3")
-    label = item[0]
-    return (order.index(label) if label in order else len(order), label)
