@@ -98,9 +98,8 @@ class LocationReport:
     unmatched_leaves: int = 0  # Leave without its Enter
     error: Optional[str] = None  # set when the location's events are unreadable
     probes: int = 0  # matched perfvar:probe Enter/Leave pairs
-    cut: Optional[str] = (
-        None  # its event file broke off after some events (read up to there)
-    )
+    # Its event file broke off after some events (read up to there).
+    cut: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -431,6 +430,14 @@ class _LocationScanner:
         return out
 
 
+def location_rank(loc: Any) -> int:
+    """The rank of an OTF2 location (the ``otf2`` package's definition): the id of its
+    LocationGroup, or its own id when it has none. A rank's threads are its locations
+    in definition order (see the module docstring)."""
+    group = getattr(loc, "group", None)
+    return int(group._ref) if group is not None else int(loc._ref)
+
+
 def _open_reader(anchor: str, cerr: _CStderr) -> Any:
     import otf2
 
@@ -578,8 +585,7 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
     threads_seen: dict[int, int] = {}  # rank -> locations met so far
     try:
         for loc in locations:
-            group = getattr(loc, "group", None)
-            rank = int(group._ref) if group is not None else int(loc._ref)
+            rank = location_rank(loc)
             thread = threads_seen.get(rank, 0)
             threads_seen[rank] = thread + 1
             report = LocationReport(

@@ -13,9 +13,8 @@ row of its scope. One marker per anomaly of ``analysis.json``:
   5 %, MEDIUM below 20 %, HIGH from 20 % on.
 - time: a slow_phase's window; the whole trace for the others, which judge the whole
   run. The C tool converts ns since the trace's origin into the trace's ticks.
-- scope: the rank's master thread (its location with the lowest id, which in a
-  perfvar trace is the rank itself); a thread the anomaly names (``migrated``) its own
-  location.
+- scope: the rank's master thread (its first location, thread 0 as the trace reader
+  numbers threads); a thread the anomaly names (``migrated``) its own location.
 - text: the sentence the text report gives for it.
 
 The file is written by ``perfvar-markers`` (C, installed with perfvar's programs),
@@ -31,6 +30,7 @@ import sys
 from typing import Any, Optional
 
 from perfvar.installation import find_tool
+from perfvar.reader_otf2 import location_rank
 from perfvar.report_text import describe_anomaly
 
 TOOL = "perfvar-markers"
@@ -70,19 +70,15 @@ def category(anomaly: dict[str, Any], sev: str) -> str:
 
 
 def rank_locations(anchor: str) -> dict[int, list[int]]:
-    """Each rank's location ids, ascending (its threads in index order), from the
-    trace's definitions; a rank is a location group "MPI Rank N"."""
+    """Each rank's location ids, thread 0 first, from the trace's definitions, ranks
+    and threads told as the trace reader tells them (reader_otf2.location_rank)."""
     import otf2
 
     out: dict[int, list[int]] = {}
     with otf2.reader.open(anchor) as reader:
         for loc in reader.definitions.locations:
-            try:
-                rank = int(loc.group.name.rsplit(" ", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            out.setdefault(rank, []).append(int(loc._ref))
-    return {r: sorted(ids) for r, ids in out.items()}
+            out.setdefault(location_rank(loc), []).append(int(loc._ref))
+    return out
 
 
 def _one_line(text: str) -> str:
@@ -102,9 +98,7 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         loc = locs[0]
         thread = a["evidence"].get("thread") if a["kind"] == "migrated" else None
         if isinstance(thread, int) and thread > 0:
-            # perfvar numbers thread k of rank r (k << 32) | r; other writers in order
-            want = (thread << 32) | a["rank"]
-            loc = want if want in locs else locs[min(thread, len(locs) - 1)]
+            loc = locs[min(thread, len(locs) - 1)]
         start, end = "-", "-"
         if a.get("start_ns") is not None and a.get("end_ns") is not None:
             start, end = repr(float(a["start_ns"])), repr(float(a["end_ns"]))
