@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_mpi import mpiexec_cmd  # noqa: E402
+from run_mpi import launcher_flags, mpiexec_cmd  # noqa: E402
 
 TIMEOUT_S = 150  # the roll call waits at most 30 s; a hang must fail, not stall ctest
 
@@ -57,9 +57,8 @@ def main() -> int:
     for on in traced:
         launch = [a.launch, "-o", str(a.out)] if on else []
         contexts.append(["-n", "1"] + launch + prog)
-    one = mpiexec_cmd(a.mpiexec, 1)
-    cmd = one[:1] + one[3:]  # the launcher and its flags, without "-n 1"
-    p = run(cmd + contexts[0] + [":"] + contexts[1])
+    cmd = [a.mpiexec] + launcher_flags(a.mpiexec) + contexts[0] + [":"] + contexts[1]
+    p = run(cmd)
     got = re.search(a.same_result, p.stdout)
     archive = (a.out / "traces.otf2").exists()
     says = [ln for ln in p.stderr.splitlines() if "not under perfvar" in ln or "no word from" in ln]

@@ -37,14 +37,19 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
-def mpiexec_cmd(mpiexec: str, np: int) -> list[str]:
+def launcher_flags(mpiexec: str) -> list[str]:
+    """The flags every test gives this launcher (Open MPI: more ranks than cores, as root)."""
     version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True).stdout
-    cmd = [mpiexec, "-n", str(np)]
+    flags = []
     if "Open MPI" in version or "OpenRTE" in version:
-        cmd += ["--oversubscribe"]
+        flags += ["--oversubscribe"]
         if os.geteuid() == 0:
-            cmd += ["--allow-run-as-root"]
-    return cmd
+            flags += ["--allow-run-as-root"]
+    return flags
+
+
+def mpiexec_cmd(mpiexec: str, np: int) -> list[str]:
+    return [mpiexec, "-n", str(np)] + launcher_flags(mpiexec)
 
 
 def run(cmd: list[str], env: dict, what: str) -> subprocess.CompletedProcess:
