@@ -11,14 +11,18 @@ from typing import Optional
 
 
 def installed_path(key: str) -> Optional[str]:
-    """The absolute path of ``key`` ("LIBPERFVAR": libperfvar, "BINDIR": the programs),
-    or None outside an installation."""
+    """The absolute path of ``key`` ("LIBPERFVAR": libperfvar, "BINDIR": the programs,
+    "LIBPERFVAR_READ": the native trace reader), or None outside an installation or
+    when the installation has no such file (empty, or recorded by an older one)."""
     try:
         from perfvar import _install_paths
     except ImportError:
         return None
+    relative = getattr(_install_paths, key, "")
+    if not relative:
+        return None
     here = os.path.dirname(os.path.abspath(_install_paths.__file__))
-    return os.path.normpath(os.path.join(here, getattr(_install_paths, key)))
+    return os.path.normpath(os.path.join(here, relative))
 
 
 def find_tool(name: str) -> Optional[str]:

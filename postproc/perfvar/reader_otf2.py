@@ -26,11 +26,14 @@ the location's position in its group, in definition order (perfvar writes thread
 a rank, 0 = the thread that initialised MPI, as the group's k-th location), so
 segments are per (rank, thread).
 
-The global definitions are read with the high-level ``otf2`` reader; events are read
-per location through the low-level ``_otf2`` API with only Enter/Leave callbacks (about
-7x faster than the high-level event iterator, and a broken event file affects only
-its own location). Messages the OTF2 C library prints on its standard error are
-captured and folded into our error messages.
+The global definitions are read with the high-level ``otf2`` reader. Events are read per
+location (a broken event file affects only its own location) by the C event loop of
+libperfvar_read when it is found (perfvar.reader_native, about 15x faster), else through
+the low-level ``_otf2`` API with Python callbacks (about 7x faster than the high-level
+event iterator); ``PERFVAR_READER=native|python`` forces one. Both give the same
+TraceSamples. :func:`read_trace` can read a subset of ranks or locations. Messages the
+OTF2 C library prints on its standard error are captured and folded into our error
+messages.
 
 Errors: :func:`read_trace` raises :class:`~perfvar.errors.TraceError` with one line
 when the directory, the anchor file or the global definitions cannot be read, or when
@@ -47,6 +50,7 @@ import importlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -450,49 +454,37 @@ def _open_reader(anchor: str, cerr: _CStderr) -> Any:
         ) from None
 
 
-def _read_location(
-    handle: Any, loc: Any, scanner: _LocationScanner, cerr: _CStderr, whole_chunk: bool
-) -> None:
-    """Read one location's local definitions and events into ``scanner``.
-    ``whole_chunk``: its event file holds at least one whole OTF2 chunk."""
-    import _otf2
+@dataclass
+class ReadFailure:
+    """How reading one location's events went wrong, for :func:`settle_location`."""
 
-    report = scanner.report
-    try:
-        def_reader = _otf2.Reader_GetDefReader(handle, loc._ref)
-        if def_reader:
-            _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
-            _otf2.Reader_CloseDefReader(handle, def_reader)
-    except Exception:
-        pass  # local defs (mapping tables, clock offsets) are optional for durations
-    cerr.take()  # a missing local .def file is harmless; drop its messages
-    evt_reader = _otf2.Reader_GetEvtReader(handle, loc._ref)
-    if not evt_reader:
-        report.error = _otf2_detail(cerr.take(), None)
-        return
-    try:
-        callbacks = _otf2.EvtReaderCallbacks_New()
-        if not _set_raw_callbacks(callbacks, scanner):
-            for name, method in _EVENTS:
-                setter = getattr(_otf2, f"EvtReaderCallbacks_Set{name}Callback")
-                setter(callbacks, getattr(scanner, method))
-        _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
-        _otf2.EvtReaderCallbacks_Delete(callbacks)
-        report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
-    except Exception as exc:
-        detail = _otf2_detail(cerr.take(), scanner.failure or exc)
+    lines: list[str]  # what OTF2 printed on stderr meanwhile
+    exc: Optional[
+        BaseException
+    ]  # OTF2's error (an ``_otf2.Error``), if it returned one
+    failure: Optional[BaseException] = None  # a failure of our own callbacks
+    has_data: bool = False  # segments were stored or Enters were open when it broke off
+
+
+def settle_location(
+    report: LocationReport, whole_chunk: bool, broke: Optional[ReadFailure]
+) -> None:
+    """Set ``report.error`` / ``report.cut`` once a location's events were read
+    (``broke`` None: OTF2 read them all, ``report.events_read`` set). Shared by the
+    Python and the native event loops so that both judge alike.
+    ``whole_chunk``: its event file holds at least one whole OTF2 chunk."""
+    if broke is not None and broke.exc is not None:
+        detail = _otf2_detail(broke.lines, broke.failure or broke.exc)
         # An event file cut short (a half-written or truncated file: "This is no
         # chunk header!") breaks off at a chunk; the chunks before it were read whole.
         # Keep them. A file cut inside its first chunk has none: unreadable, as OTF2
         # says.
-        if scanner.failure is None and whole_chunk and (scanner.seg or scanner.stack):
+        if broke.failure is None and whole_chunk and broke.has_data:
             report.cut = detail
         else:
             report.error = detail
-    finally:
-        _otf2.Reader_CloseEvtReader(handle, evt_reader)
-    if report.error is None and scanner.failure is not None:
-        report.error = _otf2_detail([], scanner.failure)
+    if report.error is None and broke is not None and broke.failure is not None:
+        report.error = _otf2_detail([], broke.failure)
     # OTF2 reads a short first chunk into a buffer it does not clear: past the cut it
     # finds either an error or, when that memory happens to be zero, a clean end. Judge
     # by the count the definitions announce, so the verdict does not depend on the heap.
@@ -504,37 +496,78 @@ def _read_location(
         )
 
 
-def read_trace(directory: str) -> TraceSamples:
-    """Read all segment samples of DIR/traces.otf2.
-
-    Returns a TraceSamples whose ``samples`` hold the intact locations only. Raises
-    TraceError (one line) if nothing usable can be read; see the module docstring.
-    """
-    if not os.path.isdir(directory):
-        raise TraceError(f"{directory}: no such directory")
-    anchor = os.path.join(directory, "traces.otf2")
-    if not os.path.isfile(anchor):
-        raise TraceError(f"{anchor}: not found (is {directory} a perfvar trace?)")
+def _read_location(
+    handle: Any, loc: Any, scanner: _LocationScanner, cerr: _CStderr, whole_chunk: bool
+) -> None:
+    """Read one location's local definitions and events into ``scanner``.
+    ``whole_chunk``: its event file holds at least one whole OTF2 chunk."""
     import _otf2
 
-    with _CStderr() as cerr:
-        reader = _open_reader(anchor, cerr)
-        try:
-            return _read_events(reader, anchor, cerr, _otf2)
-        finally:
-            try:
-                reader.close()
-            except Exception:
-                pass
+    report = scanner.report
+    try:
+        def_reader = _otf2.Reader_GetDefReader(handle, loc)
+        if def_reader:
+            _otf2.Reader_ReadAllLocalDefinitions(handle, def_reader)
+            _otf2.Reader_CloseDefReader(handle, def_reader)
+    except Exception:
+        pass  # local defs (mapping tables, clock offsets) are optional for durations
+    cerr.take()  # a missing local .def file is harmless; drop its messages
+    evt_reader = _otf2.Reader_GetEvtReader(handle, loc)
+    if not evt_reader:
+        report.error = _otf2_detail(cerr.take(), None)
+        return
+    broke = None
+    try:
+        callbacks = _otf2.EvtReaderCallbacks_New()
+        if not _set_raw_callbacks(callbacks, scanner):
+            for name, method in _EVENTS:
+                setter = getattr(_otf2, f"EvtReaderCallbacks_Set{name}Callback")
+                setter(callbacks, getattr(scanner, method))
+        _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
+        _otf2.EvtReaderCallbacks_Delete(callbacks)
+        report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
+    except Exception as exc:
+        has_data = bool(scanner.seg or scanner.stack)
+        broke = ReadFailure(cerr.take(), exc, scanner.failure, has_data)
+    finally:
+        _otf2.Reader_CloseEvtReader(handle, evt_reader)
+    if broke is None and scanner.failure is not None:
+        broke = ReadFailure([], None, scanner.failure)
+    settle_location(report, whole_chunk, broke)
 
 
-def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceSamples:
+@dataclass
+class TraceDefinitions:
+    """What the global definitions say, as both event loops need it."""
+
+    anchor: str
+    resolution: float  # timer resolution, Hz
+    offset: int  # ClockProperties global offset, ticks
+    segments: list[str]  # canonical segment keys, in region definition order
+    region_segment: dict[int, int]  # region ref -> index into segments
+    user_regions: set[int]
+    probe_regions: frozenset[int]
+    cpu_attr: Optional[tuple[int, Any]]  # (attribute ref, otf2 Type) of "cpu"
+    # Every location in definition order: (location id, name, events announced,
+    # rank, thread).
+    locations: list[tuple[int, str, int, int, int]]
+
+    @property
+    def ns_per_tick(self) -> float:
+        return 1e9 / self.resolution
+
+    def threads_per_rank(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for *_, rank, _thread in self.locations:
+            out[rank] = out.get(rank, 0) + 1
+        return out
+
+
+def _definitions(reader: Any, anchor: str) -> TraceDefinitions:
     defs = reader.definitions
     resolution = float(defs.clock_properties.timer_resolution)
     if not resolution > 0:
         raise TraceError(f"{anchor}: ClockProperties timer resolution is {resolution}")
-    ns_per_tick = 1e9 / resolution
-
     segments: list[str] = []
     seg_index: dict[str, int] = {}
     region_segment: dict[int, int] = {}
@@ -557,12 +590,204 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
             cpu_attr = (attr._ref, attr.type)
             break
 
-    locations = list(defs.locations)
+    locations = []
+    threads_seen: dict[int, int] = {}  # rank -> locations met so far
+    for loc in defs.locations:
+        rank = location_rank(loc)
+        thread = threads_seen.get(rank, 0)
+        threads_seen[rank] = thread + 1
+        events = int(loc.number_of_events or 0)
+        locations.append((int(loc._ref), str(loc.name), events, rank, thread))
     if not locations:
         raise TraceError(f"{anchor}: the archive defines no locations")
-    handle = reader.handle
-    for loc in locations:
-        _otf2.Reader_SelectLocation(handle, loc._ref)
+    offset = int(getattr(defs.clock_properties, "global_offset", 0) or 0)
+    return TraceDefinitions(
+        anchor,
+        resolution,
+        offset,
+        segments,
+        region_segment,
+        user_regions,
+        frozenset(probe_regions),
+        cpu_attr,
+        locations,
+    )
+
+
+def _anchor(directory: str) -> str:
+    if not os.path.isdir(directory):
+        raise TraceError(f"{directory}: no such directory")
+    anchor = os.path.join(directory, "traces.otf2")
+    if not os.path.isfile(anchor):
+        raise TraceError(f"{anchor}: not found (is {directory} a perfvar trace?)")
+    return anchor
+
+
+def _global_definitions(directory: str) -> TraceDefinitions:
+    anchor = _anchor(directory)
+    with _CStderr() as cerr:
+        reader = _open_reader(anchor, cerr)
+        try:
+            return _definitions(reader, anchor)
+        finally:
+            try:
+                reader.close()
+            except Exception:
+                pass
+
+
+def trace_locations(directory: str) -> list[int]:
+    """The OTF2 location ids of DIR/traces.otf2, in definition order (the order of
+    ``read_trace(DIR).locations``). Raises TraceError as :func:`read_trace` does."""
+    return [loc[0] for loc in _global_definitions(directory).locations]
+
+
+def trace_ranks(directory: str) -> list[int]:
+    """Every rank DIR/traces.otf2 defines, ascending (as ``read_trace(DIR).ranks``
+    gives them, without reading any event). Raises TraceError as :func:`read_trace`
+    does."""
+    return sorted({loc[3] for loc in _global_definitions(directory).locations})
+
+
+def read_trace(
+    directory: str,
+    ranks: Optional[Iterable[int]] = None,
+    locations: Optional[Iterable[int]] = None,
+) -> TraceSamples:
+    """Read the segment samples of DIR/traces.otf2.
+
+    ``ranks``: read only the locations of these ranks (location group ids, see
+    :func:`location_rank`); ``locations``: only these OTF2 location ids (see
+    :func:`trace_locations`); both: the locations in both. None reads everything.
+    Reports, samples and probes keep definition order; a location's thread index is
+    its position in its rank whatever is selected. Selecting a rank or location the
+    archive does not define, or nothing, raises TraceError.
+
+    The events are read by the native reader (perfvar.reader_native, libperfvar_read)
+    when it is found, else in Python; ``PERFVAR_READER=python`` or ``native`` forces
+    one (``native`` fails when the library is missing). Both give the same result.
+
+    Returns a TraceSamples whose ``samples`` hold the intact locations only. Raises
+    TraceError (one line) if nothing usable can be read; see the module docstring.
+    """
+    from perfvar import reader_native
+
+    native = reader_native.library()  # validates PERFVAR_READER first
+    anchor = _anchor(directory)
+    import _otf2
+
+    with _CStderr() as cerr:
+        reader = _open_reader(anchor, cerr)
+        try:
+            defs = _definitions(reader, anchor)
+            chosen = _select(defs, ranks, locations)
+            try:
+                chunk_bytes = int(_otf2.Reader_GetChunkSize(reader.handle)[0])
+            except Exception:
+                chunk_bytes = 1 << 20  # OTF2's default, and what perfvar writes
+            sizes = _event_file_sizes(anchor, chosen)
+            whole = [size >= chunk_bytes for size in sizes]
+            if native is None:
+                read = _read_events(reader.handle, defs, chosen, whole, cerr, _otf2)
+            else:
+                # OTF2 3.0's reader (Debian's, under the native loop) does not see
+                # that a file ending at a chunk boundary was cut there: it decodes
+                # its stale buffer again without end. The Python loop's OTF2 says
+                # "This is no chunk header!"; it reads those (rare: a whole file
+                # ends inside its last chunk).
+                boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
+                mine = [i for i, b in enumerate(boundary) if b]
+                py = []
+                if mine:
+                    py = _read_events(
+                        reader.handle,
+                        defs,
+                        [chosen[i] for i in mine],
+                        [whole[i] for i in mine],
+                        cerr,
+                        _otf2,
+                    )
+                reader.close()  # the native reader opens the archive itself
+                reader = None
+                rest = [i for i, b in enumerate(boundary) if not b]
+                nat = reader_native.read_locations(
+                    native,
+                    defs,
+                    [chosen[i] for i in rest],
+                    [whole[i] for i in rest],
+                    cerr,
+                )
+                by_index = dict(zip(mine, py)) | dict(zip(rest, nat))
+                read = [by_index[i] for i in range(len(chosen))]
+        finally:
+            try:
+                if reader is not None:
+                    reader.close()
+            except Exception:
+                pass
+    return _trace_samples(defs, read)
+
+
+def _select(
+    defs: TraceDefinitions,
+    ranks: Optional[Iterable[int]],
+    locations: Optional[Iterable[int]],
+) -> list[tuple[int, str, int, int, int]]:
+    chosen = defs.locations
+    if ranks is not None:
+        want = {int(r) for r in ranks}
+        missing = sorted(want - {loc[3] for loc in chosen})
+        if missing:
+            raise TraceError(
+                f"{defs.anchor}: no rank {', '.join(map(str, missing))} in the archive"
+            )
+        chosen = [loc for loc in chosen if loc[3] in want]
+    if locations is not None:
+        want = {int(x) for x in locations}
+        missing = sorted(want - {loc[0] for loc in defs.locations})
+        if missing:
+            raise TraceError(
+                f"{defs.anchor}: no location {', '.join(map(str, missing))} in the "
+                "archive"
+            )
+        chosen = [loc for loc in chosen if loc[0] in want]
+    if not chosen:
+        raise TraceError(f"{defs.anchor}: no location selected to read")
+    return chosen
+
+
+def _event_file_sizes(
+    anchor: str, chosen: list[tuple[int, str, int, int, int]]
+) -> list[int]:
+    """Per location: the size of its event file in bytes (0 when it is missing)."""
+    out = []
+    for loc_id, *_ in chosen:
+        evt = os.path.join(os.path.dirname(anchor), "traces", f"{loc_id}.evt")
+        try:
+            out.append(os.path.getsize(evt))
+        except OSError:
+            out.append(0)
+    return out
+
+
+# One location's outcome: its report, and its samples and probes when it is intact.
+LocationRead = tuple[LocationReport, Optional[np.ndarray], Optional[np.ndarray]]
+
+
+def _read_events(
+    handle: Any,
+    defs: TraceDefinitions,
+    chosen: list[tuple[int, str, int, int, int]],
+    whole: list[bool],
+    cerr: _CStderr,
+    _otf2: Any,
+) -> list[LocationRead]:
+    """The Python event loop: per chosen location, its report and, when intact, its
+    samples and probes. ``whole[i]``: location i's event file holds a whole chunk."""
+    if not chosen:
+        return []
+    for loc_id, *_ in chosen:
+        _otf2.Reader_SelectLocation(handle, loc_id)
     def_files = True
     try:
         _otf2.Reader_OpenDefFiles(handle)
@@ -572,49 +797,32 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
         _otf2.Reader_OpenEvtFiles(handle)
     except Exception as exc:
         raise TraceError(
-            f"cannot open event files of {anchor}: {_otf2_detail(cerr.take(), exc)}"
+            f"cannot open event files of {defs.anchor}: "
+            f"{_otf2_detail(cerr.take(), exc)}"
         ) from None
 
+    ns_per_tick = defs.ns_per_tick
+    out: list[LocationRead] = []
     try:
-        chunk_bytes = int(_otf2.Reader_GetChunkSize(handle)[0])
-    except Exception:
-        chunk_bytes = 1 << 20  # OTF2's default, and what perfvar writes
-    reports: list[LocationReport] = []
-    arrays: list[np.ndarray] = []
-    probe_arrays: list[np.ndarray] = []
-    threads_seen: dict[int, int] = {}  # rank -> locations met so far
-    try:
-        for loc in locations:
-            rank = location_rank(loc)
-            thread = threads_seen.get(rank, 0)
-            threads_seen[rank] = thread + 1
-            report = LocationReport(
-                rank,
-                int(loc._ref),
-                str(loc.name),
-                int(loc.number_of_events or 0),
-                thread,
-            )
+        for (loc_id, name, events, rank, thread), whole_chunk in zip(chosen, whole):
+            report = LocationReport(rank, loc_id, name, events, thread)
             scanner = _LocationScanner(
-                report, region_segment, user_regions, cpu_attr, frozenset(probe_regions)
+                report,
+                defs.region_segment,
+                defs.user_regions,
+                defs.cpu_attr,
+                defs.probe_regions,
             )
-            evt = os.path.join(
-                os.path.dirname(anchor), "traces", f"{int(loc._ref)}.evt"
-            )
-            try:
-                whole_chunk = os.path.getsize(evt) >= chunk_bytes
-            except OSError:
-                whole_chunk = False
-            _read_location(handle, loc, scanner, cerr, whole_chunk)
-            reports.append(report)
-            if report.ok:
-                report.unclosed += len(scanner.stack)
-                arr = scanner.to_array(ns_per_tick)
-                report.segments = len(arr)
-                arrays.append(arr)
-                probe_arr = scanner.probes_array(ns_per_tick)
-                report.probes = len(probe_arr)
-                probe_arrays.append(probe_arr)
+            _read_location(handle, loc_id, scanner, cerr, whole_chunk)
+            if not report.ok:
+                out.append((report, None, None))
+                continue
+            report.unclosed += len(scanner.stack)
+            arr = scanner.to_array(ns_per_tick)
+            report.segments = len(arr)
+            probe_arr = scanner.probes_array(ns_per_tick)
+            report.probes = len(probe_arr)
+            out.append((report, arr, probe_arr))
     finally:
         _otf2.Reader_CloseEvtFiles(handle)
         if def_files:
@@ -623,30 +831,52 @@ def _read_events(reader: Any, anchor: str, cerr: _CStderr, _otf2: Any) -> TraceS
             except Exception:
                 pass
         cerr.take()
+    return out
 
+
+def _trace_samples(defs: TraceDefinitions, read: list[LocationRead]) -> TraceSamples:
+    reports = [report for report, _, _ in read]
+    arrays = [arr for _, arr, _ in read if arr is not None]
+    probe_arrays = [arr for _, _, arr in read if arr is not None]
     good = [r for r in reports if r.ok]
     if not good:
         first = reports[0]
         raise TraceError(
-            f"no readable event data in {os.path.dirname(anchor)}/traces/: none of the "
-            f"{len(reports)} locations could be read (rank {first.rank}: {first.error})"
+            f"no readable event data in {os.path.dirname(defs.anchor)}/traces/: none "
+            f"of the {len(reports)} locations could be read (rank {first.rank}: "
+            f"{first.error})"
         )
-    warnings = _reading_warnings(reports, segments)
+    warnings = reading_warnings(reports, defs.segments, defs.threads_per_rank())
     samples = np.concatenate(arrays) if arrays else np.empty(0, dtype=SAMPLE_DTYPE)
-    offset = int(getattr(defs.clock_properties, "global_offset", 0) or 0)
     probes = (
         np.concatenate(probe_arrays) if probe_arrays else np.empty(0, dtype=PROBE_DTYPE)
     )
     return TraceSamples(
-        anchor, resolution, segments, samples, reports, warnings, offset, probes
+        defs.anchor,
+        defs.resolution,
+        defs.segments,
+        samples,
+        reports,
+        warnings,
+        defs.offset,
+        probes,
     )
 
 
-def _reading_warnings(reports: list[LocationReport], segments: list[str]) -> list[str]:
+def reading_warnings(
+    reports: list[LocationReport],
+    segments: list[str],
+    threads: Optional[dict[int, int]] = None,
+) -> list[str]:
+    """The warnings of TraceSamples for these location reports. ``threads``: the
+    number of locations each rank defines (default: counted in ``reports``, right
+    when they hold whole ranks); a rank with one is named without its thread."""
     out: list[str] = []
     per_rank: dict[int, int] = {}
     for r in reports:
         per_rank[r.rank] = per_rank.get(r.rank, 0) + 1
+    if threads is not None:
+        per_rank = {rank: threads.get(rank, n) for rank, n in per_rank.items()}
     for r in reports:
         single = per_rank[r.rank] == 1
         where = f"rank {r.rank}" + ("" if single else f" thread {r.thread}")

@@ -23,7 +23,7 @@ static const char *const known_vars[] = {
     /* Read by the Python tools (perfvar analyze, perfvar calibrate), ignored here: one namespace, so
      * that exporting them does not make a traced program run uninstrumented. tests/python checks
      * that every name the package reads is listed. */
-    "PERFVAR_LIB", "PERFVAR_DEBUG", "PERFVAR_CALIBRATE_INTERRUPT_AFTER", NULL};
+    "PERFVAR_LIB", "PERFVAR_DEBUG", "PERFVAR_CALIBRATE_INTERRUPT_AFTER", "PERFVAR_READER", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
 static int choice(const char *value, const char *const *choices)
@@ -107,7 +107,7 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                      "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
                      "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, "
                      "PERFVAR_PRELOAD_LIB, PERFVAR_MPI, and for the Python tools PERFVAR_LIB, "
-                     "PERFVAR_DEBUG",
+                     "PERFVAR_DEBUG, PERFVAR_READER",
                      (int)n, *e);
             return PERFVAR_ERR_CONFIG;
         }

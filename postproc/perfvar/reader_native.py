@@ -1,0 +1,295 @@
+"""The trace reader's event loop in C: libperfvar_read (src/read/read.h) through ctypes.
+
+:func:`perfvar.reader_otf2.read_trace` reads the global definitions with the ``otf2``
+package and hands the events to :func:`read_locations` when :func:`library` finds the
+library; the C loop does what ``reader_otf2._LocationScanner`` does (same matching,
+same samples, same counts; tests/python/test_reader_native.py compares them) about
+ten times faster, and the failure rules are shared (``reader_otf2.settle_location``).
+
+``PERFVAR_READER`` chooses: unset or empty, the native loop when the library is found
+and the Python one otherwise; ``native``, the native loop or an error when the library
+is missing; ``python``, the Python loop.
+
+The library is found, in order: ``libperfvar_read.so`` beside ``$PERFVAR_LIB`` (a build
+tree's top or an installation's lib/); the installation this package is part of
+(``perfvar/_install_paths.py``); ``../lib`` and ``..`` of a ``perfvar-run`` on the PATH
+(an installation, a build tree's bin/); the linker's search path; this checkout's
+``build/``. Not thread-safe (as read_trace: it redirects file descriptor 2).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import shutil
+from typing import Any, Optional
+
+import numpy as np
+
+from perfvar.errors import TraceError
+from perfvar.installation import installed_path
+from perfvar.reader_otf2 import (
+    PROBE_DTYPE,
+    SAMPLE_DTYPE,
+    LocationRead,
+    LocationReport,
+    ReadFailure,
+    TraceDefinitions,
+    _CStderr,
+    _otf2_detail,
+    settle_location,
+)
+
+ENV = "PERFVAR_READER"
+CHOICES = ("native", "python")
+LIBRARY = "libperfvar_read.so"
+
+# Region kinds of src/read/read.h (>= 0: a segment index).
+_REGION_USER = -2
+_REGION_PROBE = -3
+_ERR_IO = -9  # the I/O error status of include/perfvar.h: OTF2 failed, see otf2_status
+
+
+class _Result(ctypes.Structure):
+    """perfvar_read_result (src/read/read.h)."""
+
+    _fields_ = [
+        ("evt_reader", ctypes.c_int),
+        ("otf2_status", ctypes.c_int),
+        ("out_of_memory", ctypes.c_int),
+        ("events_read", ctypes.c_uint64),
+        ("user_regions", ctypes.c_int64),
+        ("unclosed", ctypes.c_int64),
+        ("unmatched_leaves", ctypes.c_int64),
+        ("open_at_end", ctypes.c_int64),
+        ("nsamples", ctypes.c_int64),
+        ("samples", ctypes.c_void_p),
+        ("nprobes", ctypes.c_int64),
+        ("probes", ctypes.c_void_p),
+    ]
+
+
+def candidates() -> list[str]:
+    """Where the library may be, in the order it is looked for (see the docstring)."""
+    found = []
+    lib = os.environ.get("PERFVAR_LIB")
+    if lib:
+        found.append(os.path.join(os.path.dirname(os.path.abspath(lib)), LIBRARY))
+    installed = installed_path("LIBPERFVAR_READ")
+    if installed:
+        found.append(installed)
+    launcher = shutil.which("perfvar-run")
+    if launcher:
+        bindir = os.path.dirname(os.path.realpath(launcher))
+        found += [
+            os.path.join(bindir, "..", "lib", LIBRARY),
+            os.path.join(bindir, "..", LIBRARY),
+        ]
+    name = ctypes.util.find_library("perfvar_read")
+    if name:
+        found.append(name)
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, "..", "..", "build", LIBRARY))
+    return found
+
+
+@functools.cache
+def _load(paths: tuple[str, ...]) -> Optional[ctypes.CDLL]:
+    for path in paths:
+        # Names from find_library have no directory: the loader searches for them.
+        if os.sep in path and not os.path.isfile(path):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            _declare(lib)
+        except (OSError, AttributeError):
+            continue  # not loadable here, or an older library without these symbols
+        if lib.perfvar_read_sample_size() != SAMPLE_DTYPE.itemsize:
+            continue  # built for other dtypes: never read records through it
+        if lib.perfvar_read_probe_size() != PROBE_DTYPE.itemsize:
+            continue
+        return lib
+    return None
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    u64p = ctypes.POINTER(ctypes.c_uint64)
+    intp = ctypes.POINTER(ctypes.c_int)
+    lib.perfvar_read_open.argtypes = [
+        ctypes.c_char_p,
+        u64p,
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_uint32),
+        ctypes.POINTER(ctypes.c_int32),
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_uint32,
+        ctypes.c_double,
+        ctypes.POINTER(ctypes.c_void_p),
+        intp,
+        intp,
+        intp,
+    ]
+    lib.perfvar_read_open.restype = ctypes.c_int
+    lib.perfvar_read_local_defs.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.perfvar_read_local_defs.restype = ctypes.c_int
+    lib.perfvar_read_events.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_int32,
+        ctypes.c_int32,
+        ctypes.POINTER(_Result),
+    ]
+    lib.perfvar_read_events.restype = ctypes.c_int
+    lib.perfvar_read_close.argtypes = [ctypes.c_void_p]
+    lib.perfvar_read_close.restype = ctypes.c_int
+    lib.perfvar_read_sample_size.restype = ctypes.c_size_t
+    lib.perfvar_read_probe_size.restype = ctypes.c_size_t
+
+
+def choice() -> str:
+    """``PERFVAR_READER``: "" (native if found), "native" or "python"; a bad value
+    raises TraceError naming the variable and what it accepts."""
+    value = os.environ.get(ENV, "").strip()
+    if value and value not in CHOICES:
+        raise TraceError(
+            f"{ENV}={value!r} is not valid: use native or python (or leave it unset: "
+            f"native when {LIBRARY} is found)"
+        )
+    return value
+
+
+def library() -> Optional[ctypes.CDLL]:
+    """The loaded library, or None when the events are to be read in Python
+    (``PERFVAR_READER=python``, or unset and the library not found). Raises
+    TraceError when ``PERFVAR_READER`` is bad, or ``native`` and nothing loads."""
+    wanted = choice()
+    if wanted == "python":
+        return None
+    paths = tuple(candidates())
+    lib = _load(paths)
+    if lib is None and wanted == "native":
+        raise TraceError(
+            f"{ENV}=native but {LIBRARY} cannot be loaded (tried: {', '.join(paths)}); "
+            "set PERFVAR_LIB to libperfvar.so of a build or installation that has it"
+        )
+    return lib
+
+
+def _otf2_error(code: int) -> BaseException:
+    """OTF2's error as the ``_otf2`` binding raises it, so its text is the Python
+    reader's."""
+    import _otf2
+
+    return _otf2.Error(_otf2.ErrorCode(code))
+
+
+def _rows(address: Optional[int], n: int, dtype: np.dtype) -> np.ndarray:
+    """A copy of the C array at ``address`` (n records of dtype): the C side reuses it
+    for the next location."""
+    if n <= 0 or not address:
+        return np.empty(0, dtype=dtype)
+    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(address)
+    return np.frombuffer(buf, dtype=dtype).copy()
+
+
+def _region_table(defs: TraceDefinitions) -> tuple[Any, Any, int]:
+    kinds = dict(defs.region_segment)
+    kinds.update({ref: _REGION_USER for ref in defs.user_regions})
+    kinds.update({ref: _REGION_PROBE for ref in defs.probe_regions})
+    n = len(kinds)
+    refs = (ctypes.c_uint32 * max(n, 1))(*kinds.keys())
+    values = (ctypes.c_int32 * max(n, 1))(*kinds.values())
+    return refs, values, n
+
+
+def read_locations(
+    lib: ctypes.CDLL,
+    defs: TraceDefinitions,
+    chosen: list[tuple[int, str, int, int, int]],
+    whole: list[bool],
+    cerr: _CStderr,
+) -> list[LocationRead]:
+    """Read the events of the ``chosen`` locations (``(id, name, events announced,
+    rank, thread)``, ``whole[i]``: location i's event file holds a whole chunk) as
+    ``reader_otf2._read_events`` does: per location, its report and, when intact, its
+    samples and probes. Raises TraceError when the archive or its event files cannot
+    be opened."""
+    if not chosen:
+        return []
+    ids = (ctypes.c_uint64 * len(chosen))(*(loc[0] for loc in chosen))
+    refs, kinds, nregions = _region_table(defs)
+    cpu_type, cpu_ref = 0, 0  # OTF2_TYPE_NONE: no "cpu" attribute
+    if defs.cpu_attr is not None:
+        cpu_ref, cpu_type = int(defs.cpu_attr[0]), int(defs.cpu_attr[1].value)
+    handle = ctypes.c_void_p()
+    status, stage, def_files = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    rc = lib.perfvar_read_open(
+        os.fsencode(defs.anchor),
+        ids,
+        len(chosen),
+        refs,
+        kinds,
+        nregions,
+        cpu_type,
+        cpu_ref,
+        defs.ns_per_tick,
+        ctypes.byref(handle),
+        ctypes.byref(status),
+        ctypes.byref(stage),
+        ctypes.byref(def_files),
+    )
+    if rc != 0:
+        exc = _otf2_error(status.value) if rc == _ERR_IO else MemoryError()
+        detail = _otf2_detail(cerr.take(), exc)
+        if stage.value == 2:
+            raise TraceError(f"cannot open event files of {defs.anchor}: {detail}")
+        raise TraceError(
+            f"cannot read OTF2 archive {defs.anchor}: {detail} (truncated or corrupt?)"
+        )
+    out: list[LocationRead] = []
+    result = _Result()
+    try:
+        for (loc_id, name, events, rank, thread), whole_chunk in zip(chosen, whole):
+            report = LocationReport(rank, loc_id, name, events, thread)
+            out.append((report, None, None))
+            lib.perfvar_read_local_defs(handle, loc_id)
+            cerr.take()  # a missing local .def file is harmless; drop its messages
+            rc = lib.perfvar_read_events(
+                handle, loc_id, rank, thread, ctypes.byref(result)
+            )
+            if rc != 0:  # no memory for OTF2's callback table
+                settle_location(
+                    report, whole_chunk, ReadFailure([], None, MemoryError())
+                )
+                continue
+            if not result.evt_reader:
+                report.error = _otf2_detail(cerr.take(), None)
+                continue
+            report.user_regions = int(result.user_regions)
+            report.unclosed = int(result.unclosed)
+            report.unmatched_leaves = int(result.unmatched_leaves)
+            failure = MemoryError() if result.out_of_memory else None
+            broke = None
+            if result.otf2_status != 0:
+                has_data = bool(result.nsamples or result.open_at_end)
+                exc = _otf2_error(result.otf2_status)
+                broke = ReadFailure(cerr.take(), exc, failure, has_data)
+            else:
+                report.events_read = int(result.events_read)
+                if failure is not None:
+                    broke = ReadFailure([], None, failure)
+            settle_location(report, whole_chunk, broke)
+            if report.ok:
+                report.unclosed += int(result.open_at_end)
+                arr = _rows(result.samples, result.nsamples, SAMPLE_DTYPE)
+                report.segments = len(arr)
+                probe_arr = _rows(result.probes, result.nprobes, PROBE_DTYPE)
+                report.probes = len(probe_arr)
+                out[-1] = (report, arr, probe_arr)
+    finally:
+        lib.perfvar_read_close(handle)
+        cerr.take()
+    return out

@@ -1,0 +1,397 @@
+/*
+ * read.c — the event loop of the native trace reader (read.h): OTF2 event callbacks that match
+ * Enter/Leave per location and store samples in arrays that grow by doubling.
+ *
+ * Every rule here mirrors postproc/perfvar/reader_otf2.py (_LocationScanner); tests/python/
+ * test_reader_native.py compares the two on every trace the reader tests make.
+ */
+#include "read/read.h"
+
+#include <otf2/otf2.h>
+#include <perfvar.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One open Enter: the region, its time, and what a matching Leave needs. */
+typedef struct frame {
+    uint32_t region;
+    int32_t cpu;
+    uint64_t time;
+    int64_t context;
+} frame;
+
+struct perfvar_read {
+    OTF2_Reader *reader;
+    int def_files;
+    /* Region kinds: a dense table by reference when the references are compact (they are: OTF2
+     * writers number regions 0, 1, ...), else sorted pairs searched by bisection. */
+    int32_t *kind_by_ref;
+    uint32_t nkind_by_ref;
+    uint32_t *sorted_refs;
+    int32_t *sorted_kinds;
+    size_t nsorted;
+    OTF2_Type cpu_type;
+    OTF2_AttributeRef cpu_ref;
+    double ns_per_tick;
+    /* State of the location being read. */
+    int32_t rank, thread;
+    int64_t moved; /* bytes the MPI records since the last segment Enter carried, -1 = none */
+    frame *stack;
+    size_t depth, stack_cap;
+    perfvar_read_sample *samples;
+    size_t nsamples, samples_cap;
+    perfvar_read_probe *probes;
+    size_t nprobes, probes_cap;
+    perfvar_read_result *result;
+};
+
+static int32_t region_kind(const perfvar_read *r, uint32_t region)
+{
+    if (r->kind_by_ref) return region < r->nkind_by_ref ? r->kind_by_ref[region] : PERFVAR_READ_REGION_OTHER;
+    size_t lo = 0, hi = r->nsorted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->sorted_refs[mid] < region)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nsorted && r->sorted_refs[lo] == region ? r->sorted_kinds[lo]
+                                                           : PERFVAR_READ_REGION_OTHER;
+}
+
+/* The CPU an Enter/Leave names, -1 when the attribute is absent or not a number. The Python reader
+ * reads a UINT32 attribute with OTF2_AttributeList_GetUint32 (which fails on another type) and any
+ * other declared type through its value, converted with int(): integers as they are, floating
+ * point truncated towards zero, NaN and infinities and references -1. */
+static int32_t event_cpu(const perfvar_read *r, const OTF2_AttributeList *attributes)
+{
+    if (r->cpu_type == OTF2_TYPE_NONE || attributes == NULL) return -1;
+    if (r->cpu_type == OTF2_TYPE_UINT32) {
+        uint32_t cpu;
+        if (OTF2_AttributeList_GetUint32(attributes, r->cpu_ref, &cpu) != OTF2_SUCCESS) return -1;
+        return (int32_t)cpu;
+    }
+    OTF2_Type type;
+    OTF2_AttributeValue v;
+    if (OTF2_AttributeList_GetAttributeByID(attributes, r->cpu_ref, &type, &v) != OTF2_SUCCESS)
+        return -1;
+    switch (type) {
+    case OTF2_TYPE_UINT8: return (int32_t)v.uint8;
+    case OTF2_TYPE_UINT16: return (int32_t)v.uint16;
+    case OTF2_TYPE_UINT32: return (int32_t)v.uint32;
+    case OTF2_TYPE_UINT64: return (int32_t)v.uint64;
+    case OTF2_TYPE_INT8: return (int32_t)v.int8;
+    case OTF2_TYPE_INT16: return (int32_t)v.int16;
+    case OTF2_TYPE_INT32: return v.int32;
+    case OTF2_TYPE_INT64: return (int32_t)v.int64;
+    case OTF2_TYPE_FLOAT: return isfinite(v.float32) ? (int32_t)v.float32 : -1;
+    case OTF2_TYPE_DOUBLE: return isfinite(v.float64) ? (int32_t)v.float64 : -1;
+    default: return -1;
+    }
+}
+
+/* Grow *buf (elements of size elem) to hold one more than n; 0 on success. Doubling keeps the
+ * amortized cost per event constant; the buffers are kept across locations. */
+static int reserve(void **buf, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return 0;
+    size_t want = *cap ? 2 * *cap : 1024;
+    void *p = realloc(*buf, want * elem);
+    if (!p) return -1;
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
+static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t position,
+                                  void *user, OTF2_AttributeList *attributes, OTF2_RegionRef region)
+{
+    (void)location, (void)position;
+    perfvar_read *r = user;
+    if (reserve((void **)&r->stack, &r->stack_cap, r->depth, sizeof(frame))) {
+        r->result->out_of_memory = 1;
+        return OTF2_CALLBACK_INTERRUPT;
+    }
+    frame *f = &r->stack[r->depth++];
+    int32_t kind = region_kind(r, region);
+    f->region = region;
+    f->time = time;
+    f->cpu = -1;
+    f->context = -1;
+    if (kind >= 0) {
+        f->cpu = event_cpu(r, attributes);
+        f->context = r->moved;
+        r->moved = -1; /* the MPI call before the next segment starts after this one */
+    } else if (kind == PERFVAR_READ_REGION_PROBE) {
+        f->cpu = event_cpu(r, attributes);
+    }
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t position,
+                                  void *user, OTF2_AttributeList *attributes, OTF2_RegionRef region)
+{
+    (void)location, (void)position;
+    perfvar_read *r = user;
+    if (r->depth == 0 || r->stack[r->depth - 1].region != region) {
+        /* Unwind to the matching Enter; anything above it was never left. */
+        size_t d = r->depth;
+        while (d > 0 && r->stack[d - 1].region != region) d--;
+        if (d == 0) {
+            r->result->unmatched_leaves++;
+            return OTF2_CALLBACK_SUCCESS;
+        }
+        r->result->unclosed += (int64_t)(r->depth - d);
+        r->depth = d;
+    }
+    frame f = r->stack[--r->depth];
+    int32_t kind = region_kind(r, region);
+    /* Signed: a Leave stamped before its Enter gives a negative duration, as in Python. */
+    double ticks = (double)(int64_t)(time - f.time);
+    if (kind >= 0) {
+        if (reserve((void **)&r->samples, &r->samples_cap, r->nsamples, sizeof(perfvar_read_sample))) {
+            r->result->out_of_memory = 1;
+            return OTF2_CALLBACK_INTERRUPT;
+        }
+        perfvar_read_sample *s = &r->samples[r->nsamples++];
+        s->segment = kind;
+        s->rank = r->rank;
+        s->thread = r->thread;
+        s->start_ticks = f.time;
+        s->duration_ns = ticks * r->ns_per_tick;
+        s->cpu_enter = f.cpu;
+        s->cpu_leave = event_cpu(r, attributes);
+        s->context_bytes = f.context;
+    } else if (kind == PERFVAR_READ_REGION_USER) {
+        r->result->user_regions++;
+    } else if (kind == PERFVAR_READ_REGION_PROBE) {
+        if (reserve((void **)&r->probes, &r->probes_cap, r->nprobes, sizeof(perfvar_read_probe))) {
+            r->result->out_of_memory = 1;
+            return OTF2_CALLBACK_INTERRUPT;
+        }
+        int32_t cpu_leave = event_cpu(r, attributes);
+        perfvar_read_probe *p = &r->probes[r->nprobes++];
+        p->rank = r->rank;
+        p->thread = r->thread;
+        p->start_ticks = f.time;
+        p->duration_ns = ticks * r->ns_per_tick;
+        p->cpu = cpu_leave == f.cpu ? f.cpu : -1; /* a probe that migrated belongs to no core */
+    }
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static void moved(perfvar_read *r, uint64_t nbytes)
+{
+    r->moved = (r->moved < 0 ? 0 : r->moved) + (int64_t)nbytes;
+}
+
+static OTF2_CallbackCode on_send(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t p, void *user,
+                                 OTF2_AttributeList *a, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                                 uint64_t length)
+{
+    (void)l, (void)t, (void)p, (void)a, (void)peer, (void)comm, (void)tag;
+    moved(user, length);
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode on_isend(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t p, void *user,
+                                  OTF2_AttributeList *a, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                                  uint64_t length, uint64_t request)
+{
+    (void)request;
+    return on_send(l, t, p, user, a, peer, comm, tag, length);
+}
+
+static OTF2_CallbackCode on_collective(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t p, void *user,
+                                       OTF2_AttributeList *a, OTF2_CollectiveOp op, OTF2_CommRef comm,
+                                       uint32_t root, uint64_t sent, uint64_t received)
+{
+    (void)l, (void)t, (void)p, (void)a, (void)op, (void)comm, (void)root;
+    moved(user, sent + received);
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+static OTF2_CallbackCode on_nb_collective(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t p,
+                                          void *user, OTF2_AttributeList *a, OTF2_CollectiveOp op,
+                                          OTF2_CommRef comm, uint32_t root, uint64_t sent,
+                                          uint64_t received, uint64_t request)
+{
+    (void)request;
+    return on_collective(l, t, p, user, a, op, comm, root, sent, received);
+}
+
+typedef struct region_pair {
+    uint32_t ref;
+    int32_t kind;
+} region_pair;
+
+static int cmp_region_pair(const void *a, const void *b)
+{
+    uint32_t x = ((const region_pair *)a)->ref, y = ((const region_pair *)b)->ref;
+    return (x > y) - (x < y);
+}
+
+/* The region kinds as a dense table, or sorted for bisection when the references are sparse. */
+static int set_regions(perfvar_read *r, const uint32_t *refs, const int32_t *kinds, size_t n)
+{
+    uint32_t max = 0;
+    for (size_t i = 0; i < n; i++) max = refs[i] > max ? refs[i] : max;
+    if (n == 0) return PERFVAR_OK;
+    /* Dense when the table costs at most a few times the list of references. */
+    if ((uint64_t)max < 4 * (uint64_t)n + 4096) {
+        r->nkind_by_ref = max + 1;
+        r->kind_by_ref = malloc(r->nkind_by_ref * sizeof(int32_t));
+        if (!r->kind_by_ref) return PERFVAR_ERR_NO_MEMORY;
+        for (uint32_t i = 0; i < r->nkind_by_ref; i++) r->kind_by_ref[i] = PERFVAR_READ_REGION_OTHER;
+        for (size_t i = 0; i < n; i++) r->kind_by_ref[refs[i]] = kinds[i];
+        return PERFVAR_OK;
+    }
+    region_pair *pairs = malloc(n * sizeof(region_pair));
+    r->sorted_refs = malloc(n * sizeof(uint32_t));
+    r->sorted_kinds = malloc(n * sizeof(int32_t));
+    if (!pairs || !r->sorted_refs || !r->sorted_kinds) {
+        free(pairs);
+        return PERFVAR_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) pairs[i] = (region_pair){refs[i], kinds[i]};
+    qsort(pairs, n, sizeof(region_pair), cmp_region_pair);
+    for (size_t i = 0; i < n; i++) {
+        r->sorted_refs[i] = pairs[i].ref;
+        r->sorted_kinds[i] = pairs[i].kind;
+    }
+    r->nsorted = n;
+    free(pairs);
+    return PERFVAR_OK;
+}
+
+int perfvar_read_open(const char *anchor, const uint64_t *locations, size_t nlocations,
+                      const uint32_t *region_refs, const int32_t *region_kinds, size_t nregions,
+                      int cpu_attr_type, uint32_t cpu_attr_ref, double ns_per_tick,
+                      perfvar_read **out, int *otf2_status, int *stage, int *def_files)
+{
+    if (!anchor || !out || !otf2_status || !stage || !def_files || (nlocations && !locations) ||
+        (nregions && (!region_refs || !region_kinds)))
+        return PERFVAR_ERR_INVALID_ARG;
+    *out = NULL;
+    *otf2_status = OTF2_SUCCESS;
+    *stage = 0;
+    *def_files = 0;
+    perfvar_read *r = calloc(1, sizeof *r);
+    if (!r) return PERFVAR_ERR_NO_MEMORY;
+    r->cpu_type = (OTF2_Type)cpu_attr_type;
+    r->cpu_ref = cpu_attr_ref;
+    r->ns_per_tick = ns_per_tick;
+    int rc = set_regions(r, region_refs, region_kinds, nregions);
+    if (rc != PERFVAR_OK) {
+        perfvar_read_close(r);
+        return rc;
+    }
+    r->reader = OTF2_Reader_Open(anchor);
+    if (!r->reader) {
+        *otf2_status = OTF2_ERROR_INVALID;
+        *stage = 1;
+        perfvar_read_close(r);
+        return PERFVAR_ERR_IO;
+    }
+    OTF2_ErrorCode st = OTF2_Reader_SetSerialCollectiveCallbacks(r->reader);
+    for (size_t i = 0; st == OTF2_SUCCESS && i < nlocations; i++)
+        st = OTF2_Reader_SelectLocation(r->reader, locations[i]);
+    if (st != OTF2_SUCCESS) {
+        *otf2_status = st;
+        *stage = 1;
+        perfvar_read_close(r);
+        return PERFVAR_ERR_IO;
+    }
+    /* Local definitions (mapping tables, clock offsets) are optional: a trace may have none. */
+    r->def_files = OTF2_Reader_OpenDefFiles(r->reader) == OTF2_SUCCESS;
+    *def_files = r->def_files;
+    st = OTF2_Reader_OpenEvtFiles(r->reader);
+    if (st != OTF2_SUCCESS) {
+        *otf2_status = st;
+        *stage = 2;
+        perfvar_read_close(r);
+        return PERFVAR_ERR_IO;
+    }
+    *out = r;
+    return PERFVAR_OK;
+}
+
+int perfvar_read_local_defs(perfvar_read *r, uint64_t location)
+{
+    if (!r) return PERFVAR_ERR_INVALID_ARG;
+    OTF2_DefReader *defs = OTF2_Reader_GetDefReader(r->reader, location);
+    if (defs) {
+        uint64_t n;
+        (void)OTF2_Reader_ReadAllLocalDefinitions(r->reader, defs, &n);
+        (void)OTF2_Reader_CloseDefReader(r->reader, defs);
+    }
+    return PERFVAR_OK;
+}
+
+int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_t thread,
+                        perfvar_read_result *result)
+{
+    if (!r || !result) return PERFVAR_ERR_INVALID_ARG;
+    memset(result, 0, sizeof *result);
+    r->rank = rank;
+    r->thread = thread;
+    r->moved = -1;
+    r->depth = r->nsamples = r->nprobes = 0;
+    r->result = result;
+    OTF2_EvtReader *evt = OTF2_Reader_GetEvtReader(r->reader, location);
+    if (!evt) return PERFVAR_OK;
+    result->evt_reader = 1;
+    OTF2_EvtReaderCallbacks *cb = OTF2_EvtReaderCallbacks_New();
+    if (!cb) {
+        (void)OTF2_Reader_CloseEvtReader(r->reader, evt);
+        return PERFVAR_ERR_NO_MEMORY;
+    }
+    OTF2_EvtReaderCallbacks_SetEnterCallback(cb, on_enter);
+    OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, on_leave);
+    OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, on_send);
+    OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, on_send);
+    OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, on_isend);
+    OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, on_isend);
+    OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, on_collective);
+    OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, on_nb_collective);
+    OTF2_ErrorCode st = OTF2_Reader_RegisterEvtCallbacks(r->reader, evt, cb, r);
+    OTF2_EvtReaderCallbacks_Delete(cb);
+    uint64_t n = 0;
+    /* Not OTF2_Reader_ReadAllLocalEvents: OTF2 3.0 loops forever in it on an event file cut at a
+     * chunk boundary, where asking for a finite count returns "This is no chunk header!". */
+    if (st == OTF2_SUCCESS) st = OTF2_Reader_ReadLocalEvents(r->reader, evt, UINT64_MAX - 1, &n);
+    result->otf2_status = st;
+    result->events_read = n;
+    (void)OTF2_Reader_CloseEvtReader(r->reader, evt);
+    result->open_at_end = (int64_t)r->depth;
+    result->nsamples = (int64_t)r->nsamples;
+    result->samples = r->samples;
+    result->nprobes = (int64_t)r->nprobes;
+    result->probes = r->probes;
+    r->result = NULL;
+    return PERFVAR_OK;
+}
+
+int perfvar_read_close(perfvar_read *r)
+{
+    if (!r) return PERFVAR_OK;
+    if (r->reader) {
+        (void)OTF2_Reader_CloseEvtFiles(r->reader);
+        if (r->def_files) (void)OTF2_Reader_CloseDefFiles(r->reader);
+        (void)OTF2_Reader_Close(r->reader);
+    }
+    free(r->kind_by_ref);
+    free(r->sorted_refs);
+    free(r->sorted_kinds);
+    free(r->stack);
+    free(r->samples);
+    free(r->probes);
+    free(r);
+    return PERFVAR_OK;
+}
+
+size_t perfvar_read_sample_size(void) { return sizeof(perfvar_read_sample); }
+size_t perfvar_read_probe_size(void) { return sizeof(perfvar_read_probe); }
