@@ -44,8 +44,7 @@ sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 from perfvar.reader_otf2 import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
-
-VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
+from verdicts import Injected, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
 CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
@@ -164,38 +163,16 @@ def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[f
     return start, end
 
 
-def overlap_ok(inj: tuple[float, float], rep: tuple[float, float]) -> bool:
-    ov = min(inj[1], rep[1]) - max(inj[0], rep[0])
-    return ov > 0 and ov >= 0.5 * (inj[1] - inj[0]) and ov >= 0.5 * (rep[1] - rep[0])
-
-
 def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
-    """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies."""
-    segments = analysis.get("segments", [])
-    a_id = next((x["id"] for x in segments if x["key"] == a_key), None)
-    names = {x["id"]: {a_key: "A", b_key: "B"}.get(x["key"], x["id"]) for x in segments}
-    for an in analysis.get("anomalies", []):
-        text = f"{an['kind']} r{an['rank']}"
-        if an.get("segment"):
-            text += f" {names.get(an['segment'], an['segment'])}"
-        if an["kind"] == "slow_phase":
-            text += f" {an['start_ns'] / 1e6:.0f}-{an['end_ns'] / 1e6:.0f}ms"
-        if an["kind"] not in VERDICT_KINDS:
-            tr.info.append(text)
-            continue
-        tr.named.append(text)
-        expected = case.kind is not None and an["kind"] == case.kind and an["rank"] == tr.rank
-        if expected and case.kind == "slow_segment":
-            expected = a_id is not None and an.get("segment") == a_id
-        if not expected:
-            tr.wrong = True
-        elif case.kind == "slow_phase" and not overlap_ok(tr.window_ns,
-                                                          (an["start_ns"], an["end_ns"])):
-            continue  # the right rank and kind, another window: a miss, not a wrong name
-        else:
-            tr.hit = True
-    if case.kind is None:
-        tr.hit = not tr.named
+    """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies, by the
+    rules of tests/tools/verdicts.py."""
+    injected = []
+    if case.kind is not None:
+        injected.append(Injected(case.kind, tr.rank,
+                                 a_key if case.kind == "slow_segment" else None, tr.window_ns))
+    s = score(injected, analysis, {a_key: "A", b_key: "B"})
+    tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
+    tr.hit = not s.named if case.kind is None else bool(s.hits)
 
 
 class Busy:

@@ -1,0 +1,109 @@
+"""Scoring `perfvar analyze` verdicts against injected anomalies: the one rule set that
+tools/validate.py (real runs of the twin programs) and tests/python/test_synthetic.py
+(synthetic traces) judge by.
+
+An anomaly of a verdict kind (slow_segment, slow_core, noisy_core, slow_phase) is
+*named*. A named anomaly hits an injected one of the same kind and rank
+(slow_segment: and the same segment class, by its canonical key; slow_phase: and a
+window overlapping the injected one by half of each). Any other named anomaly is a
+wrong name, except a slow_phase of an injected rank with another window, which is
+only a miss. Other kinds (migrated, shared_cpu...) are information, neither hits nor
+wrong names.
+
+Pure functions over analysis.json's content; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
+
+
+@dataclass(frozen=True)
+class Injected:
+    """One injected anomaly, as a verdict should name it."""
+
+    kind: str  # one of VERDICT_KINDS
+    rank: int
+    segment: Optional[str] = None  # slow_segment: the class's canonical segment key
+    window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
+
+
+@dataclass
+class Score:
+    """How the anomalies of one analysis compare with what was injected."""
+
+    hits: set[int] = field(default_factory=set)  # indices of the injected that were hit
+    wrong: bool = False  # a verdict named something not injected
+    named: list[str] = field(default_factory=list)  # the verdicts, in words
+    wrong_names: list[str] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)  # informational kinds, in words
+
+    def exact(self, n_injected: int) -> bool:
+        """Every injected anomaly hit and nothing else named."""
+        return len(self.hits) == n_injected and not self.wrong
+
+
+def overlap_ok(inj: tuple[float, float], rep: tuple[float, float]) -> bool:
+    """Two windows (ns) overlap by at least half of each."""
+    ov = min(inj[1], rep[1]) - max(inj[0], rep[0])
+    return ov > 0 and ov >= 0.5 * (inj[1] - inj[0]) and ov >= 0.5 * (rep[1] - rep[0])
+
+
+def describe(an: Mapping[str, Any], names: Mapping[Any, str]) -> str:
+    """An anomaly in words: kind, rank, segment (by ``names``: id -> label), window."""
+    text = f"{an['kind']} r{an['rank']}"
+    if an.get("segment"):
+        text += f" {names.get(an['segment'], an['segment'])}"
+    if an["kind"] == "slow_phase":
+        text += f" {an['start_ns'] / 1e6:.0f}-{an['end_ns'] / 1e6:.0f}ms"
+    return text
+
+
+def score(
+    injected: Sequence[Injected],
+    analysis: Mapping[str, Any],
+    labels: Optional[Mapping[str, str]] = None,
+) -> Score:
+    """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
+    segment keys for the text (e.g. {key_a: "A"}); other segments show their id."""
+    segments = analysis.get("segments", [])
+    key_of = {x["id"]: x["key"] for x in segments}
+    labels = labels or {}
+    names = {x["id"]: labels.get(x["key"], x["id"]) for x in segments}
+    out = Score()
+    for an in analysis.get("anomalies", []):
+        text = describe(an, names)
+        if an["kind"] not in VERDICT_KINDS:
+            out.info.append(text)
+            continue
+        out.named.append(text)
+        same = [
+            i
+            for i, inj in enumerate(injected)
+            if inj.kind == an["kind"]
+            and inj.rank == an["rank"]
+            and (
+                inj.kind != "slow_segment"
+                or (
+                    inj.segment is not None
+                    and key_of.get(an.get("segment")) == inj.segment
+                )
+            )
+        ]
+        if not same:
+            out.wrong = True
+            out.wrong_names.append(text)
+            continue
+        for i in same:
+            win = injected[i].window_ns
+            if injected[i].kind == "slow_phase" and not (
+                win is not None and overlap_ok(win, (an["start_ns"], an["end_ns"]))
+            ):
+                # the right rank and kind, another window: a miss, not a wrong name
+                continue
+            out.hits.add(i)
+    return out
