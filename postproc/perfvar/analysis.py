@@ -19,6 +19,7 @@ import numpy as np
 
 from perfvar import (
     __version__,
+    calibration_ranks,
     decompose,
     detect_migration,
     detect_noisy_core,
@@ -26,10 +27,11 @@ from perfvar import (
     detect_slow_core,
     detect_slow_phase,
     detect_slow_segment,
+    partition,
 )
 from perfvar.cache_state import cell_context, choose
-from perfvar.cells import log_median
-from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_cost, filter_os
+from perfvar.cells import cell_inputs, log_median
+from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_os
 from perfvar.model import (
     VERDICT_KINDS,
     Anomaly,
@@ -38,25 +40,20 @@ from perfvar.model import (
     Judgement,
     Prepared,
 )
+from perfvar.parallel import engine
 from perfvar.probes import with_probes
 from perfvar.progress import Progress
-from perfvar.reader_meta import RunMeta, read_meta
-from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace
+from perfvar.reader_meta import RunMeta, read_meta, usability_notes
+from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace, trace_ranks
 from perfvar.recover import endings_json, ensure_trace, read_endings
 from perfvar.segments import parse_segment_key
 from perfvar.symbolize import Symbol, symbolize
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
 PARALLEL_MIN_CELLS = 32  # below this, worker start-up costs more than it saves
-
-
-def default_jobs() -> int:
-    """Worker processes for filter_os by default: the CPUs we may use, at most 8."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, 8))
+# Below this many ranks, local parts cost more to start than they save: one process
+# reads, and the OS-noise filter alone uses the local processes (as many cells).
+PARALLEL_MIN_RANKS = 8
 
 
 def _filter_all(
@@ -111,29 +108,23 @@ def prepare(
     segment_ids: dict[int, str],
     jobs: int = 1,
     progress: Optional[Progress] = None,
+    filtered: Optional[dict[tuple[int, int], tuple[np.ndarray, OsFilterInfo]]] = None,
 ) -> Prepared:
     """Group samples into (segment, rank) cells and filter each one.
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
-    applied per cell (see perfvar.filters), in ``jobs`` processes when there are many.
+    applied per cell (see perfvar.filters), in ``jobs`` processes when there are many,
+    unless ``filtered`` already holds every cell's result (perfvar.partition).
     Each cell gets the rank's calibrated cache state closest to its context (see
     perfvar.cache_state). ``progress`` counts the cells filtered.
     """
-    s = trace.samples
-    order = np.lexsort((s["start_ticks"], s["rank"], s["segment"]))
-    s_sorted = s[order]
-    keys = np.stack([s_sorted["segment"], s_sorted["rank"]], axis=1)
-    bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
-    chunks = np.split(s_sorted, bounds) if s_sorted.size else []
-    durations = []
-    for chunk in chunks:
-        rmeta = meta.ranks.get(int(chunk["rank"][0]))
-        overhead = rmeta.calibration.timer_overhead_ns if rmeta else None
-        durations.append(filter_cost(chunk["duration_ns"], overhead))
-    filtered, processes = _filter_all(durations, jobs, progress)
+    inputs = cell_inputs(trace.samples, meta)
+    if filtered is None:
+        results, processes = _filter_all([v for _, _, v in inputs], jobs, progress)
+    else:
+        results, processes = [filtered[key] for key, _, _ in inputs], 0
     cells: dict[tuple[int, int], Cell] = {}
-    for chunk, values, (mask, info) in zip(chunks, durations, filtered):
-        seg, rank = int(chunk["segment"][0]), int(chunk["rank"][0])
+    for ((seg, rank), chunk, values), (mask, info) in zip(inputs, results):
         rmeta = meta.ranks.get(rank)
         context = cell_context(chunk["context_bytes"])
         choice = choose(context, rmeta.calibration.states if rmeta else [])
@@ -159,7 +150,7 @@ def prepare(
         cells=cells,
         calibration={r: m.calibration for r, m in meta.ranks.items()},
         hosts={r: m.host for r, m in meta.ranks.items()},
-        samples=s,
+        samples=trace.samples,
         segment_ids=ids,
         os_filter_processes=processes,
     )
@@ -339,13 +330,15 @@ def analyze(
     floors: Optional[dict[str, float]] = None,
     progress: Optional[Progress] = None,
     on_prepared: Optional[Callable[[Prepared], None]] = None,
-) -> dict[str, Any]:
-    """Analyse a perfvar trace directory; returns the analysis.json content.
+) -> Optional[dict[str, Any]]:
+    """Analyse a perfvar trace directory; returns the analysis.json content (None on
+    the MPI processes other than rank 0, which only compute parts).
 
     ``alpha``: false discovery rate of each detector's family of tests;
     ``symbolize_sites``: run addr2line on call sites; ``peers``: "robust" or "all"
     (see detect_slow_segment); ``min_samples``: filtered samples a (segment, rank)
-    needs to be judged; ``jobs``: processes for filter_os; ``paper_check``:
+    needs to be judged; ``jobs``: local processes (perfvar.parallel: under mpiexec
+    the MPI processes instead); ``paper_check``:
     t_min/t_diff by the paper's statistics over the stored calibration samples (else
     the C search's estimates); ``floors``: DetectParams floors to override
     (segment_floor, core_floor, noise_floor, phase_floor; relative);
@@ -354,16 +347,44 @@ def analyze(
     """
     progress = progress or Progress.off()
     progress.step("reading the trace")
-    ensure_trace(directory)  # a job that died: its trace rebuilt from the records
-    ended = endings_json(read_endings(directory))
-    trace = read_trace(directory)
-    progress.step(
-        "checking the calibration" if paper_check else "reading the calibration"
-    )
-    meta = read_meta(directory, trace.ranks, paper_check=paper_check)
+    eng = engine(jobs)
+    ranks = trace_ranks(directory) if eng.kind == "processes" else []
+    if eng.kind == "processes" and len(ranks) < PARALLEL_MIN_RANKS:
+        eng = engine(1)
+    if eng.reports:
+        ensure_trace(directory)  # a job that died: its trace rebuilt from the records
+    eng.share(None)  # the others read only once the trace is whole
+    ended = endings_json(read_endings(directory)) if eng.reports else None
+    filtered = None
+    if eng.kind == "serial":
+        trace = read_trace(directory)
+        progress.step(
+            "checking the calibration" if paper_check else "reading the calibration"
+        )
+        meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check)
+    else:
+        progress.step(f"reading, judging and filtering in {eng.size} processes")
+        blocks = partition.split(ranks or trace_ranks(directory), eng.size)
+        tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
+        parts = eng.map(partition.analyse_part, tasks)
+        if parts is None:
+            return None  # an MPI process that does not report
+        trace = partition.merge(directory, parts)
+        meta = read_meta(directory, trace.ranks)
+        judged = {r: j for p in parts for r, j in p.judged.items()}
+        calibration_ranks.record(
+            directory, {k: v for p in parts for k, v in p.made.items()}
+        )
+        calibration_ranks.apply(meta, judged)
+        meta.notes += usability_notes(meta)
+        filtered = {k: v for p in parts for k, v in p.filtered.items()}
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = prepare(trace, meta, segment_ids, jobs=jobs, progress=progress)
+    prep = prepare(
+        trace, meta, segment_ids, jobs=jobs, progress=progress, filtered=filtered
+    )
+    if filtered is not None:
+        prep.os_filter_processes = eng.size  # each part filtered its own cells
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)
@@ -402,7 +423,11 @@ def analyze(
             "noise_floor": params.noise_floor,
             "phase_floor": params.phase_floor,
             "min_samples_os_filter": MIN_SAMPLES_OS,
-            "os_filter_processes": prep.os_filter_processes,
+            # How it ran (the one entry a parallel run may differ in).
+            "engine": {
+                **eng.describe(),
+                "os_filter_processes": prep.os_filter_processes,
+            },
             "os_filter": "IsolationForest(n_estimators=100, random_state=0), "
             "beta search from -0.6 in -0.01 steps (paper 5.4.2)",
         },

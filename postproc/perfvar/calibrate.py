@@ -6,23 +6,21 @@ of ``adds`` dependent ADDs:
 - t_e,std (filter_cost): the minimal cost of an empty timed interval (adds = 0);
   fluctuation = p99.9 - p0.1 of those samples.
 - t_min (Algorithm 1): the chain length is raised in steps of ``step`` ADDs (10000,
-  then /10 down to 1) until the filtered samples have CV < epsilon and that is
-  confirmed ``p`` more times; each refinement restarts from the last failing length.
-  The paper's pseudo-code ends on its last failing length; we report the smallest
-  confirmed one (its intent: the shortest time measured to within epsilon).
+  then /10 down to 1) until a distribution is precise and that is confirmed ``p``
+  more times; each refinement restarts from the last failing length.
 - t_diff (Algorithm 2): the extra length d (steps 100, then /10 down to 1) is raised
-  until for all ``q`` pairs (t_min + (i-1) d, t_min + i d) the longer chain's samples
-  overlap the shorter's by < alpha (overlap = fraction not above the shorter's max:
-  ties count, the clocks are quantised; an overlap equal to alpha is not accepted,
-  stats.separated). t_diff_ns = the median difference of the first accepted pair.
-Each distribution is filtered: filter_cost (subtract t_e,std), then filter_os
-(IsolationForest, β search). A search that runs out of its time budget stops and is
-marked "partial"; one stopped by Ctrl-C (KeyboardInterrupt) raises Interrupted with
-its result marked "interrupted". Neither is ever presented as final. Distributions
-drawn through ``sample(adds, n)`` are taken in chunks of about CHUNK_S seconds, and
-the deadline is checked between chunks, so a state with a large cache flush per
-sample cannot overrun its budget by a whole distribution. Pure over
-``measure``/``sample``; not thread-safe.
+  until all ``q`` pairs (t_min + (i-1) d, t_min + i d) are separated.
+"Precise" and "separated" are perfvar.calibration_judge's tests, and the search only
+steers: every distribution it draws (filter_cost applied: t_e,std subtracted) is
+recorded in the form the C start-up calibration stores (``StateResult.recorded``),
+and the reported t_min / t_diff are the judge's decision over them, the same one
+``perfvar analyze`` makes over the start-up samples. A search that runs out of its
+time budget stops and is marked "partial"; one stopped by Ctrl-C (KeyboardInterrupt)
+raises Interrupted with its result marked "interrupted". Neither is ever presented
+as final. Distributions drawn through ``sample(adds, n)`` are taken in chunks of
+about CHUNK_S seconds, and the deadline is checked between chunks, so a state with a
+large cache flush per sample cannot overrun its budget by a whole distribution.
+Pure over ``measure``/``sample``; not thread-safe.
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from perfvar import calibration_judge as judge
 from perfvar.filters import N_ESTIMATORS, filter_cost, filter_os
-from perfvar.stats import overlap, separated
 
 Measure = Callable[[int], np.ndarray]  # adds -> the N samples of one distribution
 Sample = Callable[[int, int], np.ndarray]  # (adds, n) -> n samples
@@ -85,6 +83,9 @@ class StateResult:
     elapsed_s: float = 0.0
     budget_s: Optional[float] = None
     notes: list[str] = field(default_factory=list)
+    # Every distribution drawn, as calibration_judge reads them (samples_ns after
+    # filter_cost); not in to_json (perfvar calibrate --samples writes them).
+    recorded: list[dict] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
         return {
@@ -137,6 +138,8 @@ class _Search:
         self.sample = sample
         self.deadline = time.monotonic() + params.budget_s
         self.count = 0
+        self.recorded: list[dict] = []
+        self.kept_of: dict[int, np.ndarray] = {}  # index into recorded -> kept
 
     def _draw(self, adds: int) -> np.ndarray:
         """params.n samples; through ``sample`` in chunks, checking the deadline."""
@@ -160,43 +163,54 @@ class _Search:
             size = n - got if per <= 0 else min(n - got, max(1, int(CHUNK_S / per)))
         return np.concatenate(parts)
 
-    def dist(self, adds: int) -> np.ndarray:
+    def dist(
+        self, adds: int, kind: str = "tmin", base: int = 0, d: int = 0, pair: int = 0
+    ) -> np.ndarray:
+        """One distribution's kept samples (ns), recorded for the judge."""
         if time.monotonic() > self.deadline:
             raise _OverBudget()
         self.count += 1
         x = filter_cost(self._draw(adds), self.overhead)
-        mask, _ = filter_os(x, self.params.trees)
-        return x[mask]
+        kept = judge.kept(x, self.params.trees)
+        self.kept_of[len(self.recorded)] = kept
+        self.recorded.append(
+            {
+                "kind": kind,
+                "adds": adds,
+                "base": base,
+                "d": d,
+                "pair": pair,
+                "samples_ns": x.tolist(),
+            }
+        )
+        return kept
 
-    def cv(self, adds: int) -> float:
-        x = self.dist(adds)
-        m = float(np.mean(x))
-        return float(np.std(x, ddof=1) / m) if m > 0 and len(x) > 1 else float("inf")
+    def precise(self, adds: int) -> tuple[bool, float]:
+        return judge.precise(self.dist(adds), self.params.epsilon)
+
+    def judge_params(self) -> judge.JudgeParams:
+        P = self.params
+        return judge.JudgeParams(P.epsilon, P.alpha, P.p, P.q, P.trees)
 
 
 def t_min_search(s: _Search, r: StateResult) -> None:
     """Algorithm 1; fills r.t_min_* (raises _OverBudget when the time is up)."""
     P = s.params
-    start, t, step, best = 0, 0, P.tmin_step, None
+    start, t, step = 0, 0, P.tmin_step
     while step >= P.min_step:
         while True:
             t += step
             if t > P.max_adds:
                 r.notes.append(f"no chain up to {P.max_adds} ADDs had CV < {P.epsilon}")
                 return
-            cv = s.cv(t)
-            if cv >= P.epsilon:
+            if not s.precise(t)[0]:
                 start = t
                 continue
-            confirmed = all(s.cv(t) < P.epsilon for _ in range(P.p))
-            if confirmed:
-                best = t
-                r.t_min_adds, r.t_min_cv = t, cv
+            if all(s.precise(t)[0] for _ in range(P.p)):
+                r.t_min_adds = t
                 break
             start = t
         t, step = start, step // 10
-    if best is not None:
-        r.t_min_ns = float(np.median(s.dist(best)))
 
 
 def t_diff_search(s: _Search, r: StateResult) -> None:
@@ -210,21 +224,31 @@ def t_diff_search(s: _Search, r: StateResult) -> None:
             if d > max(base, P.tdiff_step) * 10:
                 r.notes.append(f"no difference up to {d - step} ADDs separated")
                 return
-            worst, first_gap, ok = 0.0, None, True
+            ok = True
             for i in range(1, P.q + 1):
-                a0, a1 = s.dist(base + (i - 1) * d), s.dist(base + i * d)
-                ov = overlap(a0, a1, ties=True)
-                worst = max(worst, ov)
-                if first_gap is None:
-                    first_gap = float(np.median(a1) - np.median(a0))
-                if not separated(ov, P.alpha):
+                a0 = s.dist(base + (i - 1) * d, "pair_short", base, d, i)
+                a1 = s.dist(base + i * d, "pair_long", base, d, i)
+                if not judge.separation(a0, a1, P.alpha)[0]:
                     ok = False
                     break
             if ok:
-                r.t_diff_adds, r.t_diff_ns, r.t_diff_overlap = d, first_gap, worst
+                r.t_diff_adds = d
                 break
             start = d
         d, step = start, step // 10
+
+
+def _decide(s: _Search, r: StateResult) -> None:
+    """The judge's t_min / t_diff over everything the search drew (see the module
+    docstring); the search's own proposal only steered."""
+    d = judge.decide(s.recorded, s.judge_params(), kept_of=s.kept_of)
+    r.t_min_adds, r.t_min_ns, r.t_min_cv = d.t_min_adds, d.t_min, d.t_min_cv
+    r.t_diff_adds, r.t_diff_ns, r.t_diff_overlap = (
+        d.t_diff_adds,
+        d.t_diff,
+        d.t_diff_overlap,
+    )
+    r.distributions, r.recorded = s.count, s.recorded
 
 
 def calibrate_state(
@@ -242,20 +266,26 @@ def calibrate_state(
     r = StateResult(flush_bytes, flush_label, budget_s=params.budget_s)
     s = _Search(measure, overhead_ns, params, sample)
     began = time.monotonic()
+    finished = False
     try:
         t_min_search(s, r)
         if r.t_min_adds is not None:
             t_diff_search(s, r)
-        if r.t_min_adds is not None and r.t_diff_adds is not None:
-            r.status = "complete"
+        finished = r.t_min_adds is not None and r.t_diff_adds is not None
     except _OverBudget as exc:
         r.notes.append(str(exc) or f"time budget of {params.budget_s:.2g} s spent")
     except KeyboardInterrupt as exc:
         r.status = "interrupted"
         r.notes.append("interrupted (Ctrl-C) while measured: not final")
-        r.distributions, r.elapsed_s = s.count, time.monotonic() - began
+        _decide(s, r)
+        r.elapsed_s = time.monotonic() - began
         raise Interrupted(r) from exc
-    r.distributions, r.elapsed_s = s.count, time.monotonic() - began
+    _decide(s, r)
+    if finished and r.t_min_ns is not None and r.t_diff_ns is not None:
+        r.status = "complete"
+    elif finished:
+        r.notes.append("the judge does not confirm the search's proposal")
+    r.elapsed_s = time.monotonic() - began
     return r
 
 

@@ -13,8 +13,28 @@ import numpy as np
 
 from perfvar.cache_state import CacheState
 from perfvar.compare import log_ns
+from perfvar.filters import filter_cost
 from perfvar.model import Cell, Prepared, cell_calibration
-from perfvar.reader_meta import Calibration
+from perfvar.reader_meta import Calibration, RunMeta
+
+
+def cell_inputs(
+    samples: np.ndarray, meta: RunMeta
+) -> list[tuple[tuple[int, int], np.ndarray, np.ndarray]]:
+    """The trace's samples as cells: ``((segment, rank), rows, durations)`` in
+    (segment, rank) order, the rows by start time, the durations (ns) after
+    filter_cost with the rank's own timer overhead (0 when unknown)."""
+    order = np.lexsort((samples["start_ticks"], samples["rank"], samples["segment"]))
+    s_sorted = samples[order]
+    keys = np.stack([s_sorted["segment"], s_sorted["rank"]], axis=1)
+    bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
+    out = []
+    for chunk in np.split(s_sorted, bounds) if s_sorted.size else []:
+        seg, rank = int(chunk["segment"][0]), int(chunk["rank"][0])
+        rmeta = meta.ranks.get(rank)
+        overhead = rmeta.calibration.timer_overhead_ns if rmeta else None
+        out.append(((seg, rank), chunk, filter_cost(chunk["duration_ns"], overhead)))
+    return out
 
 
 def by_segment(prep: Prepared, probes: bool = False) -> dict[int, dict[int, Cell]]:

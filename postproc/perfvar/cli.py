@@ -84,7 +84,8 @@ def _render_html(result: dict, kept: list) -> Optional[str]:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from perfvar.analysis import analyze, default_jobs
+    from perfvar.analysis import analyze
+    from perfvar.parallel import default_jobs
     from perfvar.progress import Progress
     from perfvar.report_json import write_json
     from perfvar.report_markers import write_markers
@@ -110,6 +111,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             progress=progress,
             on_prepared=None if args.no_html else kept.append,
         )
+        if result is None:
+            return EXIT_OK  # an MPI process that computed its part for rank 0
         if not args.no_html:
             progress.step("plotting the HTML report")
             page = _render_html(result, kept)
@@ -179,8 +182,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     import json
 
     from perfvar.calibrate import CalibParams
-    from perfvar.calibrate_run import mpi_launched, run, run_mpi
+    from perfvar.calibrate_run import run, run_mpi
     from perfvar.kernels import TIMERS
+    from perfvar.parallel import mpi_launched
     from perfvar.report_calibrate import render
 
     params = CalibParams.quick() if args.quick else CalibParams()
@@ -190,7 +194,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     timers = args.timers or (list(TIMERS) if args.compare else ["barrier"])
     budget = args.budget if args.budget else (45.0 if args.quick else None)
     how = run_mpi if mpi_launched() else run
+    samples: Optional[dict] = {} if args.samples else None
     doc = how(
+        samples=samples,
         timers=timers,
         states=args.states,
         params=params,
@@ -210,6 +216,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 fh.write("\n")
         except OSError as exc:
             raise TraceError(f"cannot write {args.json}: {exc.strerror}") from exc
+    if args.samples:
+        try:
+            with open(args.samples, "w", encoding="utf-8") as fh:
+                json.dump({"timers": samples}, fh)
+        except OSError as exc:
+            raise TraceError(f"cannot write {args.samples}: {exc.strerror}") from exc
     if doc.get("interrupted"):
         print(
             "perfvar: calibrate interrupted: results are partial and marked so",
@@ -358,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
         "state leaves unused rolls over to the next)",
     )
     c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    c.add_argument(
+        "--samples",
+        metavar="PATH",
+        help="also write every distribution drawn, per timer, in the form of the "
+        "start-up samples (the calibration judge decides them as reported)",
+    )
     c.add_argument("--timers", type=_csv_of(TIMERS), help="timers to calibrate")
     c.add_argument(
         "--states", type=_csv_of(STATES), default=list(STATES), help="cache states"

@@ -35,6 +35,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from perfvar import calibration_ranks
 from perfvar.analysis import _segment_order, analyze, prepare
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples, read_trace
@@ -179,8 +180,11 @@ class Run:
 
     @cached_property
     def meta(self) -> RunMeta:
-        """``read_meta`` for the ranks of the trace (rank-N.json, run.json)."""
-        return read_meta(self.directory, self.trace.ranks, paper_check=self.paper_check)
+        """``read_meta`` for the ranks of the trace (rank-N.json, run.json), with the
+        calibration judge's decisions unless ``paper_check=False``."""
+        return calibration_ranks.judged_meta(
+            self.directory, self.trace.ranks, self.paper_check
+        )
 
     @cached_property
     def analysis(self) -> dict[str, Any]:
@@ -432,10 +436,8 @@ class Run:
         proxy = replace(
             self.trace, samples=tagged, timer_resolution_hz=1e9, global_offset_ticks=0
         )
-        # Only the timer overhead matters here: skip the paper check's cost.
-        meta = self.__dict__.get("meta") or read_meta(
-            self.directory, self.trace.ranks, paper_check=False
-        )
+        # Only the timer overhead matters here: skip the judge's cost.
+        meta = self.__dict__.get("meta") or read_meta(self.directory, self.trace.ranks)
         prep = prepare(proxy, meta, {}, jobs=self.jobs)
         kept = np.zeros(s.size, dtype=bool)
         for cell in prep.cells.values():

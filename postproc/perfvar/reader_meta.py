@@ -14,7 +14,9 @@ the run had probes off or the file predates them.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
-reading, thread-safe.
+reading: the t_min / t_diff read here are the C search's estimates, which
+perfvar.calibration_ranks replaces with the calibration judge's decisions.
+Thread-safe.
 """
 
 from __future__ import annotations
@@ -212,7 +214,7 @@ def _number(value: Any) -> Optional[float]:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+def load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -343,114 +345,24 @@ def _parse_cycles(raw: Any) -> CyclesCalibration:
     )
 
 
-def _confirm_cycles(
-    cycles: CyclesCalibration, doc: dict[str, Any], source: str
-) -> None:
-    """The paper's statistics over the cycle counter's raw samples, as _confirm."""
-    from perfvar.calibration_check import recheck
-
-    raw = doc.get("cycles")
-    if not cycles.available or not isinstance(raw, dict):
-        return
-    if not raw.get("distributions"):
-        return
-    paper = recheck({**doc, "distributions": raw["distributions"]}, unit="cycles")
-    if paper["t_min_cycles"] is not None and paper["t_diff_cycles"] is not None:
-        cycles.t_min_cycles = paper["t_min_cycles"]
-        cycles.t_diff_cycles = paper["t_diff_cycles"]
-        cycles.source = source
-        return
-    missing = "t_min" if paper["t_min_cycles"] is None else "t_diff"
-    cycles.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
-
-
-def _confirm(
-    target: Any, distributions: Any, doc: dict[str, Any], source: str
-) -> Optional[str]:
-    """Redo t_min/t_diff of one state (a Calibration or a CacheState) from its raw
-    distributions; sets them where both are confirmed and returns None, else keeps
-    the estimates, labels them and returns the value not confirmed."""
-    from perfvar.calibration_check import recheck
-
-    paper = recheck({**doc, "distributions": distributions})
-    if paper["t_min_ns"] is not None and paper["t_diff_ns"] is not None:
-        target.t_min_ns, target.t_diff_ns = paper["t_min_ns"], paper["t_diff_ns"]
-        target.source = source
-        return None
-    missing = "t_min" if paper["t_min_ns"] is None else "t_diff"
-    target.source = f"C estimate ({missing} not confirmed by the paper's filter_os)"
-    return missing
-
-
-def _apply_paper_check(
-    meta: RankMeta, path: str, notes: list[str], unconfirmed: dict[str, list[int]]
-) -> None:
-    """Replace the C estimates by the paper's statistics over calibration-rank-N.json
-    where those confirm both t_min and t_diff, per cache state; otherwise keep the
-    estimates, say so (flush 0 here; flushed states summed up in ``unconfirmed``,
-    label -> ranks)."""
-    from perfvar.calibration_check import SOURCE
-
-    doc, why = _load_json(path)
-    if doc is None:
-        if why != "missing":
-            notes.append(
-                f"{os.path.basename(path)} {why}: "
-                f"rank {meta.rank} keeps the C estimates"
-            )
-        return
-    c = meta.calibration
-    if not c.states:  # rank-N.json had no calibration: nothing to confirm
-        return
-    try:
-        missing = _confirm(c, doc.get("distributions", []), doc, SOURCE)
-        flushed = doc.get("states", [])
-        by_label = {
-            s.get("label"): s for s in flushed if isinstance(s, dict)
-        }  # flushed states' raw samples
-        for state in c.states[1:]:
-            raw = by_label.get(state.label)
-            if raw is None or not raw.get("distributions"):
-                continue
-            if _confirm(state, raw["distributions"], doc, SOURCE) is not None:
-                unconfirmed.setdefault(state.label, []).append(meta.rank)
-        _confirm_cycles(c.cycles, doc, SOURCE)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        notes.append(f"{os.path.basename(path)} malformed ({exc}): C estimates kept")
-        return
-    finally:
-        c.states[0].t_min_ns, c.states[0].t_diff_ns = c.t_min_ns, c.t_diff_ns
-        c.states[0].source = c.source
-    if missing is None:
-        if meta.problem and meta.problem.startswith("calibration status"):
-            meta.problem = None
-        return
-    notes.append(
-        f"rank {meta.rank}: the start-up samples do not confirm {missing} under the "
-        "paper's statistics; judged with the C search's estimate"
-    )
-
-
-def read_meta(
-    directory: str, ranks: Iterable[int], paper_check: bool = True
-) -> RunMeta:
+def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
     """Read DIR/perfvar/*.json for the given ranks (the ranks found in the trace).
 
-    ``paper_check``: redo t_min/t_diff from calibration-rank-N.json (see
-    calibration_check), about a second per rank."""
+    The calibration is the C search's estimates; perfvar.calibration_ranks puts the
+    judge's decisions in their place, then :func:`usability_notes` says which ranks
+    are judged with what."""
     meta_dir = os.path.join(directory, "perfvar")
     notes: list[str] = []
-    run, why = _load_json(os.path.join(meta_dir, "run.json"))
+    run, why = load_json(os.path.join(meta_dir, "run.json"))
     if run is None:
         notes.append(f"perfvar/run.json {why}")
 
     wanted = sorted(set(ranks))
     result: dict[int, RankMeta] = {}
     missing: list[int] = []
-    unconfirmed: dict[str, list[int]] = {}
     for rank in wanted:
         path = os.path.join(meta_dir, f"rank-{rank}.json")
-        data, why = _load_json(path)
+        data, why = load_json(path)
         if data is None:
             result[rank] = RankMeta(rank=rank, problem=f"rank-{rank}.json {why}")
             if why == "missing":
@@ -468,42 +380,13 @@ def read_meta(
         result[rank] = _parse_rank(rank, path, data)
         for bad in _ill_typed(data):
             notes.append(f"perfvar/rank-{rank}.json: {bad} (ignored)")
-        if paper_check:
-            _apply_paper_check(
-                result[rank],
-                os.path.join(meta_dir, f"calibration-rank-{rank}.json"),
-                notes,
-                unconfirmed,
-            )
         if result[rank].events_lost:
             notes.append(f"rank {rank} lost {result[rank].events_lost} events")
-    for label, where in sorted(unconfirmed.items()):
-        notes.append(
-            f"cache state {label}: the start-up samples of rank(s) "
-            f"{compact_ranges(where)} do not confirm t_min/t_diff under the paper's "
-            "statistics; the C search's estimates are used there"
-        )
     if missing:
         notes.append(
             f"perfvar/rank-N.json missing for {len(missing)} rank(s) "
             f"({compact_ranges(missing)}): their calibration is unknown, "
             "they are not judged"
-        )
-    uncal = [r for r, m in result.items() if m.source and not m.calibrated]
-    # Without flush 0, a rank's segments are still judged with its nearest calibrated
-    # cache state (perfvar.cache_state.choose); only a rank with none is not judged.
-    elsewhere = [
-        r for r in uncal if any(st.usable for st in result[r].calibration.states)
-    ]
-    nowhere = [r for r in uncal if r not in elsewhere]
-    if elsewhere:
-        notes.append(
-            f"no flush-0 t_min/t_diff for rank(s) {compact_ranges(elsewhere)}: "
-            "judged with the nearest calibrated cache state"
-        )
-    if nowhere:
-        notes.append(
-            f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: not judged"
         )
     if os.path.isdir(meta_dir):
         extra = []
@@ -517,3 +400,27 @@ def read_meta(
             )
     clock, clock_notes = clock_summary(result)
     return RunMeta(run=run, ranks=result, notes=notes + clock_notes, clock=clock)
+
+
+def usability_notes(meta: RunMeta) -> list[str]:
+    """Which ranks have no flush-0 t_min/t_diff (judged with another cache state) and
+    which have none at all (not judged); for after the calibration is decided."""
+    result = meta.ranks
+    uncal = [r for r, m in result.items() if m.source and not m.calibrated]
+    # Without flush 0, a rank's segments are still judged with its nearest calibrated
+    # cache state (perfvar.cache_state.choose); only a rank with none is not judged.
+    elsewhere = [
+        r for r in uncal if any(st.usable for st in result[r].calibration.states)
+    ]
+    nowhere = [r for r in uncal if r not in elsewhere]
+    notes = []
+    if elsewhere:
+        notes.append(
+            f"no flush-0 t_min/t_diff for rank(s) {compact_ranges(elsewhere)}: "
+            "judged with the nearest calibrated cache state"
+        )
+    if nowhere:
+        notes.append(
+            f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: not judged"
+        )
+    return notes

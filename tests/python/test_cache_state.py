@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 import pytest
-from test_calibration_check import _doc
+from test_calibration_judge import _doc
 
 from conftest import CALIBRATION, SEG_A, SEG_B, normal_durations
 from perfvar.analysis import analyze
 from perfvar.cache_state import CacheState, cell_context, choose
+from perfvar.calibration_ranks import judged_meta
 from perfvar.reader_meta import read_meta
 from perfvar.report_text import render
 
@@ -107,7 +108,7 @@ def _write_meta(tmp_path, rank_states, samples_doc):
 
 
 def test_states_are_read_and_each_rechecked_with_the_paper_statistics(tmp_path):
-    doc = _doc()  # flush 0: confirmed (see test_calibration_check)
+    doc = _doc()  # flush 0: confirmed (see test_calibration_judge)
     doc["states"] = [
         {"label": "4xL1", "flush": 4 * L1, "n_samples": 300, "status": "complete"}
         | {"dropped": 0, "distributions": _doc(seed=1)["distributions"]},
@@ -117,7 +118,7 @@ def test_states_are_read_and_each_rechecked_with_the_paper_statistics(tmp_path):
         | {"dropped": 0, "distributions": []},
     ]
     _write_meta(tmp_path, RANK_STATES, doc)
-    meta = read_meta(str(tmp_path), [0])
+    meta = judged_meta(str(tmp_path), [0])
     cal = meta.ranks[0].calibration
     got = {s.label: s for s in cal.states}
     assert list(got) == ["0", "4xL1", "4xL2", "4xL3"]
@@ -140,10 +141,10 @@ def test_states_are_read_and_each_rechecked_with_the_paper_statistics(tmp_path):
 
 def test_files_without_states_give_flush_0_only(tmp_path):
     _write_meta(tmp_path, None, _doc())  # as written before cache states existed
-    cal = read_meta(str(tmp_path), [0]).ranks[0].calibration
+    cal = judged_meta(str(tmp_path), [0]).ranks[0].calibration
     assert [s.label for s in cal.states] == ["0"]
     assert cal.states[0].t_min_ns == cal.t_min_ns and cal.states[0].usable
-    skipped = read_meta(str(tmp_path), [0], paper_check=False).ranks[0].calibration
+    skipped = read_meta(str(tmp_path), [0]).ranks[0].calibration
     assert (
         skipped.states[0].t_min_ns == 1.0 and skipped.states[0].source == "C estimate"
     )
@@ -186,7 +187,7 @@ def test_analyze_judges_each_segment_with_the_state_its_context_chose(
         calibration={r: _cal_with_states() for r in range(4)},
         moved=moved,
     )
-    result = analyze(path, symbolize_sites=False, paper_check=False)
+    result = analyze(path, symbolize_sites=False)
     seg = {s["key"]: s for s in result["segments"]}
     a, b = seg[SEG_A], seg[SEG_B]
     rank1_a = next(

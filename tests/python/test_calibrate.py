@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from perfvar.calibrate import CalibParams, calibrate_state, timer_overhead
+from perfvar.calibration_judge import judge_document
+from perfvar.calibration_ranks import judged_meta
 from perfvar.filters import filter_cost, filter_os
 from perfvar.stats import overlap
 
@@ -32,6 +34,18 @@ def test_t_min_is_where_cv_drops_below_epsilon():
     assert 500 <= r.t_min_adds <= 900
     assert r.t_min_cv < 0.01
     assert r.t_min_ns == pytest.approx(r.t_min_adds * 0.5, rel=0.1)
+
+
+def test_the_search_reports_the_judges_decision_over_its_own_samples():
+    params = CalibParams(
+        n=200, p=3, q=3, tmin_step=1000, min_step=10, trees=25, budget_s=60
+    )
+    r = calibrate_state(synthetic(seed=3), 30.0, 0, "0", params)
+    doc = {"epsilon": 0.01, "alpha": 0.05, "p": 3, "q": 3, "trees": 25}
+    again = judge_document({**doc, "distributions": r.recorded})["states"]["0"]
+    assert r.status == "complete" and len(r.recorded) == r.distributions
+    assert (again["t_min_ns"], again["t_diff_ns"]) == (r.t_min_ns, r.t_diff_ns)
+    assert (again["t_min_adds"], again["t_diff_adds"]) == (r.t_min_adds, r.t_diff_adds)
 
 
 def test_t_diff_grows_with_the_noise():
@@ -346,3 +360,36 @@ def test_cycles_figures_are_reported_in_cycles_never_as_ns():
     text = render(doc)
     assert "120 cyc" in text and "3000 cyc" in text and "40 cyc" in text
     assert " ns" not in text.split("\n")[4]  # the cycles row shows no ns
+
+
+def test_calibrate_and_the_analysis_decide_the_same_for_the_same_samples(tmp_path):
+    k = _kernels()
+    table, samples = tmp_path / "cal.json", tmp_path / "samples.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "perfvar", "calibrate", "--quick", "--states", "0"]
+        + ["--budget", "20", "--json", str(table), "--samples", str(samples)]
+        + ["--lib", k.path, "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert p.returncode == 0, p.stderr
+    reported = json.loads(table.read_text())["timers"][0]["states"][0]
+    doc = json.loads(samples.read_text())["timers"]["barrier"]
+    assert len(doc["distributions"]) == reported["distributions"]
+    # The stored samples as a trace's start-up calibration of rank 0: the analysis
+    # takes the C estimates (1 ns here) only where the judge does not confirm.
+    meta_dir = tmp_path / "trace" / "perfvar"
+    meta_dir.mkdir(parents=True)
+    cal = {"status": "complete", "timer_overhead_ns": 0.0}
+    cal.update(t_min_ns=1.0, t_diff_ns=1.0)
+    (meta_dir / "rank-0.json").write_text(json.dumps({"rank": 0, "calibration": cal}))
+    (meta_dir / "calibration-rank-0.json").write_text(json.dumps(doc))
+    judged = judged_meta(str(tmp_path / "trace"), [0]).ranks[0].calibration
+    if reported["t_min_ns"] is not None and reported["t_diff_ns"] is not None:
+        assert (judged.t_min_ns, judged.t_diff_ns) == (
+            reported["t_min_ns"],
+            reported["t_diff_ns"],
+        )
+    else:  # the budget ran out here: neither side may claim a value
+        assert judged.t_min_ns == 1.0 and judged.source.startswith("C estimate")

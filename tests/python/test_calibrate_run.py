@@ -12,7 +12,7 @@ import pytest
 import perfvar.calibrate as calibrate
 import perfvar.calibrate_run as calibrate_run
 from perfvar.calibrate import CalibParams, StateResult, _Search, t_diff_search
-from perfvar.calibration_check import recheck
+from test_calibration_judge import recheck
 
 L3 = 32 << 20
 
@@ -185,9 +185,11 @@ def test_t_diff_search_rejects_an_overlap_equal_to_alpha():
     params = CalibParams(n=10, q=2, tdiff_step=100, min_step=10, alpha=0.1)
     r = StateResult(0, "0")
     r.t_min_adds = 1000
-    t_diff_search(_Search(lambda adds: adds + SPREAD, 0.0, params), r)
-    assert r.t_diff_overlap is not None and r.t_diff_overlap < params.alpha
+    search = _Search(lambda adds: adds + SPREAD, 0.0, params)
+    t_diff_search(search, r)
     assert r.t_diff_adds == 110  # d = 100 (overlap exactly alpha) is not accepted
+    # Every pair it drew is recorded for the judge, the rejected step too.
+    assert {d["d"] for d in search.recorded} >= {100, 110}
 
 
 def test_recheck_rejects_an_overlap_equal_to_alpha():

@@ -5,12 +5,11 @@ judge segments."""
 
 import json
 
-from test_calibration_check import _doc
+from test_calibration_judge import _doc, recheck
 
 from conftest import CALIBRATION, normal_durations
 from perfvar.analysis import analyze
-from perfvar.calibration_check import recheck
-from perfvar.reader_meta import read_meta
+from perfvar.calibration_ranks import judged_meta
 from perfvar.report_text import render
 
 CYCLES_PER_NS = 2.5  # the stored cycle samples: the ns ones at 2.5 GHz
@@ -69,7 +68,7 @@ def test_reader_takes_the_pass_or_why_there_was_none(tmp_path):
         "cycles": {"distributions": _cycles_doc(noise=4.0)["distributions"]},
     }
     (meta_dir / "calibration-rank-3.json").write_text(json.dumps(noisy))
-    meta = read_meta(str(tmp_path), [0, 1, 2, 3])
+    meta = judged_meta(str(tmp_path), [0, 1, 2, 3])
     c0 = meta.ranks[0].calibration.cycles
     assert c0.available and c0.counter == "rdpmc" and c0.status == "complete"
     assert c0.source.startswith("paper") and c0.t_min_cycles != 999.0  # replaced

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.errors import TraceError
+from perfvar.calibration_ranks import judged_meta
 from perfvar.reader_meta import read_meta
 from perfvar.reader_otf2 import read_trace
 
@@ -132,7 +133,7 @@ def test_meta_says_which_fields_are_ill_typed(tmp_path):
     os.makedirs(tmp_path / "perfvar")
     doc = {"rank": 0, "nranks": "two", "clock": {"hz": "fast"}, "calibration": {"status": "ok"}}
     (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
-    notes = read_meta(str(tmp_path), [0], paper_check=False).notes
+    notes = read_meta(str(tmp_path), [0]).notes
     assert any("rank-0.json: nranks is 'two', not a number" in n for n in notes)
     assert any("rank-0.json: clock.hz is 'fast', not a number" in n for n in notes)
 
@@ -144,7 +145,7 @@ def test_meta_takes_the_c_searchs_zero_as_not_found(tmp_path):
     cal = {"status": "partial", "timer_overhead_ns": 20.0, "t_min_ns": 0.0}
     doc = {"rank": 0, "calibration": {**cal, "t_diff_ns": 0.0}}
     (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
-    meta = read_meta(str(tmp_path), [0], paper_check=False)
+    meta = read_meta(str(tmp_path), [0])
     c = meta.ranks[0].calibration
     assert c.t_min_ns is None and c.t_diff_ns is None and c.timer_overhead_ns == 20.0
     assert not meta.ranks[0].calibrated and "partial" in meta.ranks[0].problem
@@ -164,7 +165,7 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
         cal = {"status": "partial", "t_min_ns": 0.0, "t_diff_ns": 0.0, "states": states}
         doc = {"rank": rank, "calibration": cal}
         (tmp_path / "perfvar" / f"rank-{rank}.json").write_text(json.dumps(doc))
-    meta = read_meta(str(tmp_path), [0, 1], paper_check=False)
+    meta = judged_meta(str(tmp_path), [0, 1])
     assert [s.usable for s in meta.ranks[0].calibration.states] == [False, True]
     assert (
         "no flush-0 t_min/t_diff for rank(s) 0: judged with the nearest calibrated "
@@ -177,6 +178,7 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
 def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
     import perfvar.reader_otf2 as reader
 
+    monkeypatch.setenv("PERFVAR_READER", "python")  # the Python event loop's paths
     moved = {SEG_A: (1000, 5000), SEG_B: (64, 0)}  # sends and collectives
     path = trace_factory("t", normal_durations(seed=5, nranks=2, n=20), moved=moved)
     direct = []

@@ -193,7 +193,7 @@ def test_trace_samples_made_without_probes_has_an_empty_array():
 def test_meta_reads_the_probe_object_or_none(tmp_path):
     path = str(tmp_path / "t")
     written = write_probe_trace(path, ranks=2, threads=2)
-    meta = read_meta(path, [0, 1], paper_check=False)
+    meta = read_meta(path, [0, 1])
     for rank in range(2):
         probe = meta.ranks[rank].probe
         assert probe["period_ms"] == 10 and probe["adds"] == 864
@@ -202,7 +202,7 @@ def test_meta_reads_the_probe_object_or_none(tmp_path):
         assert [x["thread"] for x in probe["threads"]] == [0, 1]
     off = str(tmp_path / "off")
     write_probe_trace(off, probe_meta=False)
-    assert read_meta(off, [0], paper_check=False).ranks[0].probe is None
+    assert read_meta(off, [0]).ranks[0].probe is None
     # a file that predates probes, or a malformed value: None, the rest still read
     for value in ("absent", [1, 2]):
         doc_path = os.path.join(off, "perfvar", "rank-1.json")
@@ -214,5 +214,5 @@ def test_meta_reads_the_probe_object_or_none(tmp_path):
             doc["probe"] = value
         with open(doc_path, "w") as fh:
             json.dump(doc, fh)
-        m = read_meta(off, [1], paper_check=False).ranks[1]
+        m = read_meta(off, [1]).ranks[1]
         assert m.probe is None and m.calibrated

@@ -5,8 +5,14 @@ import math
 
 import numpy as np
 
-from perfvar.calibration_check import recheck
+from perfvar.calibration_judge import JudgeParams, decide
+from perfvar.calibration_ranks import judged_meta
 from perfvar.reader_meta import read_meta
+
+
+def recheck(doc, unit="ns"):
+    """The judge's decision over a document's flush-0 distributions."""
+    return decide(doc["distributions"], JudgeParams.of(doc), unit).to_json()
 
 
 def _doc(noise=1.0, p=3, q=3, seed=0, n=300):
@@ -102,12 +108,12 @@ def test_analysis_uses_the_paper_values_and_says_where_they_come_from(tmp_path):
     (meta_dir / "calibration-rank-0.json").write_text(json.dumps(_doc()))
     bad = _doc(noise=4.0)
     (meta_dir / "calibration-rank-1.json").write_text(json.dumps(bad))
-    meta = read_meta(str(tmp_path), [0, 1])
+    meta = judged_meta(str(tmp_path), [0, 1])
     c0, c1 = meta.ranks[0].calibration, meta.ranks[1].calibration
     assert c0.source.startswith("paper") and c0.t_min_ns > 100  # replaced
     assert c1.source.startswith("C estimate") and c1.t_min_ns == 1.0  # kept, labelled
     assert any("rank 1" in n and "not confirm" in n for n in meta.notes)
-    skipped = read_meta(str(tmp_path), [0, 1], paper_check=False)
+    skipped = read_meta(str(tmp_path), [0, 1])
     assert skipped.ranks[0].calibration.t_min_ns == 1.0
 
 
@@ -122,7 +128,7 @@ def test_rank_without_calibration_is_uncalibrated_and_the_rest_read(tmp_path):
     (meta_dir / "rank-1.json").write_text(json.dumps({"rank": 1}))
     for r in (0, 1):
         (meta_dir / f"calibration-rank-{r}.json").write_text(json.dumps(_doc()))
-    meta = read_meta(str(tmp_path), [0, 1])
+    meta = judged_meta(str(tmp_path), [0, 1])
     assert meta.ranks[0].calibration.source.startswith("paper")
     c1 = meta.ranks[1].calibration
     assert c1.t_min_ns is None and c1.t_diff_ns is None and not meta.ranks[1].calibrated

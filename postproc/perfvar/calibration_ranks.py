@@ -1,0 +1,215 @@
+"""The calibration judge applied to a run: every rank's t_min / t_diff, decided once.
+
+perfvar.reader_meta reads each rank's C estimates; this module replaces them with
+what perfvar.calibration_judge decides from the rank's stored start-up samples
+(DIR/perfvar/calibration-rank-N.json), per cache state and for the cycle counter,
+where the judge confirms both values; elsewhere the estimates stay, labelled, and
+the notes say which ranks and states.
+
+Decided once: the decisions are kept in DIR/perfvar/calibration-judged.json, keyed
+by the SHA-256 of each rank's sample file and of the judge's own code (the modules
+that decide: calibration_judge, filters, stats), so a later analysis of the same
+trace reads them instead of fitting the forests again, and a changed file or rule
+is judged anew. Ranks still to judge are judged by ``mapper`` (the analysis passes
+its worker processes or MPI ranks). An unwritable directory only costs the reuse.
+Not thread-safe (writes the cache file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from perfvar import calibration_judge, filters, stats
+from perfvar.calibration_judge import SOURCE, Decision
+from perfvar.reader_meta import (
+    RankMeta,
+    RunMeta,
+    load_json,
+    read_meta,
+    usability_notes,
+)
+from perfvar.units import compact_ranges
+
+CACHE_NAME = "calibration-judged.json"
+Mapper = Callable[[Callable[[str], Any], list[str]], Iterable[Any]]
+
+
+def _judge_code_digest() -> str:
+    h = hashlib.sha256()
+    for module in (calibration_judge, filters, stats):
+        with open(module.__file__, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def _file_digest(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def judge_file(path: str) -> dict[str, Any]:
+    """The judge's decisions over one calibration-rank-N.json, or ``{"error"}``
+    when it is missing, unreadable or malformed. Runs in worker processes."""
+    doc, why = load_json(path)
+    if doc is None:
+        return {"error": why}
+    try:
+        return calibration_judge.judge_document(doc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return {"error": f"malformed ({exc})"}
+
+
+def _load_cache(path: str, code: str) -> dict[str, Any]:
+    doc, _ = load_json(path)
+    if not doc or doc.get("judge") != code or not isinstance(doc.get("files"), dict):
+        return {}
+    return doc["files"]
+
+
+def _save_cache(path: str, code: str, files: dict[str, Any]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"judge": code, "files": files}, f)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def decide_ranks(
+    directory: str, ranks: Iterable[int], mapper: Optional[Mapper] = None
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """(rank -> the judge's decisions, the decisions made now by file digest) for the
+    ranks that have a sample file; judged by ``mapper`` (default: in this process)
+    unless already decided. Only reads the cache; :func:`record` writes it."""
+    meta_dir = os.path.join(directory, "perfvar")
+    cached = _load_cache(os.path.join(meta_dir, CACHE_NAME), _judge_code_digest())
+    out: dict[int, dict[str, Any]] = {}
+    todo: list[tuple[int, str, str]] = []
+    for rank in sorted(set(ranks)):
+        path = os.path.join(meta_dir, f"calibration-rank-{rank}.json")
+        digest = _file_digest(path)
+        if digest is None:
+            continue
+        hit = cached.get(digest)
+        if hit is not None:
+            out[rank] = hit
+        else:
+            todo.append((rank, path, digest))
+    made: dict[str, Any] = {}
+    if todo:
+        run = mapper or (lambda fn, items: map(fn, items))
+        for (rank, _, digest), judged in zip(
+            todo, run(judge_file, [t[1] for t in todo])
+        ):
+            out[rank] = made[digest] = judged
+    return out, made
+
+
+def record(directory: str, made: dict[str, Any]) -> None:
+    """Add decisions (by sample-file digest) to DIR/perfvar/calibration-judged.json."""
+    if not made:
+        return
+    code = _judge_code_digest()
+    path = os.path.join(directory, "perfvar", CACHE_NAME)
+    _save_cache(path, code, {**_load_cache(path, code), **made})
+
+
+def _apply_state(target: Any, judged: Optional[dict[str, Any]]) -> Optional[str]:
+    """Set a Calibration / CacheState from its decision when both values are
+    confirmed (None returned); else label the estimate and return what is missing."""
+    if judged is None:
+        return None
+    d = Decision.from_json(judged, "ns")
+    if d.confirmed:
+        target.t_min_ns, target.t_diff_ns, target.source = d.t_min, d.t_diff, SOURCE
+        return None
+    target.source = f"C estimate ({d.missing} not confirmed by the paper's filter_os)"
+    return d.missing
+
+
+def _apply_rank(m: RankMeta, judged: dict[str, Any], notes: list[str], ranks_of):
+    c = m.calibration
+    if "error" in judged:
+        if judged["error"] != "missing":
+            notes.append(
+                f"calibration-rank-{m.rank}.json {judged['error']}: "
+                f"rank {m.rank} keeps the C estimates"
+            )
+        return
+    if not c.states:  # rank-N.json had no calibration: nothing to confirm
+        return
+    states = judged.get("states", {})
+    missing = _apply_state(c, states.get("0"))
+    for state in c.states[1:]:
+        if _apply_state(state, states.get(state.label)) is not None:
+            ranks_of.setdefault(state.label, []).append(m.rank)
+    c.states[0].t_min_ns, c.states[0].t_diff_ns = c.t_min_ns, c.t_diff_ns
+    c.states[0].source = c.source
+    cyc = judged.get("cycles")
+    if c.cycles.available and cyc is not None:
+        d = Decision.from_json(cyc, "cycles")
+        if d.confirmed:
+            c.cycles.t_min_cycles, c.cycles.t_diff_cycles = d.t_min, d.t_diff
+            c.cycles.source = SOURCE
+        else:
+            c.cycles.source = (
+                f"C estimate ({d.missing} not confirmed by the paper's filter_os)"
+            )
+    if missing is None:
+        if m.problem and m.problem.startswith("calibration status"):
+            m.problem = None
+        return
+    notes.append(
+        f"rank {m.rank}: the start-up samples do not confirm {missing} under the "
+        "paper's statistics; judged with the C search's estimate"
+    )
+
+
+def apply(
+    meta: RunMeta,
+    judged: dict[int, dict[str, Any]],
+) -> None:
+    """Put the judge's decisions into ``meta`` (in place) and add its notes."""
+    unconfirmed: dict[str, list[int]] = {}
+    for rank, decided in sorted(judged.items()):
+        m = meta.ranks.get(rank)
+        if m is not None and m.source:
+            _apply_rank(m, decided, meta.notes, unconfirmed)
+    for label, where in sorted(unconfirmed.items()):
+        meta.notes.append(
+            f"cache state {label}: the start-up samples of rank(s) "
+            f"{compact_ranges(where)} do not confirm t_min/t_diff under the paper's "
+            "statistics; the C search's estimates are used there"
+        )
+
+
+def judge_run(
+    directory: str, meta: RunMeta, mapper: Optional[Mapper] = None
+) -> RunMeta:
+    """Decide every rank's calibration of ``meta`` (see the module docstring) and
+    return ``meta``, updated in place."""
+    judged, made = decide_ranks(directory, meta.ranks, mapper)
+    record(directory, made)
+    apply(meta, judged)
+    return meta
+
+
+def judged_meta(directory: str, ranks: Iterable[int], judge: bool = True) -> RunMeta:
+    """read_meta with every rank's calibration decided (unless ``judge`` is False:
+    the C search's estimates) and the notes on which ranks can be judged."""
+    meta = read_meta(directory, ranks)
+    if judge:
+        judge_run(directory, meta)
+    meta.notes += usability_notes(meta)
+    return meta
