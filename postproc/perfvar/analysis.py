@@ -348,12 +348,12 @@ def analyze(
     progress = progress or Progress.off()
     progress.step("reading the trace")
     eng = engine(jobs)
-    ranks = trace_ranks(directory) if eng.kind == "processes" else []
-    if eng.kind == "processes" and len(ranks) < PARALLEL_MIN_RANKS:
-        eng = engine(1)
     if eng.reports:
         ensure_trace(directory)  # a job that died: its trace rebuilt from the records
     eng.share(None)  # the others read only once the trace is whole
+    ranks = trace_ranks(directory) if eng.kind == "processes" else []
+    if eng.kind == "processes" and len(ranks) < PARALLEL_MIN_RANKS:
+        eng = engine(1)
     ended = endings_json(read_endings(directory)) if eng.reports else None
     filtered = None
     if eng.kind == "serial":
