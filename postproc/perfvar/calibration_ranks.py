@@ -10,8 +10,9 @@ Decided once: the decisions are kept in DIR/perfvar/calibration-judged.json, key
 by the SHA-256 of each rank's sample file and of the judge's own code (the modules
 that decide: calibration_judge, filters, stats), so a later analysis of the same
 trace reads them instead of fitting the forests again, and a changed file or rule
-is judged anew. Ranks still to judge are judged by ``mapper`` (the analysis passes
-its worker processes or MPI ranks). An unwritable directory only costs the reuse.
+is judged anew. Ranks still to judge are judged where they are read: each part of a
+split analysis (perfvar.partition) judges its own ranks. An unwritable directory
+only costs the reuse.
 Not thread-safe (writes the cache file).
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Optional
 
 from perfvar import calibration_judge, filters, stats
@@ -35,7 +36,6 @@ from perfvar.reader_meta import (
 from perfvar.units import compact_ranges
 
 CACHE_NAME = "calibration-judged.json"
-Mapper = Callable[[Callable[[str], Any], list[str]], Iterable[Any]]
 
 
 def _judge_code_digest() -> str:
@@ -87,15 +87,15 @@ def _save_cache(path: str, code: str, files: dict[str, Any]) -> None:
 
 
 def decide_ranks(
-    directory: str, ranks: Iterable[int], mapper: Optional[Mapper] = None
+    directory: str, ranks: Iterable[int]
 ) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
     """(rank -> the judge's decisions, the decisions made now by file digest) for the
-    ranks that have a sample file; judged by ``mapper`` (default: in this process)
-    unless already decided. Only reads the cache; :func:`record` writes it."""
+    ranks that have a sample file; judged here unless already decided. Only reads
+    the cache; :func:`record` writes it."""
     meta_dir = os.path.join(directory, "perfvar")
     cached = _load_cache(os.path.join(meta_dir, CACHE_NAME), _judge_code_digest())
     out: dict[int, dict[str, Any]] = {}
-    todo: list[tuple[int, str, str]] = []
+    made: dict[str, Any] = {}
     for rank in sorted(set(ranks)):
         path = os.path.join(meta_dir, f"calibration-rank-{rank}.json")
         digest = _file_digest(path)
@@ -105,14 +105,7 @@ def decide_ranks(
         if hit is not None:
             out[rank] = hit
         else:
-            todo.append((rank, path, digest))
-    made: dict[str, Any] = {}
-    if todo:
-        run = mapper or (lambda fn, items: map(fn, items))
-        for (rank, _, digest), judged in zip(
-            todo, run(judge_file, [t[1] for t in todo])
-        ):
-            out[rank] = made[digest] = judged
+            out[rank] = made[digest] = judge_file(path)
     return out, made
 
 
@@ -194,12 +187,10 @@ def apply(
         )
 
 
-def judge_run(
-    directory: str, meta: RunMeta, mapper: Optional[Mapper] = None
-) -> RunMeta:
+def judge_run(directory: str, meta: RunMeta) -> RunMeta:
     """Decide every rank's calibration of ``meta`` (see the module docstring) and
     return ``meta``, updated in place."""
-    judged, made = decide_ranks(directory, meta.ranks, mapper)
+    judged, made = decide_ranks(directory, meta.ranks)
     record(directory, made)
     apply(meta, judged)
     return meta

@@ -99,6 +99,14 @@ def _other_launcher() -> str:
     return shutil.which(other) or pytest.fail(f"no {other}")
 
 
+def _mpiexec_analyze(mpiexec: str, n: int, trace: str, *args: str):
+    """``mpiexec -n N python -m perfvar analyze TRACE --no-html ARGS``, captured."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(POSTPROC), "PERFVAR_DEBUG": ""}
+    cmd = [mpiexec, "-n", str(n), *launcher_flags(mpiexec), sys.executable, "-m"]
+    cmd += ["perfvar", "analyze", trace, "--no-html", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+
+
 def test_mpiexec_analyze_gives_the_serial_result(wide_trace, tmp_path):
     mpiexec = _mpi4py_launcher()
     serial = run_cli(
@@ -112,23 +120,9 @@ def test_mpiexec_analyze_gives_the_serial_result(wide_trace, tmp_path):
         "--no-symbolize",
     )
     assert serial.returncode == 0, serial.stderr
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(POSTPROC)}
-    cmd = [
-        mpiexec,
-        "-n",
-        "3",
-        *launcher_flags(mpiexec),
-        sys.executable,
-        "-m",
-        "perfvar",
-        "analyze",
-        wide_trace,
-        "--no-html",
-        "--no-symbolize",
-        "--json",
-        str(tmp_path / "mpi.json"),
-    ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    p = _mpiexec_analyze(
+        mpiexec, 3, wide_trace, "--no-symbolize", "--json", str(tmp_path / "mpi.json")
+    )
     assert p.returncode == 0, p.stderr
     # Rank 0 alone reports: one verdict line, one analysis.
     assert p.stdout.count("verdict:") == 1 == serial.stdout.count("verdict:")
@@ -148,21 +142,7 @@ def test_mpiexec_analyze_gives_the_serial_result(wide_trace, tmp_path):
 
 def test_mpiexec_of_another_mpi_than_mpi4py_s_is_refused(wide_trace, tmp_path):
     mpiexec = _other_launcher()
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(POSTPROC), "PERFVAR_DEBUG": ""}
-    cmd = [
-        mpiexec,
-        "-n",
-        "2",
-        *launcher_flags(mpiexec),
-        sys.executable,
-        "-m",
-        "perfvar",
-        "analyze",
-        wide_trace,
-        "--no-html",
-        "--quiet",
-    ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    p = _mpiexec_analyze(mpiexec, 2, wide_trace, "--quiet")
     assert p.returncode != 0
     assert "mpi4py is built with another MPI" in p.stderr
     assert not os.path.exists(os.path.join(wide_trace, "analysis.json"))
