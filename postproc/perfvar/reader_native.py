@@ -68,6 +68,7 @@ class _Result(ctypes.Structure):
         ("samples", ctypes.c_void_p),
         ("nprobes", ctypes.c_int64),
         ("probes", ctypes.c_void_p),
+        ("overrun", ctypes.c_int),
     ]
 
 
@@ -140,6 +141,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         ctypes.c_uint64,
         ctypes.c_int32,
         ctypes.c_int32,
+        ctypes.c_uint64,
         ctypes.POINTER(_Result),
     ]
     lib.perfvar_read_events.restype = ctypes.c_int
@@ -211,12 +213,14 @@ def read_locations(
     chosen: list[tuple[int, str, int, int, int]],
     whole: list[bool],
     cerr: _CStderr,
-) -> list[LocationRead]:
+) -> list[Optional[LocationRead]]:
     """Read the events of the ``chosen`` locations (``(id, name, events announced,
     rank, thread)``, ``whole[i]``: location i's event file holds a whole chunk) as
     ``reader_otf2._read_events`` does: per location, its report and, when intact, its
-    samples and probes. Raises TraceError when the archive or its event files cannot
-    be opened."""
+    samples and probes; None for a location past whose cut OTF2 3.0 decoded more
+    events than the definitions announce (the caller reads it with the Python loop,
+    whose OTF2 stops at the cut). Raises TraceError when the archive or its event
+    files cannot be opened."""
     if not chosen:
         return []
     ids = (ctypes.c_uint64 * len(chosen))(*(loc[0] for loc in chosen))
@@ -249,7 +253,7 @@ def read_locations(
         raise TraceError(
             f"cannot read OTF2 archive {defs.anchor}: {detail} (truncated or corrupt?)"
         )
-    out: list[LocationRead] = []
+    out: list[Optional[LocationRead]] = []
     result = _Result()
     try:
         for (loc_id, name, events, rank, thread), whole_chunk in zip(chosen, whole):
@@ -258,12 +262,16 @@ def read_locations(
             lib.perfvar_read_local_defs(handle, loc_id)
             cerr.take()  # a missing local .def file is harmless; drop its messages
             rc = lib.perfvar_read_events(
-                handle, loc_id, rank, thread, ctypes.byref(result)
+                handle, loc_id, rank, thread, events, ctypes.byref(result)
             )
             if rc != 0:  # no memory for OTF2's callback table
                 settle_location(
                     report, whole_chunk, ReadFailure([], None, MemoryError())
                 )
+                continue
+            if result.overrun:
+                out[-1] = None  # OTF2 3.0 read past the cut: the Python loop reads it
+                cerr.take()
                 continue
             if not result.evt_reader:
                 report.error = _otf2_detail(cerr.take(), None)

@@ -718,6 +718,18 @@ def read_trace(
                     cerr,
                 )
                 by_index = dict(zip(mine, py)) | dict(zip(rest, nat))
+                declined = [i for i in rest if by_index[i] is None]
+                if declined:  # see read_locations: cut files OTF2 3.0 overruns
+                    reader = _open_reader(anchor, cerr)
+                    again = _read_events(
+                        reader.handle,
+                        defs,
+                        [chosen[i] for i in declined],
+                        [whole[i] for i in declined],
+                        cerr,
+                        _otf2,
+                    )
+                    by_index |= dict(zip(declined, again))
                 read = [by_index[i] for i in range(len(chosen))]
         finally:
             try:

@@ -45,6 +45,7 @@ struct perfvar_read {
     perfvar_read_probe *probes;
     size_t nprobes, probes_cap;
     perfvar_read_result *result;
+    uint64_t announced; /* events the definitions announce for the location being read, 0 = unknown */
 };
 
 static int32_t region_kind(const perfvar_read *r, uint32_t region)
@@ -106,11 +107,23 @@ static int reserve(void **buf, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
+/* An event past the announced count: OTF2 3.0 decodes the stale part of a chunk buffer a cut file
+ * did not fill, possibly without end (until memory runs out). Stop and say so. */
+static int past_end(perfvar_read *r, uint64_t position)
+{
+    if (r->announced && position > r->announced) {
+        r->result->overrun = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t position,
                                   void *user, OTF2_AttributeList *attributes, OTF2_RegionRef region)
 {
-    (void)location, (void)position;
+    (void)location;
     perfvar_read *r = user;
+    if (past_end(r, position)) return OTF2_CALLBACK_INTERRUPT;
     if (reserve((void **)&r->stack, &r->stack_cap, r->depth, sizeof(frame))) {
         r->result->out_of_memory = 1;
         return OTF2_CALLBACK_INTERRUPT;
@@ -134,8 +147,9 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
 static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time, uint64_t position,
                                   void *user, OTF2_AttributeList *attributes, OTF2_RegionRef region)
 {
-    (void)location, (void)position;
+    (void)location;
     perfvar_read *r = user;
+    if (past_end(r, position)) return OTF2_CALLBACK_INTERRUPT;
     if (r->depth == 0 || r->stack[r->depth - 1].region != region) {
         /* Unwind to the matching Enter; anything above it was never left. */
         size_t d = r->depth;
@@ -192,7 +206,8 @@ static OTF2_CallbackCode on_send(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t 
                                  OTF2_AttributeList *a, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
                                  uint64_t length)
 {
-    (void)l, (void)t, (void)p, (void)a, (void)peer, (void)comm, (void)tag;
+    (void)l, (void)t, (void)a, (void)peer, (void)comm, (void)tag;
+    if (past_end(user, p)) return OTF2_CALLBACK_INTERRUPT;
     moved(user, length);
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -209,7 +224,8 @@ static OTF2_CallbackCode on_collective(OTF2_LocationRef l, OTF2_TimeStamp t, uin
                                        OTF2_AttributeList *a, OTF2_CollectiveOp op, OTF2_CommRef comm,
                                        uint32_t root, uint64_t sent, uint64_t received)
 {
-    (void)l, (void)t, (void)p, (void)a, (void)op, (void)comm, (void)root;
+    (void)l, (void)t, (void)a, (void)op, (void)comm, (void)root;
+    if (past_end(user, p)) return OTF2_CALLBACK_INTERRUPT;
     moved(user, sent + received);
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -332,12 +348,13 @@ int perfvar_read_local_defs(perfvar_read *r, uint64_t location)
 }
 
 int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_t thread,
-                        perfvar_read_result *result)
+                        uint64_t announced, perfvar_read_result *result)
 {
     if (!r || !result) return PERFVAR_ERR_INVALID_ARG;
     memset(result, 0, sizeof *result);
     r->rank = rank;
     r->thread = thread;
+    r->announced = announced;
     r->moved = -1;
     r->depth = r->nsamples = r->nprobes = 0;
     r->result = result;

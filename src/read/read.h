@@ -68,6 +68,9 @@ typedef struct perfvar_read_result {
     const perfvar_read_sample *samples;
     int64_t nprobes;
     const perfvar_read_probe *probes;
+    int overrun; /* 1 if an event came past the count the definitions announce: OTF2 was decoding a
+                    buffer it did not fill (a file cut inside a chunk); the read stopped there and
+                    nothing else in the result may be trusted */
 } perfvar_read_result;
 
 typedef struct perfvar_read perfvar_read; /* one open archive */
@@ -90,10 +93,12 @@ int perfvar_read_open(const char *anchor, const uint64_t *locations, size_t nloc
 int perfvar_read_local_defs(perfvar_read *r, uint64_t location);
 
 /* Read all events of LOCATION (one of those given to perfvar_read_open), rank RANK and thread
- * THREAD written into every row, into *RESULT. Returns PERFVAR_OK also when OTF2 failed
- * (RESULT->evt_reader, RESULT->otf2_status say how), PERFVAR_ERR_INVALID_ARG on NULL arguments. */
+ * THREAD written into every row, into *RESULT. ANNOUNCED: the events the definitions announce for
+ * it (0 = unknown): reading stops at the first event past it (RESULT->overrun). Returns PERFVAR_OK
+ * also when OTF2 failed (RESULT->evt_reader, RESULT->otf2_status say how), PERFVAR_ERR_INVALID_ARG
+ * on NULL arguments. */
 int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_t thread,
-                        perfvar_read_result *result);
+                        uint64_t announced, perfvar_read_result *result);
 
 /* Close the event (and definition) files and the archive, free the handle. NULL is accepted. */
 int perfvar_read_close(perfvar_read *r);
