@@ -2,8 +2,9 @@
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
 # Open MPI, MPICH, OTF2, PAPI, ViTE with Xvfb and ImageMagick (the trace viewer's test), Chromium
-# (the HTML report's test); PyPI: numpy, scipy, scikit-learn, statsmodels, ruptures, pandas,
-# matplotlib, plotly and rich (the report's plots, progress bars),
+# (the HTML report's test); PyPI: numpy, scipy, statsmodels, ruptures, pandas,
+# matplotlib, plotly and rich (the report's plots, progress bars), scikit-learn (the reference
+# the isolation forest is tested against),
 # otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation),
 # mpi4py (perfvar calibrate under mpiexec).
 # Idempotent; safe to run as root (CI) or with sudo available.

@@ -9,10 +9,9 @@ ranks and missing metadata are reported inside the result instead. Not thread-sa
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -31,7 +30,13 @@ from perfvar import (
 )
 from perfvar.cache_state import cell_context, choose
 from perfvar.cells import cell_inputs, log_median
-from perfvar.filters import MIN_SAMPLES_OS, OsFilterInfo, filter_os
+from perfvar.filters import (
+    MIN_SAMPLES_OS,
+    N_ESTIMATORS,
+    RANDOM_STATE,
+    OsFilterInfo,
+    filter_os_many,
+)
 from perfvar.model import (
     VERDICT_KINDS,
     Anomaly,
@@ -50,38 +55,24 @@ from perfvar.segments import parse_segment_key
 from perfvar.symbolize import Symbol, symbolize
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
-PARALLEL_MIN_CELLS = 32  # below this, worker start-up costs more than it saves
 # Below this many ranks, local parts cost more to start than they save: one process
-# reads, and the OS-noise filter alone uses the local processes (as many cells).
+# reads, judges and filters.
 PARALLEL_MIN_RANKS = 8
+FILTER_BATCH = 64  # cells whose forests are grown together (bounds the batch's memory)
 
 
 def _filter_all(
-    tasks: list[np.ndarray], jobs: int, progress: Optional[Progress] = None
-) -> tuple[list[tuple[np.ndarray, OsFilterInfo]], int]:
-    """filter_os on every cell; in ``jobs`` spawned processes when worth it.
+    tasks: list[np.ndarray], progress: Optional[Progress] = None
+) -> list[tuple[np.ndarray, OsFilterInfo]]:
+    """filter_os on every cell, FILTER_BATCH cells' forests at a time; ``progress``
+    advances by one per cell filtered."""
 
-    Returns (one (mask, info) per task, number of processes actually used).
-    ``progress`` advances by one per cell filtered.
+    def filtered() -> Iterator[tuple[np.ndarray, OsFilterInfo]]:
+        for at in range(0, len(tasks), FILTER_BATCH):
+            yield from filter_os_many(tasks[at : at + FILTER_BATCH])
 
-    Each IsolationForest fit costs ~0.1-0.3 s whatever n is, and there is one per
-    (segment, rank), so large runs need the parallelism. "spawn" avoids forking a
-    process whose BLAS/OpenMP threads may hold locks. Falls back to serial on any
-    pool failure; the results are identical either way (fixed random_state).
-    """
     progress = progress or Progress.off()
-    if jobs > 1 and len(tasks) >= PARALLEL_MIN_CELLS:
-        try:
-            ctx = multiprocessing.get_context("spawn")
-            workers = min(jobs, len(tasks))
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                chunk = max(1, len(tasks) // (4 * workers))
-                done = pool.map(filter_os, tasks, chunksize=chunk)
-                what = f"OS-noise filter, {workers} processes"
-                return list(progress.track(done, what, len(tasks))), workers
-        except Exception:  # noqa: BLE001 - e.g. no /dev/shm, fork limits
-            pass
-    return [filter_os(t) for t in progress.track(tasks, "OS-noise filter")], 1
+    return list(progress.track(filtered(), "OS-noise filter", len(tasks)))
 
 
 def _segment_order(trace: TraceSamples) -> list[int]:
@@ -106,23 +97,22 @@ def prepare(
     trace: TraceSamples,
     meta: RunMeta,
     segment_ids: dict[int, str],
-    jobs: int = 1,
     progress: Optional[Progress] = None,
     filtered: Optional[dict[tuple[int, int], tuple[np.ndarray, OsFilterInfo]]] = None,
 ) -> Prepared:
     """Group samples into (segment, rank) cells and filter each one.
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
-    applied per cell (see perfvar.filters), in ``jobs`` processes when there are many,
-    unless ``filtered`` already holds every cell's result (perfvar.partition).
-    Each cell gets the rank's calibrated cache state closest to its context (see
-    perfvar.cache_state). ``progress`` counts the cells filtered.
+    applied per cell (see perfvar.filters), unless ``filtered`` already holds every
+    cell's result (perfvar.partition). Each cell gets the rank's calibrated cache
+    state closest to its context (see perfvar.cache_state). ``progress`` counts the
+    cells filtered.
     """
     inputs = cell_inputs(trace.samples, meta)
     if filtered is None:
-        results, processes = _filter_all([v for _, _, v in inputs], jobs, progress)
+        results = _filter_all([v for _, _, v in inputs], progress)
     else:
-        results, processes = [filtered[key] for key, _, _ in inputs], 0
+        results = [filtered[key] for key, _, _ in inputs]
     cells: dict[tuple[int, int], Cell] = {}
     for ((seg, rank), chunk, values), (mask, info) in zip(inputs, results):
         rmeta = meta.ranks.get(rank)
@@ -152,7 +142,6 @@ def prepare(
         hosts={r: m.host for r, m in meta.ranks.items()},
         samples=trace.samples,
         segment_ids=ids,
-        os_filter_processes=processes,
     )
 
 
@@ -380,11 +369,7 @@ def analyze(
         filtered = {k: v for p in parts for k, v in p.filtered.items()}
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = prepare(
-        trace, meta, segment_ids, jobs=jobs, progress=progress, filtered=filtered
-    )
-    if filtered is not None:
-        prep.os_filter_processes = eng.size  # each part filtered its own cells
+    prep = prepare(trace, meta, segment_ids, progress=progress, filtered=filtered)
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)
@@ -424,12 +409,9 @@ def analyze(
             "phase_floor": params.phase_floor,
             "min_samples_os_filter": MIN_SAMPLES_OS,
             # How it ran (the one entry a parallel run may differ in).
-            "engine": {
-                **eng.describe(),
-                "os_filter_processes": prep.os_filter_processes,
-            },
-            "os_filter": "IsolationForest(n_estimators=100, random_state=0), "
-            "beta search from -0.6 in -0.01 steps (paper 5.4.2)",
+            "engine": eng.describe(),
+            "os_filter": f"isolation forest of {N_ESTIMATORS} trees, seed "
+            f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
         },
         "timer_resolution_hz": trace.timer_resolution_hz,
         "clock": meta.clock,

@@ -32,7 +32,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from perfvar import calibration_judge as judge
-from perfvar.filters import N_ESTIMATORS, filter_cost, filter_os
+from perfvar.filters import N_ESTIMATORS, filter_cost
 
 Measure = Callable[[int], np.ndarray]  # adds -> the N samples of one distribution
 Sample = Callable[[int, int], np.ndarray]  # (adds, n) -> n samples
@@ -116,12 +116,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, result: StateResult) -> None:
         super().__init__()
         self.result = result
-
-
-def warm_up(trees: int = N_ESTIMATORS) -> None:
-    """Import scikit-learn and fit one small forest, so that the first distribution of
-    a timed search does not pay for it (about 2 s on a small VM)."""
-    filter_os(np.linspace(0.0, 1.0, 64) ** 2, trees)
 
 
 class _Search:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
+import signal
 import socket
 import sys
 import time
@@ -33,7 +34,6 @@ from perfvar.calibrate import (
     StateResult,
     calibrate_state,
     timer_overhead,
-    warm_up,
 )
 from perfvar.kernels import Kernels
 from perfvar.progress import Progress
@@ -138,8 +138,9 @@ def _keep_samples(
 
 
 def _interrupt_after() -> Optional[int]:
-    """Test hook: PERFVAR_CALIBRATE_INTERRUPT_AFTER=K raises KeyboardInterrupt in the
-    first sample of the (K+1)-th (timer, state), as Ctrl-C there would."""
+    """Test hook: PERFVAR_CALIBRATE_INTERRUPT_AFTER=K sends the process a real SIGINT
+    in the first sample of the (K+1)-th (timer, state), as Ctrl-C there would (a
+    search can end faster than any outside sender can aim)."""
     text = os.environ.get("PERFVAR_CALIBRATE_INTERRUPT_AFTER")
     return int(text) if text and text.isdigit() else None
 
@@ -164,11 +165,10 @@ def run(
     Every timer's overhead is measured first; then the states, largest flush first,
     each for every timer. With total_budget_s, each (timer, state) gets the time left
     divided by the states left when it starts, so time one state leaves unused rolls
-    over to the next ones (and an overrun is taken from them). scikit-learn is
-    imported before any budget starts. Ctrl-C (KeyboardInterrupt) ends the run early
-    but still returns the document: the state being measured is "interrupted", the
-    ones not reached "not measured", and the top level says "interrupted": true,
-    "complete": false."""
+    over to the next ones (and an overrun is taken from them). Ctrl-C
+    (KeyboardInterrupt) ends the run early but still returns the document: the state
+    being measured is "interrupted", the ones not reached "not measured", and the top
+    level says "interrupted": true, "complete": false."""
     k = Kernels(lib)
     cpu = _current_cpu()
     if cpu is not None:
@@ -198,9 +198,7 @@ def run(
     interrupted = False
     began = time.monotonic()
     try:
-        progress.bar.step("warm-up and timer overheads")
-        warm_up(params.trees)  # ~2 s of imports, outside every budget
-        began = time.monotonic()
+        progress.bar.step("timer overheads")
         deadline = began + total_budget_s if total_budget_s else None
         left, started = pairs, 0
         overheads: dict[str, float] = {}
@@ -229,7 +227,7 @@ def run(
 
                 def sample(adds: int, n: int, timer=timer, flush=flush, no=started):
                     if hook is not None and no > hook:
-                        raise KeyboardInterrupt
+                        os.kill(os.getpid(), signal.SIGINT)
                     return k.sample(timer, adds, flush, n)
 
                 try:

@@ -21,20 +21,23 @@ A distribution is ``{"kind": "tmin" | "pair_short" | "pair_long", "adds", "base"
 "d", "pair", "samples_<unit>"}`` with unit "ns" or "cycles". The parameters (epsilon,
 alpha, p, q and the forest size ``trees``) come with the distributions
 (:class:`JudgeParams.of`); a document that does not name its forest size is judged
-with TREES. Distributions are filtered lazily, shortest chain first, so only what
-decides the answer is computed. Pure functions; thread-safe.
+with TREES. Distributions are filtered lazily, shortest chain first (a chain
+length's p distributions, or a pair set's 2 q, at a time), so only what decides
+the answer is computed; :func:`decide_many` and :func:`judge_documents` decide many
+states and ranks in step, each step's forests grown in one batch. Pure functions;
+thread-safe.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.filters import filter_os
+from perfvar.filters import filter_os, filter_os_many
 from perfvar.stats import cv, overlap, separated
 
 TREES = (
@@ -133,6 +136,10 @@ class Decision:
         )
 
 
+Case = tuple[Sequence[dict[str, Any]], JudgeParams, str]  # distributions, params, unit
+Steps = Generator[list[tuple[int, np.ndarray]], None, Decision]
+
+
 def decide(
     distributions: Sequence[dict[str, Any]],
     params: JudgeParams,
@@ -143,13 +150,67 @@ def decide(
 
     ``kept_of``: kept samples already computed, by index into ``distributions`` (the
     searches filter as they steer; the judge reuses that work and fills the rest)."""
-    memo = kept_of if kept_of is not None else {}
+    return decide_many([(distributions, params, unit)], [kept_of])[0]
+
+
+def decide_many(
+    cases: Sequence[Case],
+    kept_of: Optional[Sequence[Optional[dict[int, np.ndarray]]]] = None,
+) -> list[Any]:
+    """:func:`decide` of every case, the cases stepping together: each step filters
+    what all of them need next in one batch of forests (perfvar.isolation), so that
+    many ranks and states cost little more than their samples. A case whose
+    distributions are malformed gets the exception (KeyError, TypeError,
+    ValueError, AttributeError) in place of its Decision; the others are decided
+    as usual. ``kept_of``: each case's memo of kept samples (see decide), filled."""
+    given = kept_of if kept_of is not None else [None] * len(cases)
+    memos = [m if m is not None else {} for m in given]
+    out: list[Any] = [None] * len(cases)
+    steppers: dict[int, Steps] = {}
+    asks: dict[int, list[tuple[int, np.ndarray]]] = {}
+
+    def advance(k: int) -> None:
+        try:
+            asks[k] = next(steppers[k])
+        except StopIteration as done:
+            out[k] = done.value
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out[k] = exc
+
+    for k, (distributions, params, unit) in enumerate(cases):
+        steppers[k] = _steps(distributions, params, unit, memos[k])
+        advance(k)
+    while asks:
+        pending, asks = asks, {}
+        by_trees: dict[int, list[tuple[int, int, np.ndarray]]] = defaultdict(list)
+        for k, wanted in pending.items():
+            for i, x in wanted:
+                by_trees[cases[k][1].trees].append((k, i, x))
+        for trees, items in by_trees.items():
+            masks = filter_os_many([x for _, _, x in items], trees)
+            for (k, i, x), (mask, _) in zip(items, masks):
+                memos[k][i] = x[mask]
+        for k in pending:
+            advance(k)
+    return out
+
+
+def _steps(
+    distributions: Sequence[dict[str, Any]],
+    params: JudgeParams,
+    unit: str,
+    memo: dict[int, np.ndarray],
+) -> Steps:
+    """decide() as steps: yields the (index, samples) to filter next, which the
+    caller puts into ``memo`` as kept samples, and returns the Decision."""
     key = f"samples_{unit}"
 
-    def kept_at(i: int) -> np.ndarray:
-        if i not in memo:
-            memo[i] = kept(distributions[i][key], params.trees)
-        return memo[i]
+    def ask(indices: list[int]) -> list[tuple[int, np.ndarray]]:
+        return [
+            (i, np.asarray(distributions[i][key], dtype=np.float64).ravel())
+            for i in indices
+            if i not in memo
+        ]
 
     tmin: dict[int, list[int]] = defaultdict(list)
     pairs: dict[tuple[int, int], dict[int, dict[str, int]]] = defaultdict(
@@ -164,28 +225,36 @@ def decide(
     for adds in sorted(tmin):
         if len(tmin[adds]) < params.p:
             continue
+        wanted = ask(tmin[adds])
+        if wanted:
+            yield wanted
         cvs = []
         for i in tmin[adds]:
-            ok, c = precise(kept_at(i), params.epsilon)
+            ok, c = precise(memo[i], params.epsilon)
             if not ok:
                 break
             cvs.append(c)
         else:
             out.t_min_adds, out.t_min_cv = adds, max(cvs)
-            out.t_min = float(np.median(kept_at(tmin[adds][0])))
+            out.t_min = float(np.median(memo[tmin[adds][0]]))
             break
     if out.t_min_adds is None:
         return out
-    wanted = list(range(1, params.q + 1))
+    numbers = list(range(1, params.q + 1))
     for base, step in sorted(pairs, key=lambda bd: (bd[1], bd[0])):
         got = pairs[(base, step)]
-        if base < out.t_min_adds or sorted(got) != wanted:
+        if base < out.t_min_adds or sorted(got) != numbers:
             continue
-        if any(len(got[i]) != 2 for i in wanted):
+        if any(len(got[i]) != 2 for i in numbers):
             continue
+        wanted = ask(
+            [got[i][kind] for i in numbers for kind in ("pair_short", "pair_long")]
+        )
+        if wanted:
+            yield wanted
         worst, gap = 0.0, None
-        for i in wanted:
-            short, long = kept_at(got[i]["pair_short"]), kept_at(got[i]["pair_long"])
+        for i in numbers:
+            short, long = memo[got[i]["pair_short"]], memo[got[i]["pair_long"]]
             ok, ov = separation(short, long, params.alpha)
             worst = max(worst, ov)
             if gap is None:
@@ -204,15 +273,46 @@ def judge_document(doc: dict[str, Any]) -> dict[str, Any]:
     top-level distributions, the flushed states are ``doc["states"]`` by label, the
     cycle counter's pass is ``doc["cycles"]``. A state without distributions is left
     out. Raises KeyError/TypeError/ValueError on a malformed document."""
-    params = JudgeParams.of(doc)
-    states: dict[str, Any] = {}
-    if doc.get("distributions"):
-        states["0"] = decide(doc["distributions"], params).to_json()
-    for raw in doc.get("states") or []:
-        if isinstance(raw, dict) and raw.get("distributions"):
-            states[str(raw["label"])] = decide(raw["distributions"], params).to_json()
-    cycles = doc.get("cycles")
-    judged_cycles = None
-    if isinstance(cycles, dict) and cycles.get("distributions"):
-        judged_cycles = decide(cycles["distributions"], params, "cycles").to_json()
-    return {"states": states, "cycles": judged_cycles}
+    judged = judge_documents([doc])[0]
+    if isinstance(judged, Exception):
+        raise judged
+    return judged
+
+
+def judge_documents(docs: Sequence[Any]) -> list[Any]:
+    """:func:`judge_document` of each document, all decided together
+    (:func:`decide_many`); a malformed document gets its exception instead."""
+    cases: list[Case] = []
+    where: list[tuple[int, Optional[str]]] = []  # (document, state label or None)
+    out: list[Any] = [None] * len(docs)
+    for n, doc in enumerate(docs):
+        try:
+            params = JudgeParams.of(doc)
+            mine: list[tuple[Case, Optional[str]]] = []
+            if doc.get("distributions"):
+                mine.append(((doc["distributions"], params, "ns"), "0"))
+            for raw in doc.get("states") or []:
+                if isinstance(raw, dict) and raw.get("distributions"):
+                    mine.append(
+                        ((raw["distributions"], params, "ns"), str(raw["label"]))
+                    )
+            cycles = doc.get("cycles")
+            if isinstance(cycles, dict) and cycles.get("distributions"):
+                mine.append(((cycles["distributions"], params, "cycles"), None))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out[n] = exc
+            continue
+        out[n] = {"states": {}, "cycles": None}
+        for case, label in mine:
+            cases.append(case)
+            where.append((n, label))
+    for (n, label), decided in zip(where, decide_many(cases)):
+        if isinstance(out[n], Exception):
+            continue
+        if isinstance(decided, Exception):
+            out[n] = decided
+        elif label is None:
+            out[n]["cycles"] = decided.to_json()
+        else:
+            out[n]["states"][label] = decided.to_json()
+    return out

@@ -8,11 +8,12 @@ the notes say which ranks and states.
 
 Decided once: the decisions are kept in DIR/perfvar/calibration-judged.json, keyed
 by the SHA-256 of each rank's sample file and of the judge's own code (the modules
-that decide: calibration_judge, filters, stats), so a later analysis of the same
-trace reads them instead of fitting the forests again, and a changed file or rule
-is judged anew. Ranks still to judge are judged where they are read: each part of a
-split analysis (perfvar.partition) judges its own ranks. An unwritable directory
-only costs the reuse.
+that decide: calibration_judge, filters, isolation, stats), so a later analysis
+of the same trace reads them instead of growing the forests again, and a changed
+file or rule is judged anew. Ranks still to judge are judged where they are read,
+all together (calibration_judge.judge_documents): each part of a split analysis
+(perfvar.partition) judges its own ranks. An unwritable directory only costs the
+reuse.
 Not thread-safe (writes the cache file).
 """
 
@@ -24,7 +25,7 @@ import os
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from perfvar import calibration_judge, filters, stats
+from perfvar import calibration_judge, filters, isolation, stats
 from perfvar.calibration_judge import SOURCE, Decision
 from perfvar.reader_meta import (
     RankMeta,
@@ -40,7 +41,7 @@ CACHE_NAME = "calibration-judged.json"
 
 def _judge_code_digest() -> str:
     h = hashlib.sha256()
-    for module in (calibration_judge, filters, stats):
+    for module in (calibration_judge, filters, isolation, stats):
         with open(module.__file__, "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -54,16 +55,23 @@ def _file_digest(path: str) -> Optional[str]:
         return None
 
 
-def judge_file(path: str) -> dict[str, Any]:
-    """The judge's decisions over one calibration-rank-N.json, or ``{"error"}``
-    when it is missing, unreadable or malformed. Runs in worker processes."""
-    doc, why = load_json(path)
-    if doc is None:
-        return {"error": why}
-    try:
-        return calibration_judge.judge_document(doc)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return {"error": f"malformed ({exc})"}
+def judge_files(paths: list[str]) -> list[dict[str, Any]]:
+    """The judge's decisions over each calibration-rank-N.json, all decided together,
+    or ``{"error"}`` for one that is missing, unreadable or malformed."""
+    docs = [load_json(path) for path in paths]
+    judged = iter(
+        calibration_judge.judge_documents([d for d, _ in docs if d is not None])
+    )
+    out = []
+    for doc, why in docs:
+        decided = next(judged) if doc is not None else None
+        if doc is None:
+            out.append({"error": why})
+        elif isinstance(decided, Exception):
+            out.append({"error": f"malformed ({decided})"})
+        else:
+            out.append(decided)
+    return out
 
 
 def _load_cache(path: str, code: str) -> dict[str, Any]:
@@ -95,7 +103,7 @@ def decide_ranks(
     meta_dir = os.path.join(directory, "perfvar")
     cached = _load_cache(os.path.join(meta_dir, CACHE_NAME), _judge_code_digest())
     out: dict[int, dict[str, Any]] = {}
-    made: dict[str, Any] = {}
+    todo: dict[str, tuple[str, list[int]]] = {}  # digest -> (path, its ranks)
     for rank in sorted(set(ranks)):
         path = os.path.join(meta_dir, f"calibration-rank-{rank}.json")
         digest = _file_digest(path)
@@ -105,7 +113,11 @@ def decide_ranks(
         if hit is not None:
             out[rank] = hit
         else:
-            out[rank] = made[digest] = judge_file(path)
+            todo.setdefault(digest, (path, []))[1].append(rank)
+    made = dict(zip(todo, judge_files([path for path, _ in todo.values()])))
+    for digest, (_, owners) in todo.items():
+        for rank in owners:
+            out[rank] = made[digest]
     return out, made
 
 

@@ -423,7 +423,7 @@ class Run:
     def kept(self) -> pd.Series:
         """Boolean Series over ``segments`` (same index): False for the samples the
         analysis removes as OS noise (filter_cost + filter_os per (class, rank), as
-        ``perfvar analyze``). Costs the IsolationForest fits (``jobs`` processes).
+        ``perfvar analyze``). Costs the isolation forests of every cell.
         """
         s = self.trace.samples
         # prepare() keeps only the start times of the kept and removed samples of
@@ -438,7 +438,7 @@ class Run:
         )
         # Only the timer overhead matters here: skip the judge's cost.
         meta = self.__dict__.get("meta") or read_meta(self.directory, self.trace.ranks)
-        prep = prepare(proxy, meta, {}, jobs=self.jobs)
+        prep = prepare(proxy, meta, {})
         kept = np.zeros(s.size, dtype=bool)
         for cell in prep.cells.values():
             kept[order[cell.start_ns.astype(np.int64)]] = True

@@ -64,7 +64,6 @@ class Prepared:
     hosts: dict[int, Optional[str]]  # rank -> host name
     samples: np.ndarray  # raw samples (reader_otf2.SAMPLE_DTYPE), for CPU checks
     segment_ids: list[str]  # segment index -> display id ("S0", ...)
-    os_filter_processes: int = 1  # processes filter_os ran in (informational)
     # The index of the fixed-work probes' pseudo-class (perfvar.probes), None without
     # probes. Its cells are fixed work, so only the core and phase detectors use them.
     probe_segment: Optional[int] = None

@@ -23,7 +23,7 @@ import numpy as np
 from perfvar import calibration_ranks
 from perfvar.cells import cell_inputs
 from perfvar.errors import TraceError
-from perfvar.filters import OsFilterInfo, filter_os
+from perfvar.filters import OsFilterInfo, filter_os_many
 from perfvar.reader_meta import read_meta
 from perfvar.reader_otf2 import (
     PROBE_DTYPE,
@@ -73,8 +73,9 @@ def analyse_part(task: PartTask) -> Part:
         part.judged, part.made = calibration_ranks.decide_ranks(
             task.directory, task.ranks
         )
-    for key, _, values in cell_inputs(trace.samples, meta):
-        part.filtered[key] = filter_os(values)
+    inputs = cell_inputs(trace.samples, meta)
+    results = filter_os_many([values for _, _, values in inputs])
+    part.filtered = {key: result for (key, _, _), result in zip(inputs, results)}
     return part
 
 

@@ -1,8 +1,7 @@
 """`perfvar calibrate`'s driver (calibrate_run.run) over fake kernels and a fake clock:
-the budget is shared out as time is left (unused time rolls over), scikit-learn is
-warmed before any budget starts, large-flush states stop inside their share, Ctrl-C
-gives a document marked interrupted, and Algorithm 2 accepts a pair iff its overlap
-is below alpha. Deterministic: no wall-clock time is asserted."""
+the budget is shared out as time is left (unused time rolls over), large-flush states
+stop inside their share, Ctrl-C gives a document marked interrupted, and Algorithm 2
+accepts a pair iff its overlap is below alpha. Deterministic: no wall-clock time is asserted."""
 
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ class FakeKernels:
 @pytest.fixture
 def fake(monkeypatch):
     """(clock, kernels, events): run() sees the fake clock and kernels; events
-    records the warm-up and every sample call in order."""
+    records every sample call in order."""
     clock = FakeClock()
     events: list[str] = []
     kernels = FakeKernels(clock, {4 * L3: 0.05})
@@ -80,14 +79,9 @@ def fake(monkeypatch):
 
     kernels.sample = sample  # type: ignore[method-assign]
 
-    def warm_up(trees):
-        events.append("warm")
-        clock.t += 2.0  # as importing scikit-learn would cost
-
     monkeypatch.setattr(calibrate, "time", clock)
     monkeypatch.setattr(calibrate_run, "time", clock)
     monkeypatch.setattr(calibrate_run, "Kernels", lambda lib: kernels)
-    monkeypatch.setattr(calibrate_run, "warm_up", warm_up)
     monkeypatch.delenv("PERFVAR_CALIBRATE_INTERRUPT_AFTER", raising=False)
     return clock, kernels, events
 
@@ -105,21 +99,6 @@ def _run(states, timers=("barrier",), budget=40.0):
         n_overhead=100,
         quiet=True,
     )
-
-
-def test_warm_up_runs_before_any_budget_starts(fake):
-    _, _, events = fake
-    doc = _run(["0"])
-    assert events[0] == "warm"
-    # The only state gets the whole budget: the 2 s warm-up is not charged to it.
-    assert doc["timers"][0]["states"][0]["budget_s"] == pytest.approx(40.0, abs=0.01)
-
-
-def test_warm_up_imports_scikit_learn():
-    import sys
-
-    calibrate.warm_up(5)
-    assert "sklearn.ensemble" in sys.modules
 
 
 def test_large_flush_state_stops_at_once_and_its_time_rolls_over(fake):

@@ -261,15 +261,3 @@ def test_console_script_is_installed():
 
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("perfvar ")
-
-
-def test_parallel_filtering_gives_identical_results(slow_trace, monkeypatch):
-    import perfvar.analysis as analysis
-
-    monkeypatch.setattr(analysis, "PARALLEL_MIN_CELLS", 1)
-    serial = analysis.analyze(slow_trace, symbolize_sites=False, jobs=1)
-    parallel = analysis.analyze(slow_trace, symbolize_sites=False, jobs=2)
-    # Fewer ranks than a split pays for: one process reads, the filter uses two.
-    assert serial["params"].pop("engine")["os_filter_processes"] == 1
-    assert parallel["params"].pop("engine")["os_filter_processes"] == 2
-    assert serial == parallel

@@ -45,16 +45,6 @@ def test_filter_os_skips_small_and_constant_inputs():
     assert mask.all() and info.method == "skipped: constant"
 
 
-def test_filter_os_accepts_a_cycles_column():
-    rng = np.random.default_rng(3)
-    wall = rng.normal(1000.0, 5.0, 300)
-    wall[:5] += 900.0
-    cycles = wall * 2.6 + rng.normal(0.0, 3.0, 300)
-    mask, _ = filter_os(np.column_stack([wall, cycles]))
-    assert mask.shape == (300,)
-    assert not mask[:5].any()
-
-
 def test_best_beta_rules():
     values = np.array([10.0, 11.0, 12.0, 13.0, 500.0])
     # No score below -0.6: the fixed bound, which keeps everything here.
