@@ -216,9 +216,10 @@ def _trace_cpus(samples: np.ndarray) -> dict[int, list[int]]:
     ranks = np.concatenate([samples["rank"], samples["rank"]]).astype(np.int64)
     cpus = np.concatenate([samples["cpu_enter"], samples["cpu_leave"]])
     known = cpus != CPU_UNKNOWN
-    pairs = np.unique(np.stack([ranks[known], cpus[known]], axis=1), axis=0)
+    # One int64 per (rank, CPU), CPU in the low 32 bits: sorts as the pairs do.
+    pairs = np.unique((ranks[known] << 32) | cpus[known].astype(np.int64))
     out: dict[int, list[int]] = {}
-    for rank, cpu in pairs.tolist():
+    for rank, cpu in zip((pairs >> 32).tolist(), (pairs & 0xFFFFFFFF).tolist()):
         out.setdefault(int(rank), []).append(int(cpu))
     return out
 
@@ -232,7 +233,7 @@ def _rank_table(
 ) -> list[dict[str, Any]]:
     s = trace.samples
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
-    counts = Counter(s["rank"].tolist())
+    counts = dict(zip(*(a.tolist() for a in np.unique(s["rank"], return_counts=True))))
     cpus = _trace_cpus(s)
     statuses: dict[int, Counter] = {}
     for j in judgements:

@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, unjudged_reason
+from perfvar.cells import by_segment, peer_pool, unjudged_reason
 from perfvar.compare import compare, fdr, log_ns, rel, shift_ci
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 
@@ -63,8 +63,7 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
             reason, cal = unjudged_reason(prep, cell, cells, params.min_samples)
             if reason:
                 continue
-            others = [cells[q] for q in cells if q != rank and cells[q].n > 0]
-            peers_log = log_ns(np.concatenate([c.samples_ns for c in others]))
+            peers_log = log_ns(peer_pool(cells, rank, set())[0])
             ref = float(np.median(peers_log))
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))

@@ -7,9 +7,10 @@ Per segment class present on two or more ranks, and per rank r with at least
    each, 20 <= B <= 400); in each bin d = median log-duration of r minus that of its
    peers (pooled). The peers' median removes what the application does in the
    window (all ranks enter a heavier phase together), so d is r's own speed.
-2. change points on d: ruptures' PELT with an L2 cost, at least 5 bins per
-   segment, penalty 3 sigma^2 log(B) (sigma from the median absolute difference
-   of consecutive bins, robust to the steps themselves).
+2. change points on d: PELT with an L2 cost (ruptures' KernelCPD with the linear
+   kernel: the L2 cost, in C), at least 5 bins per segment, penalty
+   3 sigma^2 log(B) (sigma from the median absolute difference of consecutive
+   bins, robust to the steps themselves).
 3. the baseline is the median of d over the run; a stretch between change points
    whose level (median d) exceeds it by more than ``phase_floor`` is a candidate,
    neighbouring candidates are merged; a candidate covering 80 % of the run or
@@ -34,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, unjudged_reason
+from perfvar.cells import by_segment, peer_takes, unjudged_reason
 from perfvar.compare import fdr, log_ns, rel
 from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 
@@ -67,19 +68,19 @@ class _Window:
 
 def _bin_medians(x: np.ndarray, idx: np.ndarray, bins: int) -> np.ndarray:
     """Median of x per bin index (NaN for bins with fewer than MIN_PER_BIN)."""
-    out = np.full(bins, np.nan)
-    order = np.argsort(idx, kind="stable")
-    xs, ids = x[order], idx[order]
-    cuts = np.searchsorted(ids, np.arange(bins + 1))
-    for b in range(bins):
-        lo, hi = cuts[b], cuts[b + 1]
-        if hi - lo >= MIN_PER_BIN:
-            out[b] = np.median(xs[lo:hi])
-    return out
+    order = np.lexsort((x, idx))  # by bin, then by value
+    xs = x[order]
+    cuts = np.searchsorted(idx[order], np.arange(bins + 1))
+    lo, count = cuts[:-1], np.diff(cuts)
+    full = count >= MIN_PER_BIN
+    # The middle one or the mean of the middle two, as np.median.
+    a = xs[np.where(full, lo + (count - 1) // 2, 0)]
+    b = xs[np.where(full, lo + count // 2, 0)]
+    return np.where(full, (a + b) / 2.0, np.nan)
 
 
 def _stretches(d: np.ndarray) -> list[tuple[int, int]]:
-    """[start, end) index ranges of d between change points (ruptures PELT, L2)."""
+    """[start, end) index ranges of d between change points (PELT, L2 cost)."""
     import ruptures
 
     n = d.size
@@ -87,8 +88,13 @@ def _stretches(d: np.ndarray) -> list[tuple[int, int]]:
     sigma = float(np.median(steps)) / (0.6745 * np.sqrt(2)) if n > 1 else 0.0
     if n < 2 * MIN_SIZE or sigma <= 0:
         return [(0, n)]
-    algo = ruptures.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(d.reshape(-1, 1))
-    ends = algo.predict(pen=3.0 * sigma**2 * np.log(n))
+    # The linear kernel's cost is the L2 cost: the change points of
+    # ruptures.Pelt(model="l2"), found by ruptures' C code instead of its Python.
+    algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SIZE, jump=1)
+    ends = [
+        int(e)
+        for e in algo.fit(d.reshape(-1, 1)).predict(pen=3.0 * sigma**2 * np.log(n))
+    ]
     starts = [0] + ends[:-1]
     return list(zip(starts, ends))
 
@@ -97,7 +103,8 @@ def _windows_of_cell(
     cells: dict[int, Cell], rank: int, seg_id: str, t_diff_ns: float, floor: float
 ) -> list[_Window]:
     cell = cells[rank]
-    peers = [c for q, c in cells.items() if q != rank and c.n > 0]
+    used = [q for q, c in cells.items() if q != rank and c.n > 0]
+    takes = peer_takes(cells, used)
     t0 = min(float(c.start_ns.min()) for c in cells.values() if c.n > 0)
     t1 = max(float(c.start_ns.max()) for c in cells.values() if c.n > 0)
     bins = int(np.clip(cell.n // PER_BIN, MIN_BINS, MAX_BINS))
@@ -109,8 +116,8 @@ def _windows_of_cell(
         return np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
 
     mine = _bin_medians(log_ns(cell.samples_ns), index(cell.start_ns), bins)
-    pooled_x = np.concatenate([log_ns(c.samples_ns) for c in peers])
-    pooled_t = np.concatenate([c.start_ns for c in peers])
+    pooled_x = log_ns(np.concatenate([cells[q].samples_ns[takes[q]] for q in used]))
+    pooled_t = np.concatenate([cells[q].start_ns[takes[q]] for q in used])
     theirs = _bin_medians(pooled_x, index(pooled_t), bins)
     valid = np.nonzero(np.isfinite(mine) & np.isfinite(theirs))[0]
     if valid.size < 2 * MIN_SIZE:

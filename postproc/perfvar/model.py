@@ -7,6 +7,7 @@ over arrays, thread-safe. Times are ns.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -43,6 +44,20 @@ class Cell:
     @property
     def n(self) -> int:
         return int(self.samples_ns.size)
+
+    # Computed once: a cell's samples are never changed in place (a detector that
+    # needs other samples makes another Cell).
+    @cached_property
+    def median_ns(self) -> float:
+        """Median of the kept samples (ns)."""
+        return float(np.median(self.samples_ns))
+
+    @cached_property
+    def log_median(self) -> float:
+        """Median of the kept samples' log-durations (perfvar.compare.log_ns)."""
+        from perfvar.compare import log_ns
+
+        return float(np.median(log_ns(self.samples_ns)))
 
 
 def cell_calibration(

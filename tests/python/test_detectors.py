@@ -244,3 +244,52 @@ def test_a_cell_whose_peers_are_below_t_min_is_not_judged():
     result = detect_slow_segment.detect(make_prepared(samples, t_min_ns=500.0))
     assert result.anomalies == []
     assert set(_statuses(result).values()) == {"below precision"}
+
+
+def test_peer_pools_over_the_cap_take_each_peer_evenly(monkeypatch):
+    from perfvar import cells as cells_mod
+
+    prep = make_prepared(_ranks(3, nranks=6, n=200))
+    cells = {r: c for (s, r), c in prep.cells.items() if s == 0}
+    used = [1, 2, 3, 4, 5]
+    every = cells_mod.peer_takes(cells, used)
+    assert all(np.array_equal(every[q], np.arange(cells[q].n)) for q in used)
+    monkeypatch.setattr(cells_mod, "PEER_CAP", 100)
+    takes = cells_mod.peer_takes(cells, used)
+    assert sum(t.size for t in takes.values()) == pytest.approx(100, abs=len(used))
+    for q, t in takes.items():
+        assert t[0] == 0 and t[-1] == cells[q].n - 1  # spread over the whole run
+        assert np.all(np.diff(t) > 0)
+    pool, got, _ = cells_mod.peer_pool(cells, 0, set())
+    assert got == used and pool.size == sum(t.size for t in takes.values())
+
+
+def test_a_slow_rank_is_named_with_capped_peer_pools(monkeypatch):
+    from perfvar import cells as cells_mod
+
+    monkeypatch.setattr(cells_mod, "PEER_CAP", 150)  # 7 peers x 200 samples: capped
+    prep = make_prepared(_ranks(5, nranks=8, shift={6: 100.0}))
+    result = detect_slow_segment.detect(prep)
+    assert [(a.rank, a.segment) for a in result.anomalies] == [(6, "S0")]
+
+
+def test_noisy_cores_t_test_from_sums_is_welchs_over_the_samples():
+    from scipy.stats import ttest_ind
+
+    from perfvar.detect_noisy_core import RankNoise, _more_lost
+
+    rng = np.random.default_rng(8)
+
+    def noise(rank, samples, k, scale):
+        x = RankNoise(rank)
+        x.samples = samples
+        x.excess_ns = [rng.exponential(scale, k // 2), rng.exponential(scale, k - k // 2)]
+        return x
+
+    mine = noise(0, 900, 60, 4e6)
+    peers = [noise(r, 1000 + r, 15, 1e6) for r in range(1, 5)]
+    theirs = np.concatenate([p.lost_per_sample() for p in peers])
+    expected = ttest_ind(mine.lost_per_sample(), theirs, equal_var=False, alternative="greater")
+    assert _more_lost(mine, peers) == pytest.approx(float(expected.pvalue), rel=1e-9)
+    quiet = [noise(r, 500, 0, 1.0) for r in range(1, 3)]
+    assert _more_lost(noise(0, 500, 0, 1.0), quiet) == 1.0

@@ -169,3 +169,23 @@ def test_a_short_hiccup_is_not_a_phase():
 
     found = _named(_cells(9, nranks=2, slow={(0, 0): hiccup, (1, 0): hiccup}))
     assert _kinds(found) == []
+
+
+def test_phase_change_points_are_those_of_pelt_with_the_l2_cost():
+    # The detector finds them with ruptures' C code (KernelCPD, linear kernel); they
+    # must be PELT's with the L2 cost, as the method states.
+    import ruptures
+
+    from perfvar.detect_slow_phase import MIN_SIZE, _stretches
+
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(2 * MIN_SIZE, 400))
+        d = rng.normal(0.0, 0.01, n)
+        start = int(rng.integers(0, n - MIN_SIZE))
+        d[start : start + int(rng.integers(MIN_SIZE, n))] += 0.05
+        steps = np.abs(np.diff(d))
+        sigma = float(np.median(steps)) / (0.6745 * np.sqrt(2))
+        pelt = ruptures.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(d[:, None])
+        ends = pelt.predict(pen=3.0 * sigma**2 * np.log(n))
+        assert [e for _, e in _stretches(d)] == ends
