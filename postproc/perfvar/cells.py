@@ -103,7 +103,8 @@ def peer_takes(cells: dict[int, Cell], used: list[int]) -> dict[int, np.ndarray]
     out = {}
     for q, n in sizes.items():
         k = max(1, min(n, round(PEER_CAP * n / total)))
-        out[q] = np.unique(np.linspace(0, n - 1, k).round().astype(np.int64))
+        # k indices from 0 to n - 1, strictly increasing (steps >= 1 as k <= n).
+        out[q] = np.arange(k) * (n - 1) // max(k - 1, 1)
     return out
 
 

@@ -25,10 +25,14 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     """One ``migrated`` anomaly per (rank, thread) that used more than one CPU."""
     result = DetectorResult()
     s = prep.samples
-    samples = s[np.lexsort((s["thread"], s["rank"]))]
-    keys = np.stack([samples["rank"], samples["thread"]], axis=1)
-    bounds = np.nonzero(np.any(np.diff(keys, axis=0) != 0, axis=1))[0] + 1
-    multi = {int(r) for r, t in np.unique(keys, axis=0).tolist() if t > 0}
+    # (rank, thread) as one int64, thread in the low 32 bits: sorts as the pairs.
+    unit = (s["rank"].astype(np.int64) << 32) | s["thread"].astype(np.int64)
+    if np.any(unit[1:] < unit[:-1]):  # the reader gives them by location already
+        order = np.argsort(unit, kind="stable")
+        s, unit = s[order], unit[order]
+    samples = s
+    bounds = np.nonzero(np.diff(unit))[0] + 1
+    multi = {int(u >> 32) for u in np.unique(unit).tolist() if u & 0xFFFFFFFF}
     for mine in np.split(samples, bounds) if samples.size else []:
         rank, thread = int(mine["rank"][0]), int(mine["thread"][0])
         enter, leave = mine["cpu_enter"], mine["cpu_leave"]

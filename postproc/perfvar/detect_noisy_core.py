@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -68,6 +69,15 @@ class RankNoise:
     @property
     def fraction(self) -> float:
         return self.lost_ns / self.compute_ns if self.compute_ns > 0 else 0.0
+
+    @cached_property
+    def sums(self) -> tuple[float, float]:
+        """(sum, sum of squares) of the ns lost per segment; computed once, when the
+        interruptions are all collected."""
+        return (
+            sum(float(e.sum()) for e in self.excess_ns),
+            sum(float(np.dot(e, e)) for e in self.excess_ns),
+        )
 
     def lost_per_sample(self) -> np.ndarray:
         """Time each segment lost (ns; 0 for the uninterrupted ones)."""
@@ -136,8 +146,8 @@ def _more_lost(mine: RankNoise, peers: list[RankNoise]) -> float:
 
     def moments(noises: list[RankNoise]) -> tuple[int, float, float]:
         n = sum(x.samples for x in noises)
-        s1 = sum(float(e.sum()) for x in noises for e in x.excess_ns)
-        s2 = sum(float(np.dot(e, e)) for x in noises for e in x.excess_ns)
+        s1 = sum(x.sums[0] for x in noises)
+        s2 = sum(x.sums[1] for x in noises)
         var = (s2 - s1 * s1 / n) / (n - 1) if n > 1 else 0.0
         return n, s1, float(np.sqrt(max(var, 0.0)))
 

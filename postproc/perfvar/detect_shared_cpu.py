@@ -28,12 +28,20 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     result = DetectorResult()
     started = prep.samples[prep.samples["cpu_enter"] != CPU_UNKNOWN]
     by_cpu: dict[tuple[Optional[str], int], list[tuple[int, int]]] = defaultdict(list)
-    units = np.unique(np.stack([started["rank"], started["thread"]], axis=1), axis=0)
-    for rank, thread in units.tolist():
-        mine = (started["rank"] == rank) & (started["thread"] == thread)
-        cpus, counts = np.unique(started["cpu_enter"][mine], return_counts=True)
-        main = int(cpus[np.argmax(counts)])
-        by_cpu[(prep.hosts.get(int(rank)), main)].append((int(rank), int(thread)))
+    # Segments started per (rank, thread, CPU), counted in one pass over one int64
+    # key (21 bits each: up to 2M ranks, threads and CPUs), sorted as the triples.
+    key = (started["rank"].astype(np.int64) << 42) | (
+        started["thread"].astype(np.int64) << 21
+    )
+    triples, counts = np.unique(
+        key | started["cpu_enter"].astype(np.int64), return_counts=True
+    )
+    units, first = np.unique(triples >> 21, return_index=True)
+    for unit, lo, hi in zip(units.tolist(), first, np.append(first[1:], triples.size)):
+        # The CPU most segments started on; the lowest one on a tie.
+        main = int(triples[lo + np.argmax(counts[lo:hi])] & ((1 << 21) - 1))
+        rank, thread = unit >> 21, unit & ((1 << 21) - 1)
+        by_cpu[(prep.hosts.get(rank), main)].append((rank, thread))
     for (host, cpu), members in sorted(by_cpu.items(), key=lambda kv: kv[1][0]):
         if len(members) < 2:
             continue
