@@ -7,6 +7,8 @@ thread-safe.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
@@ -56,21 +58,21 @@ def by_rank(prep: Prepared) -> dict[int, list[Cell]]:
 
 
 def unjudged_reason(
-    prep: Prepared, cell: Cell, cells: dict[int, Cell], min_samples: int
+    prep: Prepared, cell: Cell, min_samples: int
 ) -> tuple[Optional[str], Optional[Union[CacheState, Calibration]]]:
     """(why the cell cannot be judged, or None; the calibration it is judged with).
 
-    ``cells``: every rank's cell of the same class. The reasons are the judgement
-    statuses: "single rank", "too few samples", "no calibration", "below precision"
-    (the cell's median, or the centre of its peers' medians, under the rank's t_min:
-    the timer cannot resolve one side of the comparison, so it is counted, never
-    judged; a 130 ns step after a collective on the peers against 1.3 us on a rank
-    that arrived late is such a case). Probes run the chain length of t_min itself,
-    so they are not held to it.
+    The reasons are the judgement statuses: "single rank", "too few samples", "no
+    calibration", "below precision" (the cell's median, or the centre of its peers'
+    medians, under the rank's t_min: the timer cannot resolve one side of the
+    comparison, so it is counted, never judged; a 130 ns step after a collective on
+    the peers against 1.3 us on a rank that arrived late is such a case). Probes run
+    the chain length of t_min itself, so they are not held to it.
     """
     cal = cell_calibration(prep, cell)
-    peers = [c for q, c in cells.items() if q != cell.rank and c.n > 0]
-    if not peers:
+    pool = class_pool(prep, cell.segment)
+    mine = pool.index(cell.rank)
+    if pool.ranks.size - (mine is not None) == 0:
         return "single rank", cal
     if cell.n < min_samples:
         return "too few samples", cal
@@ -78,7 +80,10 @@ def unjudged_reason(
         return "no calibration", cal
     if cell.segment == prep.probe_segment:
         return None, cal
-    centre = float(np.median([c.median_ns for c in peers]))
+    if mine is not None:
+        centre = float(pool.median_of_others[mine])
+    else:
+        centre = float(np.median(pool.medians_ns))
     if min(cell.median_ns, centre) < cal.t_min_ns:
         return "below precision", cal
     return None, cal
@@ -91,43 +96,112 @@ def unjudged_reason(
 PEER_CAP = 20_000
 
 
-def peer_takes(cells: dict[int, Cell], used: list[int]) -> dict[int, np.ndarray]:
-    """Which of each used peer's samples a pool takes (indices into its time-ordered
-    samples): all of them when the peers hold at most PEER_CAP samples together,
-    else each peer's share of PEER_CAP in proportion to its samples (at least one),
-    evenly spaced in time."""
-    sizes = {q: cells[q].n for q in used}
-    total = sum(sizes.values())
+def peer_shares(sizes: np.ndarray) -> list[np.ndarray]:
+    """Which of each rank's samples (``sizes``: samples per rank) a class's pool
+    takes, as indices into its time-ordered samples: all of them when the class
+    holds at most PEER_CAP samples, else each rank's share of PEER_CAP in
+    proportion to its samples (at least one), evenly spaced in time."""
+    total = int(sizes.sum())
     if total <= PEER_CAP:
-        return {q: np.arange(n) for q, n in sizes.items()}
-    out = {}
-    for q, n in sizes.items():
+        return [np.arange(n) for n in sizes.tolist()]
+    out = []
+    for n in sizes.tolist():
         k = max(1, min(n, round(PEER_CAP * n / total)))
         # k indices from 0 to n - 1, strictly increasing (steps >= 1 as k <= n).
-        out[q] = np.arange(k) * (n - 1) // max(k - 1, 1)
+        out.append(np.arange(k) * (n - 1) // max(k - 1, 1))
     return out
 
 
-def peer_pool(
-    cells: dict[int, Cell], rank: int, leave_out: set[int]
-) -> tuple[np.ndarray, list[int], list[int]]:
-    """Pooled samples (ns) of the other ranks of one class (see peer_takes).
+def median_without_each(values: np.ndarray) -> np.ndarray:
+    """out[i] = np.median(values without values[i]), for every i at once (NaN where
+    nothing is left)."""
+    m = values.size
+    if m < 2:
+        return np.full(m, np.nan)
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    at = np.empty(m, dtype=np.int64)
+    at[order] = np.arange(m)
 
-    Ranks in ``leave_out`` (already found slow) are left out unless that would leave
-    no peer. Returns (samples, ranks used, ranks left out).
-    """
-    peers = [q for q in sorted(cells) if q != rank and cells[q].n > 0]
-    excluded = [q for q in peers if q in leave_out]
-    if len(excluded) == len(peers):
-        excluded = []
-    used = [q for q in peers if q not in excluded]
-    takes = peer_takes(cells, used)
-    pool = (
-        np.concatenate([cells[q].samples_ns[takes[q]] for q in used])
-        if used
-        else np.empty(0, dtype=np.float64)
-    )
-    return pool, used, excluded
+    def remaining(i: int) -> np.ndarray:  # the i-th smallest once each one is out
+        return v[np.where(i < at, i, i + 1)]
+
+    return (remaining((m - 2) // 2) + remaining((m - 1) // 2)) / 2.0
+
+
+@dataclass
+class Peers:
+    """One rank's peers in one class."""
+
+    used: list[int]  # the ranks pooled
+    excluded: list[int]  # the ranks left out (found slow before)
+    samples_ns: np.ndarray  # their pooled samples (ns; their shares, see peer_shares)
+    start_ns: np.ndarray  # when each began (ns since the trace's origin)
+    center_log: Optional[float]  # median of their median log-durations
+
+
+class ClassPool:
+    """Every rank's peers in one segment class, derived once: the ranks with
+    samples, their shares (peer_shares) pooled in rank order, their medians. A
+    rank's peer pool is this pool without its own share and without the shares of
+    the ranks left out: no per-rank work over all the others."""
+
+    def __init__(self, cells: dict[int, Cell]) -> None:
+        ranks = [q for q in sorted(cells) if cells[q].n > 0]
+        self.ranks = np.array(ranks, dtype=np.int64)
+        shares = peer_shares(np.array([cells[q].n for q in ranks], dtype=np.int64))
+        empty = np.empty(0, dtype=np.float64)
+        self.samples_ns = np.concatenate(
+            [cells[q].samples_ns[t] for q, t in zip(ranks, shares)] or [empty]
+        )
+        self.start_ns = np.concatenate(
+            [cells[q].start_ns[t] for q, t in zip(ranks, shares)] or [empty]
+        )
+        self.owner = np.repeat(np.arange(len(ranks)), [t.size for t in shares])
+        self.medians_ns = np.array([cells[q].median_ns for q in ranks])
+        self.log_medians = np.array([cells[q].log_median for q in ranks])
+        self.median_of_others = median_without_each(self.medians_ns)
+        self.first_ns = min((float(cells[q].start_ns.min()) for q in ranks), default=0)
+        self.last_ns = max((float(cells[q].start_ns.max()) for q in ranks), default=0)
+
+    def index(self, rank: int) -> Optional[int]:
+        i = int(np.searchsorted(self.ranks, rank))
+        return i if i < self.ranks.size and self.ranks[i] == rank else None
+
+    def peers(self, rank: int, leave_out: Collection[int] = ()) -> Peers:
+        """``rank``'s peers: the other ranks with samples, those in ``leave_out``
+        (already found slow) left out unless that would leave none."""
+        others = self.ranks != rank
+        gone = others & np.isin(self.ranks, list(leave_out))
+        if gone.sum() == others.sum():
+            gone[:] = False
+        use = others & ~gone
+        take = use[self.owner]
+        center = float(np.median(self.log_medians[use])) if use.any() else None
+        return Peers(
+            self.ranks[use].tolist(),
+            self.ranks[gone].tolist(),
+            self.samples_ns[take],
+            self.start_ns[take],
+            center,
+        )
+
+
+def class_pool(prep: Prepared, segment: int) -> ClassPool:
+    """The ClassPool of one segment class (the probes' too), derived once per
+    Prepared."""
+    key = ("class_pool", segment)
+    if key not in prep.derived:
+        cells = {r: c for (s, r), c in prep.cells.items() if s == segment}
+        prep.derived[key] = ClassPool(cells)
+    return prep.derived[key]
+
+
+def peer_pool(
+    prep: Prepared, segment: int, rank: int, leave_out: Collection[int] = ()
+) -> Peers:
+    """``rank``'s peers in ``segment`` (see ClassPool.peers)."""
+    return class_pool(prep, segment).peers(rank, leave_out)
 
 
 def log_median(cell: Cell) -> float:

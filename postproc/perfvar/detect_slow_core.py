@@ -60,10 +60,10 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
     out: dict[int, _Rank] = {}
     for seg, cells in by_segment(prep, probes=True).items():
         for rank, cell in cells.items():
-            reason, cal = unjudged_reason(prep, cell, cells, params.min_samples)
+            reason, cal = unjudged_reason(prep, cell, params.min_samples)
             if reason:
                 continue
-            peers_log = log_ns(peer_pool(cells, rank, set())[0])
+            peers_log = log_ns(peer_pool(prep, seg, rank).samples_ns)
             ref = float(np.median(peers_log))
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))

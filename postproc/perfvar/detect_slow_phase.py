@@ -35,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, peer_takes, unjudged_reason
+from perfvar.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.compare import fdr, log_ns, rel
 from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 
@@ -100,13 +100,11 @@ def _stretches(d: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _windows_of_cell(
-    cells: dict[int, Cell], rank: int, seg_id: str, t_diff_ns: float, floor: float
+    cell: Cell, pool: ClassPool, seg_id: str, t_diff_ns: float, floor: float
 ) -> list[_Window]:
-    cell = cells[rank]
-    used = [q for q, c in cells.items() if q != rank and c.n > 0]
-    takes = peer_takes(cells, used)
-    t0 = min(float(c.start_ns.min()) for c in cells.values() if c.n > 0)
-    t1 = max(float(c.start_ns.max()) for c in cells.values() if c.n > 0)
+    rank = cell.rank
+    peers = pool.peers(rank)
+    t0, t1 = pool.first_ns, pool.last_ns
     bins = int(np.clip(cell.n // PER_BIN, MIN_BINS, MAX_BINS))
     if t1 <= t0:
         return []
@@ -116,8 +114,7 @@ def _windows_of_cell(
         return np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
 
     mine = _bin_medians(log_ns(cell.samples_ns), index(cell.start_ns), bins)
-    pooled_x = log_ns(np.concatenate([cells[q].samples_ns[takes[q]] for q in used]))
-    pooled_t = np.concatenate([cells[q].start_ns[takes[q]] for q in used])
+    pooled_x, pooled_t = log_ns(peers.samples_ns), peers.start_ns
     theirs = _bin_medians(pooled_x, index(pooled_t), bins)
     valid = np.nonzero(np.isfinite(mine) & np.isfinite(theirs))[0]
     if valid.size < 2 * MIN_SIZE:
@@ -176,13 +173,13 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     result = DetectorResult()
     found: list[_Window] = []
     for seg, cells in by_segment(prep, probes=True).items():
-        for rank, cell in cells.items():
-            reason, cal = unjudged_reason(prep, cell, cells, params.min_samples)
+        for cell in cells.values():
+            reason, cal = unjudged_reason(prep, cell, params.min_samples)
             if reason or cell.n < MIN_SAMPLES:
                 continue
             found += _windows_of_cell(
-                cells, rank, prep.segment_ids[seg], float(cal.t_diff_ns),
-                params.phase_floor,
+                cell, class_pool(prep, seg), prep.segment_ids[seg],
+                float(cal.t_diff_ns), params.phase_floor,
             )  # fmt: skip
     qs = fdr([w.p_value for w in found])
     kept = [

@@ -46,7 +46,13 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, log_median, peer_pool, unjudged_reason
+from perfvar.cells import (
+    by_segment,
+    log_median,
+    median_without_each,
+    peer_pool,
+    unjudged_reason,
+)
 from perfvar.compare import Comparison, compare, fdr, log_ns, rel, shift_ci
 from perfvar.model import (
     Anomaly,
@@ -80,13 +86,6 @@ class _Test:
     t_min_ns: float
 
 
-def _center(cells: dict[int, Cell], ranks: list[int]) -> Optional[float]:
-    """Median of the ranks' median log-durations (None without ranks): the peers'
-    centre, which one fast or slow rank among many does not move."""
-    meds = [log_median(cells[q]) for q in ranks if cells[q].n > 0]
-    return float(np.median(meds)) if meds else None
-
-
 def _log_medians(
     classes: dict[int, dict[int, Cell]],
 ) -> dict[tuple[int, int], float]:
@@ -112,16 +111,17 @@ def _direct_shifts(
     out = {}
     for seg, cells in classes.items():
         gone = leave_out.get(seg, set())
+        counted = [q for q in cells if q not in gone and (seg, q) in medians]
+        values = np.array([medians[(seg, q)] for q in counted])
+        without = median_without_each(values)  # each counted rank's peers' centre
+        at = {q: i for i, q in enumerate(counted)}
+        everyone = float(np.median(values)) if values.size else None
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            peers = [
-                medians[(seg, q)]
-                for q in cells
-                if q != r and q not in gone and (seg, q) in medians
-            ]
-            if peers:
-                out[(seg, r)] = medians[(seg, r)] - float(np.median(peers))
+            center = float(without[at[r]]) if r in at else everyone
+            if center is not None and not np.isnan(center):
+                out[(seg, r)] = medians[(seg, r)] - center
     return out
 
 
@@ -148,15 +148,16 @@ def _probe_shifts(prep: Prepared) -> dict[int, float]:
     cells = {
         r: c for (s, r), c in prep.cells.items() if s == prep.probe_segment and c.n >= 2
     }
-    out = {}
-    for r in cells:
-        center = _center(cells, [q for q in cells if q != r])
-        if center is not None:
-            out[r] = log_median(cells[r]) - center
-    return out
+    ranks = sorted(cells)
+    meds = np.array([log_median(cells[r]) for r in ranks])
+    others = median_without_each(meds)
+    return {
+        r: float(meds[i] - others[i]) for i, r in enumerate(ranks) if len(ranks) > 1
+    }
 
 
 def _first_pass_slow(
+    prep: Prepared,
     classes: dict[int, dict[int, Cell]],
     judgeable: set[tuple[int, int]],
     shifts: dict[tuple[int, int], float],
@@ -168,7 +169,7 @@ def _first_pass_slow(
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            pool, _, _ = peer_pool(cells, r, set())
+            pool = peer_pool(prep, seg, r).samples_ns
             if pool.size < 2:
                 continue
             keys.append((seg, r))
@@ -254,7 +255,7 @@ def detect(
             result.judgements.append(j)
             if cell.n >= params.min_samples:
                 j.median_ns = float(np.median(cell.samples_ns))
-            reason, _ = unjudged_reason(prep, cell, cells, params.min_samples)
+            reason, _ = unjudged_reason(prep, cell, params.min_samples)
             if reason:
                 j.status = reason
                 continue
@@ -265,14 +266,15 @@ def detect(
     probe_shifts = _probe_shifts(prep)
     slow_first: dict[int, set[int]] = {}
     if params.peers == "robust":
-        first = _first_pass_slow(classes, judgeable, shifts, params)
+        first = _first_pass_slow(prep, classes, judgeable, shifts, params)
         slow_first, shifts = _explained(
             classes, judgeable, medians, shifts, first, params, cores, probe_shifts
         )
     for seg, rank, j in pending:
         cells = classes[seg]
         cell = cells[rank]
-        pool, used, excluded = peer_pool(cells, rank, slow_first.get(seg, set()))
+        peers = peer_pool(prep, seg, rank, slow_first.get(seg, set()))
+        pool, used, excluded = peers.samples_ns, peers.used, peers.excluded
         if pool.size < 2:
             j.status = "no peers"
             continue
@@ -284,7 +286,7 @@ def detect(
         if kappa is None:
             kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
         x_log, pool_log = log_ns(cell.samples_ns), log_ns(pool)
-        center = _center(cells, used)
+        center = peers.center_log
         cmp = compare(x_log, pool_log, offset_log=kappa, center_log=center)
         peer_med = float(np.exp(center))
         floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)

@@ -246,22 +246,40 @@ def test_a_cell_whose_peers_are_below_t_min_is_not_judged():
     assert set(_statuses(result).values()) == {"below precision"}
 
 
-def test_peer_pools_over_the_cap_take_each_peer_evenly(monkeypatch):
+def test_peer_pools_over_the_cap_take_each_rank_evenly(monkeypatch):
     from perfvar import cells as cells_mod
 
-    prep = make_prepared(_ranks(3, nranks=6, n=200))
-    cells = {r: c for (s, r), c in prep.cells.items() if s == 0}
-    used = [1, 2, 3, 4, 5]
-    every = cells_mod.peer_takes(cells, used)
-    assert all(np.array_equal(every[q], np.arange(cells[q].n)) for q in used)
+    sizes = np.array([200, 150, 200, 7, 200, 180])
+    every = cells_mod.peer_shares(sizes)
+    assert all(np.array_equal(t, np.arange(n)) for t, n in zip(every, sizes))
     monkeypatch.setattr(cells_mod, "PEER_CAP", 100)
-    takes = cells_mod.peer_takes(cells, used)
-    assert sum(t.size for t in takes.values()) == pytest.approx(100, abs=len(used))
-    for q, t in takes.items():
-        assert t[0] == 0 and t[-1] == cells[q].n - 1  # spread over the whole run
+    shares = cells_mod.peer_shares(sizes)
+    assert sum(t.size for t in shares) == pytest.approx(100, abs=sizes.size)
+    for t, n in zip(shares, sizes):
+        assert t[0] == 0 and (t.size == 1 or t[-1] == n - 1)  # over the whole run
         assert np.all(np.diff(t) > 0)
-    pool, got, _ = cells_mod.peer_pool(cells, 0, set())
-    assert got == used and pool.size == sum(t.size for t in takes.values())
+    assert [t.size for t in shares][3] == 1  # at least one of each rank's
+
+    prep = make_prepared(_ranks(3, nranks=6, n=200))
+    peers = cells_mod.peer_pool(prep, 0, 2, leave_out={4})
+    assert peers.used == [0, 1, 3, 5] and peers.excluded == [4]
+    pool = cells_mod.class_pool(prep, 0)
+    mine = np.isin(pool.ranks[pool.owner], peers.used)
+    np.testing.assert_array_equal(peers.samples_ns, pool.samples_ns[mine])
+    logs = [prep.cells[(0, q)].log_median for q in peers.used]
+    assert peers.center_log == float(np.median(logs))
+    # Leaving out every peer leaves none out.
+    assert cells_mod.peer_pool(prep, 0, 2, leave_out={0, 1, 3, 4, 5}).excluded == []
+
+
+def test_median_without_each_is_the_median_of_the_others():
+    from perfvar.cells import median_without_each
+
+    rng = np.random.default_rng(0)
+    for m in (2, 3, 4, 7, 10):
+        v = np.round(rng.normal(0.0, 1.0, m), 1)  # ties too
+        expected = [np.median(np.delete(v, i)) for i in range(m)]
+        np.testing.assert_array_equal(median_without_each(v), expected)
 
 
 def test_a_slow_rank_is_named_with_capped_peer_pools(monkeypatch):
