@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -163,6 +163,7 @@ class ClassPool:
         self.median_of_others = median_without_each(self.medians_ns)
         self.first_ns = min((float(cells[q].start_ns.min()) for q in ranks), default=0)
         self.last_ns = max((float(cells[q].start_ns.max()) for q in ranks), default=0)
+        self.memo: dict[Any, Any] = {}  # what a detector derives from the pool once
 
     def index(self, rank: int) -> Optional[int]:
         i = int(np.searchsorted(self.ranks, rank))

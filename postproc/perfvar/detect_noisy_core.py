@@ -35,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_rank
+from perfvar.cells import by_rank, median_without_each
 from perfvar.compare import fdr
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 
@@ -64,7 +64,7 @@ class RankNoise:
 
     @property
     def lost_ns(self) -> float:
-        return float(sum(e.sum() for e in self.excess_ns))
+        return self.sums[0]
 
     @property
     def fraction(self) -> float:
@@ -138,20 +138,30 @@ def rank_noise(prep: Prepared) -> dict[int, RankNoise]:
     return out
 
 
-def _more_lost(mine: RankNoise, peers: list[RankNoise]) -> float:
+Totals = tuple[int, float, float]  # segments, ns lost, sum of squares of ns lost
+
+
+def totals(noises: list[RankNoise]) -> Totals:
+    """The ranks' lost time pooled, as sums (see RankNoise.sums)."""
+    return (
+        sum(x.samples for x in noises),
+        sum(x.sums[0] for x in noises),
+        sum(x.sums[1] for x in noises),
+    )
+
+
+def _more_lost(mine: RankNoise, peers: Totals) -> float:
     """p value that ``mine`` loses more ns per segment on average than its peers
     pooled (Welch's t test over lost_per_sample, from the sums: the peers' samples
     are never concatenated)."""
     from scipy.stats import ttest_ind_from_stats
 
-    def moments(noises: list[RankNoise]) -> tuple[int, float, float]:
-        n = sum(x.samples for x in noises)
-        s1 = sum(x.sums[0] for x in noises)
-        s2 = sum(x.sums[1] for x in noises)
+    def moments(t: Totals) -> tuple[int, float, float]:
+        n, s1, s2 = t
         var = (s2 - s1 * s1 / n) / (n - 1) if n > 1 else 0.0
         return n, s1, float(np.sqrt(max(var, 0.0)))
 
-    n1, s1, sd1 = moments([mine])
+    n1, s1, sd1 = moments(totals([mine]))
     n2, s2, sd2 = moments(peers)
     if n1 < 2 or n2 < 2 or (s1 == 0.0 and s2 == 0.0):
         return 1.0
@@ -167,15 +177,20 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     result = DetectorResult()
     noise = rank_noise(prep)
     tests = []
-    for rank, mine in sorted(noise.items()):
-        peers = [n for r, n in noise.items() if r != rank and n.samples > 0]
-        if not peers or mine.count < MIN_INTERRUPTIONS:
+    # Every rank's peers are all the others with segments: their sums are the
+    # whole's minus its own, their median fraction the median without its own.
+    present = [n for _, n in sorted(noise.items()) if n.samples > 0]
+    whole = totals(present)
+    all_count = sum(n.count for n in present)
+    others_fraction = median_without_each(np.array([n.fraction for n in present]))
+    for i, mine in enumerate(present):
+        if len(present) < 2 or mine.count < MIN_INTERRUPTIONS:
             continue
-        k_ref = sum(p.count for p in peers)
-        n_ref = sum(p.samples for p in peers)
+        own = totals([mine])
+        peers = (whole[0] - own[0], whole[1] - own[1], whole[2] - own[2])
+        k_ref, n_ref = all_count - mine.count, peers[0]
         p = _more_lost(mine, peers)
-        peer_fraction = float(np.median([x.fraction for x in peers]))
-        tests.append((mine, p, peer_fraction, k_ref, n_ref))
+        tests.append((mine, p, float(others_fraction[i]), k_ref, n_ref))
     for (mine, p, peer_fraction, k_ref, n_ref), q in zip(
         tests, fdr([t[1] for t in tests])
     ):

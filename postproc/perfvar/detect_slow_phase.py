@@ -69,8 +69,12 @@ class _Window:
 def _bin_medians(x: np.ndarray, idx: np.ndarray, bins: int) -> np.ndarray:
     """Median of x per bin index (NaN for bins with fewer than MIN_PER_BIN)."""
     order = np.lexsort((x, idx))  # by bin, then by value
-    xs = x[order]
-    cuts = np.searchsorted(idx[order], np.arange(bins + 1))
+    return _sorted_bin_medians(x[order], idx[order], bins)
+
+
+def _sorted_bin_medians(xs: np.ndarray, ids: np.ndarray, bins: int) -> np.ndarray:
+    """_bin_medians of values already sorted by (bin index, value)."""
+    cuts = np.searchsorted(ids, np.arange(bins + 1))
     lo, count = cuts[:-1], np.diff(cuts)
     full = count >= MIN_PER_BIN
     # The middle one or the mean of the middle two, as np.median.
@@ -103,7 +107,6 @@ def _windows_of_cell(
     cell: Cell, pool: ClassPool, seg_id: str, t_diff_ns: float, floor: float
 ) -> list[_Window]:
     rank = cell.rank
-    peers = pool.peers(rank)
     t0, t1 = pool.first_ns, pool.last_ns
     bins = int(np.clip(cell.n // PER_BIN, MIN_BINS, MAX_BINS))
     if t1 <= t0:
@@ -114,8 +117,15 @@ def _windows_of_cell(
         return np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
 
     mine = _bin_medians(log_ns(cell.samples_ns), index(cell.start_ns), bins)
-    pooled_x, pooled_t = log_ns(peers.samples_ns), peers.start_ns
-    theirs = _bin_medians(pooled_x, index(pooled_t), bins)
+    # The class's pool sorted by (bin, value) once per bin count; a rank's peers are
+    # it without the rank's own share, still sorted.
+    if ("bins", bins) not in pool.memo:
+        x, idx = log_ns(pool.samples_ns), index(pool.start_ns)
+        order = np.lexsort((x, idx))
+        pool.memo[("bins", bins)] = (x[order], idx[order], pool.owner[order])
+    xs, ids, owner = pool.memo[("bins", bins)]
+    theirs_only = owner != pool.index(rank)
+    theirs = _sorted_bin_medians(xs[theirs_only], ids[theirs_only], bins)
     valid = np.nonzero(np.isfinite(mine) & np.isfinite(theirs))[0]
     if valid.size < 2 * MIN_SIZE:
         return []

@@ -125,17 +125,26 @@ def _direct_shifts(
     return out
 
 
+def _by_rank(shifts: dict[tuple[int, int], float]) -> dict[int, dict[int, float]]:
+    """rank -> segment -> shift: what _kappa reads."""
+    out: dict[int, dict[int, float]] = {}
+    for (s, r), v in shifts.items():
+        out.setdefault(r, {})[s] = v
+    return out
+
+
 def _kappa(
     seg: int,
     rank: int,
-    shifts: dict[tuple[int, int], float],
+    by_rank: dict[int, dict[int, float]],
     cores: dict[int, float],
     probes: dict[int, float],
 ) -> Optional[float]:
-    """The rank's common shift (log); None when nothing can tell it."""
+    """The rank's common shift (log) from its shifts in the other classes
+    (``by_rank``: _by_rank of the shifts); None when nothing can tell it."""
     if rank in probes:  # fixed work measures the core itself
         return max(probes[rank], 0.0)
-    mine = [v for (s, r), v in shifts.items() if r == rank and s != seg]
+    mine = [v for s, v in by_rank.get(rank, {}).items() if s != seg]
     if mine:
         return max(float(np.median(mine)), 0.0)
     return cores.get(rank)
@@ -210,11 +219,12 @@ def _explained(
         reverse=True,
     )
     kept: dict[int, set[int]] = {}
+    by_rank = _by_rank(shifts)
     for _, seg, r in order:
         own = shifts.get((seg, r))
         if own is None:
             continue
-        kappa = _kappa(seg, r, shifts, cores, probes)
+        kappa = _kappa(seg, r, by_rank, cores, probes)
         floor = params.segment_floor
         if kappa is None:
             kappa, floor = 0.0, max(params.segment_floor, params.core_floor)
@@ -222,6 +232,7 @@ def _explained(
             kept.setdefault(seg, set()).add(r)
             # The shifts change only when a cell is kept.
             shifts = _direct_shifts(classes, judgeable, medians, kept)
+            by_rank = _by_rank(shifts)
     return kept, shifts
 
 
@@ -270,6 +281,7 @@ def detect(
         slow_first, shifts = _explained(
             classes, judgeable, medians, shifts, first, params, cores, probe_shifts
         )
+    by_rank = _by_rank(shifts)
     for seg, rank, j in pending:
         cells = classes[seg]
         cell = cells[rank]
@@ -279,7 +291,7 @@ def detect(
             j.status = "no peers"
             continue
         cal = cell_calibration(prep, cell)
-        kappa = _kappa(seg, rank, shifts, cores, probe_shifts)
+        kappa = _kappa(seg, rank, by_rank, cores, probe_shifts)
         # With no other class on the rank, a shift here cannot be told from a
         # slower core, so it must clear the core's floor too.
         floor_rel = params.segment_floor
