@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 
 from perfvar.cells import by_segment, peer_pool, unjudged_reason
-from perfvar.compare import compare, fdr, log_ns, rel, shift_ci
+from perfvar.compare import TEST_CAP, compare, evenly, fdr, log_ns, rel, shift_ci
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 
 KIND = "slow_core"
@@ -68,7 +68,8 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))
             entry.z.append(z)
-            entry.z_peers.append(peers_log - ref)
+            # The test takes at most TEST_CAP a side: keep no more per class.
+            entry.z_peers.append(evenly(peers_log, TEST_CAP) - ref)
             entry.classes.append(
                 {
                     "segment": prep.segment_ids[seg],

@@ -72,11 +72,7 @@ KIND = "slow_segment"
 class _Test:
     judgement: Judgement
     cell: Cell
-    x_log: np.ndarray
-    pool_log: np.ndarray
-    pool_ns: np.ndarray
-    used: list[int]
-    excluded: list[int]
+    leave_out: set[int]  # the peers left out (its samples are derived again if named)
     kappa: float
     cmp: Comparison
     peer_median_ns: float
@@ -286,7 +282,7 @@ def detect(
         cells = classes[seg]
         cell = cells[rank]
         peers = peer_pool(prep, seg, rank, slow_first.get(seg, set()))
-        pool, used, excluded = peers.samples_ns, peers.used, peers.excluded
+        pool = peers.samples_ns
         if pool.size < 2:
             j.status = "no peers"
             continue
@@ -309,7 +305,7 @@ def detect(
         j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
         tests.append(
             _Test(
-                j, cell, x_log, pool_log, pool, used, excluded, kappa, cmp, peer_med,
+                j, cell, slow_first.get(seg, set()), kappa, cmp, peer_med,
                 floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
             )  # fmt: skip
         )
@@ -334,8 +330,10 @@ def detect(
 def _anomaly(
     prep: Prepared, t: _Test, q: float, excess_ns: float, params: DetectParams
 ) -> Anomaly:
-    lo, hi = shift_ci(t.x_log, t.pool_log, offset_log=t.kappa)
     cell, j = t.cell, t.judgement
+    peers = peer_pool(prep, cell.segment, cell.rank, t.leave_out)
+    x_log, pool_log = log_ns(cell.samples_ns), log_ns(peers.samples_ns)
+    lo, hi = shift_ci(x_log, pool_log, offset_log=t.kappa)
     return Anomaly(
         kind=KIND,
         rank=cell.rank,
@@ -350,10 +348,10 @@ def _anomaly(
             "median_ns": j.median_ns,
             "iqr_ns": iqr(cell.samples_ns),
             "peers_median_ns": t.peer_median_ns,
-            "peers_iqr_ns": iqr(t.pool_ns),
-            "peers_n": int(t.pool_ns.size),
-            "peer_ranks": len(t.used),
-            "peer_ranks_excluded": t.excluded,
+            "peers_iqr_ns": iqr(peers.samples_ns),
+            "peers_n": int(peers.samples_ns.size),
+            "peer_ranks": len(peers.used),
+            "peer_ranks_excluded": peers.excluded,
             "shift_rel": j.shift_rel,
             "core_shift_rel": rel(t.kappa),
             "excess_rel": t.cmp.shift_rel,

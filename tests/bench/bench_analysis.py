@@ -8,10 +8,12 @@ For each size RANKSxSEGMENTS (segments per rank), a trace is generated once
 then measured, every figure side by side in this run:
 - read rate: events per second per core of the native reader and, up to
   --python-max events, of the pure-Python reader (same trace, one process each);
+- the calibration judge: its first decision over every rank's start-up samples, in
+  one process (CPU ms per rank);
 - analysis: wall time and peak memory (the largest process) of ``perfvar analyze``
   serial (``--jobs 1``) and with K local processes, each with the calibration judge
   deciding every rank (its cache removed first), then serial again with the
-  decisions kept (the judge's cost is the difference);
+  decisions kept;
 - the anomalies found against the injected (tests/tools/verdicts.py scoring).
 Prints one table; asserts nothing about time (the machine is shared).
 """
@@ -66,6 +68,27 @@ def read_rate(trace: Path, reader: str) -> tuple[int, float]:
     return int(events), float(seconds)
 
 
+JUDGE = (
+    "import glob, sys, time; from perfvar.calibration_ranks import judge_files; "
+    "paths = sorted(glob.glob(sys.argv[1] + '/perfvar/calibration-rank-*.json')); "
+    "t = time.process_time(); judge_files(paths); "
+    "print(len(paths), time.process_time() - t)"
+)
+
+
+def judge_cost(trace: Path) -> float:
+    """CPU ms per rank of the judge's first decision over every rank's samples."""
+    p = subprocess.run(
+        [sys.executable, "-c", JUDGE, str(trace)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+    )
+    ranks, seconds = p.stdout.split()
+    return 1e3 * float(seconds) / int(ranks)
+
+
 def analyse(trace: Path, jobs: int, keep_decisions: bool) -> tuple[float, int, Path]:
     """(wall s, peak RSS KiB of the largest process, analysis.json)."""
     cache = trace / "perfvar" / "calibration-judged.json"
@@ -103,6 +126,7 @@ def main() -> int:
             print(f"{size}: generated in {time.perf_counter() - t0:.0f} s", flush=True)
         events, native_s = read_rate(trace, "native")
         py = read_rate(trace, "python") if events <= a.python_max else None
+        judge_ms = judge_cost(trace)
         serial_s, serial_kb, _ = analyse(trace, 1, keep_decisions=False)
         par_s, par_kb, out = analyse(trace, a.jobs, keep_decisions=False)
         kept_s, kept_kb, _ = analyse(trace, 1, keep_decisions=True)
@@ -117,7 +141,7 @@ def main() -> int:
                 "serial_s": serial_s,
                 "parallel_s": par_s,
                 "kept_s": kept_s,
-                "judge_ms_per_rank": 1e3 * (serial_s - kept_s) / ranks,
+                "judge_ms_per_rank": judge_ms,
                 "peak_mb": max(serial_kb, par_kb, kept_kb) / 1024,
                 "found": f"{len(s.hits)}/{len(inj)}",
                 "wrong": len(s.wrong_names),
