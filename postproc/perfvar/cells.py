@@ -96,19 +96,26 @@ def unjudged_reason(
 PEER_CAP = 20_000
 
 
+_GOLDEN_FRACTION = 0.6180339887498949  # rank i's offset: frac(i x this), well spread
+
+
 def peer_shares(sizes: np.ndarray) -> list[np.ndarray]:
     """Which of each rank's samples (``sizes``: samples per rank) a class's pool
     takes, as indices into its time-ordered samples: all of them when the class
     holds at most PEER_CAP samples, else each rank's share of PEER_CAP in
-    proportion to its samples (at least one), evenly spaced in time."""
+    proportion to its samples (at least one): one in each of k equal stretches of
+    its run, at an offset into the stretch that differs from rank to rank. (With
+    the same offset, thousands of ranks in step would all give samples from the
+    same few moments, and the pool would leave most of the run empty.)"""
     total = int(sizes.sum())
     if total <= PEER_CAP:
         return [np.arange(n) for n in sizes.tolist()]
     out = []
-    for n in sizes.tolist():
+    for i, n in enumerate(sizes.tolist()):
         k = max(1, min(n, round(PEER_CAP * n / total)))
-        # k indices from 0 to n - 1, strictly increasing (steps >= 1 as k <= n).
-        out.append(np.arange(k) * (n - 1) // max(k - 1, 1))
+        offset = (i + 1) * _GOLDEN_FRACTION % 1.0
+        # Strictly increasing indices in [0, n): the stretches are n / k >= 1 long.
+        out.append(((np.arange(k) + offset) * (n / k)).astype(np.int64))
     return out
 
 

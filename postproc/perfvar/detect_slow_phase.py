@@ -74,6 +74,8 @@ def _bin_medians(x: np.ndarray, idx: np.ndarray, bins: int) -> np.ndarray:
 
 def _sorted_bin_medians(xs: np.ndarray, ids: np.ndarray, bins: int) -> np.ndarray:
     """_bin_medians of values already sorted by (bin index, value)."""
+    if xs.size == 0:
+        return np.full(bins, np.nan)
     cuts = np.searchsorted(ids, np.arange(bins + 1))
     lo, count = cuts[:-1], np.diff(cuts)
     full = count >= MIN_PER_BIN

@@ -256,9 +256,15 @@ def test_peer_pools_over_the_cap_take_each_rank_evenly(monkeypatch):
     shares = cells_mod.peer_shares(sizes)
     assert sum(t.size for t in shares) == pytest.approx(100, abs=sizes.size)
     for t, n in zip(shares, sizes):
-        assert t[0] == 0 and (t.size == 1 or t[-1] == n - 1)  # over the whole run
-        assert np.all(np.diff(t) > 0)
+        j, k = np.arange(t.size), t.size  # one sample in each stretch of the run
+        assert np.all(t >= np.floor(j * n / k)) and np.all(t < np.ceil((j + 1) * n / k))
+        assert np.all(np.diff(t) > 0) and t[-1] < n
     assert [t.size for t in shares][3] == 1  # at least one of each rank's
+    # Ranks in step give samples from different moments: 500 ranks of one sample
+    # each (the cap is 100) cover the run evenly, about 50 in each tenth.
+    moments = np.concatenate(cells_mod.peer_shares(np.full(500, 1000)))
+    assert moments.size == 500
+    assert np.histogram(moments, bins=10, range=(0, 1000))[0].min() >= 40
 
     prep = make_prepared(_ranks(3, nranks=6, n=200))
     peers = cells_mod.peer_pool(prep, 0, 2, leave_out={4})
