@@ -115,7 +115,8 @@ def peer_shares(sizes: np.ndarray) -> list[np.ndarray]:
         k = max(1, min(n, round(PEER_CAP * n / total)))
         offset = (i + 1) * _GOLDEN_FRACTION % 1.0
         # Strictly increasing indices in [0, n): the stretches are n / k >= 1 long.
-        out.append(((np.arange(k) + offset) * (n / k)).astype(np.int64))
+        at = ((np.arange(k) + offset) * (n / k)).astype(np.int64)
+        out.append(np.minimum(at, n - 1))  # a product rounded up to n stays inside
     return out
 
 
