@@ -53,7 +53,7 @@ class CalibParams:
     tdiff_step: int = 100  # Algorithm 2's first step, ADDs
     min_step: int = 1  # refine down to this step
     max_adds: int = 10_000_000  # give up beyond this chain length
-    trees: int = N_ESTIMATORS  # IsolationForest size in filter_os
+    trees: int = N_ESTIMATORS  # isolation-forest size in filter_os
     budget_s: float = 600.0  # per (timer, cache state)
 
     @classmethod

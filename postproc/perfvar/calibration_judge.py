@@ -54,7 +54,7 @@ class JudgeParams:
     alpha: float  # overlap threshold of a separated pair (Algorithm 2)
     p: int  # precise distributions at one chain length that confirm t_min
     q: int  # separated pairs at one (base, step) that confirm t_diff
-    trees: int = TREES  # IsolationForest size in filter_os
+    trees: int = TREES  # isolation-forest size in filter_os
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> JudgeParams:
