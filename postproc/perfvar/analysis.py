@@ -29,7 +29,7 @@ from perfvar import (
     partition,
 )
 from perfvar.cache_state import cell_context, choose
-from perfvar.cells import cell_inputs, log_median
+from perfvar.cells import cell_inputs
 from perfvar.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
@@ -304,7 +304,7 @@ def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
         for j, rank in enumerate(ranks):
             cell = prep.cells.get((seg, rank))
             if cell is not None and cell.n >= 2:
-                matrix[i, j] = log_median(cell)
+                matrix[i, j] = cell.log_median
     dec = decompose.median_polish(matrix)
     return decompose.to_json(dec, [prep.segment_ids[g] for g in order], ranks)
 

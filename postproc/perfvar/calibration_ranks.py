@@ -64,13 +64,12 @@ def judge_files(paths: list[str]) -> list[dict[str, Any]]:
     )
     out = []
     for doc, why in docs:
-        decided = next(judged) if doc is not None else None
         if doc is None:
             out.append({"error": why})
-        elif isinstance(decided, Exception):
-            out.append({"error": f"malformed ({decided})"})
-        else:
-            out.append(decided)
+            continue
+        decided = next(judged)
+        bad = isinstance(decided, Exception)
+        out.append({"error": f"malformed ({decided})"} if bad else decided)
     return out
 
 

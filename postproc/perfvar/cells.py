@@ -211,8 +211,3 @@ def peer_pool(
 ) -> Peers:
     """``rank``'s peers in ``segment`` (see ClassPool.peers)."""
     return class_pool(prep, segment).peers(rank, leave_out)
-
-
-def log_median(cell: Cell) -> float:
-    """Median log-duration of a cell's kept samples."""
-    return cell.log_median

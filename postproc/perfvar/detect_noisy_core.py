@@ -130,7 +130,7 @@ def rank_noise(prep: Prepared) -> dict[int, RankNoise]:
             values = np.concatenate([cell.samples_ns, cell.removed_ns])
             cpus = np.concatenate([cell.samples_cpu, cell.removed_cpu])
             beyond = values > fence_ns(cell.samples_ns)
-            excess = values[beyond] - float(np.median(cell.samples_ns))
+            excess = values[beyond] - cell.median_ns
             noise.excess_ns.append(excess)
             for cpu, lost in zip(cpus[beyond], excess):
                 noise.lost_by_cpu[int(cpu)] += float(lost)

@@ -48,7 +48,6 @@ import numpy as np
 
 from perfvar.cells import (
     by_segment,
-    log_median,
     median_without_each,
     peer_pool,
     unjudged_reason,
@@ -87,7 +86,7 @@ def _log_medians(
 ) -> dict[tuple[int, int], float]:
     """(segment, rank) -> median log-duration of every cell with samples."""
     return {
-        (seg, r): log_median(c)
+        (seg, r): c.log_median
         for seg, cells in classes.items()
         for r, c in cells.items()
         if c.n > 0
@@ -154,7 +153,7 @@ def _probe_shifts(prep: Prepared) -> dict[int, float]:
         r: c for (s, r), c in prep.cells.items() if s == prep.probe_segment and c.n >= 2
     }
     ranks = sorted(cells)
-    meds = np.array([log_median(cells[r]) for r in ranks])
+    meds = np.array([cells[r].log_median for r in ranks])
     others = median_without_each(meds)
     return {
         r: float(meds[i] - others[i]) for i, r in enumerate(ranks) if len(ranks) > 1
@@ -261,7 +260,7 @@ def detect(
             j.cache_state = cell.state.label if cell.state is not None else None
             result.judgements.append(j)
             if cell.n >= params.min_samples:
-                j.median_ns = float(np.median(cell.samples_ns))
+                j.median_ns = cell.median_ns
             reason, _ = unjudged_reason(prep, cell, params.min_samples)
             if reason:
                 j.status = reason
@@ -298,8 +297,8 @@ def detect(
         cmp = compare(x_log, pool_log, offset_log=kappa, center_log=center)
         peer_med = float(np.exp(center))
         floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
-        direct = float(np.median(x_log)) - center
-        j.shift_ns = float(np.median(cell.samples_ns)) - peer_med
+        direct = cell.log_median - center
+        j.shift_ns = cell.median_ns - peer_med
         j.shift_rel, j.excess_rel = rel(direct), cmp.shift_rel
         j.p_value, j.floor_ns = cmp.p_value, floor_ns
         j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None

@@ -127,16 +127,15 @@ def filter_os_many(
     scored = []
     for i, v in enumerate(values):
         n = v.size
+        skip = None
         if n < MIN_SAMPLES_OS:
-            method = f"skipped: n < {MIN_SAMPLES_OS}"
-            out[i] = (np.ones(n, dtype=bool), OsFilterInfo(n, 0, None, method))
+            skip = f"skipped: n < {MIN_SAMPLES_OS}"
         elif np.all(v == v[0]):
-            out[i] = (
-                np.ones(n, dtype=bool),
-                OsFilterInfo(n, 0, None, "skipped: constant"),
-            )
-        else:
+            skip = "skipped: constant"
+        if skip is None:
             scored.append(i)
+        else:
+            out[i] = (np.ones(n, dtype=bool), OsFilterInfo(n, 0, None, skip))
     forests = isolation.scores_many(
         [values[i] for i in scored], n_estimators, RANDOM_STATE
     )

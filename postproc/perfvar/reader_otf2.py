@@ -695,18 +695,20 @@ def read_trace(
                 # its stale buffer again without end. The Python loop's OTF2 says
                 # "This is no chunk header!"; it reads those (rare: a whole file
                 # ends inside its last chunk).
-                boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
-                mine = [i for i, b in enumerate(boundary) if b]
-                py = []
-                if mine:
-                    py = _read_events(
+                def python_loop(indices: list[int]) -> list:
+                    """The Python loop over these of the chosen locations."""
+                    return _read_events(
                         reader.handle,
                         defs,
-                        [chosen[i] for i in mine],
-                        [whole[i] for i in mine],
+                        [chosen[i] for i in indices],
+                        [whole[i] for i in indices],
                         cerr,
                         _otf2,
                     )
+
+                boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
+                mine = [i for i, b in enumerate(boundary) if b]
+                py = python_loop(mine) if mine else []
                 reader.close()  # the native reader opens the archive itself
                 reader = None
                 rest = [i for i, b in enumerate(boundary) if not b]
@@ -721,15 +723,7 @@ def read_trace(
                 declined = [i for i in rest if by_index[i] is None]
                 if declined:  # see read_locations: cut files OTF2 3.0 overruns
                     reader = _open_reader(anchor, cerr)
-                    again = _read_events(
-                        reader.handle,
-                        defs,
-                        [chosen[i] for i in declined],
-                        [whole[i] for i in declined],
-                        cerr,
-                        _otf2,
-                    )
-                    by_index |= dict(zip(declined, again))
+                    by_index |= dict(zip(declined, python_loop(declined)))
                 read = [by_index[i] for i in range(len(chosen))]
         finally:
             try:
