@@ -24,6 +24,8 @@ import ctypes.util
 import functools
 import os
 import shutil
+import weakref
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -64,10 +66,10 @@ class _Result(ctypes.Structure):
         ("unclosed", ctypes.c_int64),
         ("unmatched_leaves", ctypes.c_int64),
         ("open_at_end", ctypes.c_int64),
+        ("first_sample", ctypes.c_int64),
         ("nsamples", ctypes.c_int64),
-        ("samples", ctypes.c_void_p),
+        ("first_probe", ctypes.c_int64),
         ("nprobes", ctypes.c_int64),
-        ("probes", ctypes.c_void_p),
         ("overrun", ctypes.c_int),
     ]
 
@@ -145,6 +147,14 @@ def _declare(lib: ctypes.CDLL) -> None:
         ctypes.POINTER(_Result),
     ]
     lib.perfvar_read_events.restype = ctypes.c_int
+    vpp = ctypes.POINTER(ctypes.c_void_p)
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    lib.perfvar_read_drop.argtypes = [ctypes.c_void_p]
+    lib.perfvar_read_drop.restype = ctypes.c_int
+    lib.perfvar_read_take.argtypes = [ctypes.c_void_p, vpp, i64p, vpp, i64p]
+    lib.perfvar_read_take.restype = ctypes.c_int
+    lib.perfvar_read_free.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t]
+    lib.perfvar_read_free.restype = None
     lib.perfvar_read_close.argtypes = [ctypes.c_void_p]
     lib.perfvar_read_close.restype = ctypes.c_int
     lib.perfvar_read_sample_size.restype = ctypes.c_size_t
@@ -188,13 +198,17 @@ def _otf2_error(code: int) -> BaseException:
     return _otf2.Error(_otf2.ErrorCode(code))
 
 
-def _rows(address: Optional[int], n: int, dtype: np.dtype) -> np.ndarray:
-    """A copy of the C array at ``address`` (n records of dtype): the C side reuses it
-    for the next location."""
-    if n <= 0 or not address:
+def _adopt(
+    lib: ctypes.CDLL, address: Optional[int], n: int, dtype: np.dtype
+) -> np.ndarray:
+    """The C array at ``address`` (n records of dtype, handed over by
+    perfvar_read_take) as a numpy array without a copy; the array frees it when it
+    is no longer referenced."""
+    if not address:
         return np.empty(0, dtype=dtype)
-    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(address)
-    return np.frombuffer(buf, dtype=dtype).copy()
+    buf = (ctypes.c_char * max(n * dtype.itemsize, 1)).from_address(address)
+    weakref.finalize(buf, lib.perfvar_read_free, address, n, dtype.itemsize)
+    return np.frombuffer(buf, dtype=dtype, count=n)
 
 
 def _region_table(defs: TraceDefinitions) -> tuple[Any, Any, int]:
@@ -207,13 +221,25 @@ def _region_table(defs: TraceDefinitions) -> tuple[Any, Any, int]:
     return refs, values, n
 
 
+@dataclass
+class NativeRead:
+    """What :func:`read_locations` read: per chosen location its outcome (None: to be
+    read by the Python loop), and the intact locations' samples and probes in one
+    array each, in the order of the chosen locations (each outcome's arrays are
+    slices of these)."""
+
+    locations: list[Optional[LocationRead]]
+    samples: np.ndarray
+    probes: np.ndarray
+
+
 def read_locations(
     lib: ctypes.CDLL,
     defs: TraceDefinitions,
     chosen: list[tuple[int, str, int, int, int]],
     whole: list[bool],
     cerr: _CStderr,
-) -> list[Optional[LocationRead]]:
+) -> NativeRead:
     """Read the events of the ``chosen`` locations (``(id, name, events announced,
     rank, thread)``, ``whole[i]``: location i's event file holds a whole chunk) as
     ``reader_otf2._read_events`` does: per location, its report and, when intact, its
@@ -222,7 +248,7 @@ def read_locations(
     whose OTF2 stops at the cut). Raises TraceError when the archive or its event
     files cannot be opened."""
     if not chosen:
-        return []
+        return NativeRead([], np.empty(0, SAMPLE_DTYPE), np.empty(0, PROBE_DTYPE))
     ids = (ctypes.c_uint64 * len(chosen))(*(loc[0] for loc in chosen))
     refs, kinds, nregions = _region_table(defs)
     cpu_type, cpu_ref = 0, 0  # OTF2_TYPE_NONE: no "cpu" attribute
@@ -254,6 +280,7 @@ def read_locations(
             f"cannot read OTF2 archive {defs.anchor}: {detail} (truncated or corrupt?)"
         )
     out: list[Optional[LocationRead]] = []
+    kept: list[tuple[int, int, int, int, int]] = []  # index, sample and probe rows
     result = _Result()
     try:
         for (loc_id, name, events, rank, thread), whole_chunk in zip(chosen, whole):
@@ -264,40 +291,78 @@ def read_locations(
             rc = lib.perfvar_read_events(
                 handle, loc_id, rank, thread, events, ctypes.byref(result)
             )
-            if rc != 0:  # no memory for OTF2's callback table
-                settle_location(
-                    report, whole_chunk, ReadFailure([], None, MemoryError())
+            if rc == 0 and _settle(report, result, whole_chunk, cerr, out):
+                kept.append(
+                    (
+                        len(out) - 1,
+                        result.first_sample,
+                        result.nsamples,
+                        result.first_probe,
+                        result.nprobes,
+                    )
                 )
-                continue
-            if result.overrun:
-                out[-1] = None  # OTF2 3.0 read past the cut: the Python loop reads it
-                cerr.take()
-                continue
-            if not result.evt_reader:
-                report.error = _otf2_detail(cerr.take(), None)
-                continue
-            report.user_regions = int(result.user_regions)
-            report.unclosed = int(result.unclosed)
-            report.unmatched_leaves = int(result.unmatched_leaves)
-            failure = MemoryError() if result.out_of_memory else None
-            broke = None
-            if result.otf2_status != 0:
-                has_data = bool(result.nsamples or result.open_at_end)
-                exc = _otf2_error(result.otf2_status)
-                broke = ReadFailure(cerr.take(), exc, failure, has_data)
             else:
-                report.events_read = int(result.events_read)
-                if failure is not None:
-                    broke = ReadFailure([], None, failure)
-            settle_location(report, whole_chunk, broke)
-            if report.ok:
-                report.unclosed += int(result.open_at_end)
-                arr = _rows(result.samples, result.nsamples, SAMPLE_DTYPE)
-                report.segments = len(arr)
-                probe_arr = _rows(result.probes, result.nprobes, PROBE_DTYPE)
-                report.probes = len(probe_arr)
-                out[-1] = (report, arr, probe_arr)
+                lib.perfvar_read_drop(handle)
+                if rc != 0:  # no memory for OTF2's callback table
+                    settle_location(
+                        report, whole_chunk, ReadFailure([], None, MemoryError())
+                    )
+        samples, probes = _take(lib, handle)
     finally:
         lib.perfvar_read_close(handle)
         cerr.take()
-    return out
+    for i, s0, ns, p0, np_ in kept:
+        report = out[i][0]
+        report.segments, report.probes = ns, np_
+        out[i] = (report, samples[s0 : s0 + ns], probes[p0 : p0 + np_])
+    return NativeRead(out, samples, probes)
+
+
+def _settle(
+    report: LocationReport,
+    result: _Result,
+    whole_chunk: bool,
+    cerr: _CStderr,
+    out: list[Optional[LocationRead]],
+) -> bool:
+    """Judge one location's read (as the Python loop does, through
+    ``settle_location``); True when its rows are kept. An overrun sets its outcome to
+    None: the Python loop reads it."""
+    if result.overrun:
+        out[-1] = None  # OTF2 3.0 read past the cut: the Python loop reads it
+        cerr.take()
+        return False
+    if not result.evt_reader:
+        report.error = _otf2_detail(cerr.take(), None)
+        return False
+    report.user_regions = int(result.user_regions)
+    report.unclosed = int(result.unclosed)
+    report.unmatched_leaves = int(result.unmatched_leaves)
+    failure = MemoryError() if result.out_of_memory else None
+    broke = None
+    if result.otf2_status != 0:
+        has_data = bool(result.nsamples or result.open_at_end)
+        exc = _otf2_error(result.otf2_status)
+        broke = ReadFailure(cerr.take(), exc, failure, has_data)
+    else:
+        report.events_read = int(result.events_read)
+        if failure is not None:
+            broke = ReadFailure([], None, failure)
+    settle_location(report, whole_chunk, broke)
+    if not report.ok:
+        return False
+    report.unclosed += int(result.open_at_end)
+    return True
+
+
+def _take(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> tuple[np.ndarray, np.ndarray]:
+    """Every row the handle read and kept, handed over as numpy arrays."""
+    sp, pp = ctypes.c_void_p(), ctypes.c_void_p()
+    ns, np_ = ctypes.c_int64(), ctypes.c_int64()
+    if lib.perfvar_read_take(
+        handle, ctypes.byref(sp), ctypes.byref(ns), ctypes.byref(pp), ctypes.byref(np_)
+    ):
+        raise TraceError("perfvar_read_take refused its arguments")
+    samples = _adopt(lib, sp.value, ns.value, SAMPLE_DTYPE)
+    probes = _adopt(lib, pp.value, np_.value, PROBE_DTYPE)
+    return samples, probes

@@ -676,6 +676,7 @@ def read_trace(
     anchor = _anchor(directory)
     import _otf2
 
+    whole_read = None  # every location's samples and probes, when read as one
     with _CStderr() as cerr:
         reader = _open_reader(anchor, cerr)
         try:
@@ -719,19 +720,21 @@ def read_trace(
                     [whole[i] for i in rest],
                     cerr,
                 )
-                by_index = dict(zip(mine, py)) | dict(zip(rest, nat))
+                by_index = dict(zip(mine, py)) | dict(zip(rest, nat.locations))
                 declined = [i for i in rest if by_index[i] is None]
                 if declined:  # see read_locations: cut files OTF2 3.0 overruns
                     reader = _open_reader(anchor, cerr)
                     by_index |= dict(zip(declined, python_loop(declined)))
                 read = [by_index[i] for i in range(len(chosen))]
+                if not mine and not declined:  # all in one array already, in order
+                    whole_read = (nat.samples, nat.probes)
         finally:
             try:
                 if reader is not None:
                     reader.close()
             except Exception:
                 pass
-    return _trace_samples(defs, read)
+    return _trace_samples(defs, read, whole_read)
 
 
 def _select(
@@ -840,7 +843,13 @@ def _read_events(
     return out
 
 
-def _trace_samples(defs: TraceDefinitions, read: list[LocationRead]) -> TraceSamples:
+def _trace_samples(
+    defs: TraceDefinitions,
+    read: list[LocationRead],
+    whole_read: Optional[tuple[np.ndarray, np.ndarray]] = None,
+) -> TraceSamples:
+    """The TraceSamples of these outcomes; ``whole_read``: their samples and probes
+    already in one array each (else they are concatenated)."""
     reports = [report for report, _, _ in read]
     arrays = [arr for _, arr, _ in read if arr is not None]
     probe_arrays = [arr for _, _, arr in read if arr is not None]
@@ -853,10 +862,15 @@ def _trace_samples(defs: TraceDefinitions, read: list[LocationRead]) -> TraceSam
             f"{first.error})"
         )
     warnings = reading_warnings(reports, defs.segments, defs.threads_per_rank())
-    samples = np.concatenate(arrays) if arrays else np.empty(0, dtype=SAMPLE_DTYPE)
-    probes = (
-        np.concatenate(probe_arrays) if probe_arrays else np.empty(0, dtype=PROBE_DTYPE)
-    )
+    if whole_read is not None:
+        samples, probes = whole_read
+    else:
+        samples = np.concatenate(arrays) if arrays else np.empty(0, dtype=SAMPLE_DTYPE)
+        probes = (
+            np.concatenate(probe_arrays)
+            if probe_arrays
+            else np.empty(0, dtype=PROBE_DTYPE)
+        )
     return TraceSamples(
         defs.anchor,
         defs.resolution,

@@ -5,6 +5,7 @@
  * Every rule here mirrors postproc/perfvar/reader_otf2.py (_LocationScanner); tests/python/
  * test_reader_native.py compares the two on every trace the reader tests make.
  */
+#define _GNU_SOURCE /* mremap */
 #include "read/read.h"
 
 #include <otf2/otf2.h>
@@ -13,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* One open Enter: the region, its time, and what a matching Leave needs. */
 typedef struct frame {
@@ -40,10 +42,12 @@ struct perfvar_read {
     int64_t moved; /* bytes the MPI records since the last segment Enter carried, -1 = none */
     frame *stack;
     size_t depth, stack_cap;
+    /* Rows of every location read since the last perfvar_read_take, in reading order; the rows
+     * of the location being read start at first_sample and first_probe. */
     perfvar_read_sample *samples;
-    size_t nsamples, samples_cap;
+    size_t nsamples, samples_cap, first_sample;
     perfvar_read_probe *probes;
-    size_t nprobes, probes_cap;
+    size_t nprobes, probes_cap, first_probe;
     perfvar_read_result *result;
     uint64_t announced; /* events the definitions announce for the location being read, 0 = unknown */
 };
@@ -107,6 +111,34 @@ static int reserve(void **buf, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
+/* The row arrays, which end up as the caller's arrays whatever their size: anonymous mappings
+ * grown by remapping, so that growing never copies rows (a heap block may be copied on every
+ * doubling), with transparent huge pages asked for, so that filling them takes few page faults. */
+static size_t mapped_bytes(size_t rows, size_t elem)
+{
+    size_t page = 2u << 20; /* a huge page; the mapping is rounded to it */
+    return (rows * elem + page - 1) / page * page;
+}
+
+static int reserve_rows(void **buf, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return 0;
+    size_t want = *cap ? 2 * *cap : mapped_bytes(1, elem) / elem;
+    size_t old_bytes = mapped_bytes(*cap, elem), new_bytes = mapped_bytes(want, elem);
+    void *p = *buf ? mremap(*buf, old_bytes, new_bytes, MREMAP_MAYMOVE)
+                   : mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    (void)madvise(p, new_bytes, MADV_HUGEPAGE); /* a hint: refused where THP is off */
+    *buf = p;
+    *cap = want;
+    return 0;
+}
+
+static void unmap_rows(void *buf, size_t cap, size_t elem)
+{
+    if (buf) (void)munmap(buf, mapped_bytes(cap, elem));
+}
+
 /* An event past the announced count: OTF2 3.0 decodes the stale part of a chunk buffer a cut file
  * did not fill, possibly without end (until memory runs out). Stop and say so. */
 static int past_end(perfvar_read *r, uint64_t position)
@@ -166,7 +198,8 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
     /* Signed: a Leave stamped before its Enter gives a negative duration, as in Python. */
     double ticks = (double)(int64_t)(time - f.time);
     if (kind >= 0) {
-        if (reserve((void **)&r->samples, &r->samples_cap, r->nsamples, sizeof(perfvar_read_sample))) {
+        if (reserve_rows((void **)&r->samples, &r->samples_cap, r->nsamples,
+                         sizeof(perfvar_read_sample))) {
             r->result->out_of_memory = 1;
             return OTF2_CALLBACK_INTERRUPT;
         }
@@ -182,7 +215,8 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
     } else if (kind == PERFVAR_READ_REGION_USER) {
         r->result->user_regions++;
     } else if (kind == PERFVAR_READ_REGION_PROBE) {
-        if (reserve((void **)&r->probes, &r->probes_cap, r->nprobes, sizeof(perfvar_read_probe))) {
+        if (reserve_rows((void **)&r->probes, &r->probes_cap, r->nprobes,
+                         sizeof(perfvar_read_probe))) {
             r->result->out_of_memory = 1;
             return OTF2_CALLBACK_INTERRUPT;
         }
@@ -356,7 +390,9 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     r->thread = thread;
     r->announced = announced;
     r->moved = -1;
-    r->depth = r->nsamples = r->nprobes = 0;
+    r->depth = 0;
+    r->first_sample = r->nsamples;
+    r->first_probe = r->nprobes;
     r->result = result;
     OTF2_EvtReader *evt = OTF2_Reader_GetEvtReader(r->reader, location);
     if (!evt) return PERFVAR_OK;
@@ -384,12 +420,54 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     result->events_read = n;
     (void)OTF2_Reader_CloseEvtReader(r->reader, evt);
     result->open_at_end = (int64_t)r->depth;
-    result->nsamples = (int64_t)r->nsamples;
-    result->samples = r->samples;
-    result->nprobes = (int64_t)r->nprobes;
-    result->probes = r->probes;
+    result->first_sample = (int64_t)r->first_sample;
+    result->nsamples = (int64_t)(r->nsamples - r->first_sample);
+    result->first_probe = (int64_t)r->first_probe;
+    result->nprobes = (int64_t)(r->nprobes - r->first_probe);
     r->result = NULL;
     return PERFVAR_OK;
+}
+
+/* The mapping BUF (CAP rows) cut to N rows, for perfvar_read_take; NULL when N is 0. */
+static void *handed_over(void *buf, size_t cap, size_t n, size_t elem)
+{
+    if (!buf) return NULL;
+    if (n == 0) {
+        unmap_rows(buf, cap, elem);
+        return NULL;
+    }
+    size_t keep = mapped_bytes(n, elem), have = mapped_bytes(cap, elem);
+    if (keep < have) (void)munmap((char *)buf + keep, have - keep);
+    return buf;
+}
+
+int perfvar_read_drop(perfvar_read *r)
+{
+    if (!r) return PERFVAR_ERR_INVALID_ARG;
+    r->nsamples = r->first_sample;
+    r->nprobes = r->first_probe;
+    return PERFVAR_OK;
+}
+
+int perfvar_read_take(perfvar_read *r, perfvar_read_sample **samples, int64_t *nsamples,
+                      perfvar_read_probe **probes, int64_t *nprobes)
+{
+    if (!r || !samples || !nsamples || !probes || !nprobes) return PERFVAR_ERR_INVALID_ARG;
+    /* Handed over at the size perfvar_read_free is told: the rows, rounded as mapped_bytes. */
+    *samples = handed_over(r->samples, r->samples_cap, r->nsamples, sizeof(perfvar_read_sample));
+    *nsamples = *samples ? (int64_t)r->nsamples : 0;
+    *probes = handed_over(r->probes, r->probes_cap, r->nprobes, sizeof(perfvar_read_probe));
+    *nprobes = *probes ? (int64_t)r->nprobes : 0;
+    r->samples = NULL;
+    r->probes = NULL;
+    r->nsamples = r->samples_cap = r->first_sample = 0;
+    r->nprobes = r->probes_cap = r->first_probe = 0;
+    return PERFVAR_OK;
+}
+
+void perfvar_read_free(void *rows, int64_t nrows, size_t row_size)
+{
+    if (rows) unmap_rows(rows, (size_t)nrows, row_size);
 }
 
 int perfvar_read_close(perfvar_read *r)
@@ -404,8 +482,8 @@ int perfvar_read_close(perfvar_read *r)
     free(r->sorted_refs);
     free(r->sorted_kinds);
     free(r->stack);
-    free(r->samples);
-    free(r->probes);
+    unmap_rows(r->samples, r->samples_cap, sizeof(perfvar_read_sample));
+    unmap_rows(r->probes, r->probes_cap, sizeof(perfvar_read_probe));
     free(r);
     return PERFVAR_OK;
 }

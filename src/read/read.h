@@ -52,8 +52,9 @@ typedef struct __attribute__((packed)) perfvar_read_probe {
     int32_t cpu;
 } perfvar_read_probe;
 
-/* What reading one location's events gave. The arrays belong to the handle and stay valid until
- * the next perfvar_read_events or perfvar_read_close on it: copy them out before. */
+/* What reading one location's events gave. Its rows are appended to the handle's arrays (rows
+ * FIRST_SAMPLE .. FIRST_SAMPLE + NSAMPLES - 1, and likewise the probes), which perfvar_read_take
+ * hands over once every location is read: one array per kind for the whole read, no copy. */
 typedef struct perfvar_read_result {
     int evt_reader; /* 1 if OTF2 gave an event reader for the location, 0 if not (then nothing else
                        is set) */
@@ -64,10 +65,10 @@ typedef struct perfvar_read_result {
     int64_t unclosed;         /* Enters left behind when a Leave unwound the stack past them */
     int64_t unmatched_leaves; /* Leaves without an Enter on the stack */
     int64_t open_at_end;      /* Enters still on the stack when the events ended */
+    int64_t first_sample; /* index of the location's first sample in the handle's array */
     int64_t nsamples;
-    const perfvar_read_sample *samples;
+    int64_t first_probe;
     int64_t nprobes;
-    const perfvar_read_probe *probes;
     int overrun; /* 1 if an event came past the count the definitions announce: OTF2 was decoding a
                     buffer it did not fill (a file cut inside a chunk); the read stopped there and
                     nothing else in the result may be trusted */
@@ -100,7 +101,21 @@ int perfvar_read_local_defs(perfvar_read *r, uint64_t location);
 int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_t thread,
                         uint64_t announced, perfvar_read_result *result);
 
-/* Close the event (and definition) files and the archive, free the handle. NULL is accepted. */
+/* Forget the rows of the location read last (one the caller does not keep: its read failed). */
+int perfvar_read_drop(perfvar_read *r);
+
+/* Hand over the rows read since the last take: *SAMPLES (*NSAMPLES rows) and *PROBES (*NPROBES
+ * rows), in reading order, each NULL when empty. The caller owns them and frees them with
+ * perfvar_read_free; the handle starts new arrays. */
+int perfvar_read_take(perfvar_read *r, perfvar_read_sample **samples, int64_t *nsamples,
+                      perfvar_read_probe **probes, int64_t *nprobes);
+
+/* Free an array perfvar_read_take handed over, with the row count it gave and the row's size
+ * (perfvar_read_sample_size or perfvar_read_probe_size). NULL is accepted. Thread-safe. */
+void perfvar_read_free(void *rows, int64_t nrows, size_t row_size);
+
+/* Close the event (and definition) files and the archive, free the handle and any rows not
+ * taken. NULL is accepted. */
 int perfvar_read_close(perfvar_read *r);
 
 /* sizeof(perfvar_read_sample), sizeof(perfvar_read_probe): the caller checks its dtypes against

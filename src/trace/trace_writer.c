@@ -11,7 +11,17 @@
 pv_trace_state pv_trace;
 
 #define CHUNK_EVENTS (1u << 20)
-#define CHUNK_DEFS (4u << 20)
+
+/* The definitions' chunk size: a chunk must hold the largest definition, a group of every rank
+ * (at most 9 bytes a member, OTF2's compressed integers), and every reader fills one chunk per
+ * location it opens (4096 ranks read with OTF2's default of 4 MiB cleared 16 GiB). So: the
+ * smallest power of two from OTF2's minimum that holds 16 bytes a rank, up to its maximum. */
+static uint64_t defs_chunk_bytes(int ranks)
+{
+    uint64_t need = 16u * (uint64_t)(ranks > 0 ? ranks : 1), chunk = OTF2_CHUNK_SIZE_MIN;
+    while (chunk < need && chunk < OTF2_CHUNK_SIZE_MAX) chunk *= 2;
+    return chunk;
+}
 
 /* The location whose event buffer this thread is flushing: OTF2 calls post_flush right after
  * pre_flush, on the same thread, without saying which writer it is for. */
@@ -127,8 +137,9 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
 static int open_archive(const char *dir)
 {
     const pv_trace_comm *comm = &pv_trace.comm;
-    pv_trace.archive = OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, CHUNK_EVENTS, CHUNK_DEFS,
-                                         OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    pv_trace.archive =
+        OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, CHUNK_EVENTS,
+                          defs_chunk_bytes(comm->size), OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!pv_trace.archive) return PERFVAR_ERR_IO;
     /* OTF2's own locks: threads create their event writers, and flush them, concurrently. */
     if (OTF2_Pthread_Archive_SetLockingCallbacks(pv_trace.archive, NULL) != OTF2_SUCCESS ||
