@@ -19,6 +19,7 @@ import numpy as np
 from perfvar import (
     __version__,
     calibration_ranks,
+    cpu_use,
     decompose,
     detect_migration,
     detect_noisy_core,
@@ -28,8 +29,7 @@ from perfvar import (
     detect_slow_segment,
     partition,
 )
-from perfvar.cache_state import cell_context, choose
-from perfvar.cells import cell_inputs
+from perfvar.cells import cell_inputs, make_cells
 from perfvar.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
@@ -49,7 +49,7 @@ from perfvar.parallel import engine
 from perfvar.probes import with_probes
 from perfvar.progress import Progress
 from perfvar.reader_meta import RunMeta, read_meta, usability_notes
-from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples, read_trace, trace_ranks
+from perfvar.reader_otf2 import TraceSamples, read_trace, trace_ranks
 from perfvar.recover import endings_json, ensure_trace, read_endings
 from perfvar.segments import parse_segment_key
 from perfvar.symbolize import Symbol, symbolize
@@ -85,59 +85,28 @@ def _segment_order(trace: TraceSamples) -> list[int]:
     return sorted(present, key=lambda g: (-totals[g], trace.segments[g]))
 
 
-def _cpu_mode(cpus: np.ndarray) -> Optional[int]:
-    known = cpus[cpus != CPU_UNKNOWN]
-    if known.size == 0:
-        return None
-    values, counts = np.unique(known, return_counts=True)
-    return int(values[np.argmax(counts)])
-
-
 def prepare(
     trace: TraceSamples,
     meta: RunMeta,
     segment_ids: dict[int, str],
     progress: Optional[Progress] = None,
-    filtered: Optional[dict[tuple[int, int], tuple[np.ndarray, OsFilterInfo]]] = None,
+    cells: Optional[dict[tuple[int, int], Cell]] = None,
 ) -> Prepared:
     """Group samples into (segment, rank) cells and filter each one.
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
-    applied per cell (see perfvar.filters), unless ``filtered`` already holds every
-    cell's result (perfvar.partition). Each cell gets the rank's calibrated cache
-    state closest to its context (see perfvar.cache_state). ``progress`` counts the
-    cells filtered.
+    applied per cell (see perfvar.filters), unless ``cells`` already holds every
+    cell (made where its samples were, perfvar.partition). Each cell gets the rank's
+    calibrated cache state closest to its context (see perfvar.cache_state).
+    ``progress`` counts the cells filtered.
     """
-    inputs = cell_inputs(trace.samples, meta)
-    if filtered is None:
+    if cells is None:
+        inputs = cell_inputs(trace.samples, meta)
         results = _filter_all([v for _, _, v in inputs], progress)
-    else:
-        results = [filtered[key] for key, _, _ in inputs]
-    cells: dict[tuple[int, int], Cell] = {}
-    for ((seg, rank), chunk, values), (mask, info) in zip(inputs, results):
-        rmeta = meta.ranks.get(rank)
-        context = cell_context(chunk["context_bytes"])
-        choice = choose(context, rmeta.calibration.states if rmeta else [])
-        start = trace.trace_ns(chunk["start_ticks"])
-        cells[(seg, rank)] = Cell(
-            segment=seg,
-            rank=rank,
-            raw_n=int(chunk.size),
-            samples_ns=values[mask],
-            os_info=info,
-            start_ns=start[mask],
-            samples_cpu=chunk["cpu_enter"][mask],
-            removed_ns=values[~mask],
-            removed_start_ns=start[~mask],
-            removed_cpu=chunk["cpu_enter"][~mask],
-            cpu=_cpu_mode(chunk["cpu_enter"]),
-            state=choice.state,
-            state_target=choice.target,
-            context_bytes=context,
-        )
+        cells = make_cells(trace, meta, inputs, results)
     ids = [segment_ids.get(i, f"?{i}") for i in range(len(trace.segments))]
     return Prepared(
-        cells=cells,
+        cells=dict(sorted(cells.items())),
         calibration={r: m.calibration for r, m in meta.ranks.items()},
         hosts={r: m.host for r, m in meta.ranks.items()},
         samples=trace.samples,
@@ -211,30 +180,19 @@ def _rank_verdict(
     return "not judged"
 
 
-def _trace_cpus(samples: np.ndarray) -> dict[int, list[int]]:
-    """rank -> sorted known CPUs seen at segment Enter or Leave."""
-    ranks = np.concatenate([samples["rank"], samples["rank"]]).astype(np.int64)
-    cpus = np.concatenate([samples["cpu_enter"], samples["cpu_leave"]])
-    known = cpus != CPU_UNKNOWN
-    # One int64 per (rank, CPU), CPU in the low 32 bits: sorts as the pairs do.
-    pairs = np.unique((ranks[known] << 32) | cpus[known].astype(np.int64))
-    out: dict[int, list[int]] = {}
-    for rank, cpu in zip((pairs >> 32).tolist(), (pairs & 0xFFFFFFFF).tolist()):
-        out.setdefault(int(rank), []).append(int(cpu))
-    return out
-
-
 def _rank_table(
     trace: TraceSamples,
+    prep: Prepared,
     meta: RunMeta,
     judgements: list[Judgement],
     anomalies: list[Anomaly],
     noise: dict[int, detect_noisy_core.RankNoise],
 ) -> list[dict[str, Any]]:
-    s = trace.samples
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
-    counts = dict(zip(*(a.tolist() for a in np.unique(s["rank"], return_counts=True))))
-    cpus = _trace_cpus(s)
+    counts: Counter = Counter()
+    for (rank, _), use in cpu_use.of(prep).items():
+        counts[rank] += use.segments
+    cpus = cpu_use.rank_cpus(cpu_use.of(prep))
     statuses: dict[int, Counter] = {}
     for j in judgements:
         statuses.setdefault(j.rank, Counter())[j.status] += 1
@@ -345,7 +303,7 @@ def analyze(
     if eng.kind == "processes" and len(ranks) < PARALLEL_MIN_RANKS:
         eng = engine(1)
     ended = endings_json(read_endings(directory)) if eng.reports else None
-    filtered = None
+    cells = use = None  # made by the parts of a parallel analysis
     if eng.kind == "serial":
         trace = read_trace(directory)
         progress.step(
@@ -367,10 +325,12 @@ def analyze(
         )
         calibration_ranks.apply(meta, judged)
         meta.notes += usability_notes(meta)
-        filtered = {k: v for p in parts for k, v in p.filtered.items()}
+        cells = {k: v for p in parts for k, v in p.cells.items()}
+        use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = prepare(trace, meta, segment_ids, progress=progress, filtered=filtered)
+    prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
+    prep.cpu_use = use
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)
@@ -388,7 +348,7 @@ def analyze(
     symbols = symbolize(sites, enabled=symbolize_sites)
 
     noise = detect_noisy_core.rank_noise(prep)
-    ranks = _rank_table(trace, meta, judgements, anomalies, noise)
+    ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
     judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
     status_counts = Counter(j.status for j in judgements)

@@ -13,10 +13,11 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from perfvar.cache_state import CacheState
-from perfvar.filters import filter_cost
+from perfvar.cache_state import CacheState, cell_context, choose
+from perfvar.filters import OsFilterInfo, filter_cost
 from perfvar.model import Cell, Prepared, cell_calibration
 from perfvar.reader_meta import Calibration, RunMeta
+from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples
 
 
 def cell_inputs(
@@ -36,6 +37,50 @@ def cell_inputs(
         overhead = rmeta.calibration.timer_overhead_ns if rmeta else None
         out.append(((seg, rank), chunk, filter_cost(chunk["duration_ns"], overhead)))
     return out
+
+
+def make_cells(
+    trace: TraceSamples,
+    meta: RunMeta,
+    inputs: list[tuple[tuple[int, int], np.ndarray, np.ndarray]],
+    results: list[tuple[np.ndarray, OsFilterInfo]],
+) -> dict[tuple[int, int], Cell]:
+    """The cells of ``inputs`` (as cell_inputs gives them) with filter_os's
+    ``results`` for each (kept mask, info): kept and removed samples, start times in
+    ns since the trace's origin, CPUs, and the rank's calibrated cache state closest
+    to the cell's context (perfvar.cache_state)."""
+    cells: dict[tuple[int, int], Cell] = {}
+    for ((seg, rank), chunk, values), (mask, info) in zip(inputs, results):
+        rmeta = meta.ranks.get(rank)
+        context = cell_context(chunk["context_bytes"])
+        choice = choose(context, rmeta.calibration.states if rmeta else [])
+        start = trace.trace_ns(chunk["start_ticks"])
+        cells[(seg, rank)] = Cell(
+            segment=seg,
+            rank=rank,
+            raw_n=int(chunk.size),
+            samples_ns=values[mask],
+            os_info=info,
+            start_ns=start[mask],
+            samples_cpu=chunk["cpu_enter"][mask],
+            removed_ns=values[~mask],
+            removed_start_ns=start[~mask],
+            removed_cpu=chunk["cpu_enter"][~mask],
+            cpu=_cpu_mode(chunk["cpu_enter"]),
+            state=choice.state,
+            state_target=choice.target,
+            context_bytes=context,
+        )
+    return cells
+
+
+def _cpu_mode(cpus: np.ndarray) -> Optional[int]:
+    """The CPU most of a cell's samples started on (None when none is known)."""
+    known = cpus[cpus != CPU_UNKNOWN]
+    if known.size == 0:
+        return None
+    values, counts = np.unique(known, return_counts=True)
+    return int(values[np.argmax(counts)])
 
 
 def by_segment(prep: Prepared, probes: bool = False) -> dict[int, dict[int, Cell]]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
-
+from perfvar import cpu_use
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
-from perfvar.reader_otf2 import CPU_UNKNOWN
 
 KIND = "migrated"
 
@@ -24,36 +22,17 @@ KIND = "migrated"
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
     """One ``migrated`` anomaly per (rank, thread) that used more than one CPU."""
     result = DetectorResult()
-    s = prep.samples
-    # (rank, thread) as one int64, thread in the low 32 bits: sorts as the pairs.
-    unit = (s["rank"].astype(np.int64) << 32) | s["thread"].astype(np.int64)
-    if np.any(unit[1:] < unit[:-1]):  # the reader gives them by location already
-        order = np.argsort(unit, kind="stable")
-        s, unit = s[order], unit[order]
-    samples = s
-    bounds = np.nonzero(np.diff(unit))[0] + 1
-    multi = {int(u >> 32) for u in np.unique(unit).tolist() if u & 0xFFFFFFFF}
-    for mine in np.split(samples, bounds) if samples.size else []:
-        rank, thread = int(mine["rank"][0]), int(mine["thread"][0])
-        enter, leave = mine["cpu_enter"], mine["cpu_leave"]
-        known = np.concatenate(
-            [enter[enter != CPU_UNKNOWN], leave[leave != CPU_UNKNOWN]]
-        )
-        cpus = np.unique(known)
-        if cpus.size < 2:
+    use = cpu_use.of(prep)
+    multi = {rank for rank, thread in use if thread}  # ranks with a second thread
+    for (rank, thread), mine in use.items():
+        if len(mine.cpus) < 2:
             continue
-        started = enter[enter != CPU_UNKNOWN]
-        values, counts = np.unique(started, return_counts=True)
-        both = (enter != CPU_UNKNOWN) & (leave != CPU_UNKNOWN)
-        crossed = int(np.count_nonzero(both & (enter != leave)))
-        main_cpu = int(values[np.argmax(counts)]) if values.size else int(cpus[0])
+        main_cpu = mine.main_cpu
         evidence = {
-            "cpus": [int(c) for c in cpus],
-            "segments_started_per_cpu": {
-                str(int(v)): int(c) for v, c in zip(values, counts)
-            },
-            "segments_migrated_inside": crossed,
-            "segments": int(mine.size),
+            "cpus": list(mine.cpus),
+            "segments_started_per_cpu": {str(c): n for c, n in mine.started.items()},
+            "segments_migrated_inside": mine.crossed,
+            "segments": mine.segments,
         }
         if rank in multi:
             evidence["thread"] = thread
@@ -62,7 +41,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 kind=KIND,
                 rank=rank,
                 host=prep.hosts.get(rank),
-                cpu=main_cpu,
+                cpu=main_cpu if main_cpu is not None else mine.cpus[0],
                 segment=None,
                 excess_ns=None,
                 evidence=evidence,

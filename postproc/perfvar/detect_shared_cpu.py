@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
-import numpy as np
-
+from perfvar import cpu_use
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
-from perfvar.reader_otf2 import CPU_UNKNOWN
 
 KIND = "shared_cpu"
 
@@ -26,22 +24,10 @@ KIND = "shared_cpu"
 def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
     """One ``shared_cpu`` anomaly per rank with a thread sharing its main CPU."""
     result = DetectorResult()
-    started = prep.samples[prep.samples["cpu_enter"] != CPU_UNKNOWN]
     by_cpu: dict[tuple[Optional[str], int], list[tuple[int, int]]] = defaultdict(list)
-    # Segments started per (rank, thread, CPU), counted in one pass over one int64
-    # key (21 bits each: up to 2M ranks, threads and CPUs), sorted as the triples.
-    key = (started["rank"].astype(np.int64) << 42) | (
-        started["thread"].astype(np.int64) << 21
-    )
-    triples, counts = np.unique(
-        key | started["cpu_enter"].astype(np.int64), return_counts=True
-    )
-    units, first = np.unique(triples >> 21, return_index=True)
-    for unit, lo, hi in zip(units.tolist(), first, np.append(first[1:], triples.size)):
-        # The CPU most segments started on; the lowest one on a tie.
-        main = int(triples[lo + np.argmax(counts[lo:hi])] & ((1 << 21) - 1))
-        rank, thread = unit >> 21, unit & ((1 << 21) - 1)
-        by_cpu[(prep.hosts.get(rank), main)].append((rank, thread))
+    for (rank, thread), use in cpu_use.of(prep).items():
+        if use.main_cpu is not None:
+            by_cpu[(prep.hosts.get(rank), use.main_cpu)].append((rank, thread))
     for (host, cpu), members in sorted(by_cpu.items(), key=lambda kv: kv[1][0]):
         if len(members) < 2:
             continue

@@ -82,6 +82,9 @@ class Prepared:
     # The index of the fixed-work probes' pseudo-class (perfvar.probes), None without
     # probes. Its cells are fixed work, so only the core and phase detectors use them.
     probe_segment: Optional[int] = None
+    # Each traced thread's use of the CPUs (perfvar.cpu_use.CpuUse), when the parts
+    # of a parallel analysis made it; else cpu_use.of makes it from ``samples``.
+    cpu_use: Optional[dict[tuple[int, int], Any]] = None
     # What the detectors derive from the cells once (perfvar.cells.class_pool); not
     # an init field, so a Prepared made by dataclasses.replace starts empty.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)

@@ -3,11 +3,12 @@
 A part is a contiguous block of the trace's ranks (all locations of a rank belong to
 one part, so each (segment, rank) cell is whole in one part). Each part, where it
 runs (perfvar.parallel), reads only its ranks' event files, has the calibration
-judge decide its ranks, and runs filter_cost + filter_os on its cells: the costly
-steps, done where the samples are. The reporting process merges the parts into
-exactly what one process reading the whole trace would hold (locations in
-definition order, the same reports and warnings, the same masks: filter_os is
-deterministic) and runs the detectors, which compare ranks and so need them all.
+judge decide its ranks, and makes its cells (filter_cost, filter_os, the cache state
+of each) and its threads' CPU table (perfvar.cpu_use): the costly steps, done where
+the samples are. The reporting process merges the parts into exactly what one
+process reading the whole trace would hold (locations in definition order, the same
+reports and warnings, the same cells: filter_os is deterministic) and runs the
+detectors, which compare ranks and so need them all.
 Memory per worker is bounded by its ranks' samples; the reporting process holds the
 kept samples of every rank, as the detectors need. Not thread-safe (the reader
 redirects stderr).
@@ -21,9 +22,11 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar import calibration_ranks
-from perfvar.cells import cell_inputs
+from perfvar.cells import cell_inputs, make_cells
+from perfvar.cpu_use import CpuUse, cpu_use
 from perfvar.errors import TraceError
-from perfvar.filters import OsFilterInfo, filter_os_many
+from perfvar.filters import filter_os_many
+from perfvar.model import Cell
 from perfvar.reader_meta import read_meta
 from perfvar.reader_otf2 import (
     PROBE_DTYPE,
@@ -48,9 +51,8 @@ class PartTask:
 class Part:
     trace: Optional[TraceSamples]  # None when none of its locations could be read
     error: Optional[str] = None  # why not (the reader's one line)
-    filtered: dict[CellKey, tuple[np.ndarray, OsFilterInfo]] = field(
-        default_factory=dict
-    )
+    cells: dict[CellKey, Cell] = field(default_factory=dict)  # filtered, judged
+    cpu_use: CpuUse = field(default_factory=dict)  # its threads' CPUs
     judged: dict[int, dict[str, Any]] = field(default_factory=dict)
     made: dict[str, Any] = field(default_factory=dict)  # new decisions, by digest
 
@@ -73,9 +75,11 @@ def analyse_part(task: PartTask) -> Part:
         part.judged, part.made = calibration_ranks.decide_ranks(
             task.directory, task.ranks
         )
+        calibration_ranks.apply(meta, part.judged)  # as the reporting process does
     inputs = cell_inputs(trace.samples, meta)
     results = filter_os_many([values for _, _, values in inputs])
-    part.filtered = {key: result for (key, _, _), result in zip(inputs, results)}
+    part.cells = make_cells(trace, meta, inputs, results)
+    part.cpu_use = cpu_use(trace.samples)
     return part
 
 

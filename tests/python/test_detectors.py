@@ -185,6 +185,7 @@ def test_threads_on_their_own_cpus_are_not_a_migration_nor_shared():
     s = prep.samples
     moving = np.nonzero((s["rank"] == 1) & (s["thread"] == 2))[0]
     s["cpu_enter"][moving[::5]] = 30
+    prep.cpu_use = None  # the samples changed: their CPU table is made again
     result = detect_migration.detect(prep)
     assert [(a.rank, a.cpu, a.evidence["thread"]) for a in result.anomalies] == [
         (1, 21, 2)
@@ -212,6 +213,7 @@ def test_shared_cpu_detector_names_ranks_on_one_cpu_of_one_host():
     prep.samples["cpu_enter"][
         prep.samples["rank"] == 3
     ] = 1  # rank 3 joins rank 1's CPU
+    prep.cpu_use = None  # the samples changed: their CPU table is made again
     result = detect_shared_cpu.detect(prep)
     assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [
         ("shared_cpu", 1, 1),
