@@ -54,18 +54,14 @@ def make_cells(
         rmeta = meta.ranks.get(rank)
         context = cell_context(chunk["context_bytes"])
         choice = choose(context, rmeta.calibration.states if rmeta else [])
-        start = trace.trace_ns(chunk["start_ticks"])
-        cells[(seg, rank)] = Cell(
-            segment=seg,
-            rank=rank,
-            raw_n=int(chunk.size),
-            samples_ns=values[mask],
-            os_info=info,
-            start_ns=start[mask],
-            samples_cpu=chunk["cpu_enter"][mask],
-            removed_ns=values[~mask],
-            removed_start_ns=start[~mask],
-            removed_cpu=chunk["cpu_enter"][~mask],
+        cells[(seg, rank)] = Cell.of_filtered(
+            seg,
+            rank,
+            values,
+            trace.trace_ns(chunk["start_ticks"]),
+            chunk["cpu_enter"],
+            mask,
+            info,
             cpu=_cpu_mode(chunk["cpu_enter"]),
             state=choice.state,
             state_target=choice.target,

@@ -41,6 +41,35 @@ class Cell:
     removed_start_ns: np.ndarray = field(default_factory=lambda: np.empty(0))
     removed_cpu: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
 
+    @classmethod
+    def of_filtered(
+        cls,
+        segment: int,
+        rank: int,
+        values: np.ndarray,
+        start_ns: np.ndarray,
+        cpus: np.ndarray,
+        kept: np.ndarray,
+        info: OsFilterInfo,
+        **more: Any,
+    ) -> Cell:
+        """The cell of these samples (durations and starts in ns, CPUs; aligned) with
+        filter_os's mask ``kept``: the kept and the removed ones apart. ``more``: the
+        other fields (cpu, state, ...)."""
+        return cls(
+            segment=segment,
+            rank=rank,
+            raw_n=int(values.size),
+            samples_ns=values[kept],
+            os_info=info,
+            start_ns=start_ns[kept],
+            samples_cpu=cpus[kept],
+            removed_ns=values[~kept],
+            removed_start_ns=start_ns[~kept],
+            removed_cpu=cpus[~kept],
+            **more,
+        )
+
     @property
     def n(self) -> int:
         return int(self.samples_ns.size)

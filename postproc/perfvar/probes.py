@@ -47,20 +47,16 @@ def with_probes(prep: Prepared, trace: TraceSamples, meta: RunMeta) -> Prepared:
         mine = mine[np.argsort(mine["start_ticks"], kind="stable")]
         values = mine["duration_ns"] * (k_ref / k)
         mask, info = filter_os(values)
-        start = trace.trace_ns(mine["start_ticks"])
         known = mine["cpu"][mine["cpu"] >= 0]
-        cells[(index, rank)] = Cell(
-            segment=index,
-            rank=rank,
-            raw_n=int(values.size),
-            samples_ns=values[mask],
-            os_info=info,
+        cells[(index, rank)] = Cell.of_filtered(
+            index,
+            rank,
+            values,
+            trace.trace_ns(mine["start_ticks"]),
+            mine["cpu"],
+            mask,
+            info,
             cpu=int(np.bincount(known).argmax()) if known.size else None,
-            start_ns=start[mask],
-            samples_cpu=mine["cpu"][mask],
-            removed_ns=values[~mask],
-            removed_start_ns=start[~mask],
-            removed_cpu=mine["cpu"][~mask],
         )
     return replace(
         prep,
