@@ -8,8 +8,11 @@ length. The statistics come from scipy and statsmodels:
 * p value: one-sided Mann-Whitney U (``x`` stochastically greater than ``y``),
   asymptotic, on at most ``TEST_CAP`` samples of each side taken evenly spaced
   (the samples come in time order, so the run is covered; at 10^4 a side the test
-  resolves shifts far below the detectors' floors), so it costs one sort of at
-  most 2 ``TEST_CAP`` values;
+  resolves shifts far below the detectors' floors). It is scipy.stats.mannwhitneyu's
+  statistic and p value (:func:`rank_sum_greater`, tested equal to it) computed from
+  the two sides sorted apart: scipy ranks the pooled sample behind a generic
+  wrapper, about 2.5 ms a call, and the detectors make one call per cell, 12 000 at
+  1024 ranks;
 * confidence interval of the shift: percentile bootstrap of the difference of the
   medians (scipy.stats.bootstrap), on at most ``CI_CAP`` samples drawn from each
   side, so the interval is conservative for larger sets and its cost is bounded;
@@ -73,8 +76,6 @@ def compare(
     keeps one fast rank in a pool from moving it). Needs at least two samples on
     each side (else ValueError).
     """
-    from scipy.stats import mannwhitneyu
-
     x = np.asarray(x_log, dtype=np.float64) - offset_log
     y = np.asarray(y_log, dtype=np.float64)
     if x.size < 2 or y.size < 2:
@@ -83,13 +84,51 @@ def compare(
     shift = float(np.median(x)) - center
     if np.all(x == x[0]) and np.all(y == x[0]):
         return Comparison(shift, 1.0, int(x.size), int(y.size))
-    test = mannwhitneyu(
-        evenly(x, TEST_CAP),
-        evenly(y, TEST_CAP),
-        alternative="greater",
-        method="asymptotic",
-    )
-    return Comparison(shift, float(test.pvalue), int(x.size), int(y.size))
+    p = rank_sum_greater(evenly(x, TEST_CAP), evenly(y, TEST_CAP))
+    return Comparison(shift, p, int(x.size), int(y.size))
+
+
+def rank_sum_greater(x: np.ndarray, y: np.ndarray) -> float:
+    """p value of the one-sided Mann-Whitney U test that ``x`` is stochastically
+    greater than ``y``: the normal approximation with the tie and continuity
+    corrections, as ``scipy.stats.mannwhitneyu(x, y, alternative="greater",
+    method="asymptotic")`` gives it. Each side is sorted on its own and each x
+    value's average rank in the pooled sample found by binary search. Raises
+    ValueError on NaN, as scipy does."""
+    from scipy.special import ndtr
+
+    xs = np.sort(np.asarray(x, dtype=np.float64))
+    ys = np.sort(np.asarray(y, dtype=np.float64))
+    if np.isnan(xs[-1:]).any() or np.isnan(ys[-1:]).any():  # NaNs sort last
+        raise ValueError("rank_sum_greater: x and y must not contain NaNs")
+    n1, n2 = xs.size, ys.size
+    x_lo, x_hi = np.searchsorted(xs, xs, "left"), np.searchsorted(xs, xs, "right")
+    y_lo, y_hi = np.searchsorted(ys, xs, "left"), np.searchsorted(ys, xs, "right")
+    # Pooled values below, then the middle of the run of equal ones. Ranks are
+    # halves, so the sum is exact, as scipy's is.
+    ranks = x_lo + y_lo + (x_hi - x_lo + y_hi - y_lo + 1) / 2
+    u1 = float(ranks.sum()) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    s = np.sqrt(n1 * n2 / 12 * ((n + 1) - _tie_term(xs, ys) / (n * (n - 1))))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (u1 - n1 * n2 / 2 - 0.5) / s
+    return float(np.clip(ndtr(-z), 0.0, 1.0))
+
+
+def _tie_term(xs: np.ndarray, ys: np.ndarray) -> int:
+    """Sum of t^3 - t over the distinct values of the pooled sample (t: how many
+    times each occurs), from both sides sorted."""
+
+    def runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
+        return a[starts], np.diff(np.r_[starts, a.size])
+
+    vx, cx = runs(xs)
+    _, cy = runs(ys)
+    cy_at_x = np.searchsorted(ys, vx, "right") - np.searchsorted(ys, vx, "left")
+    t = cx + cy_at_x
+    # The x values' runs pooled with y's equal ones, plus the y values x lacks.
+    return int(np.sum(t**3 - t) + np.sum(cy**3 - cy) - np.sum(cy_at_x**3 - cy_at_x))
 
 
 def evenly(a: np.ndarray, cap: int) -> np.ndarray:

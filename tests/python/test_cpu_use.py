@@ -48,7 +48,9 @@ def test_table_counts_what_a_direct_count_does(monkeypatch, by_sorting):
 
 
 def test_main_cpu_and_rank_cpus():
-    t = cpu_use.ThreadCpus(started={2: 5, 4: 5, 9: 1}, cpus=(2, 4, 9), crossed=0, segments=11)
+    t = cpu_use.ThreadCpus(
+        started={2: 5, 4: 5, 9: 1}, cpus=(2, 4, 9), crossed=0, segments=11
+    )
     assert t.main_cpu == 2  # the lowest on a tie
     assert cpu_use.ThreadCpus({}, (), 0, 3).main_cpu is None
     use = {(0, 0): t, (0, 1): cpu_use.ThreadCpus({7: 1}, (1, 7), 1, 1)}
