@@ -210,6 +210,7 @@ class ClassPool:
         self.medians_ns = np.array([cells[q].median_ns for q in ranks])
         self.log_medians = np.array([cells[q].log_median for q in ranks])
         self.median_of_others = median_without_each(self.medians_ns)
+        self.log_median_of_others = median_without_each(self.log_medians)
         self.first_ns = min((float(cells[q].start_ns.min()) for q in ranks), default=0)
         self.last_ns = max((float(cells[q].start_ns.max()) for q in ranks), default=0)
         self.memo: dict[Any, Any] = {}  # what a detector derives from the pool once
@@ -227,7 +228,13 @@ class ClassPool:
             gone[:] = False
         use = others & ~gone
         take = use[self.owner]
-        center = float(np.median(self.log_medians[use])) if use.any() else None
+        mine = self.index(rank)
+        if not use.any():
+            center = None
+        elif mine is not None and not gone.any():  # all the others: derived once
+            center = float(self.log_median_of_others[mine])
+        else:
+            center = float(np.median(self.log_medians[use]))
         return Peers(
             self.ranks[use].tolist(),
             self.ranks[gone].tolist(),
