@@ -14,6 +14,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from perfvar.cache_state import CacheState, cell_context, choose
+from perfvar.compare import log_ns
 from perfvar.filters import OsFilterInfo, filter_cost
 from perfvar.model import Cell, Prepared, cell_calibration
 from perfvar.reader_meta import Calibration, RunMeta
@@ -185,6 +186,7 @@ class Peers:
     used: list[int]  # the ranks pooled
     excluded: list[int]  # the ranks left out (found slow before)
     samples_ns: np.ndarray  # their pooled samples (ns; their shares, see peer_shares)
+    samples_log: np.ndarray  # the same as compare.log_ns gives them
     start_ns: np.ndarray  # when each began (ns since the trace's origin)
     center_log: Optional[float]  # median of their median log-durations
 
@@ -203,6 +205,7 @@ class ClassPool:
         self.samples_ns = np.concatenate(
             [cells[q].samples_ns[t] for q, t in zip(ranks, shares)] or [empty]
         )
+        self.samples_log = log_ns(self.samples_ns)
         self.start_ns = np.concatenate(
             [cells[q].start_ns[t] for q, t in zip(ranks, shares)] or [empty]
         )
@@ -239,6 +242,7 @@ class ClassPool:
             self.ranks[use].tolist(),
             self.ranks[gone].tolist(),
             self.samples_ns[take],
+            self.samples_log[take],
             self.start_ns[take],
             center,
         )

@@ -108,27 +108,19 @@ def rank_sum_greater(x: np.ndarray, y: np.ndarray) -> float:
     # halves, so the sum is exact, as scipy's is.
     ranks = x_lo + y_lo + (x_hi - x_lo + y_hi - y_lo + 1) / 2
     u1 = float(ranks.sum()) - n1 * (n1 + 1) / 2
+    # Ties: t^3 - t over the pooled sample's distinct values (t: how often each
+    # occurs). Each run of equal x values with the y values equal to it, plus the y
+    # values no x equals.
+    first = x_lo == np.arange(n1)  # the first x of each run of equal ones
+    t_x = (x_hi - x_lo + y_hi - y_lo)[first]
+    cy_x = (y_hi - y_lo)[first]
+    cy = np.diff(np.flatnonzero(np.r_[True, ys[1:] != ys[:-1], True]))
+    ties = int(np.sum(t_x**3 - t_x) + np.sum(cy**3 - cy) - np.sum(cy_x**3 - cy_x))
     n = n1 + n2
-    s = np.sqrt(n1 * n2 / 12 * ((n + 1) - _tie_term(xs, ys) / (n * (n - 1))))
+    s = np.sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (u1 - n1 * n2 / 2 - 0.5) / s
     return float(np.clip(ndtr(-z), 0.0, 1.0))
-
-
-def _tie_term(xs: np.ndarray, ys: np.ndarray) -> int:
-    """Sum of t^3 - t over the distinct values of the pooled sample (t: how many
-    times each occurs), from both sides sorted."""
-
-    def runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
-        return a[starts], np.diff(np.r_[starts, a.size])
-
-    vx, cx = runs(xs)
-    _, cy = runs(ys)
-    cy_at_x = np.searchsorted(ys, vx, "right") - np.searchsorted(ys, vx, "left")
-    t = cx + cy_at_x
-    # The x values' runs pooled with y's equal ones, plus the y values x lacks.
-    return int(np.sum(t**3 - t) + np.sum(cy**3 - cy) - np.sum(cy_at_x**3 - cy_at_x))
 
 
 def evenly(a: np.ndarray, cap: int) -> np.ndarray:

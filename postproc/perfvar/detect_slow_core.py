@@ -63,7 +63,7 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
             reason, cal = unjudged_reason(prep, cell, params.min_samples)
             if reason:
                 continue
-            peers_log = log_ns(peer_pool(prep, seg, rank).samples_ns)
+            peers_log = peer_pool(prep, seg, rank).samples_log
             ref = float(np.median(peers_log))
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))

@@ -122,7 +122,7 @@ def _windows_of_cell(
     # The class's pool sorted by (bin, value) once per bin count; a rank's peers are
     # it without the rank's own share, still sorted.
     if ("bins", bins) not in pool.memo:
-        x, idx = log_ns(pool.samples_ns), index(pool.start_ns)
+        x, idx = pool.samples_log, index(pool.start_ns)
         order = np.lexsort((x, idx))
         pool.memo[("bins", bins)] = (x[order], idx[order], pool.owner[order])
     xs, ids, owner = pool.memo[("bins", bins)]

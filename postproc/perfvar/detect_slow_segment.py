@@ -173,11 +173,11 @@ def _first_pass_slow(
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            pool = peer_pool(prep, seg, r).samples_ns
-            if pool.size < 2:
+            pool_log = peer_pool(prep, seg, r).samples_log
+            if pool_log.size < 2:
                 continue
             keys.append((seg, r))
-            cmp = compare(log_ns(cells[r].samples_ns), log_ns(pool))
+            cmp = compare(log_ns(cells[r].samples_ns), pool_log)
             pvals.append(cmp.p_value)
     out: dict[int, set[int]] = {}
     for (seg, r), q in zip(keys, fdr(pvals)):
@@ -292,7 +292,7 @@ def detect(
         floor_rel = params.segment_floor
         if kappa is None:
             kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
-        x_log, pool_log = log_ns(cell.samples_ns), log_ns(pool)
+        x_log, pool_log = log_ns(cell.samples_ns), peers.samples_log
         center = peers.center_log
         cmp = compare(x_log, pool_log, offset_log=kappa, center_log=center)
         peer_med = float(np.exp(center))
@@ -331,7 +331,7 @@ def _anomaly(
 ) -> Anomaly:
     cell, j = t.cell, t.judgement
     peers = peer_pool(prep, cell.segment, cell.rank, t.leave_out)
-    x_log, pool_log = log_ns(cell.samples_ns), log_ns(peers.samples_ns)
+    x_log, pool_log = log_ns(cell.samples_ns), peers.samples_log
     lo, hi = shift_ci(x_log, pool_log, offset_log=t.kappa)
     return Anomaly(
         kind=KIND,
