@@ -218,6 +218,38 @@ class ClassPool:
         self.last_ns = max((float(cells[q].start_ns.max()) for q in ranks), default=0)
         self.memo: dict[Any, Any] = {}  # what a detector derives from the pool once
 
+    def pooled_median_log(self, rank: int) -> float:
+        """np.median of the log-durations ``peers(rank)`` pools (no one left out),
+        from the pool sorted once: the rank's own share is skipped by counting, not
+        by copying the pool. NaN when the rank is alone."""
+        memo = self.memo.get("sorted_log")
+        if memo is None:
+            order = np.argsort(self.samples_log, kind="stable")
+            at = np.empty(order.size, dtype=np.int64)
+            at[order] = np.arange(order.size)
+            memo = self.memo["sorted_log"] = (self.samples_log[order], at)
+        values, at = memo
+        i = self.index(rank)
+        own = np.sort(at[self.owner == i]) if i is not None else at[:0]
+        left = values.size - own.size
+        if left == 0:
+            return float("nan")
+
+        def kth(j: int) -> float:  # the j-th smallest once the own share is out
+            p = j
+            while True:  # p = j + own positions below p, found by iterating
+                q = j + int(np.searchsorted(own, p, "left"))
+                if q == p:
+                    break
+                p = q
+            k = int(np.searchsorted(own, p, "left"))
+            while k < own.size and own[k] == p:  # an own value: the next one is it
+                p, k = p + 1, k + 1
+            return float(values[p])
+
+        lo, hi = kth((left - 1) // 2), kth(left // 2)
+        return lo if lo == hi else (lo + hi) / 2
+
     def index(self, rank: int) -> Optional[int]:
         i = int(np.searchsorted(self.ranks, rank))
         return i if i < self.ranks.size and self.ranks[i] == rank else None

@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, peer_pool, unjudged_reason
+from perfvar.cells import by_segment, class_pool, peer_pool, unjudged_reason
 from perfvar.compare import TEST_CAP, compare, evenly, fdr, log_ns, rel, shift_ci
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 
@@ -64,7 +64,7 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
             if reason:
                 continue
             peers_log = peer_pool(prep, seg, rank).samples_log
-            ref = float(np.median(peers_log))
+            ref = class_pool(prep, seg).pooled_median_log(rank)
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))
             entry.z.append(z)

@@ -48,6 +48,7 @@ import numpy as np
 
 from perfvar.cells import (
     by_segment,
+    class_pool,
     median_without_each,
     peer_pool,
     unjudged_reason,
@@ -177,7 +178,8 @@ def _first_pass_slow(
             if pool_log.size < 2:
                 continue
             keys.append((seg, r))
-            cmp = compare(log_ns(cells[r].samples_ns), pool_log)
+            center = class_pool(prep, seg).pooled_median_log(r)  # median(pool_log)
+            cmp = compare(log_ns(cells[r].samples_ns), pool_log, center_log=center)
             pvals.append(cmp.p_value)
     out: dict[int, set[int]] = {}
     for (seg, r), q in zip(keys, fdr(pvals)):

@@ -320,3 +320,20 @@ def test_noisy_cores_t_test_from_sums_is_welchs_over_the_samples():
     assert got == pytest.approx(float(expected.pvalue), rel=1e-9)
     quiet = [noise(r, 500, 0, 1.0) for r in range(1, 3)]
     assert _more_lost(noise(0, 500, 0, 1.0), totals(quiet)) == 1.0
+
+
+def test_pooled_median_without_a_rank_is_the_median_of_its_peers_pool(monkeypatch):
+    from perfvar import cells as cells_mod
+
+    monkeypatch.setattr(cells_mod, "PEER_CAP", 300)  # shares, not whole cells
+    rng = np.random.default_rng(3)
+    for nranks in (1, 2, 5, 9):
+        samples = _ranks(0, nranks=nranks, n=int(rng.integers(20, 120)))
+        # Quantised: equal values within a rank's share and across ranks.
+        prep = make_prepared({k: np.round(v / 7.0) * 7.0 for k, v in samples.items()})
+        pool = cells_mod.class_pool(prep, 0)
+        for rank in list(range(nranks)) + [nranks + 5]:  # and a rank not in it
+            peers = pool.peers(rank)
+            expected = np.median(peers.samples_log) if peers.samples_log.size else None
+            got = pool.pooled_median_log(rank)
+            assert (np.isnan(got) if expected is None else got == expected), rank
