@@ -189,10 +189,11 @@ def _rank_table(
     noise: dict[int, detect_noisy_core.RankNoise],
 ) -> list[dict[str, Any]]:
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
+    use = cpu_use.of(prep)
     counts: Counter = Counter()
-    for (rank, _), use in cpu_use.of(prep).items():
-        counts[rank] += use.segments
-    cpus = cpu_use.rank_cpus(cpu_use.of(prep))
+    for (rank, _), mine in use.items():
+        counts[rank] += mine.segments
+    cpus = cpu_use.rank_cpus(use)
     statuses: dict[int, Counter] = {}
     for j in judgements:
         statuses.setdefault(j.rank, Counter())[j.status] += 1

@@ -5,7 +5,8 @@ makes its ranks' rows, perfvar.partition) and read by the detectors "migrated" a
 "shared_cpu" and by the rank table: per (rank, thread), the segments started on each
 CPU, every CPU seen at an Enter or a Leave, and the segments that began on one CPU
 and ended on another. CPUs come from the ``cpu`` event attribute (TSC_AUX); unknown
-ones (-1) are left out. Pure functions; thread-safe.
+ones (-1) are left out. Pure functions, thread-safe, except :func:`of`, which keeps
+the table it makes in the Prepared it is given (one Prepared, one thread at a time).
 """
 
 from __future__ import annotations
