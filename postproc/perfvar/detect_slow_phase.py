@@ -10,7 +10,8 @@ Per segment class present on two or more ranks, and per rank r with at least
 2. change points on d: PELT with an L2 cost (ruptures' KernelCPD with the linear
    kernel: the L2 cost, in C), at least 5 bins per segment, penalty
    3 sigma^2 log(B) (sigma from the median absolute difference of consecutive
-   bins, robust to the steps themselves).
+   bins, robust to the steps themselves; their root mean square when most
+   consecutive bins are equal, as with quantised durations).
 3. the baseline is the median of d over the run; a stretch between change points
    whose level (median d) exceeds it by more than ``phase_floor`` is a candidate,
    neighbouring candidates are merged; a candidate covering 80 % of the run or
@@ -85,13 +86,26 @@ def _sorted_bin_medians(xs: np.ndarray, ids: np.ndarray, bins: int) -> np.ndarra
     return np.where(full, (a + b) / 2.0, np.nan)
 
 
+def _step_sigma(steps: np.ndarray) -> float:
+    """The noise sigma of the bins from their consecutive differences: the median
+    absolute difference (robust to the steps themselves), or, when more than half
+    the differences are 0 (bin medians on a grid: work that takes the same ticks
+    every time), their root mean square, which is 0 only when d is constant. With
+    the median alone such a run had sigma 0 and no change point however large its
+    step."""
+    sigma = float(np.median(np.abs(steps))) / (0.6745 * np.sqrt(2))
+    if sigma > 0:
+        return sigma
+    return float(np.sqrt(np.mean(steps**2))) / np.sqrt(2)
+
+
 def _stretches(d: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) index ranges of d between change points (PELT, L2 cost)."""
     import ruptures
 
     n = d.size
-    steps = np.abs(np.diff(d))
-    sigma = float(np.median(steps)) / (0.6745 * np.sqrt(2)) if n > 1 else 0.0
+    steps = np.diff(d)
+    sigma = _step_sigma(steps) if n > 1 else 0.0
     if n < 2 * MIN_SIZE or sigma <= 0:
         return [(0, n)]
     # The linear kernel's cost is the L2 cost: the change points of

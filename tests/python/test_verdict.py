@@ -125,6 +125,21 @@ def test_slow_phase_is_named_with_its_window_and_not_as_a_core():
     assert sorted(c["segment"] for c in a.evidence["classes"]) == ["S0", "S1"]
 
 
+def test_slow_phase_is_named_when_the_durations_are_on_a_grid():
+    # Work that takes the same ticks every time: rounded to 1 us, every bin's median
+    # equals its neighbour's outside the step, so the bins' median absolute
+    # difference is 0. The step must still be a change point.
+    def phase(i):
+        return np.where((i >= 400) & (i < 700), 1.5, 1.0)
+
+    samples = _cells(12, nranks=2, slow={(0, 0): phase, (1, 0): phase})
+    samples = {k: np.round(v / 1000.0) * 1000.0 for k, v in samples.items()}
+    found = _named(samples)
+    assert _kinds(found) == [("slow_phase", 0, None)]
+    assert found[0].start_ns == pytest.approx(400 * STEP_NS, abs=40 * STEP_NS)
+    assert found[0].evidence["excess_rel"] == pytest.approx(0.5, abs=0.05)
+
+
 def test_floors_are_options():
     samples = _cells(6, slow={(0, 1): 1.01})
     assert _kinds(_named(samples, segment_floor=0.02)) == []
