@@ -116,7 +116,7 @@ STATUS_KINDS = ("recv", "sendrecv", "wait", "mprobe", "mrecv")
 # pv_call_prepare records at the entry or keeps request handles (messages.c pv_messages_prepare),
 # and in C substitutes ignored statuses (STATUS_KINDS); pv_call_leave records at the exit
 # (pv_messages_leave). A kind with neither records nothing but the call: no pv_args at all.
-PREPARE_KINDS = ("send", "isend", "sendrecv", "icollective", "wait", "request_free")
+PREPARE_KINDS = ("send", "sendrecv", "wait")
 LEAVE_KINDS = MESSAGE_KINDS + ("wait",)
 
 
@@ -149,7 +149,7 @@ def c_record(params: list, kind: str) -> list[str]:
             out.append("pv_a.message_before = *message;")
     if kind in STATUS_KINDS and "status" in names:
         out.append("pv_a.status = status, pv_a.has_status = 1;")
-    if kind in ("wait", "request_free"):
+    if kind == "wait":
         n = wait_count(names)
         if "request" in names:
             out.append("pv_a.nreq = 1, pv_a.requests = request;")
@@ -192,7 +192,7 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
     if kind in STATUS_KINDS and "status" in names:
         before.append(f"void *pv_status = pv_f_status_arg(&pv_c, status, {e.binding});")
         after.append(f"pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding});")
-    if kind in ("wait", "request_free"):
+    if kind == "wait":
         n = wait_count(names)
         if "request" in names:
             before.append("pv_a.nreq = 1, pv_a.frequests = (MPI_Fint *)request;")
@@ -209,10 +209,14 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
 # ---- the call protocol (runtime.h), shared by both languages ------------------------------------
 
 def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], after: list[str],
-                  rc: str, returns: bool, prepare: bool, prepared: list[str] = ()) -> str:
+                  rc: str, returns: bool, prepare: bool, prepared: list[str] = (),
+                  single_wait: tuple[str, str, str, str] | None = None) -> str:
     """The wrapper body: untraced/traced are the PMPI calls (statements without ';'), before/after
     the pv_args statements around the traced call (prepared: after pv_call_prepare, if prepare),
-    rc the expression of its return code."""
+    rc the expression of its return code. single_wait, for a Wait/Test of one request: the
+    statement keeping its handle, the condition that it was MPI_REQUEST_NULL (nothing to record),
+    the statement recording its completion, and the condition that it completed (the handle
+    changed); `before` then holds the status substitution."""
     fid = f"PV_FN_{fn.name}"
     ra = "__builtin_return_address(0)"
     ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
@@ -234,10 +238,12 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
     plain = f"int pv_rc = {untraced};" if returns else f"{untraced};"
     if fn.info.kind not in PREPARE_KINDS + LEAVE_KINDS:  # nothing but the call is recorded
         return enter + ind([plain, "pv_call_end(&pv_c);"] + ret)
-    if fn.info.kind == "wait":  # no request pending anywhere: nothing to complete or record
-        enter += ind(["if (pv_nothing_pending) {"]
-                     + [f"    {line}" for line in [plain, "pv_call_end(&pv_c);"] + (ret or ["return;"])]
-                     + ["}"])
+    if single_wait:  # Wait/Test of one request: its own short path (no pv_args unless Fortran)
+        handle, null, status, done = single_wait
+        return enter + ind([f"{handle}", f"if ({null}) {{"]
+                           + [f"    {line}" for line in [plain, "pv_call_end(&pv_c);"] + (ret or ["return;"])]
+                           + ["}"] + list(before) + [keep, f"if ({done}) {status}", "pv_call_end(&pv_c);"]
+                           + ret)
     prep = ["pv_call_prepare(&pv_c, &pv_a);"] + list(prepared) if prepare else []
     return enter + ind(["pv_args pv_a = PV_ARGS_INIT;"] + before + prep + [keep] + after
                        + [f"pv_call_leave(&pv_c, &pv_a, {rc});"] + ret)
@@ -256,8 +262,15 @@ def c_wrapper(fn: Function, proc) -> str:
                      else p.name for p in params)
     # C statuses are substituted by pv_call_prepare.
     prepare = fn.info.kind in PREPARE_KINDS or "has_status = 1" in recorded
+    single = None
+    if fn.info.kind == "wait" and "request" in {p.name for p in params}:
+        single = ("MPI_Request pv_before = *request;", "pv_before == MPI_REQUEST_NULL",
+                  "pv_messages_completed(&pv_c, pv_before, pv_status);", "*request != pv_before")
+        record = ["MPI_Status pv_own;",
+                  "MPI_Status *pv_status = status == MPI_STATUS_IGNORE ? &pv_own : status;"]
+        call = call.replace("pv_a.status", "pv_status")
     body = protocol_body(fn, f"P{proc.name}({plain})", f"P{proc.name}({call})", record, [],
-                         "pv_rc", returns=True, prepare=prepare)
+                         "pv_rc", returns=True, prepare=prepare, single_wait=single)
     return f"{str(proc)}\n{{\n{body}}}\n"
 
 
@@ -300,8 +313,18 @@ def f_wrapper(fn: Function, e: FortranEntry) -> str:
                              for n in names] + [f"{n}_len" for n in strings])
     # ierror is OPTIONAL in use mpi_f08: absent means a NULL argument.
     ierr = "(ierror ? *(const MPI_Fint *)ierror : MPI_SUCCESS)" if "ierror" in names else "MPI_SUCCESS"
+    single = None
+    if fn.info.kind == "wait" and "request" in names:  # Fortran handles are integers in every binding
+        single = ("MPI_Fint pv_fbefore = *(const MPI_Fint *)request; "
+                  "MPI_Request pv_before = PMPI_Request_f2c(pv_fbefore);",
+                  "pv_before == MPI_REQUEST_NULL",
+                  f"{{ pv_args pv_a = PV_ARGS_INIT; pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding}); "
+                  "pv_messages_completed(&pv_c, pv_before, pv_a.status); }",
+                  "*(const MPI_Fint *)request != pv_fbefore")
+        before = [x for x in before if "pv_a." not in x]  # the status substitution only
     body = protocol_body(fn, f"{e.target}({args})", f"{e.target}({traced_args})", before, after,
-                         ierr, returns=False, prepare=fn.info.kind in PREPARE_KINDS, prepared=prepared)
+                         ierr, returns=False, prepare=fn.info.kind in PREPARE_KINDS, prepared=prepared,
+                         single_wait=single)
     out = [f"extern void {e.target}({decl});", f"void {e.symbol}({decl});",
            f"void {e.symbol}({decl})\n{{\n{body}}}"]
     out += [f'void {alias}({decl}) __attribute__((alias("{e.symbol}")));' for alias in e.aliases]

@@ -4,110 +4,72 @@
  * Blocking calls: MpiSend at the entry of Send/Sendrecv, MpiRecv when Recv/Sendrecv return (source,
  * tag and size from the status, which perfvar supplies when the caller ignores it),
  * MpiCollectiveBegin/End around blocking collectives.
- * Non-blocking calls are tracked to completion with a request id (the recorder's, unique per rank):
- * MpiIsend at the Isend and MpiIsendComplete at the Wait/Test that completes it; MpiIrecvRequest at
- * the Irecv and MpiIrecv (with the status's source, tag and size) at its completion;
- * NonBlockingCollectiveRequest at an I-collective and NonBlockingCollectiveComplete at its
- * completion. A Wait/Test call completes a
- * request when it sets its handle to MPI_REQUEST_NULL. A receive's status is the call's single
- * status (Wait, Test, Waitany, Testany: one request completes) or the matching element of
+ * Non-blocking operations: the call that starts one records what it is (the message sent, the
+ * receive as posted, the collective) and the handle MPI returned; a Wait/Test call that completes a
+ * request (sets its handle to MPI_REQUEST_NULL) records the handle it had and, where the call has
+ * one, its status (source, tag, size). Nothing is looked up while the application runs: the
+ * conversion pairs completions with starts by handle (records.h), and writes MpiIsend ...
+ * MpiIsendComplete, MpiIrecvRequest ... MpiIrecv (with the status's source, tag and size),
+ * NonBlockingCollectiveRequest ... NonBlockingCollectiveComplete. A receive's status is the call's
+ * single status (Wait, Test, Waitany, Testany: one request completes) or the matching element of
  * array_of_statuses (Waitall, Testall); Waitsome/Testsome statuses are not decoded (the Irecv's source
  * and tag are used, so an MPI_ANY_SOURCE receive completed there is recorded without its sender).
  * A message matched by MPI_Mprobe/Improbe is received by the MPI_Mrecv (or, like an Irecv, by the
- * completion of the MPI_Imrecv) that takes it, with the probe's source and tag. A request given to
- * MPI_Request_free is forgotten: it is never recorded as complete.
+ * completion of the MPI_Imrecv) that takes it, with the probe's source and tag: matched messages are
+ * kept in a map (one per process: another thread may receive the message) from the probe to the
+ * receive. A request given to MPI_Request_free is never recorded as complete.
  *
  * Facts are made on their communicator (comms.c; inter-communicators are not recorded), with
- * peers and roots as ranks in it, in the calling thread's records.
- *
- * Pending operations (request -> what completes it records) are in one map per process, because a
- * request may be completed by another thread than the one that started it. Under
- * MPI_THREAD_MULTIPLE the map is locked; below that level MPI calls (ours inside them included) are
- * already serialised. A Wait* takes its requests' entries out before calling MPI: once MPI completes
- * a request it may hand the same handle to another thread's Irecv at once, whose entry must not be
- * mistaken for ours. */
+ * peers and roots as ranks in it, in the calling thread's records. */
 #include "state.h"
 
 #include <string.h>
 
-/* ---- pending operations, as request-map values ---- */
-enum { PENDING_RECV = 1, PENDING_SEND, PENDING_COLL };
-
-typedef struct pending {
-    int kind;         /* PENDING_* */
-    int op;           /* collectives: OTF2_CollectiveOp */
+/* ---- matched messages (Mprobe -> Mrecv/Imrecv), as map values ---- */
+typedef struct matched {
     uint32_t comm;    /* trace communicator (< 65536) */
-    int32_t peer;     /* receive: source (may be MPI_ANY_SOURCE); collective: root or -1 */
-    int32_t tag;      /* receive: tag (may be MPI_ANY_TAG) */
-    uint64_t id;      /* the trace's request id */
-    int64_t bytes;    /* receive: posted size (-1 unknown); collective: bytes sent */
-    int64_t received; /* collective: bytes received */
-} pending;
+    int32_t source, tag;
+    int64_t bytes;    /* -1 unknown */
+} matched;
 
-static pv_u64val pack(const pending *p)
+static pv_u64val pack(const matched *m)
 {
-    return (pv_u64val){
-        (int64_t)((uint64_t)p->kind | (uint64_t)(p->op & 0xff) << 8 | (uint64_t)p->comm << 16 |
-                  (uint64_t)(uint32_t)p->peer << 32),
-        (int64_t)p->id, p->bytes, p->kind == PENDING_COLL ? p->received : p->tag};
+    return (pv_u64val){(int64_t)m->comm, m->source, m->tag, m->bytes};
 }
 
-static pending unpack(pv_u64val v)
-{
-    uint64_t a = (uint64_t)v.a;
-    pending p = {(int)(a & 0xff), (int)(a >> 8 & 0xff), (uint32_t)(a >> 16 & 0xffff),
-                 (int32_t)(uint32_t)(a >> 32), 0, (uint64_t)v.b, v.c, 0};
-    if (p.kind == PENDING_COLL)
-        p.received = v.d;
-    else
-        p.tag = (int32_t)v.d;
-    return p;
-}
+static matched unpack(pv_u64val v) { return (matched){(uint32_t)v.a, (int32_t)v.b, (int32_t)v.c, v.d}; }
 
-int pv_nothing_pending;
-
-/* The one place that decides pv_nothing_pending: after every change of the map (under its lock
- * where there is one), and at the start. Never set under MPI_THREAD_MULTIPLE: another thread's
- * Irecv may add an entry while a Wait runs. */
-static void requests_changed(void)
-{
-    pv_nothing_pending = pv_rt.thread_level != MPI_THREAD_MULTIPLE && pv_rt.requests.n == 0;
-}
-
-void pv_messages_init(void) { requests_changed(); }
-
-/* 1 if the request map must be locked (then it is): MPI_THREAD_MULTIPLE. */
-static int requests_lock(void)
+/* 1 if the map must be locked (then it is): MPI_THREAD_MULTIPLE. Below that level MPI calls, ours
+ * inside them included, are serialised by the application. */
+static int messages_lock(void)
 {
     int locked = pv_rt.thread_level == MPI_THREAD_MULTIPLE;
-    if (locked) pthread_mutex_lock(&pv_rt.requests_lock);
+    if (locked) pthread_mutex_lock(&pv_rt.messages_lock);
     return locked;
 }
 
-static void requests_unlock(int locked)
+static void messages_unlock(int locked)
 {
-    if (locked) pthread_mutex_unlock(&pv_rt.requests_lock);
+    if (locked) pthread_mutex_unlock(&pv_rt.messages_lock);
 }
 
-static uint64_t handle_key(const void *h, size_t n, uint64_t salt)
+/* Never 0 (the map's empty key), whatever MPI_MESSAGE_NULL is. */
+static uint64_t message_key(MPI_Message m)
 {
     uint64_t k = 0;
-    memcpy(&k, h, n < sizeof k ? n : sizeof k);
-    return k ^ salt; /* never 0, whatever MPI_REQUEST_NULL is */
+    memcpy(&k, &m, sizeof m < sizeof k ? sizeof m : sizeof k);
+    return k ^ 0xc2b2ae3d27d4eb4full;
 }
-static uint64_t request_key(MPI_Request r) { return handle_key(&r, sizeof r, 0x9e3779b97f4a7c15ull); }
-/* Matched messages (Mprobe -> Mrecv/Imrecv) share the request map under another key space. */
-static uint64_t message_key(MPI_Message m) { return handle_key(&m, sizeof m, 0xc2b2ae3d27d4eb4full); }
 
-static void put_pending(uint64_t key, const pending *p)
+/* The bits of a request handle (a pointer in Open MPI, an int in MPICH), as records carry them. */
+static uint64_t handle_bits(MPI_Request r)
 {
-    int locked = requests_lock();
-    pv_u64map_put(&pv_rt.requests, key, pack(p));
-    requests_changed();
-    requests_unlock(locked);
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k;
 }
 
-/* The trace communicator of a, if its messages are recorded (and fit a pending entry). */
+/* The trace communicator of a, if its messages are recorded (and fit a fact's 16 bits). */
 static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
 {
     return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
@@ -143,15 +105,21 @@ static void send_record(pv_call *c, const pv_args *a, int64_t bytes)
     if (send_target(a, &comm, &tag)) c->unit->x = msg_fact(c, comm, a->dest, tag, bytes);
 }
 
+/* A status's size in bytes, -1 when MPI does not say. */
+static int64_t status_bytes(const MPI_Status *st)
+{
+    int count;
+    return PMPI_Get_count(st, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED ? count : -1;
+}
+
 /* The status (may be NULL) wins over what the receive was given; 0 if nothing can be recorded. */
 static int received(const MPI_Status *st, int *source, int *tag, int64_t *bytes)
 {
     if (st) {
-        int count;
+        int64_t n = status_bytes(st);
         *source = st->MPI_SOURCE;
         *tag = st->MPI_TAG;
-        if (PMPI_Get_count(st, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
-            *bytes = count;
+        if (n >= 0) *bytes = n;
     }
     return !(*source < 0 || *source == MPI_PROC_NULL || *tag < 0); /* ANY_SOURCE/TAG, unknown */
 }
@@ -195,95 +163,52 @@ static uint32_t root_of(const pv_args *a)
 }
 
 /* ---- Wait / Test ---- */
-static pv_req_slot *slots_of(pv_call *c) { return c->heap_slots ? c->heap_slots : c->slots; }
-
-/* Take the pending operations of a Wait*'s requests out of the map into its slots. Not inlined: it
- * would make every call's pv_messages_prepare save more registers (measured with callgrind). */
-static __attribute__((noinline)) void take_pending(pv_call *c, const pv_args *a)
+/* The STATUS fact of a completed request's status (may be NULL), 0 if it names no sender: what its
+ * receive got, if it was one (a send's status is recorded too, and left unread: which kind of
+ * request a handle was is known only when the records are read). */
+static uint16_t status_fact(pv_call *c, const MPI_Status *st)
 {
-    pv_req_slot *s = slots_of(c);
-    int locked = requests_lock();
-    for (int i = 0; i < a->nreq; i++)
-        s[i].pending = pv_u64map_take(&pv_rt.requests, request_key(s[i].key), &s[i].val);
-    requests_changed();
-    requests_unlock(locked);
+    if (!st || st->MPI_SOURCE < 0 || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_TAG < 0) return 0;
+    int64_t bytes = status_bytes(st);
+    return pv_rec_fact(rec_of(c), PV_REC_FACT_STATUS, 0, 0, (uint32_t)st->MPI_SOURCE,
+                       (uint32_t)st->MPI_TAG, bytes >= 0 ? (uint64_t)bytes : 0, bytes < 0);
 }
 
-/* Did the Wait* or Test* complete request i? A completed non-persistent request's handle is set to
- * MPI_REQUEST_NULL (Fortran: its Fortran value); Test*, Waitany and Waitsome complete only some. */
-static int completed(const pv_args *a, const pv_req_slot *s, int i)
-{
-    MPI_Request now = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
-    return now != s[i].key;
-}
-
-static void complete(pv_call *c, const pending *p, const MPI_Status *st)
-{
-    switch (p->kind) {
-    case PENDING_SEND: pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_SEND, 0); break;
-    case PENDING_RECV: {
-        /* Unknown sender (Waitsome with MPI_ANY_SOURCE): the request stays without completion
-         * in the trace rather than with a made-up sender. */
-        uint16_t f = recv_record(c, p->comm, p->peer, p->tag, p->bytes, st);
-        if (f) pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_RECV, f);
-        break;
-    }
-    case PENDING_COLL: {
-        uint16_t f = coll_fact(c, p->op, p->comm, p->peer >= 0 ? (uint32_t)p->peer : OTF2_UNDEFINED_UINT32,
-                               (uint64_t)p->bytes, (uint64_t)p->received);
-        pv_rec_complete(rec_of(c), p->id, PV_REC_DONE_COLL, f);
-        break;
-    }
-    default: break;
-    }
-}
-
+/* Every request the Wait* or Test* completed: a non-persistent request's handle is set to
+ * MPI_REQUEST_NULL (Fortran: its Fortran value) when it completes; Test*, Waitany and Waitsome
+ * complete only some. */
 static void wait_leave(pv_call *c, const pv_args *a)
 {
-    pv_req_slot *s = slots_of(c);
-    int put_back = 0;
+    const MPI_Request *before = c->heap_keys ? c->heap_keys : c->keys;
     for (int i = 0; i < a->nreq; i++) {
-        if (!s[i].pending) continue;
-        if (!completed(a, s, i)) {
-            put_back = 1;
-            continue;
-        }
+        if (before[i] == MPI_REQUEST_NULL) continue;
+        MPI_Request now = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
+        if (now == before[i]) continue;
         const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                : (a->has_status ? a->status : NULL);
-        pending p = unpack(s[i].val);
-        complete(c, &p, st);
+        pv_rec_complete(rec_of(c), handle_bits(before[i]), status_fact(c, st));
     }
-    if (!put_back) return;
-    /* Still pending (not completed by this call): a later Wait* or Test* will. */
-    int locked = requests_lock();
-    for (int i = 0; i < a->nreq; i++)
-        if (s[i].pending && !completed(a, s, i))
-            pv_u64map_put(&pv_rt.requests, request_key(s[i].key), s[i].val);
-    requests_changed();
-    requests_unlock(locked);
+}
+
+void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status)
+{
+    pv_rec_complete(rec_of(c), handle_bits(before), status_fact(c, status));
+}
+
+/* The request the call started, if it returned one: a REQUEST unit after its fact x. */
+static void started(pv_call *c, const pv_args *a, uint16_t x)
+{
+    if (!a->request || *a->request == MPI_REQUEST_NULL) return;
+    c->unit->x = x;
+    pv_rec_request(rec_of(c), handle_bits(*a->request));
 }
 
 /* ---- the call protocol ---- */
 void pv_messages_prepare(pv_call *c, pv_args *a)
 {
-    uint32_t comm;
-    int size, rank, tag;
     switch (pv_fn_info[c->fn].kind) {
     case PV_KIND_SEND: send_record(c, a, a->bytes); break;
-    case PV_KIND_ISEND:
-        c->request_id = 0;
-        if (send_target(a, &comm, &tag)) {
-            c->request_id = pv_rec_call_request(rec_of(c), c->unit);
-            c->unit->x = msg_fact(c, comm, a->dest, tag, a->bytes);
-        }
-        break;
     case PV_KIND_SENDRECV: send_record(c, a, a->send_bytes); break;
-    case PV_KIND_ICOLLECTIVE:
-        c->request_id = 0;
-        if (comm_of(a, &comm, &size, &rank)) c->request_id = pv_rec_call_request(rec_of(c), c->unit);
-        break;
-    case PV_KIND_WAIT:
-    case PV_KIND_REQUEST_FREE: take_pending(c, a); break; /* Request_free: dropped */
     default: break;
     }
 }
@@ -292,12 +217,12 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
 {
     int fn = c->fn;
     if (pv_fn_info[fn].kind == PV_KIND_WAIT) {
-        wait_leave(c, a); /* also when it failed: what it took out goes back */
+        wait_leave(c, a); /* also when it failed: requests it completed are complete */
         return;
     }
     if (rc != MPI_SUCCESS) return;
     uint32_t comm;
-    int size, rank;
+    int size, rank, tag;
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
     case PV_KIND_SENDRECV:
@@ -310,55 +235,40 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
         }
         break;
     case PV_KIND_ISEND:
-        if (c->request_id && a->request && *a->request != MPI_REQUEST_NULL) {
-            pending p = {PENDING_SEND, 0, 0, -1, 0, c->request_id, 0, 0};
-            put_pending(request_key(*a->request), &p);
-        }
+        if (send_target(a, &comm, &tag)) started(c, a, msg_fact(c, comm, a->dest, tag, a->bytes));
         break;
-    case PV_KIND_IRECV:
-        if (a->source != MPI_PROC_NULL && a->request && *a->request != MPI_REQUEST_NULL &&
-            comm_of(a, &comm, &size, &rank)) {
-            pending p = {PENDING_RECV, 0, comm, a->source, a->tag,
-                         pv_rec_call_request(rec_of(c), c->unit), a->bytes, 0};
-            put_pending(request_key(*a->request), &p);
-        }
+    case PV_KIND_IRECV: /* source and tag as posted (MPI_ANY_*: negative): the status tells */
+        if (a->source != MPI_PROC_NULL && comm_of(a, &comm, &size, &rank))
+            started(c, a, msg_fact(c, comm, a->source, a->tag, a->bytes));
         break;
     case PV_KIND_ICOLLECTIVE:
-        if (c->request_id && a->request && comm_of(a, &comm, &size, &rank)) {
+        if (comm_of(a, &comm, &size, &rank)) {
             uint64_t sent, recvd;
             collective_bytes(fn, a, size, rank, &sent, &recvd);
-            uint32_t root = root_of(a);
-            pending p = {PENDING_COLL, pv_fn_info[fn].op, comm,
-                         root == OTF2_UNDEFINED_UINT32 ? -1 : (int32_t)root, 0, c->request_id,
-                         (int64_t)sent, (int64_t)recvd};
-            put_pending(request_key(*a->request), &p);
+            started(c, a, coll_fact(c, pv_fn_info[fn].op, comm, root_of(a), sent, recvd));
         }
         break;
     case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
         if (a->message && *a->message != MPI_MESSAGE_NULL && *a->message != MPI_MESSAGE_NO_PROC &&
             (!a->flag || *a->flag) && a->has_status && comm_of(a, &comm, &size, &rank)) {
-            int count;
-            int64_t bytes = PMPI_Get_count(a->status, MPI_BYTE, &count) == MPI_SUCCESS &&
-                                    count != MPI_UNDEFINED ? count : -1;
-            pending p = {PENDING_RECV, 0, comm, a->status->MPI_SOURCE, a->status->MPI_TAG, 0, bytes, 0};
-            put_pending(message_key(*a->message), &p);
+            matched m = {comm, a->status->MPI_SOURCE, a->status->MPI_TAG, status_bytes(a->status)};
+            int locked = messages_lock();
+            pv_u64map_put(&pv_rt.messages, message_key(*a->message), pack(&m));
+            messages_unlock(locked);
         }
         break;
     case PV_KIND_MRECV:
     case PV_KIND_IMRECV: {
         pv_u64val v;
-        int locked = requests_lock();
-        int found = pv_u64map_take(&pv_rt.requests, message_key(a->message_before), &v);
-        requests_changed();
-        requests_unlock(locked);
+        int locked = messages_lock();
+        int found = pv_u64map_take(&pv_rt.messages, message_key(a->message_before), &v);
+        messages_unlock(locked);
         if (!found) break;
-        pending p = unpack(v);
-        if (pv_fn_info[fn].kind == PV_KIND_MRECV) {
-            c->unit->x = recv_record(c, p.comm, p.peer, p.tag, p.bytes, a->has_status ? a->status : NULL);
-        } else if (a->request && *a->request != MPI_REQUEST_NULL) { /* completed by a Wait/Test */
-            p.id = pv_rec_call_request(rec_of(c), c->unit);
-            put_pending(request_key(*a->request), &p);
-        }
+        matched m = unpack(v);
+        if (pv_fn_info[fn].kind == PV_KIND_MRECV)
+            c->unit->x = recv_record(c, m.comm, m.source, m.tag, m.bytes, a->has_status ? a->status : NULL);
+        else /* completed by a Wait/Test, like an Irecv */
+            started(c, a, msg_fact(c, m.comm, m.source, m.tag, m.bytes));
         break;
     }
     case PV_KIND_COLLECTIVE:

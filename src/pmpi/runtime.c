@@ -9,7 +9,7 @@
 #include <string.h>
 
 pv_runtime pv_rt = {.defs_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .requests_lock = PTHREAD_MUTEX_INITIALIZER,
+                    .messages_lock = PTHREAD_MUTEX_INITIALIZER,
                     .cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
 _Thread_local int pv_depth PV_HIDDEN;
 uint64_t pv_calls[PV_FN_COUNT];
@@ -93,7 +93,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
 void pv_call_prepare(pv_call *c, pv_args *a)
 {
     c->heap_statuses = NULL;
-    c->heap_slots = NULL;
+    c->heap_keys = NULL;
     c->heap_fstatuses = NULL;
     /* Receives report their real source: give MPI our own status where the caller ignores it. */
     if (a->has_status && a->status == MPI_STATUS_IGNORE) a->status = &c->own_status;
@@ -106,12 +106,11 @@ void pv_call_prepare(pv_call *c, pv_args *a)
             a->statuses = MPI_STATUSES_IGNORE; /* no memory: leave the caller's choice */
     }
     /* Request handles are overwritten on completion: keep what they were. */
-    pv_req_slot *slots = c->slots;
-    if (a->nreq > PV_INLINE_REQUESTS)
-        slots = c->heap_slots = malloc((size_t)a->nreq * sizeof *slots);
-    if (slots) {
+    MPI_Request *keys = c->keys;
+    if (a->nreq > PV_INLINE_REQUESTS) keys = c->heap_keys = malloc((size_t)a->nreq * sizeof *keys);
+    if (keys) {
         for (int i = 0; i < a->nreq; i++)
-            slots[i].key = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
+            keys[i] = a->requests ? a->requests[i] : PMPI_Request_f2c(a->frequests[i]);
     } else {
         a->nreq = 0; /* no memory: the completions go unrecorded */
     }
@@ -131,11 +130,10 @@ void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
     unsigned kind = pv_fn_info[c->fn].kind;
     if (a->nreq || kind != PV_KIND_WAIT) pv_messages_leave(c, a, rc);
-    /* Only these allocate (see pv_call); they are always prepared, so the pointers are set. */
-    if ((kind == PV_KIND_WAIT || kind == PV_KIND_REQUEST_FREE) &&
-        __builtin_expect(c->heap_statuses || c->heap_slots || c->heap_fstatuses, 0)) {
+    /* Only a Wait* allocates (see pv_call); it is always prepared, so the pointers are set. */
+    if (kind == PV_KIND_WAIT && __builtin_expect(c->heap_statuses || c->heap_keys || c->heap_fstatuses, 0)) {
         free(c->heap_statuses);
-        free(c->heap_slots);
+        free(c->heap_keys);
         free(c->heap_fstatuses);
     }
     call_end(c);

@@ -12,7 +12,8 @@
  *     pv_call_leave(&pv_c, &pv_a, rc);
  * The generator leaves out the steps that have no work for the function's kind (gen_wrappers.py
  * PREPARE_KINDS, LEAVE_KINDS): a call that records nothing but itself (no pv_args) ends with
- * pv_call_end(&pv_c) after the PMPI call, and so does a Wait/Test while pv_nothing_pending.
+ * pv_call_end(&pv_c) after the PMPI call; a Wait/Test of one request takes the short path of
+ * pv_messages_completed.
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
@@ -38,7 +39,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../core/u64map.h"
 #include "../recorder/records.h"
 #include "pv_mpi_functions.h" /* generated: enum pv_fn, pv_fn_info[] */
 
@@ -67,14 +67,6 @@ typedef struct pv_args {
     {PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, PV_NONE, MPI_COMM_NULL, -1, -1, -1, NULL,         \
      NULL, MPI_MESSAGE_NULL, NULL, 0, NULL, NULL, NULL, NULL, 0, 0}
 
-/* A request handle of a Wait* call as it was before the call, and the pending receive taken for it
- * (messages.c). */
-typedef struct pv_req_slot {
-    MPI_Request key;
-    int pending;          /* val holds the pending operation of this request (messages.c) */
-    pv_u64val val;
-} pv_req_slot;
-
 struct pv_thread;
 
 typedef struct pv_call {
@@ -84,15 +76,14 @@ typedef struct pv_call {
     int site_id;      /* traced calls: the call site's id (sites.c) */
     pv_rec_unit *unit; /* traced calls: the CALL record, NULL if it could not be made */
     uint64_t t_entry;
-    uint64_t request_id; /* Isend, I-collectives: the trace's id of the request they start */
     int cpu_entry;
     MPI_Status own_status;
     MPI_Status own_statuses[PV_INLINE_REQUESTS];
-    /* Storage for more than PV_INLINE_REQUESTS requests, freed by pv_call_leave: only a Wait* or
-     * Request_free (always prepared) allocates it, after pv_call_prepare has cleared the three. */
+    /* Storage for more than PV_INLINE_REQUESTS requests, freed by pv_call_leave: only a Wait*
+     * (always prepared) allocates it, after pv_call_prepare has cleared the three. */
     MPI_Status *heap_statuses;
-    pv_req_slot slots[PV_INLINE_REQUESTS]; /* requests as they were before the call */
-    pv_req_slot *heap_slots;
+    MPI_Request keys[PV_INLINE_REQUESTS]; /* a Wait*'s request handles as they were before the call */
+    MPI_Request *heap_keys;
     MPI_Fint own_fstatuses[PV_INLINE_REQUESTS * PV_F_STATUS_FINTS]; /* Fortran binding */
     MPI_Fint *heap_fstatuses;
 } pv_call;
@@ -124,10 +115,11 @@ int pv_call_enter(pv_call *c, int fn, void *site);
 #define PV_HIDDEN __attribute__((visibility("hidden"), tls_model("initial-exec")))
 extern _Thread_local int pv_depth PV_HIDDEN; /* the guard: > 0 inside a wrapped call */
 static inline void pv_untraced_end(void) { pv_depth--; }
-/* 1 while no operation is pending in the request map and MPI calls are serialised (messages.c keeps
- * it): a Wait/Test then has nothing to record and nothing to take out of the map. */
-extern int pv_nothing_pending __attribute__((visibility("hidden")));
 void pv_call_prepare(pv_call *c, pv_args *a);
+/* The short path of a Wait/Test of one request (MPI_Wait, MPI_Test), without pv_args: it keeps the
+ * handle, gives MPI a status of its own where the caller ignores it, and when the handle changed
+ * (the request completed) records that with the status (NULL: none decoded) before pv_call_end. */
+void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
 /* The end of every traced call (pv_call_leave ends with it): releases the guard, then the exit read. */
 void pv_call_end(pv_call *c);

@@ -12,9 +12,10 @@
  * - shared definitions (sites, user regions, communicators, the thread list), which go to the
  *   rank's definitions file as they are made: under pv_rt.defs_lock. Each thread caches what it
  *   looked up, so the steady state takes no lock.
- * - pending receive requests: under pv_rt.requests_lock when MPI provides MPI_THREAD_MULTIPLE; at
- *   lower levels MPI calls are serialised by the application (one thread, or its own locks), and our
- *   accesses inside them with the calls.
+ * - messages matched by MPI_Mprobe and not yet received: under pv_rt.messages_lock when MPI provides
+ *   MPI_THREAD_MULTIPLE; at lower levels MPI calls are serialised by the application (one thread, or
+ *   its own locks), and our accesses inside them with the calls. Requests need no shared state: their
+ *   starts and completions are paired when the records are converted (records.h).
  */
 #ifndef PV_MPI_STATE_H
 #define PV_MPI_STATE_H
@@ -93,8 +94,8 @@ typedef struct pv_runtime {
     pv_thread *threads;     /* every traced thread, index order */
     int nthreads;
 
-    pthread_mutex_t requests_lock; /* taken only at MPI_THREAD_MULTIPLE */
-    pv_u64map requests;     /* pending receive request -> (source | tag << 32, bytes) */
+    pthread_mutex_t messages_lock; /* taken only at MPI_THREAD_MULTIPLE */
+    pv_u64map messages;     /* matched message -> (comm, source, tag, bytes): messages.c */
 
     int comm_key;           /* MPI attribute caching a communicator's trace id (comms.c) */
     uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
@@ -134,11 +135,9 @@ static inline int pv_site_id(pv_thread *t, int region, void *ra)
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
 
 /* messages.c: message and collective facts of the calling thread's open CALL (see runtime.h for the
- * call protocol). prepare records what happens at the call's entry and takes the pending receives
- * of the requests a Wait* completes out of the request map (into c's request slots) before MPI can
- * free and reuse their handles; leave records what the call received and completed, or puts back
- * those it did not complete. */
-void pv_messages_init(void); /* at the start, once the thread level is known */
+ * call protocol). prepare records what a blocking send sends at the call's entry; leave records what
+ * the call received, started (a request's handle) and completed (the handles a Wait* had before the
+ * call, kept by pv_call_prepare, that it set to MPI_REQUEST_NULL). */
 void pv_messages_prepare(pv_call *c, pv_args *a);
 void pv_messages_leave(pv_call *c, const pv_args *a, int rc);
 /* The event role (PV_REC_EV_*) of a call of MPI function fn: what its facts stand for. */

@@ -51,7 +51,6 @@ typedef struct pv_rec_stream {
     pv_rec_unit *cur, *end;   /* the next unit to write, the end of the mapped window */
     pv_rec_unit *open;        /* the CALL begun and not yet ended, or NULL */
     uint64_t last_exit;       /* ticks of the previous CALL's exit (0 before the first) */
-    uint64_t requests;        /* requests started so far (PV_REC_REQUEST_ID's n) */
     uint32_t thread;
     int fd;
     int pinned;               /* an older window is kept mapped for the open CALL */
@@ -145,11 +144,16 @@ static inline void pv_rec_call_end(pv_rec_stream *s, pv_rec_unit *u, uint64_t t_
     }
 }
 
-/* Mark the CALL u as starting a request; returns the request's id (records.h). Before its end. */
-static inline uint64_t pv_rec_call_request(pv_rec_stream *s, pv_rec_unit *u)
+/* The 64-bit value a unit carries in a (low half) and b (high half). */
+static inline void pv_rec_put_ab(pv_rec_unit *u, uint64_t v) { u->a = (uint32_t)v, u->b = (uint32_t)(v >> 32); }
+
+/* A REQUEST unit: the current CALL started the request whose handle (its bits) is handle. */
+static inline void pv_rec_request(pv_rec_stream *s, uint64_t handle)
 {
-    u->cpu |= PV_REC_CPU_REQUEST;
-    return PV_REC_REQUEST_ID(s->thread, ++s->requests);
+    pv_rec_unit *w = pv_rec_add(s);
+    pv_rec_put_ab(w, handle);
+    w->cpu = 0, w->x = w->y = 0;
+    w->tag = PV_REC_REQUEST;
 }
 
 /* The slot fact f goes to first (1 .. PV_REC_FACT_SLOTS - 1). Its fields as four words, each
@@ -181,11 +185,13 @@ static inline uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op,
     return pv_rec_fact_define(s, &f, slot);
 }
 
-/* A COMPLETE unit for the current CALL: request id done (PV_REC_DONE_*), with its fact slot. */
-static inline void pv_rec_complete(pv_rec_stream *s, uint64_t id, uint32_t done, uint16_t fact)
+/* A COMPLETE unit for the current CALL: it completed the request whose handle was handle, with the
+ * slot of its STATUS fact (0: none). */
+static inline void pv_rec_complete(pv_rec_stream *s, uint64_t handle, uint16_t status_fact)
 {
     pv_rec_unit *w = pv_rec_add(s);
-    w->a = (uint32_t)id, w->b = (uint32_t)(id >> 32), w->cpu = (uint16_t)done, w->x = fact, w->y = 0;
+    pv_rec_put_ab(w, handle);
+    w->cpu = 0, w->x = status_fact, w->y = 0;
     w->tag = PV_REC_COMPLETE;
 }
 

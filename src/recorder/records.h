@@ -1,11 +1,11 @@
 /*
- * records.h — perfvar's record format: what one traced thread leaves on disk (internal; the Python
- * reader checks its constants against this file, tests/python/test_records_format.py).
+ * records.h — perfvar's record format: what one traced thread leaves on disk (internal; read back by
+ * replay.h; tests/bench/bench_recorder.py reads the header and the end of the data).
  *
  * One file per traced thread, DIR/perfvar/records/rank-<R>.thread-<T>.pvr: a 4096-byte header page
  * (pv_rec_header), then 16-byte units, little-endian, written in order by that thread alone. Units
  * are grouped: a CALL unit, then the units that belong to it (SPAN64, PROBE, NESTED, CPU_OUT,
- * FACT, COMPLETE), then the next TIME or CALL unit. A unit whose tag is 0 ends the data (the file is
+ * FACT, REQUEST, COMPLETE), then the next TIME or CALL unit. A unit whose tag is 0 ends the data (the file is
  * extended ahead of the writer and reads as zeros), so a reader finds the end of a thread that died
  * without any count having been written. Ticks are the rank's clock (perfvar_clock.h).
  *
@@ -23,16 +23,24 @@
  * What a CALL's facts mean depends on its region's event role (PV_REC_EV_*, given per region in the
  * definitions file): where the message or collective events go, at the call's entry or its exit.
  *
- * Requests: a CALL unit with PV_REC_CPU_REQUEST starts a non-blocking operation whose id is
- * PV_REC_REQUEST_ID(thread, n) for the n-th such call of the thread (n from 1); a COMPLETE unit names
- * the id it completes, so an operation may complete on another thread.
+ * Requests are matched by their MPI handle, when the records are read, not while they are made: a
+ * call that starts a non-blocking operation (Isend, Irecv, Imrecv, I-collectives) is followed by a
+ * REQUEST unit with the handle it returned, and is the operation's start for the thread's n-th
+ * REQUEST unit (id PV_REC_REQUEST_ID(thread, n), n from 1); a Wait/Test that completes a request
+ * writes a COMPLETE unit with the handle as it was before the call. The start's facts (its call's x)
+ * say what the operation was; the completion adds what only the status knows (source, tag, size).
+ * A reader goes through the threads of a rank in time order, starts at their call's exit and
+ * completions at their call's entry, and pairs each completion with the latest start of the same
+ * handle: MPI hands a handle out again only once the request it named is complete, so an operation
+ * may also complete on another thread. A handle no start is pending for (a request started
+ * untraced) is left out.
  */
 #ifndef PV_RECORDS_H
 #define PV_RECORDS_H
 #include <stdint.h>
 
 #define PV_REC_MAGIC "PVREC01\n"
-#define PV_REC_VERSION 1u
+#define PV_REC_VERSION 2u
 #define PV_REC_HEADER_BYTES 4096u
 #define PV_REC_UNIT_BYTES 16u
 
@@ -48,25 +56,27 @@
                                    a = ticks from entry to its start, b = its length */
 #define PV_REC_CPU_OUT 0xFFFBu  /* cpu = the CPU at the CALL's exit, where it differs from its entry */
 #define PV_REC_FACT 0xFFFAu     /* first unit of a fact definition; the second unit is raw */
-#define PV_REC_COMPLETE 0xFFF9u /* ab = request id completed by the CALL; cpu = PV_REC_DONE_*, x = fact */
+#define PV_REC_COMPLETE 0xFFF9u /* ab = the handle of a request the CALL completed (as it was before the
+                                   call); x = a STATUS fact of its status, 0 where none was decoded */
 #define PV_REC_SKIP 0xFFF8u     /* a = number of units after this one to skip (end of a window) */
-#define PV_REC_MIN_KIND 0xFFF8u
+#define PV_REC_REQUEST 0xFFF7u  /* ab = the handle of the request the CALL started */
+#define PV_REC_MIN_KIND 0xFFF7u
 
 /* CALL unit fields. b while the call has not returned: */
 #define PV_REC_SPAN_OPEN 0xFFFFFFFFu
 #define PV_REC_SPAN_WIDE 0xFFFFFFFEu /* the span follows in a SPAN64 unit */
 #define PV_REC_GAP_MAX 0xFFFFFFFFu   /* larger gaps are written as a TIME unit before the CALL */
-/* cpu field: bits 0..11 the CPU at entry (PV_REC_CPU_UNKNOWN: not known), bit 12: the call starts a
- * request (see above). */
+/* cpu field: bits 0..11 the CPU at entry (PV_REC_CPU_UNKNOWN: not known). */
 #define PV_REC_CPU_MASK 0x0FFFu
 #define PV_REC_CPU_UNKNOWN 0x0FFFu
-#define PV_REC_CPU_REQUEST 0x1000u
 
 /* Fact slots: 1 .. PV_REC_FACT_SLOTS - 1 (0 = no fact). */
 #define PV_REC_FACT_SLOTS 4096u
 /* Fact kinds (first FACT unit, x & 0xff); op = x >> 8 (OTF2_CollectiveOp, collectives). */
 #define PV_REC_FACT_MSG 1u  /* a = peer, b = tag, y = comm; second unit: bytes, 0 */
 #define PV_REC_FACT_COLL 2u /* a = root (0xFFFFFFFF: none), b = 0, y = comm; second: sent, received */
+#define PV_REC_FACT_STATUS 3u /* a completed receive's status: a = source, b = tag, y = 0; second: bytes,
+                                 1 if the size was not known (then 0) */
 
 /* Event roles of a region (definitions file): which events a CALL of it stands for. */
 #define PV_REC_EV_NONE 0u     /* no message events */
@@ -74,14 +84,11 @@
 #define PV_REC_EV_ISEND 2u    /* with a request: x sent at entry as that request */
 #define PV_REC_EV_RECV 3u     /* x: a message received at exit */
 #define PV_REC_EV_SENDRECV 4u /* x sent at entry, y received at exit */
-#define PV_REC_EV_IRECV 5u    /* with a request: a receive request posted at exit */
+#define PV_REC_EV_IRECV 5u    /* with a request: a receive request posted at exit; x = the receive as
+                                 posted (source and tag may be MPI_ANY_*: negative) */
 #define PV_REC_EV_COLL 6u     /* x (a COLL fact): a collective from entry to exit */
-#define PV_REC_EV_ICOLL 7u    /* with a request: a non-blocking collective requested at entry */
-
-/* What a COMPLETE unit completes (its cpu field). */
-#define PV_REC_DONE_SEND 1u /* an Isend; no fact */
-#define PV_REC_DONE_RECV 2u /* a receive request; x = its MSG fact (the status's source, tag, size) */
-#define PV_REC_DONE_COLL 3u /* a non-blocking collective; x = its COLL fact */
+#define PV_REC_EV_ICOLL 7u    /* with a request: a non-blocking collective requested at entry; x (a
+                                 COLL fact) what it moves, recorded at its completion */
 
 #define PV_REC_REQUEST_ID(thread, n) (((uint64_t)(thread) + 1) << 40 | (uint64_t)(n))
 

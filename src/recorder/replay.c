@@ -75,7 +75,7 @@ static void define_fact(pv_rec_reader *r, const pv_rec_unit *u)
     r->fact_used[slot / 64] |= 1ull << (slot % 64);
 }
 
-/* The 64-bit value a unit carries in a (low half) and b (high half). */
+/* The 64-bit value a unit carries in a (low half) and b (high half): pv_rec_put_ab's. */
 static uint64_t ab(const pv_rec_unit *u) { return (uint64_t)u->a | (uint64_t)u->b << 32; }
 
 static int cpu_of(uint16_t v)
@@ -144,7 +144,6 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
     c->t_entry = r->next_entry ? r->next_entry : r->last_exit + u->a;
     r->next_entry = 0;
     c->cpu_in = c->cpu_out = cpu_of(u->cpu);
-    if (u->cpu & PV_REC_CPU_REQUEST) c->request_id = PV_REC_REQUEST_ID(r->header.thread, ++r->requests);
     uint64_t span = u->b;
     c->open = u->b == PV_REC_SPAN_OPEN;
     uint16_t fx = u->x, fy = u->y;
@@ -178,9 +177,14 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
                 in->cpu1 = v->tag == PV_REC_PROBE ? cpu_of(v->x) : in->cpu0;
             }
             break;
+        case PV_REC_REQUEST:
+            c->request_id = PV_REC_REQUEST_ID(r->header.thread, ++r->requests);
+            c->request_handle = ab(v);
+            break;
         case PV_REC_COMPLETE: {
-            pv_rec_completion done = {ab(v), v->cpu, 0, {0}};
-            done.has_fact = fact_of(r, v->x, &done.fact);
+            pv_rec_completion done = {ab(v), 0, {0}};
+            done.has_status = fact_of(r, v->x, &done.status) &&
+                              (done.status.kind_op & 0xff) == PV_REC_FACT_STATUS;
             if (add_completion(r, c, &done)) return 0;
             break;
         }

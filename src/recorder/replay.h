@@ -15,10 +15,9 @@
 #include "recorder.h"
 
 typedef struct pv_rec_completion {
-    uint64_t id;
-    uint32_t done;          /* PV_REC_DONE_* */
-    int has_fact;
-    pv_rec_fact_def fact;
+    uint64_t handle;        /* the request's handle before the call (records.h) */
+    int has_status;
+    pv_rec_fact_def status; /* a PV_REC_FACT_STATUS */
 } pv_rec_completion;
 
 typedef struct pv_rec_inner_span {
@@ -33,7 +32,8 @@ typedef struct pv_rec_call {
     uint64_t t_entry, t_exit; /* ticks; t_exit = t_entry when open */
     int open;               /* the call had not returned when the records end */
     int cpu_in, cpu_out;    /* -1: unknown */
-    uint64_t request_id;    /* 0 unless the call started a request */
+    uint64_t request_id;    /* 0 unless the call started a request: PV_REC_REQUEST_ID */
+    uint64_t request_handle; /* then its handle */
     int has_x, has_y;
     pv_rec_fact_def x, y;   /* the call's facts */
     int ninner;

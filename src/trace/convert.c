@@ -4,6 +4,7 @@
 #include "../core/u64map.h"
 #include "../recorder/replay.h"
 #include "perfvar.h"
+#include "requests.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -200,6 +201,7 @@ typedef struct converter {
     uint32_t *user_regions;  /* handle -> region + 1 */
     pv_trace_loc **locs;     /* by thread */
     pv_convert_result *out;
+    pv_requests requests;    /* operations started and not yet completed, over the rank's threads */
 } converter;
 
 static uint32_t segment_region(converter *cv, int from, int to)
@@ -274,21 +276,50 @@ static void entry_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, u
     }
 }
 
-static void exit_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, unsigned ev, uint64_t t)
+/* A completed receive: the status's source, tag and size where it has them, else the receive's as
+ * posted (neither MPI_ANY_SOURCE nor MPI_ANY_TAG, which are negative); 0 if the sender is unknown
+ * (a receive from MPI_ANY_SOURCE completed where statuses are not decoded). */
+static int received(const pv_pending_request *p, const pv_rec_completion *k, uint32_t *peer,
+                    uint32_t *tag, uint64_t *bytes)
+{
+    const pv_rec_fact_def *st = &k->status;
+    *peer = k->has_status ? st->peer : p->x.peer;
+    *tag = k->has_status ? st->tag : p->x.tag;
+    *bytes = k->has_status && !st->bytes2 ? st->bytes : p->x.bytes;
+    return (int32_t)*peer >= 0 && (int32_t)*tag >= 0;
+}
+
+/* The completions of call c, each paired with the start of its handle. */
+static void completion_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, uint64_t t)
 {
     for (size_t i = 0; i < c->ncompleted; i++) {
         const pv_rec_completion *k = &c->completed[i];
-        const pv_rec_fact_def *f = &k->fact;
-        uint32_t comm = k->has_fact ? comm_of(cv, f->comm) : UINT32_MAX;
-        if (k->done == PV_REC_DONE_SEND) {
-            pv_trace_isend_complete(l, t, k->id);
-        } else if (k->done == PV_REC_DONE_RECV && comm != UINT32_MAX) {
-            pv_trace_irecv(l, t, comm, f->peer, f->tag, f->bytes, k->id);
-        } else if (k->done == PV_REC_DONE_COLL && comm != UINT32_MAX) {
-            pv_trace_icollective_complete(l, t, comm, (OTF2_CollectiveOp)(f->kind_op >> 8), f->peer,
-                                          f->bytes, f->bytes2, k->id);
+        pv_pending_request p;
+        if (!pv_requests_complete(&cv->requests, k->handle, &p)) continue; /* started untraced */
+        uint32_t comm = p.has_x ? comm_of(cv, p.x.comm) : UINT32_MAX, peer, tag;
+        uint64_t bytes;
+        if (p.ev == PV_REC_EV_ISEND) {
+            pv_trace_isend_complete(l, t, p.id);
+        } else if (p.ev == PV_REC_EV_IRECV && comm != UINT32_MAX && received(&p, k, &peer, &tag, &bytes)) {
+            pv_trace_irecv(l, t, comm, peer, tag, bytes, p.id);
+        } else if (p.ev == PV_REC_EV_ICOLL && comm != UINT32_MAX) {
+            pv_trace_icollective_complete(l, t, comm, (OTF2_CollectiveOp)(p.x.kind_op >> 8), p.x.peer,
+                                          p.x.bytes, p.x.bytes2, p.id);
         }
     }
+}
+
+/* A call that started a request: what its completion needs, under its handle. */
+static void request_started(converter *cv, const pv_rec_call *c, unsigned ev)
+{
+    if (!c->request_id || (ev != PV_REC_EV_ISEND && ev != PV_REC_EV_IRECV && ev != PV_REC_EV_ICOLL)) return;
+    pv_pending_request p = {c->request_id, ev, c->has_x, c->x};
+    pv_requests_start(&cv->requests, c->request_handle, &p); /* out of memory: it stays uncompleted */
+}
+
+static void exit_events(converter *cv, pv_trace_loc *l, const pv_rec_call *c, unsigned ev, uint64_t t)
+{
+    completion_events(cv, l, c, t);
     const pv_rec_fact_def *x = ev == PV_REC_EV_SENDRECV ? &c->y : &c->x;
     int has = ev == PV_REC_EV_SENDRECV ? c->has_y : c->has_x;
     uint32_t comm = has ? comm_of(cv, x->comm) : UINT32_MAX;
@@ -328,115 +359,181 @@ static uint64_t longest_recent(const silences *s)
     return m;
 }
 
-/* Replay one thread's records onto location l. */
-static void replay_thread(converter *cv, pv_rec_reader *r, pv_trace_loc *l, pv_convert_thread *th)
-{
-    static silences quiet; /* per call: not thread-safe, like the rest of the conversion */
-    quiet.n = 0;
-    rank_defs *d = cv->d;
-    int prev_site = -1, prev_cpu = -1;
-    uint64_t prev_exit = 0, t_last = 0;
+/* One thread's records being replayed onto its location: the reader, the call read ahead, and what
+ * the previous calls left open. */
+typedef struct thread_replay {
+    pv_rec_reader r;
+    int reading;            /* r is open */
+    pv_rec_call c;          /* the next call, when has_call */
+    int has_call;
+    pv_trace_loc *l;
+    pv_convert_thread *th;
+    int prev_site, prev_cpu;
+    uint64_t prev_exit, t_last;
     uint32_t open_user[64];
-    int nopen = 0;
-    pv_rec_call c;
-    while (pv_rec_reader_next(r, &c)) {
-        th->calls++;
-        if (th->calls > 1 && c.t_entry >= prev_exit) note_silence(&quiet, c.t_entry - prev_exit);
-        if (!c.open) note_silence(&quiet, c.t_exit - c.t_entry);
-        if ((int)c.site >= d->nsites) continue; /* its definition was lost with the process */
-        const site_def *s = &d->sites[c.site];
-        note_cpu(cv, c.cpu_in), note_cpu(cv, c.cpu_out);
-        if (prev_site >= 0) {
-            uint32_t seg = segment_region(cv, prev_site, (int)c.site);
-            if (seg != UINT32_MAX) {
-                pv_trace_enter(l, prev_exit, seg, prev_cpu);
-                pv_trace_leave(l, c.t_entry, seg, c.cpu_in);
-                th->segments++;
-            }
-        }
-        uint64_t t_region = c.t_entry;
-        for (int i = 0; i < c.ninner; i++) {
-            const pv_rec_inner_span *in = &c.inner[i];
-            if (in->kind != PV_REC_PROBE || d->probe_region < 0) continue;
-            pv_trace_enter(l, in->t0, (uint32_t)d->probe_region, in->cpu0);
-            pv_trace_leave(l, in->t1, (uint32_t)d->probe_region, in->cpu1);
-            note_cpu(cv, in->cpu0), note_cpu(cv, in->cpu1);
-            th->probes++;
-            th->probe_ticks += in->t1 - in->t0;
-            t_region = in->t1;
-        }
-        uint64_t t_exit = c.t_exit;
-        if (c.open) { /* died inside the call: close it at the last time known */
-            t_exit = th->state == PV_REC_SIGNAL && th->t_last > t_region ? th->t_last : t_region;
-            th->ended_in_call = 1;
-        }
-        if (s->region < 0) { /* a user timer start or stop */
-            uint32_t ur = user_region(cv, s->handle);
-            if (ur != UINT32_MAX && s->region == -1) {
-                pv_trace_enter(l, c.t_entry, ur, c.cpu_in);
-                if (nopen < 64) open_user[nopen++] = ur;
-            } else if (ur != UINT32_MAX) {
-                pv_trace_leave(l, c.t_entry, ur, c.cpu_in);
-                for (int i = nopen - 1; i >= 0; i--)
-                    if (open_user[i] == ur) {
-                        memmove(open_user + i, open_user + i + 1, (size_t)(nopen - i - 1) * sizeof *open_user);
-                        nopen--;
-                        break;
-                    }
-            }
-        } else if (s->region < d->nregions) {
-            unsigned ev = d->events[s->region];
-            pv_trace_enter(l, t_region, (uint32_t)s->region, -1);
-            entry_events(cv, l, &c, ev, t_region);
-            for (int i = 0; i < c.ninner; i++) {
-                const pv_rec_inner_span *in = &c.inner[i];
-                if (in->kind != PV_REC_NESTED || in->region >= d->nregions) continue;
-                pv_trace_enter(l, in->t0, in->region, -1);
-                pv_trace_leave(l, in->t1, in->region, -1);
-            }
-            if (!c.open) exit_events(cv, l, &c, ev, t_exit);
-            pv_trace_leave(l, t_exit, (uint32_t)s->region, -1);
-        }
-        /* Segments are delimited by MPI calls and user timers, not by perfvar's own regions. */
-        int boundary = s->region < 0 || d->regions[s->region].paradigm == OTF2_PARADIGM_MPI;
-        prev_site = boundary ? (int)c.site : -1;
-        prev_exit = t_exit, prev_cpu = c.cpu_out;
-        t_last = t_exit;
-    }
-    if (th->state != PV_REC_SIGNAL || th->t_last < t_last) th->t_last = t_last;
-    th->silence_recent = longest_recent(&quiet);
-    while (nopen > 0) pv_trace_leave(l, th->t_last, open_user[--nopen], -1);
+    int nopen;
+    silences quiet;
+} thread_replay;
+
+static void read_ahead(thread_replay *tr)
+{
+    tr->has_call = tr->reading && pv_rec_reader_next(&tr->r, &tr->c);
 }
 
-static int convert_threads(converter *cv, const char *dir, int rank, char *why, size_t len)
+/* When the next call of tr acts on the requests of the rank (records.h): a start at its exit, any
+ * other call (a completion) at its entry. */
+static uint64_t request_time(const thread_replay *tr)
 {
-    pv_convert_result *out = cv->out;
+    return tr->c.request_id && !tr->c.open ? tr->c.t_exit : tr->c.t_entry;
+}
+
+/* Write the events of tr's next call onto its location. */
+static void replay_call(converter *cv, thread_replay *tr)
+{
+    rank_defs *d = cv->d;
+    const pv_rec_call *c = &tr->c;
+    pv_convert_thread *th = tr->th;
+    pv_trace_loc *l = tr->l;
+    th->calls++;
+    if (th->calls > 1 && c->t_entry >= tr->prev_exit) note_silence(&tr->quiet, c->t_entry - tr->prev_exit);
+    if (!c->open) note_silence(&tr->quiet, c->t_exit - c->t_entry);
+    if ((int)c->site >= d->nsites) return; /* its definition was lost with the process */
+    const site_def *s = &d->sites[c->site];
+    note_cpu(cv, c->cpu_in), note_cpu(cv, c->cpu_out);
+    if (tr->prev_site >= 0) {
+        uint32_t seg = segment_region(cv, tr->prev_site, (int)c->site);
+        if (seg != UINT32_MAX) {
+            pv_trace_enter(l, tr->prev_exit, seg, tr->prev_cpu);
+            pv_trace_leave(l, c->t_entry, seg, c->cpu_in);
+            th->segments++;
+        }
+    }
+    uint64_t t_region = c->t_entry;
+    for (int i = 0; i < c->ninner; i++) {
+        const pv_rec_inner_span *in = &c->inner[i];
+        if (in->kind != PV_REC_PROBE || d->probe_region < 0) continue;
+        pv_trace_enter(l, in->t0, (uint32_t)d->probe_region, in->cpu0);
+        pv_trace_leave(l, in->t1, (uint32_t)d->probe_region, in->cpu1);
+        note_cpu(cv, in->cpu0), note_cpu(cv, in->cpu1);
+        th->probes++;
+        th->probe_ticks += in->t1 - in->t0;
+        t_region = in->t1;
+    }
+    uint64_t t_exit = c->t_exit;
+    if (c->open) { /* died inside the call: close it at the last time known */
+        t_exit = th->state == PV_REC_SIGNAL && th->t_last > t_region ? th->t_last : t_region;
+        th->ended_in_call = 1;
+    }
+    if (s->region < 0) { /* a user timer start or stop */
+        uint32_t ur = user_region(cv, s->handle);
+        if (ur != UINT32_MAX && s->region == -1) {
+            pv_trace_enter(l, c->t_entry, ur, c->cpu_in);
+            if (tr->nopen < 64) tr->open_user[tr->nopen++] = ur;
+        } else if (ur != UINT32_MAX) {
+            pv_trace_leave(l, c->t_entry, ur, c->cpu_in);
+            for (int i = tr->nopen - 1; i >= 0; i--)
+                if (tr->open_user[i] == ur) {
+                    memmove(tr->open_user + i, tr->open_user + i + 1,
+                            (size_t)(tr->nopen - i - 1) * sizeof *tr->open_user);
+                    tr->nopen--;
+                    break;
+                }
+        }
+    } else if (s->region < d->nregions) {
+        unsigned ev = d->events[s->region];
+        pv_trace_enter(l, t_region, (uint32_t)s->region, -1);
+        entry_events(cv, l, c, ev, t_region);
+        for (int i = 0; i < c->ninner; i++) {
+            const pv_rec_inner_span *in = &c->inner[i];
+            if (in->kind != PV_REC_NESTED || in->region >= d->nregions) continue;
+            pv_trace_enter(l, in->t0, in->region, -1);
+            pv_trace_leave(l, in->t1, in->region, -1);
+        }
+        if (!c->open) {
+            exit_events(cv, l, c, ev, t_exit);
+            request_started(cv, c, ev);
+        }
+        pv_trace_leave(l, t_exit, (uint32_t)s->region, -1);
+    }
+    /* Segments are delimited by MPI calls and user timers, not by perfvar's own regions. */
+    int boundary = s->region < 0 || d->regions[s->region].paradigm == OTF2_PARADIGM_MPI;
+    tr->prev_site = boundary ? (int)c->site : -1;
+    tr->prev_exit = t_exit, tr->prev_cpu = c->cpu_out;
+    tr->t_last = t_exit;
+}
+
+/* tr's records have ended: what its thread's result says of the end. */
+static void end_thread(thread_replay *tr)
+{
+    pv_convert_thread *th = tr->th;
+    if (th->state != PV_REC_SIGNAL || th->t_last < tr->t_last) th->t_last = tr->t_last;
+    th->silence_recent = longest_recent(&tr->quiet);
+    while (tr->nopen > 0) pv_trace_leave(tr->l, th->t_last, tr->open_user[--tr->nopen], -1);
+}
+
+/* Open every records file of the rank, one location each (thread order); *n of them. */
+static int open_threads(converter *cv, const char *dir, int rank, thread_replay **out, uint32_t *n,
+                        char *why, size_t len)
+{
+    pv_convert_result *res = cv->out;
+    thread_replay *trs = NULL;
+    *out = NULL, *n = 0;
     for (uint32_t t = 0;; t++) {
         char path[4400];
         snprintf(path, sizeof path, "%s/perfvar/records/rank-%d.thread-%u.pvr", dir, rank, t);
         struct stat st;
         if (stat(path, &st)) break;
-        pv_convert_thread *grown = realloc(out->threads, (t + 1) * sizeof *grown);
-        if (grown) out->threads = grown;
+        pv_convert_thread *grown = realloc(res->threads, (t + 1) * sizeof *grown);
+        if (grown) res->threads = grown;
         pv_trace_loc **locs = realloc(cv->locs, (t + 1) * sizeof *locs);
         if (locs) cv->locs = locs;
-        if (!grown || !locs) return PERFVAR_ERR_NO_MEMORY;
-        pv_convert_thread *th = &out->threads[t];
+        thread_replay *more = realloc(trs, (t + 1) * sizeof *more);
+        if (more) trs = *out = more;
+        if (!grown || !locs || !more) return PERFVAR_ERR_NO_MEMORY;
+        pv_convert_thread *th = &res->threads[t];
         memset(th, 0, sizeof *th);
         th->thread = t;
-        out->nthreads = (int)t + 1;
-        pv_rec_reader r;
-        pv_trace_loc *l = cv->locs[t] = pv_trace_location(t);
-        if (!l) return PERFVAR_ERR_NO_MEMORY;
-        if (pv_rec_reader_open(&r, path, why, len)) continue; /* an empty location */
-        th->state = r.header.state, th->signal = r.header.signal;
-        th->t_last = r.header.state == PV_REC_SIGNAL ? r.header.t_end : 0;
-        th->lost_units = r.header.lost_units;
-        th->windows = r.header.windows, th->window_ns = r.header.window_ns;
-        replay_thread(cv, &r, l, th);
-        pv_rec_reader_close(&r);
+        res->nthreads = (int)t + 1;
+        thread_replay *tr = &trs[t];
+        memset(tr, 0, sizeof *tr);
+        *n = t + 1;
+        for (uint32_t k = 0; k <= t; k++) trs[k].th = &res->threads[k]; /* res->threads may have moved */
+        tr->prev_site = tr->prev_cpu = -1;
+        tr->l = cv->locs[t] = pv_trace_location(t);
+        if (!tr->l) return PERFVAR_ERR_NO_MEMORY;
+        if (pv_rec_reader_open(&tr->r, path, why, len)) continue; /* an empty location */
+        tr->reading = 1;
+        th->state = tr->r.header.state, th->signal = tr->r.header.signal;
+        th->t_last = tr->r.header.state == PV_REC_SIGNAL ? tr->r.header.t_end : 0;
+        th->lost_units = tr->r.header.lost_units;
+        th->windows = tr->r.header.windows, th->window_ns = tr->r.header.window_ns;
     }
     return PERFVAR_OK;
+}
+
+/* Replay the rank's threads together, the next call always from the thread whose call acts on the
+ * requests first (request_time), so that a request completed on another thread than the one that
+ * started it is paired with its start. Each location still gets its own calls in order. */
+static int convert_threads(converter *cv, const char *dir, int rank, char *why, size_t len)
+{
+    thread_replay *trs;
+    uint32_t n;
+    int rc = open_threads(cv, dir, rank, &trs, &n, why, len);
+    for (uint32_t t = 0; rc == PERFVAR_OK && t < n; t++) read_ahead(&trs[t]);
+    for (;;) {
+        thread_replay *next = NULL;
+        for (uint32_t t = 0; rc == PERFVAR_OK && t < n; t++)
+            if (trs[t].has_call && (!next || request_time(&trs[t]) < request_time(next))) next = &trs[t];
+        if (!next) break;
+        replay_call(cv, next);
+        read_ahead(next);
+    }
+    for (uint32_t t = 0; t < n; t++) {
+        if (rc == PERFVAR_OK) end_thread(&trs[t]);
+        if (trs[t].reading) pv_rec_reader_close(&trs[t].r);
+    }
+    free(trs);
+    return rc;
 }
 
 /* Bytes the rank's part of the archive may take: OTF2 writes about 3.5 bytes for each byte of
@@ -511,7 +608,7 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
         defs_free(&d);
         return rc;
     }
-    converter cv = {&d, {0}, NULL, NULL, out};
+    converter cv = {.d = &d, .out = out};
     if (defs_parse(&d, 1, &cap, why, len)) rc = PERFVAR_ERR_IO;
     int rc2 = convert_threads(&cv, dir, rank, why, len);
     if (rc == PERFVAR_OK) rc = rc2;
@@ -534,6 +631,7 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
         out->threads[t].events = st.events_written;
     }
     free(cv.locs);
+    pv_requests_free(&cv.requests);
     pv_u64map_free(&cv.segments);
     free(cv.user_regions);
     defs_free(&d);

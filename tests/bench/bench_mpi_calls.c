@@ -26,9 +26,9 @@
  *
  * Count mode, for trace bytes per call: `only test N` makes N traced MPI_Test calls on the inactive
  * request per rank and nothing else traced but Init/Finalize; `only allreduce N` makes N traced
- * Allreduce steps. The driver runs N and 0 and divides the difference of the trace sizes.
+ * Allreduce steps; `only ping N` makes N exchanges (3 traced calls each). The driver runs N and 0 and divides the difference of the trace sizes.
  * Usage: mpiexec -n 2 bench_mpi_calls [calls per block = 2000] [rounds = 101]
- *        mpiexec -n 2 bench_mpi_calls only test|allreduce N
+ *        mpiexec -n 2 bench_mpi_calls only test|allreduce|ping N
  */
 #include <mpi.h>
 #include <perfvar_clock.h>
@@ -142,8 +142,10 @@ static int only(const char *kind, int n, int rank, MPI_Request inactive)
         test_block(MPI_Test, inactive, n);
     } else if (!strcmp(kind, "allreduce")) {
         allreduce_block(MPI_Allreduce, n);
+    } else if (!strcmp(kind, "ping")) {
+        ping_block(MPI_Isend, MPI_Irecv, MPI_Waitall, 1 - rank, n);
     } else {
-        if (rank == 0) fprintf(stderr, "bench_mpi_calls: only test|allreduce N\n");
+        if (rank == 0) fprintf(stderr, "bench_mpi_calls: only test|allreduce|ping N\n");
         return 2;
     }
     if (rank == 0) printf("bench-count kind=%s calls_per_rank=%d ranks=2\n", kind, n);
@@ -162,7 +164,7 @@ int main(int argc, char **argv)
     if (size != 2 || n < (count_mode ? 0 : 1) || rounds < 1) {
         if (rank == 0)
             fprintf(stderr, "usage: mpiexec -n 2 bench_mpi_calls [calls] [rounds]\n"
-                            "       mpiexec -n 2 bench_mpi_calls only test|allreduce N\n");
+                            "       mpiexec -n 2 bench_mpi_calls only test|allreduce|ping N\n");
         MPI_Finalize();
         return 2;
     }

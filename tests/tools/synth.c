@@ -101,6 +101,9 @@ static const int cls_sites[NCLS][2] = {
 #define T_START 4200000000000ull /* ticks at the job's start (~29 min of uptime) */
 #define REALTIME_NS 1795521600000000000ull /* 2026-11-24T12:00:00Z */
 #define HALO_BYTES 65536u
+/* Request handles as an MPI hands them out again once complete (an Open MPI request's address). */
+#define SEND_HANDLE 0x7f3a5c0012c0ull
+#define RECV_HANDLE 0x7f3a5c001400ull
 #define OS_SHORT_PER_S 20.0  /* short interruptions (interrupts, kernel threads) per second */
 #define OS_SLICE_PER_S 0.5   /* ~4 ms scheduler slices per second (another runnable task) */
 
@@ -162,7 +165,7 @@ typedef struct rank_state {
     uint64_t t;              /* ticks: the exit of the last call */
     pv_rec_unit *open;       /* the CALL begun and not yet ended */
     uint64_t open_entry;
-    uint64_t isend_entry, send_req, recv_req;
+    uint64_t isend_entry;
     uint64_t first;          /* ticks: MPI_Init's entry */
     uint64_t phase_start, phase_end;
 } rank_state;
@@ -332,14 +335,16 @@ static int generate(const char *dir, uint64_t seed, size_t record_bytes)
             note_phase(r, CLS_PACK, k, s->t, t);
             s->isend_entry = t;
             pv_rec_unit *u = pv_rec_call_begin(s->s, S_ISEND, t, cpu);
-            s->send_req = pv_rec_call_request(s->s, u);
             u->x = pv_rec_fact(s->s, PV_REC_FACT_MSG, 0, 0, (uint32_t)((r + 1) % nranks), 17, HALO_BYTES, 0);
+            pv_rec_request(s->s, SEND_HANDLE);
             uint64_t exit_ = t + ticks(span(&s->g, 1200.0));
             pv_rec_call_end(s->s, u, t, exit_, cpu);
             t = exit_ + ticks(draw(r, CLS_POST, k));
             note_phase(r, CLS_POST, k, exit_, t);
             u = pv_rec_call_begin(s->s, S_IRECV, t, cpu);
-            s->recv_req = pv_rec_call_request(s->s, u);
+            u->x = pv_rec_fact(s->s, PV_REC_FACT_MSG, 0, 0, (uint32_t)((r + nranks - 1) % nranks), 17,
+                               HALO_BYTES, 0);
+            pv_rec_request(s->s, RECV_HANDLE);
             exit_ = t + ticks(span(&s->g, 600.0));
             pv_rec_call_end(s->s, u, t, exit_, cpu);
             t = exit_ + ticks(draw(r, CLS_COMPUTE, k));
@@ -352,9 +357,11 @@ static int generate(const char *dir, uint64_t seed, size_t record_bytes)
         for (int r = 0; r < nranks; r++) {
             rank_state *s = &st[r];
             int cpu = cpu_of(r), left = (r + nranks - 1) % nranks;
-            pv_rec_complete(s->s, s->send_req, PV_REC_DONE_SEND, 0);
-            uint16_t f = pv_rec_fact(s->s, PV_REC_FACT_MSG, 0, 0, (uint32_t)left, 17, HALO_BYTES, 0);
-            pv_rec_complete(s->s, s->recv_req, PV_REC_DONE_RECV, f);
+            /* Both statuses recorded, as the wrappers do (a send's is not read back). */
+            uint16_t f = pv_rec_fact(s->s, PV_REC_FACT_STATUS, 0, 0, (uint32_t)r, 17, HALO_BYTES, 0);
+            pv_rec_complete(s->s, SEND_HANDLE, f);
+            f = pv_rec_fact(s->s, PV_REC_FACT_STATUS, 0, 0, (uint32_t)left, 17, HALO_BYTES, 0);
+            pv_rec_complete(s->s, RECV_HANDLE, f);
             uint64_t own = s->open_entry + ticks(span(&s->g, 800.0));
             uint64_t arrive = st[left].isend_entry + ticks(span(&s->g, 2000.0 + HALO_BYTES / 10.0));
             uint64_t exit_ = own > arrive ? own : arrive;
