@@ -46,6 +46,10 @@ class RankEnding:
     in_mpi_call: bool
     lost_records: int
     silence_s: float = 0.0  # its longest gap between records near its end
+    # Who sent the signal (state "signal"): "launcher" (its parent process: mpiexec,
+    # its proxy, the batch system's step daemon), "other" (a user, a batch system),
+    # "fault" (the kernel, for the rank's own fault), "" not known.
+    sent_by: str = ""
 
     @property
     def latest_end_utc_ns(self) -> float:
@@ -55,6 +59,18 @@ class RankEnding:
         if self.state == "running":
             return self.end_utc_ns + self.silence_s * 1e9
         return self.end_utc_ns
+
+    @property
+    def cause_class(self) -> int:
+        """0: its end was a cause (a signal another process sent it, or its own
+        fault); 2: a consequence (its launcher ended it, as launchers do with the
+        other ranks when one dies); 1: cannot tell (killed without a word, stopped
+        recording, or a signal of unknown origin)."""
+        if self.state == "signal" and self.sent_by in ("other", "fault"):
+            return 0
+        if self.state == "signal" and self.sent_by == "launcher":
+            return 2
+        return 1
 
     @property
     def ended_early(self) -> bool:
@@ -67,7 +83,8 @@ class RankEnding:
                 name = signal.Signals(self.signal).name
             except ValueError:
                 name = f"signal {self.signal}"
-            return f"ended by {name}"
+            by = {"launcher": " from its launcher", "other": " from another process"}
+            return f"ended by {name}{by.get(self.sent_by, '')}"
         if self.state == "running":
             return "killed without a word (SIGKILL, or its node was lost)"
         if self.state == "failed":
@@ -152,6 +169,7 @@ def read_endings(directory: str) -> list[RankEnding]:
                 in_mpi_call=bool(first.get("in_mpi_call")),
                 lost_records=int(sum(t.get("lost_records", 0) for t in threads)),
                 silence_s=float(max(t.get("silence_s", 0.0) for t in threads)),
+                sent_by=str(first.get("sent_by") or ""),
             )
         )
     return sorted(out, key=lambda e: e.rank)
@@ -161,13 +179,18 @@ def endings_json(endings: list[RankEnding]) -> dict:
     """analysis.json's "ended": how the job ended, and which rank ended first.
 
     The rank that ended first ended early on its own; the others usually followed
-    (the launcher kills a job when one of its ranks dies, by SIGTERM or SIGKILL). A
-    rank ended by a signal says when; one killed without a word is judged by the
-    latest time it can have ended (its last record plus its longest recent silence),
-    so a rank the launcher killed silently while it ran untraced code does not pass
-    for the first."""
+    (the launcher kills a job when one of its ranks dies, by SIGTERM or SIGKILL). So
+    a rank whose signal another process sent, or that faulted, goes before one that
+    died without a word, which goes before one its launcher signalled
+    (RankEnding.cause_class): times alone cannot tell a rank the launcher killed
+    silently while it computed from one that was killed first. Within a class the
+    earliest wins: a rank ended by a signal says when; one killed without a word is
+    judged by the latest time it can have ended (its last record plus its longest
+    recent silence)."""
     early = [e for e in endings if e.ended_early]
-    first = min(early, key=lambda e: e.latest_end_utc_ns) if early else None
+    first = (
+        min(early, key=lambda e: (e.cause_class, e.latest_end_utc_ns)) if early else None
+    )
     t0 = min((e.end_utc_ns - e.end_s * 1e9 for e in endings), default=0.0)
     return {
         "recovered": bool(endings),
@@ -178,6 +201,7 @@ def endings_json(endings: list[RankEnding]) -> dict:
                 "rank": e.rank,
                 "state": e.state,
                 "signal": e.signal or None,
+                "sent_by": e.sent_by or None,
                 "how": e.how(),
                 "end_s": round((e.end_utc_ns - t0) / 1e9, 6),
                 "in_mpi_call": e.in_mpi_call,

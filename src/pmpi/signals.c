@@ -13,24 +13,37 @@
  * before perfvar's (the application's or the MPI library's), or, if that was the default action,
  * restores it and raises the signal again, so the process ends as it would have without perfvar.
  * A handler the application installs after MPI_Init replaces perfvar's: its signals are then not
- * marked (the records are still on disk).
+ * marked (the records are still on disk). It also notes who sent the signal (records.h
+ * PV_REC_SENT_*): the launcher, which takes a job's other ranks down when one dies, or another
+ * process, so that the rank whose end caused the others' can be told apart.
  */
 #include "state.h"
 #include "../clock/clock.h"
 
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 static const int caught[] = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 #define NCAUGHT (int)(sizeof caught / sizeof caught[0])
 static struct sigaction previous[NCAUGHT];
 
+/* Who sent it: si_code <= 0 is a signal sent by kill/raise/sigqueue (si_pid valid), > 0 one the
+ * kernel made (a fault). getppid is async-signal-safe. */
+static uint32_t sender_of(const siginfo_t *info)
+{
+    if (!info) return PV_REC_SENT_UNKNOWN;
+    if (info->si_code > 0) return PV_REC_SENT_FAULT;
+    return info->si_pid == getppid() ? PV_REC_SENT_PARENT : PV_REC_SENT_OTHER;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
     uint64_t t = pv_now();
+    uint32_t sender = sender_of(info);
     for (pv_thread *th = __atomic_load_n(&pv_rt.threads, __ATOMIC_ACQUIRE); th;
          th = __atomic_load_n(&th->next, __ATOMIC_ACQUIRE))
-        pv_rec_mark_signal(__atomic_load_n(&th->rec, __ATOMIC_ACQUIRE), sig, t);
+        pv_rec_mark_signal(__atomic_load_n(&th->rec, __ATOMIC_ACQUIRE), sig, sender, t);
     for (int i = 0; i < NCAUGHT; i++) {
         if (caught[i] != sig) continue;
         const struct sigaction *old = &previous[i];

@@ -72,8 +72,9 @@ pv_rec_stream *pv_rec_open(const char *dir, uint32_t rank, uint32_t thread, size
  * 0, or -1 when the stream had failed (header.lost_units says how much was lost). */
 int pv_rec_close(pv_rec_stream *s, uint64_t t_end);
 
-/* Signal handler side: mark the stream as ended by sig at t (state, signal, t_end). */
-void pv_rec_mark_signal(pv_rec_stream *s, int sig, uint64_t t);
+/* Signal handler side: mark the stream as ended by sig at t (state, signal, t_end), sent by sender
+ * (PV_REC_SENT_*). */
+void pv_rec_mark_signal(pv_rec_stream *s, int sig, uint32_t sender, uint64_t t);
 
 /* Move to the next window; returns s->cur. Out of line: the hot path only compares pointers. */
 pv_rec_unit *pv_rec_refill(pv_rec_stream *s);

@@ -106,6 +106,14 @@ typedef struct pv_rec_unit {
 #define PV_REC_SIGNAL 2u  /* a fatal signal arrived (header.signal) at header.t_end */
 #define PV_REC_FAILED 3u  /* recording stopped: the file could not grow (header.lost_units lost) */
 
+/* Who sent the signal that ended a thread (pv_rec_header.sender). A launcher (mpiexec, its proxy,
+ * the batch system's step daemon) is the ranks' parent process, and takes the other ranks down when
+ * one dies: a signal from the parent is a consequence, one from elsewhere or a fault is a cause. */
+#define PV_REC_SENT_UNKNOWN 0u /* not known */
+#define PV_REC_SENT_PARENT 1u  /* sent by the process's parent: its launcher */
+#define PV_REC_SENT_OTHER 2u   /* sent by another process (a user, a batch system, the process itself) */
+#define PV_REC_SENT_FAULT 3u   /* made by the kernel for a fault of the process (SIGSEGV, SIGBUS...) */
+
 typedef struct pv_rec_header {
     char magic[8];
     uint32_t version, unit_bytes;
@@ -117,6 +125,7 @@ typedef struct pv_rec_header {
     uint64_t lost_units; /* units not written because the file could not grow */
     uint64_t windows;    /* times the mapped window moved on (a full buffer written out) */
     uint64_t window_ns;  /* time spent moving it, ns */
+    uint32_t sender;     /* state PV_REC_SIGNAL: who sent the signal (PV_REC_SENT_*) */
 } pv_rec_header;
 
 _Static_assert(sizeof(pv_rec_unit) == PV_REC_UNIT_BYTES, "a record unit is 16 bytes");

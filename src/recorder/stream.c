@@ -193,10 +193,11 @@ fail:;
     return NULL;
 }
 
-void pv_rec_mark_signal(pv_rec_stream *s, int sig, uint64_t t)
+void pv_rec_mark_signal(pv_rec_stream *s, int sig, uint32_t sender, uint64_t t)
 {
     if (!s || !s->header || s->header->state != PV_REC_RUNNING) return;
     s->header->signal = sig;
+    s->header->sender = sender;
     s->header->t_end = t;
     __atomic_store_n(&s->header->state, PV_REC_SIGNAL, __ATOMIC_RELEASE);
 }

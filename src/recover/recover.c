@@ -40,6 +40,17 @@ static const char *state_name(uint32_t state)
     }
 }
 
+/* Who sent the signal that ended a thread (records.h PV_REC_SENT_*). */
+static const char *sender_name(uint32_t sender)
+{
+    switch (sender) {
+    case PV_REC_SENT_PARENT: return "launcher";
+    case PV_REC_SENT_OTHER: return "other";
+    case PV_REC_SENT_FAULT: return "fault";
+    default: return "";
+    }
+}
+
 /* "rank R S" of rank 0's definitions: the job's size, or -1. */
 static int job_size(const char *dir)
 {
@@ -110,10 +121,11 @@ static int write_ended(const char *dir, int rank, const pv_convert_result *r, co
         const pv_convert_thread *t = &r->threads[i];
         double end_s = r->hz > 0 && t->t_last >= r->t_start ? (double)(t->t_last - r->t_start) / r->hz : 0;
         fprintf(f,
-                "%s\n    {\"thread\": %u, \"state\": \"%s\", \"signal\": %d, \"in_mpi_call\": %s, "
+                "%s\n    {\"thread\": %u, \"state\": \"%s\", \"signal\": %d, \"sent_by\": \"%s\", \"in_mpi_call\": %s, "
                 "\"end_s\": %.6f, \"end_utc_ns\": %.0f, \"silence_s\": %.6f, \"calls\": %llu, "
                 "\"segments\": %llu, \"lost_records\": %llu}",
-                i ? "," : "", t->thread, state_name(t->state), t->signal, t->ended_in_call ? "true" : "false",
+                i ? "," : "", t->thread, state_name(t->state), t->signal, sender_name(t->sender),
+                t->ended_in_call ? "true" : "false",
                 end_s, (double)r->realtime_ns + end_s * 1e9,
                 r->hz > 0 ? (double)t->silence_recent / r->hz : 0.0,
                 (unsigned long long)t->calls,

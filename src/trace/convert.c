@@ -504,6 +504,7 @@ static int open_threads(converter *cv, const char *dir, int rank, thread_replay 
         if (pv_rec_reader_open(&tr->r, path, why, len)) continue; /* an empty location */
         tr->reading = 1;
         th->state = tr->r.header.state, th->signal = tr->r.header.signal;
+        th->sender = tr->r.header.sender;
         th->t_last = tr->r.header.state == PV_REC_SIGNAL ? tr->r.header.t_end : 0;
         th->lost_units = tr->r.header.lost_units;
         th->windows = tr->r.header.windows, th->window_ns = tr->r.header.window_ns;

@@ -33,6 +33,7 @@ typedef struct pv_convert_thread {
     uint64_t events;         /* OTF2 events written on its location */
     uint32_t state;          /* PV_REC_RUNNING / CLOSED / SIGNAL / FAILED (records.h) */
     int signal;              /* state SIGNAL: which */
+    uint32_t sender;         /* state SIGNAL: who sent it (PV_REC_SENT_*) */
     int ended_in_call;       /* its last call had not returned */
     uint64_t t_last;         /* ticks: the last time its records know of */
     uint64_t silence_recent; /* ticks: the longest it went without a record in its last few

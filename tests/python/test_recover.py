@@ -21,11 +21,12 @@ def _write(tmp_path, rank, threads):
     )
 
 
-def _thread(state, end_s, signal=0, silence_s=0.001, start_utc_ns=1e18):
+def _thread(state, end_s, signal=0, silence_s=0.001, start_utc_ns=1e18, sent_by=""):
     return {
         "thread": 0,
         "state": state,
         "signal": signal,
+        "sent_by": sent_by,
         "in_mpi_call": False,
         "end_s": end_s,
         "end_utc_ns": start_utc_ns + end_s * 1e9,
@@ -54,6 +55,39 @@ def test_sigterm_then_launcher_sigkill_while_untraced(tmp_path):
     _write(tmp_path, 0, [_thread("signal", 1.6044, signal=15)])
     _write(tmp_path, 1, [_thread("running", 1.5999, silence_s=0.01)])
     assert endings_json(read_endings(str(tmp_path)))["first_to_end"] == 0
+
+
+def test_a_signal_sent_from_outside_goes_before_a_silent_death(tmp_path):
+    # SIGTERM from a user on rank 0; MPICH's launcher then kills rank 1 silently while
+    # it computes a segment longer than any of its recent ones: by times alone rank 1
+    # would pass for the first.
+    _write(tmp_path, 0, [_thread("signal", 1.5308, signal=15, sent_by="other")])
+    _write(tmp_path, 1, [_thread("running", 1.5297, silence_s=0.001)])
+    ended = endings_json(read_endings(str(tmp_path)))
+    assert ended["first_to_end"] == 0
+    by_rank = {r["rank"]: r for r in ended["ranks"]}
+    assert by_rank[0]["how"] == "ended by SIGTERM from another process"
+    assert by_rank[0]["sent_by"] == "other"
+
+
+@pytest.mark.parametrize("first_sent_by", ["other", "fault"])
+def test_the_launchers_signals_are_consequences(tmp_path, first_sent_by):
+    # Rank 1 faulted or was signalled from outside; the launcher then signalled rank 0,
+    # whose record of it carries an earlier time (clocks of two ranks, or the launcher
+    # was quick): rank 1 is still the first.
+    _write(tmp_path, 0, [_thread("signal", 1.0, signal=15, sent_by="launcher")])
+    _write(tmp_path, 1, [_thread("signal", 1.01, signal=11, sent_by=first_sent_by)])
+    ended = endings_json(read_endings(str(tmp_path)))
+    assert ended["first_to_end"] == 1
+    assert {r["rank"]: r["how"] for r in ended["ranks"]}[0] == "ended by SIGTERM from its launcher"
+
+
+def test_a_silent_death_goes_before_the_launchers_signal(tmp_path):
+    # kill -9 on rank 1 while it computes a long segment; Open MPI's launcher signals
+    # rank 0 before rank 1's last record plus its recent silences
+    _write(tmp_path, 0, [_thread("signal", 1.0, signal=15, sent_by="launcher")])
+    _write(tmp_path, 1, [_thread("running", 0.99, silence_s=0.05)])
+    assert endings_json(read_endings(str(tmp_path)))["first_to_end"] == 1
 
 
 def test_finished_job_has_no_first(tmp_path):

@@ -105,6 +105,9 @@ def main() -> None:
     want = "without a word" if args.signal == "KILL" else f"SIG{args.signal}"
     if want not in victim["how"]:
         fail(f"rank {args.victim} ended '{victim['how']}', expected '{want}'")
+    if args.signal != "KILL" and victim.get("sent_by") != "other":
+        fail(f"rank {args.victim}'s signal was sent by '{victim.get('sent_by')}', expected 'other' "
+             "(this script, not its launcher)")
     verdict = [line for line in p.stdout.splitlines() if line.startswith("verdict:")]
     if not verdict or f"rank {args.victim} ended early" not in verdict[-1]:
         fail(f"the verdict does not name rank {args.victim} as ended early: {verdict}")

@@ -158,7 +158,7 @@ static void check_dead_call(const char *parent)
         pv_rec_stream *s = pv_rec_open(dir, 1, 1, 64 << 10); /* a second thread, which dies */
         pv_rec_unit *u = pv_rec_call_begin(s, 1, end + 100, 1);
         (void)u;
-        pv_rec_mark_signal(s, 15, end + 900);
+        pv_rec_mark_signal(s, 15, PV_REC_SENT_OTHER, end + 900);
         /* Not closed: the process "died"; unmapped at exit, the file keeps what was stored. */
     }
     pv_convert_result res;
@@ -167,7 +167,8 @@ static void check_dead_call(const char *parent)
     CHECK(rc == 0);
     if (rank == 1) {
         CHECK(res.nthreads == 2);
-        CHECK(res.threads[1].state == PV_REC_SIGNAL && res.threads[1].signal == 15);
+        CHECK(res.threads[1].state == PV_REC_SIGNAL && res.threads[1].signal == 15 &&
+              res.threads[1].sender == PV_REC_SENT_OTHER);
         CHECK(res.threads[1].ended_in_call && res.threads[1].t_last == end + 900);
     }
     pv_convert_free(&res);
