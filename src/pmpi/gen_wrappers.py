@@ -210,13 +210,15 @@ def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[
 
 def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], after: list[str],
                   rc: str, returns: bool, prepare: bool, prepared: list[str] = (),
-                  single_wait: tuple[str, str, str, str] | None = None) -> str:
+                  single_wait: tuple[str, str, str, str] | None = None,
+                  short: tuple[str | None, list[str]] | None = None) -> str:
     """The wrapper body: untraced/traced are the PMPI calls (statements without ';'), before/after
     the pv_args statements around the traced call (prepared: after pv_call_prepare, if prepare),
     rc the expression of its return code. single_wait, for a Wait/Test of one request: the
     statement keeping its handle, the condition that it was MPI_REQUEST_NULL (nothing to record),
     the statement recording its completion, and the condition that it completed (the handle
-    changed); `before` then holds the status substitution."""
+    changed); `before` then holds the status substitution. short, for the C kinds with a short path
+    (c_short_path): its condition (None: always) and its statements, which end the call."""
     fid = f"PV_FN_{fn.name}"
     ra = "__builtin_return_address(0)"
     ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
@@ -236,6 +238,11 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
     if fn.info.kind == "finalize":
         return enter + ind([keep, "pv_finalize_end(&pv_c);"] + ret)
     plain = f"int pv_rc = {untraced};" if returns else f"{untraced};"
+    if short:
+        cond, lines = short
+        if cond is None:
+            return enter + ind(lines)
+        enter += ind([f"if ({cond}) {{"] + [f"    {line}" for line in lines] + ["}"])
     if fn.info.kind not in PREPARE_KINDS + LEAVE_KINDS:  # nothing but the call is recorded
         return enter + ind([plain, "pv_call_end(&pv_c);"] + ret)
     if single_wait:  # Wait/Test of one request: its own short path (no pv_args unless Fortran)
@@ -250,6 +257,30 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
 
 
 # ---- C wrappers -------------------------------------------------------------------------------
+
+def c_short_path(fn: Function, proc) -> tuple[str | None, list[str]] | None:
+    """The short path of the C kinds that have one (runtime.h): an Isend-like call or an Irecv
+    records its message and request after the PMPI call, a Waitall/Testall of a few requests its
+    completions, each through one call that also ends the traced call, with no pv_args. Others:
+    None."""
+    names = {p.name for p in proc.parameters}
+    call = f"P{proc.name}({', '.join(p.name for p in proc.parameters)})"
+    kind = fn.info.kind
+    if kind in ("isend", "irecv") and {"count", "datatype", "tag", "comm", "request"} <= names:
+        peer = "dest" if kind == "isend" else "source"
+        return None, [f"int pv_rc = {call};",
+                      f"pv_messages_{kind}_end(&pv_c, {peer}, tag, pv_bytes(count, datatype), comm, "
+                      "request, pv_rc);", "return pv_rc;"]
+    if kind == "wait" and {"count", "array_of_requests", "array_of_statuses"} <= names and \
+            not names & {"array_of_indices", "index"}:  # Waitall, Testall
+        call = call.replace("array_of_statuses", "pv_st")
+        return ("count >= 0 && count <= PV_INLINE_REQUESTS",
+                ["MPI_Status *pv_st = pv_messages_all_begin(&pv_c, count, array_of_requests, "
+                 "array_of_statuses);",
+                 f"int pv_rc = {call};",
+                 "pv_messages_all_end(&pv_c, count, array_of_requests, pv_st);", "return pv_rc;"])
+    return None
+
 
 def c_wrapper(fn: Function, proc) -> str:
     params = list(proc.parameters)
@@ -270,7 +301,8 @@ def c_wrapper(fn: Function, proc) -> str:
                   "MPI_Status *pv_status = status == MPI_STATUS_IGNORE ? &pv_own : status;"]
         call = call.replace("pv_a.status", "pv_status")
     body = protocol_body(fn, f"P{proc.name}({plain})", f"P{proc.name}({call})", record, [],
-                         "pv_rc", returns=True, prepare=prepare, single_wait=single)
+                         "pv_rc", returns=True, prepare=prepare, single_wait=single,
+                         short=c_short_path(fn, proc))
     return f"{str(proc)}\n{{\n{body}}}\n"
 
 

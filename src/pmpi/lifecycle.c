@@ -359,6 +359,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_rt.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
 
     pv_comms_init();
+    pv_messages_init();
     char why[600] = "";
     int ok_defs = archive_absent(why, sizeof why) && write_definitions(why, sizeof why);
     pv_thread *self = ok_defs ? pv_thread_first() : NULL;

@@ -78,6 +78,13 @@ static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
 /* ---- facts ---- */
 static pv_rec_stream *rec_of(const pv_call *c) { return c->thread->rec; }
 
+/* The message fact of the call's own site (the memo of its position 0). */
+static uint16_t site_msg_fact(pv_call *c, uint32_t comm, int peer, int tag, int64_t bytes)
+{
+    return pv_rec_fact_memoized(rec_of(c), pv_fact_memo_of(c->thread, c->site_id, 0), PV_REC_FACT_MSG,
+                                0, comm, (uint32_t)peer, (uint32_t)tag, bytes > 0 ? (uint64_t)bytes : 0, 0);
+}
+
 static uint16_t msg_fact(pv_call *c, uint32_t comm, int peer, int tag, int64_t bytes)
 {
     return pv_rec_fact(rec_of(c), PV_REC_FACT_MSG, 0, comm, (uint32_t)peer, (uint32_t)tag,
@@ -105,9 +112,46 @@ static void send_record(pv_call *c, const pv_args *a, int64_t bytes)
     if (send_target(a, &comm, &tag)) c->unit->x = msg_fact(c, comm, a->dest, tag, bytes);
 }
 
+/* A status's byte count from the library's own fields, -1 for a library whose fields are not known.
+ * It is what MPI_Get_count(status, MPI_BYTE) returns, without a call into the library. */
+static inline int64_t status_count_field(const MPI_Status *st)
+{
+#if defined(OPEN_MPI)
+    return (int64_t)st->_ucount;
+#elif defined(MPICH)
+    /* MPICH keeps the count's high bits above the cancelled flag (bit 0). */
+    return (int64_t)((uint64_t)((unsigned)st->count_hi_and_cancelled >> 1) << 32 | (unsigned)st->count_lo);
+#else
+    (void)st;
+    return -1;
+#endif
+}
+
+static int status_fields_ok; /* pv_messages_init: status_count_field agrees with MPI_Get_count */
+
+void pv_messages_init(void)
+{
+    static const MPI_Count sizes[] = {0, 1, 4096, 123456789, ((MPI_Count)1 << 31) + 5, ((MPI_Count)1 << 40) + 3};
+    int ok = 1;
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int cancelled = 0; cancelled < 2; cancelled++) {
+            MPI_Status st;
+            memset(&st, 0, sizeof st);
+            MPI_Count count = -1;
+            ok &= PMPI_Status_set_elements_x(&st, MPI_BYTE, sizes[i]) == MPI_SUCCESS &&
+                  PMPI_Status_set_cancelled(&st, cancelled) == MPI_SUCCESS &&
+                  PMPI_Get_elements_x(&st, MPI_BYTE, &count) == MPI_SUCCESS && count == sizes[i] &&
+                  status_count_field(&st) == sizes[i];
+        }
+    status_fields_ok = ok;
+}
+
+int pv_messages_status_fields(void) { return status_fields_ok; }
+
 /* A status's size in bytes, -1 when MPI does not say. */
 static int64_t status_bytes(const MPI_Status *st)
 {
+    if (__builtin_expect(status_fields_ok, 1)) return status_count_field(st);
     int count;
     return PMPI_Get_count(st, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED ? count : -1;
 }
@@ -174,6 +218,16 @@ static uint16_t status_fact(pv_call *c, const MPI_Status *st)
                        (uint32_t)st->MPI_TAG, bytes >= 0 ? (uint64_t)bytes : 0, bytes < 0);
 }
 
+/* status_fact through the memo of the call site's position i (its i-th request). */
+static inline uint16_t site_status_fact(pv_call *c, const MPI_Status *st, int i)
+{
+    if (st->MPI_SOURCE < 0 || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_TAG < 0) return 0;
+    int64_t bytes = status_bytes(st);
+    return pv_rec_fact_memoized(rec_of(c), pv_fact_memo_of(c->thread, c->site_id, i), PV_REC_FACT_STATUS,
+                                0, 0, (uint32_t)st->MPI_SOURCE, (uint32_t)st->MPI_TAG,
+                                bytes >= 0 ? (uint64_t)bytes : 0, bytes < 0);
+}
+
 /* Every request the Wait* or Test* completed: a non-persistent request's handle is set to
  * MPI_REQUEST_NULL (Fortran: its Fortran value) when it completes; Test*, Waitany and Waitsome
  * complete only some. */
@@ -193,6 +247,47 @@ static void wait_leave(pv_call *c, const pv_args *a)
 void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status)
 {
     pv_rec_complete(rec_of(c), handle_bits(before), status_fact(c, status));
+}
+
+/* Waitall / Testall of at most PV_INLINE_REQUESTS requests (pv_messages_all_begin kept the
+ * handles in c->keys): the same records as wait_leave, without pv_args. */
+void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const MPI_Status *statuses)
+{
+    for (int i = 0; i < n; i++) {
+        MPI_Request before = c->keys[i];
+        if (before == MPI_REQUEST_NULL || requests[i] == before) continue;
+        pv_rec_complete(rec_of(c), handle_bits(before),
+                        statuses != MPI_STATUSES_IGNORE ? site_status_fact(c, &statuses[i], i) : 0);
+    }
+    pv_call_end_inline(c);
+}
+
+/* Isend (recv 0) or Irecv (recv 1): the message sent, or the receive as posted (a negative source
+ * is MPI_ANY_SOURCE, which the completion's status replaces), as the call's x, and the request's
+ * handle, like pv_messages_leave's ISEND and IRECV cases; then the call's end. */
+static inline void p2p_started(pv_call *c, int recv, int peer, int tag, int64_t bytes, MPI_Comm comm,
+                               const MPI_Request *request, int rc)
+{
+    uint32_t id;
+    int size, rank;
+    if (rc == MPI_SUCCESS && peer != MPI_PROC_NULL && (recv || peer >= 0) && request &&
+        *request != MPI_REQUEST_NULL && pv_comm_lookup(comm, &id, &size, &rank) && id <= 0xffff) {
+        c->unit->x = site_msg_fact(c, id, peer, tag, bytes);
+        pv_rec_request(rec_of(c), handle_bits(*request));
+    }
+    pv_call_end_inline(c);
+}
+
+void pv_messages_isend_end(pv_call *c, int peer, int tag, int64_t bytes, MPI_Comm comm,
+                           const MPI_Request *request, int rc)
+{
+    p2p_started(c, 0, peer, tag, bytes, comm, request, rc);
+}
+
+void pv_messages_irecv_end(pv_call *c, int peer, int tag, int64_t bytes, MPI_Comm comm,
+                           const MPI_Request *request, int rc)
+{
+    p2p_started(c, 1, peer, tag, bytes, comm, request, rc);
 }
 
 /* The request the call started, if it returned one: a REQUEST unit after its fact x. */

@@ -42,7 +42,8 @@ static void write_mpi_meta(FILE *f)
     version[strcspn(version, "\n")] = 0;
     fprintf(f, "  \"mpi\": {\"library\": ");
     json_str(f, version);
-    fprintf(f, ", \"layer\": \"%s\",\n    \"boundaries\": [", PV_MPI_FLAVOUR);
+    fprintf(f, ", \"layer\": \"%s\", \"status_sizes\": \"%s\",\n    \"boundaries\": [", PV_MPI_FLAVOUR,
+            pv_messages_status_fields() ? "fields" : "MPI_Get_count");
     const char *sep = "";
     for (int g = 0; g < PV_GROUP_COUNT; g++) {
         if (!(pv_rt.cfg.boundaries & (1u << g))) continue;

@@ -117,15 +117,6 @@ void pv_call_prepare(pv_call *c, pv_args *a)
     pv_messages_prepare(c, a);
 }
 
-/* pv_call_end, inline in pv_call_leave too. */
-static inline void call_end(pv_call *c)
-{
-    pv_depth = 0;
-    int cpu;
-    uint64_t t_exit = pv_now_cpu(&cpu); /* last: starts the next segment */
-    pv_rec_call_end(c->thread->rec, c->unit, c->t_entry, t_exit, cpu);
-}
-
 void pv_call_leave(pv_call *c, pv_args *a, int rc)
 {
     unsigned kind = pv_fn_info[c->fn].kind;
@@ -136,10 +127,10 @@ void pv_call_leave(pv_call *c, pv_args *a, int rc)
         free(c->heap_keys);
         free(c->heap_fstatuses);
     }
-    call_end(c);
+    pv_call_end_inline(c);
 }
 
-void pv_call_end(pv_call *c) { call_end(c); }
+void pv_call_end(pv_call *c) { pv_call_end_inline(c); }
 
 void pv_init_begin(pv_call *c, int fn, void *site)
 {

@@ -13,7 +13,9 @@
  * The generator leaves out the steps that have no work for the function's kind (gen_wrappers.py
  * PREPARE_KINDS, LEAVE_KINDS): a call that records nothing but itself (no pv_args) ends with
  * pv_call_end(&pv_c) after the PMPI call; a Wait/Test of one request takes the short path of
- * pv_messages_completed.
+ * pv_messages_completed, and in C an Isend-like call, an Irecv, and a Waitall/Testall of at most
+ * PV_INLINE_REQUESTS requests take their own (pv_messages_isend_end, _irecv_end, _all_begin/_end):
+ * the common calls of a halo exchange record what they carry with no pv_args to fill.
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
@@ -120,6 +122,23 @@ void pv_call_prepare(pv_call *c, pv_args *a);
  * handle, gives MPI a status of its own where the caller ignores it, and when the handle changed
  * (the request completed) records that with the status (NULL: none decoded) before pv_call_end. */
 void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status);
+/* The short paths of C wrappers, which end the call (pv_call_end included) without pv_args:
+ * pv_messages_isend_end / pv_messages_irecv_end after an Isend-like call (peer = dest) or an Irecv
+ * (peer = source, MPI_ANY_SOURCE kept as posted) that returned rc and *request; and for a Waitall or
+ * Testall of n <= PV_INLINE_REQUESTS requests, pv_messages_all_begin before the PMPI call (keeps the
+ * handles, returns the statuses to pass: perfvar's own where the caller ignores them) and
+ * pv_messages_all_end after it (records the requests whose handle changed: completed). */
+void pv_messages_isend_end(pv_call *c, int peer, int tag, int64_t bytes, MPI_Comm comm,
+                           const MPI_Request *request, int rc);
+void pv_messages_irecv_end(pv_call *c, int peer, int tag, int64_t bytes, MPI_Comm comm,
+                           const MPI_Request *request, int rc);
+static inline MPI_Status *pv_messages_all_begin(pv_call *c, int n, const MPI_Request *requests,
+                                                MPI_Status *statuses)
+{
+    for (int i = 0; i < n; i++) c->keys[i] = requests[i];
+    return statuses == MPI_STATUSES_IGNORE ? c->own_statuses : statuses;
+}
+void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const MPI_Status *statuses);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
 /* The end of every traced call (pv_call_leave ends with it): releases the guard, then the exit read. */
 void pv_call_end(pv_call *c);

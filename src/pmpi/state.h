@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "../calib/calib.h"
+#include "../clock/clock.h"
 #include "../calib/work_probe.h"
 #include "../config/config.h"
 #include "../core/message.h"
@@ -50,10 +51,16 @@ typedef struct pv_site_slot {
     int fn, id;
 } pv_site_slot;
 
+/* Per-thread memos of the facts its call sites made last (pv_rec_fact_memoized): the message of
+ * an Isend or Irecv, the status of each request a Waitall completes, which repeat call after call.
+ * Indexed by site and position (pv_fact_memo_of); a collision only costs a lookup. */
+#define PV_FACT_MEMOS 1024
+
 typedef struct pv_thread {
     int index;
     pv_rec_stream *rec;     /* its records; NULL once closed */
     pv_site_slot site_cache[PV_SITE_CACHE];
+    pv_rec_fact_memo fact_memos[PV_FACT_MEMOS];
     uint64_t calls[PV_FN_COUNT]; /* its traced calls per function (plain: its own) */
     uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
                                 (PV_WORK_PROBE_NEVER when probes are off) */
@@ -134,12 +141,32 @@ static inline int pv_site_id(pv_thread *t, int region, void *ra)
 }
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
 
+/* The end of every traced call (pv_call_end, and the short paths of messages.c, inline): releases the
+ * guard, then the exit read, which starts the next compute segment, then ends the CALL record. */
+static inline void pv_call_end_inline(pv_call *c)
+{
+    pv_depth = 0;
+    int cpu;
+    uint64_t t_exit = pv_now_cpu(&cpu); /* last: starts the next segment */
+    pv_rec_call_end(c->thread->rec, c->unit, c->t_entry, t_exit, cpu);
+}
+
+/* The memo of the i-th fact of call site site_id on thread t. */
+static inline pv_rec_fact_memo *pv_fact_memo_of(pv_thread *t, int site_id, int i)
+{
+    return &t->fact_memos[((unsigned)site_id * 8u + (unsigned)i) % PV_FACT_MEMOS];
+}
+
 /* messages.c: message and collective facts of the calling thread's open CALL (see runtime.h for the
  * call protocol). prepare records what a blocking send sends at the call's entry; leave records what
  * the call received, started (a request's handle) and completed (the handles a Wait* had before the
  * call, kept by pv_call_prepare, that it set to MPI_REQUEST_NULL). */
 void pv_messages_prepare(pv_call *c, pv_args *a);
 void pv_messages_leave(pv_call *c, const pv_args *a, int rc);
+/* Whether a status's byte count can be read from the MPI library's own status fields, checked
+ * against MPI_Get_count once at the start (pv_start); otherwise MPI_Get_count is called. */
+void pv_messages_init(void);
+int pv_messages_status_fields(void); /* 1: read from the fields; 0: MPI_Get_count */
 /* The event role (PV_REC_EV_*) of a call of MPI function fn: what its facts stand for. */
 unsigned pv_messages_event_role(int fn);
 

@@ -59,6 +59,7 @@ typedef struct pv_rec_stream {
     size_t window_units;
     uint64_t window_index;    /* which window of the file is mapped */
     void *private_state;      /* stream.c's */
+    uint64_t fact_defs;       /* fact definitions written so far (pv_rec_fact_memo) */
     uint64_t fact_used[PV_REC_FACT_SLOTS / 64];
     pv_rec_fact_def facts[PV_REC_FACT_SLOTS];
     pv_rec_unit scratch[8];   /* where stores go once the stream has failed */
@@ -184,6 +185,29 @@ static inline uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op,
     if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(&s->facts[slot], &f, sizeof f))
         return slot;
     return pv_rec_fact_define(s, &f, slot);
+}
+
+/* A fact a caller made before, kept by the caller (e.g. one per call site), with the slot it was
+ * in: while the stream has written no fact definition since (fact_defs unchanged), every slot still
+ * holds what it held, so the same fact is in the same slot, found without hashing. */
+typedef struct pv_rec_fact_memo {
+    pv_rec_fact_def f;
+    uint64_t defs;  /* the stream's fact_defs when slot held f */
+    uint16_t slot;  /* 0: empty */
+} pv_rec_fact_memo;
+
+/* pv_rec_fact through memo m: the memo's slot when it holds the same fact and the stream has
+ * defined none since, else pv_rec_fact's, which the memo then keeps. */
+static inline uint16_t pv_rec_fact_memoized(pv_rec_stream *s, pv_rec_fact_memo *m, uint32_t kind,
+                                            uint32_t op, uint32_t comm, uint32_t peer, uint32_t tag,
+                                            uint64_t bytes, uint64_t bytes2)
+{
+    pv_rec_fact_def f = {kind | op << 8, comm, peer, tag, bytes, bytes2};
+    if (__builtin_expect(m->slot && m->defs == s->fact_defs && !memcmp(&m->f, &f, sizeof f), 1))
+        return m->slot;
+    uint16_t slot = pv_rec_fact(s, kind, op, comm, peer, tag, bytes, bytes2);
+    m->f = f, m->defs = s->fact_defs, m->slot = slot;
+    return slot;
 }
 
 /* A COMPLETE unit for the current CALL: it completed the request whose handle was handle, with the

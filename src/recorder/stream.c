@@ -229,6 +229,7 @@ uint16_t pv_rec_fact_define(pv_rec_stream *s, const pv_rec_fact_def *f, uint16_t
     }
     *have = *f;
     s->fact_used[slot / 64] |= 1ull << (slot % 64);
+    s->fact_defs++;
     pv_rec_unit *u = pv_rec_add(s);
     u->a = f->peer, u->b = f->tag, u->cpu = slot, u->x = (uint16_t)f->kind_op, u->y = (uint16_t)f->comm;
     u->tag = PV_REC_FACT;

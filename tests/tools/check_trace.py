@@ -343,6 +343,10 @@ def main() -> int:
                               f"expected {count}")
         if args.layer and doc["mpi"]["layer"] != args.layer:
             errors.append(f"rank {r}: layer {doc['mpi']['layer']}, expected {args.layer}")
+        # Both layers know their library's status layout: a receive's size read from the status
+        # fields must have agreed with MPI_Get_count at the start.
+        if args.layer and doc["mpi"].get("status_sizes") != "fields":
+            errors.append(f"rank {r}: status sizes by {doc['mpi'].get('status_sizes')}, expected fields")
         if doc.get("untraced_thread_calls"):
             errors.append(f"rank {r}: {doc['untraced_thread_calls']} untraced thread calls")
         rank_probes = sum(probes[(r, k)] for k in threads)
