@@ -347,13 +347,15 @@ def f_wrapper(fn: Function, e: FortranEntry) -> str:
     ierr = "(ierror ? *(const MPI_Fint *)ierror : MPI_SUCCESS)" if "ierror" in names else "MPI_SUCCESS"
     single = None
     if fn.info.kind == "wait" and "request" in names:  # Fortran handles are integers in every binding
-        single = ("MPI_Fint pv_fbefore = *(const MPI_Fint *)request; "
-                  "MPI_Request pv_before = PMPI_Request_f2c(pv_fbefore);",
-                  "pv_before == MPI_REQUEST_NULL",
+        single = ("MPI_Fint pv_fbefore = *(const MPI_Fint *)request;",
+                  "pv_fbefore == pv_f_request_null",
                   f"{{ pv_args pv_a = PV_ARGS_INIT; pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding}); "
                   "pv_messages_completed(&pv_c, pv_before, pv_a.status); }",
                   "*(const MPI_Fint *)request != pv_fbefore")
-        before = [x for x in before if "pv_a." not in x]  # the status substitution only
+        # The C handle, for the records, once the request is known not to be null; then the
+        # status substitution only.
+        before = (["MPI_Request pv_before = PMPI_Request_f2c(pv_fbefore);"]
+                  + [x for x in before if "pv_a." not in x])
     body = protocol_body(fn, f"{e.target}({args})", f"{e.target}({traced_args})", before, after,
                          ierr, returns=False, prepare=fn.info.kind in PREPARE_KINDS, prepared=prepared,
                          single_wait=single)

@@ -142,6 +142,9 @@ void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const M
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
 /* The end of every traced call (pv_call_leave ends with it): releases the guard, then the exit read. */
 void pv_call_end(pv_call *c);
+/* MPI_REQUEST_NULL as a Fortran handle (set at the start): a Fortran Wait/Test of a null request
+ * is told without converting the handle. */
+extern MPI_Fint pv_f_request_null;
 
 /* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
  * MPI_SUCCESS). MPI_Finalize: pv_call_enter before PMPI_Finalize, pv_finalize_end after it (the trace
