@@ -259,7 +259,8 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
 # ---- C wrappers -------------------------------------------------------------------------------
 
 def c_short_path(fn: Function, proc) -> tuple[str | None, list[str]] | None:
-    """The short path of the C kinds that have one (runtime.h): an Isend-like call or an Irecv
+    """The short path of the C kinds that have one (runtime.h; f_short_path for Fortran): an
+    Isend-like call or an Irecv
     records its message and request after the PMPI call, a Waitall/Testall of a few requests its
     completions, each through one call that also ends the traced call, with no pv_args. Others:
     None."""
@@ -332,6 +333,23 @@ def f_expression(fn: Function, e: FortranEntry):
     return express.f08
 
 
+def f_short_path(fn: Function, e: FortranEntry, names: list[str],
+                 traced: str, ierr: str) -> tuple[None, list[str]] | None:
+    """The Fortran twin of c_short_path for Isend-like calls and Irecv (handles converted here,
+    MPI_COMM_WORLD without a conversion); None for other kinds."""
+    kind = fn.info.kind
+    if kind not in ("isend", "irecv") or not {"count", "datatype", "tag", "comm", "request"} <= set(names):
+        return None
+    fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
+    count = f"*(const MPI_Count *)count" if e.large else fint("count")
+    peer = "dest" if kind == "isend" else "source"
+    return None, [f"{traced};",
+                  f"MPI_Request pv_request = PMPI_Request_f2c({fint('request')});",
+                  f"pv_messages_{kind}_end(&pv_c, {fint(peer)}, {fint('tag')}, "
+                  f"pv_bytes({count}, PMPI_Type_f2c({fint('datatype')})), pv_f_comm({fint('comm')}), "
+                  f"&pv_request, {ierr});"]
+
+
 def f_wrapper(fn: Function, e: FortranEntry) -> str:
     params = list(f_expression(fn, e).parameters)
     names = [p.name.lower() for p in params]
@@ -358,7 +376,8 @@ def f_wrapper(fn: Function, e: FortranEntry) -> str:
                   + [x for x in before if "pv_a." not in x])
     body = protocol_body(fn, f"{e.target}({args})", f"{e.target}({traced_args})", before, after,
                          ierr, returns=False, prepare=fn.info.kind in PREPARE_KINDS, prepared=prepared,
-                         single_wait=single)
+                         single_wait=single,
+                         short=f_short_path(fn, e, names, f"{e.target}({traced_args})", ierr))
     out = [f"extern void {e.target}({decl});", f"void {e.symbol}({decl});",
            f"void {e.symbol}({decl})\n{{\n{body}}}"]
     out += [f'void {alias}({decl}) __attribute__((alias("{e.symbol}")));' for alias in e.aliases]

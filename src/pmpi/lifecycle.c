@@ -361,6 +361,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_comms_init();
     pv_messages_init();
     pv_f_request_null = PMPI_Request_c2f(MPI_REQUEST_NULL);
+    pv_f_comm_world = PMPI_Comm_c2f(MPI_COMM_WORLD);
     char why[600] = "";
     int ok_defs = archive_absent(why, sizeof why) && write_definitions(why, sizeof why);
     pv_thread *self = ok_defs ? pv_thread_first() : NULL;

@@ -12,7 +12,7 @@ pv_runtime pv_rt = {.defs_lock = PTHREAD_MUTEX_INITIALIZER,
                     .messages_lock = PTHREAD_MUTEX_INITIALIZER,
                     .cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
 _Thread_local int pv_depth PV_HIDDEN;
-MPI_Fint pv_f_request_null;
+MPI_Fint pv_f_request_null, pv_f_comm_world;
 uint64_t pv_calls[PV_FN_COUNT];
 
 /* First traced call of a program whose MPI_Init we did not see (e.g. initialised through a binding

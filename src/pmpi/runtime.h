@@ -15,7 +15,8 @@
  * pv_call_end(&pv_c) after the PMPI call; a Wait/Test of one request takes the short path of
  * pv_messages_completed, and in C an Isend-like call, an Irecv, and a Waitall/Testall of at most
  * PV_INLINE_REQUESTS requests take their own (pv_messages_isend_end, _irecv_end, _all_begin/_end):
- * the common calls of a halo exchange record what they carry with no pv_args to fill.
+ * the common calls of a halo exchange record what they carry with no pv_args to fill (from Fortran
+ * an Isend-like call and an Irecv too).
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
@@ -145,6 +146,10 @@ void pv_call_end(pv_call *c);
 /* MPI_REQUEST_NULL as a Fortran handle (set at the start): a Fortran Wait/Test of a null request
  * is told without converting the handle. */
 extern MPI_Fint pv_f_request_null;
+/* MPI_COMM_WORLD as a Fortran handle (set at the start), and a Fortran communicator in C: the
+ * common one without a call into the library. */
+extern MPI_Fint pv_f_comm_world;
+static inline MPI_Comm pv_f_comm(MPI_Fint comm) { return comm == pv_f_comm_world ? MPI_COMM_WORLD : PMPI_Comm_f2c(comm); }
 
 /* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
  * MPI_SUCCESS). MPI_Finalize: pv_call_enter before PMPI_Finalize, pv_finalize_end after it (the trace

@@ -7,17 +7,22 @@
 !   of each measure, adjacent, their order flipped every round; median over rounds; one warm-up round.
 !   The median leaves out the rare block with a trace-buffer flush or a host time slice taken away
 !   (bench_mpi_calls.c says more).
-! Measures (rank 0's figures): MPI_TEST on MPI_REQUEST_NULL and on an inactive persistent request.
+! Measures (rank 0's figures): MPI_TEST on MPI_REQUEST_NULL and on an inactive persistent request
+! (per call); a 0-byte MPI_IRECV/MPI_ISEND/MPI_WAITALL exchange between the two ranks and an
+! MPI_ALLREDUCE of one double (per exchange or step, calls/10 + 1 of them per block, each block
+! started by a PMPI_BARRIER so neither rank starts it waiting for the other).
 ! No fenced clock read here (Fortran has none without C): bench_recorder.py divides by the fenced
 ! pair measured in the C benchmark's run.
 ! Output: one `bench-row` line per measure for the driver.
 ! Usage: mpiexec -n 2 bench_mpi_calls_f [calls per block = 2000] [rounds = 101]
+! (PMPI_BARRIER, PMPI_RECV_INIT and PMPI_REQUEST_FREE are not traced: only the timed calls are.)
 program bench_mpi_calls_f
     use mpi
     implicit none
-    integer :: n, rounds, ierr, rank, nranks, b, inactive, dummy
+    integer :: n, n_comm, rounds, ierr, rank, nranks, b, s, inactive, dummy
     character(len=32) :: arg
-    double precision, allocatable :: t(:, :)  ! (round, series): 1/2 null traced/plain, 3/4 inactive
+    ! (round, series): traced/plain pairs: 1/2 null, 3/4 inactive, 5/6 exchange, 7/8 Allreduce
+    double precision, allocatable :: t(:, :)
 
     n = 2000
     rounds = 101
@@ -39,55 +44,88 @@ program bench_mpi_calls_f
     end if
     ! Made and freed through PMPI: only the timed calls go through perfvar.
     call PMPI_RECV_INIT(dummy, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_WORLD, inactive, ierr)
-    allocate (t(rounds, 4))
+    n_comm = n / 10 + 1
+    allocate (t(rounds, 8))
 
-    call series(1, 1) ! warm-up, every series once, into round 1 (overwritten below)
-    call series(2, 1)
-    call series(3, 1)
-    call series(4, 1)
+    do s = 1, 8 ! warm-up, every series once, into round 1 (overwritten below)
+        call series(s, 1)
+    end do
     do b = 1, rounds
         ! Traced first in odd rounds, plain first in even ones.
-        call series(2 - mod(b, 2), b)
-        call series(1 + mod(b, 2), b)
-        call series(4 - mod(b, 2), b)
-        call series(3 + mod(b, 2), b)
+        do s = 1, 7, 2
+            call series(s + 1 - mod(b, 2), b)
+            call series(s + mod(b, 2), b)
+        end do
     end do
     if (rank == 0) then
-        call report('test_null_f', t(:, 1), t(:, 2))
-        call report('test_inactive_f', t(:, 3), t(:, 4))
+        call report('test_null_f', t(:, 1), t(:, 2), n)
+        call report('test_inactive_f', t(:, 3), t(:, 4), n)
+        call report('ping_f', t(:, 5), t(:, 6), n_comm)
+        call report('allreduce_f', t(:, 7), t(:, 8), n_comm)
     end if
     call PMPI_REQUEST_FREE(inactive, ierr)
     call MPI_FINALIZE(ierr)
 
 contains
 
-    ! One block of series s into t(round, s): ns per call.
+    ! One block of series s into t(round, s): ns per call (Test) or per exchange / step.
     subroutine series(s, round)
         integer, intent(in) :: s, round
-        integer :: req, i, e
+        integer :: req, i, e, peer, reqs(2)
+        integer :: nothing(1)
         logical :: flag
+        double precision :: x, y
         integer(kind=8) :: c0, c1, rate
         req = MPI_REQUEST_NULL
         if (s >= 3) req = inactive
+        peer = 1 - rank
+        x = 1d0
+        if (s >= 5) call PMPI_BARRIER(MPI_COMM_WORLD, e)
         call system_clock(c0, rate)
-        if (mod(s, 2) == 1) then
+        select case (s)
+        case (1, 3)
             do i = 1, n
                 call MPI_TEST(req, flag, MPI_STATUS_IGNORE, e)
             end do
-        else
+        case (2, 4)
             do i = 1, n
                 call PMPI_TEST(req, flag, MPI_STATUS_IGNORE, e)
             end do
-        end if
+        case (5)
+            do i = 1, n_comm
+                call MPI_IRECV(nothing, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, reqs(1), e)
+                call MPI_ISEND(nothing, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, reqs(2), e)
+                call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, e)
+            end do
+        case (6)
+            do i = 1, n_comm
+                call PMPI_IRECV(nothing, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, reqs(1), e)
+                call PMPI_ISEND(nothing, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, reqs(2), e)
+                call PMPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, e)
+            end do
+        case (7)
+            do i = 1, n_comm
+                call MPI_ALLREDUCE(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, e)
+            end do
+        case (8)
+            do i = 1, n_comm
+                call PMPI_ALLREDUCE(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, e)
+            end do
+        end select
         call system_clock(c1)
-        t(round, s) = dble(c1 - c0) / dble(rate) * 1d9 / n
+        if (s <= 4) then
+            t(round, s) = dble(c1 - c0) / dble(rate) * 1d9 / n
+        else
+            t(round, s) = dble(c1 - c0) / dble(rate) * 1d9 / n_comm
+        end if
     end subroutine series
 
-    subroutine report(name, traced, plain)
+    subroutine report(name, traced, plain, per_block)
         character(len=*), intent(in) :: name
         double precision, intent(in) :: traced(:), plain(:)
+        integer, intent(in) :: per_block
         write (*, '(a,a,2(a,f0.2),2(a,i0))') 'bench-row measure=', name, ' traced_ns=', median(traced), &
-            ' plain_ns=', median(plain), ' rounds=', rounds, ' per_block=', n
+            ' plain_ns=', median(plain), ' rounds=', rounds, ' per_block=', per_block
     end subroutine report
 
     double precision function median(v)
