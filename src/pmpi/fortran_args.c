@@ -91,6 +91,12 @@ void *pv_f_statuses_arg(pv_call *c, void *statuses, int n, pv_fbinding b)
     return c->heap_fstatuses ? (void *)c->heap_fstatuses : statuses;
 }
 
+const MPI_Status *pv_f_status_at(const void *statuses_arg, int i, pv_fbinding b, MPI_Status *st)
+{
+    if (is_status_ignore(statuses_arg, b, 1)) return NULL;
+    return decode((const char *)statuses_arg + (size_t)i * status_bytes(b), st, b) == MPI_SUCCESS ? st : NULL;
+}
+
 void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n, pv_fbinding b)
 {
     if (is_status_ignore(statuses_arg, b, 1) || n <= 0) return;

@@ -334,13 +334,27 @@ def f_expression(fn: Function, e: FortranEntry):
 
 
 def f_short_path(fn: Function, e: FortranEntry, names: list[str],
-                 traced: str, ierr: str) -> tuple[None, list[str]] | None:
-    """The Fortran twin of c_short_path for Isend-like calls and Irecv (handles converted here,
-    MPI_COMM_WORLD without a conversion); None for other kinds."""
+                 traced: str, ierr: str) -> tuple[str | None, list[str]] | None:
+    """The Fortran twin of c_short_path for Isend-like calls, Irecv (handles converted here,
+    MPI_COMM_WORLD without a conversion) and Waitall/Testall (Fortran handles compared, a null one
+    not converted); None for other kinds."""
     kind = fn.info.kind
+    fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
+    if kind == "wait" and {"count", "array_of_requests", "array_of_statuses"} <= set(names) and \
+            not set(names) & {"array_of_indices", "index"}:  # Waitall, Testall
+        call = traced.replace("array_of_statuses", "pv_statuses")
+        return (f"{fint('count')} >= 0 && {fint('count')} <= PV_INLINE_REQUESTS",
+                ["MPI_Fint pv_fbefore[PV_INLINE_REQUESTS];",
+                 f"pv_messages_fall_begin(&pv_c, {fint('count')}, (const MPI_Fint *)array_of_requests, "
+                 "pv_fbefore);",
+                 "void *pv_statuses = pv_f_statuses_arg(&pv_c, array_of_statuses, "
+                 f"{fint('count')}, {e.binding});",
+                 f"{call};",
+                 f"pv_messages_fall_end(&pv_c, {fint('count')}, pv_fbefore, "
+                 f"(const MPI_Fint *)array_of_requests, pv_statuses, {e.binding});",
+                 "return;"])
     if kind not in ("isend", "irecv") or not {"count", "datatype", "tag", "comm", "request"} <= set(names):
         return None
-    fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
     count = f"*(const MPI_Count *)count" if e.large else fint("count")
     peer = "dest" if kind == "isend" else "source"
     return None, [f"{traced};",

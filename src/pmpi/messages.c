@@ -262,6 +262,31 @@ void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const M
     pv_call_end_inline(c);
 }
 
+/* The Fortran short path gives MPI perfvar's own statuses for up to PV_INLINE_REQUESTS requests where
+ * the caller ignores them: pv_f_statuses_arg must find room in the call, not allocate. */
+_Static_assert(sizeof(((pv_call *)0)->own_fstatuses) >= PV_INLINE_REQUESTS * (sizeof(MPI_Status) + sizeof(MPI_Fint)),
+               "PV_INLINE_REQUESTS Fortran statuses of any binding fit in pv_call");
+
+void pv_messages_fall_begin(pv_call *c, int n, const MPI_Fint *requests, MPI_Fint *before)
+{
+    for (int i = 0; i < n; i++) {
+        before[i] = requests[i];
+        c->keys[i] = requests[i] == pv_f_request_null ? MPI_REQUEST_NULL : PMPI_Request_f2c(requests[i]);
+    }
+}
+
+void pv_messages_fall_end(pv_call *c, int n, const MPI_Fint *before, const MPI_Fint *requests,
+                          const void *statuses_arg, pv_fbinding b)
+{
+    for (int i = 0; i < n; i++) {
+        if (before[i] == pv_f_request_null || requests[i] == before[i]) continue;
+        MPI_Status st;
+        const MPI_Status *s = pv_f_status_at(statuses_arg, i, b, &st);
+        pv_rec_complete(rec_of(c), handle_bits(c->keys[i]), s ? site_status_fact(c, s, i) : 0);
+    }
+    pv_call_end(c);
+}
+
 /* Isend (recv 0) or Irecv (recv 1): the message sent, or the receive as posted (a negative source
  * is MPI_ANY_SOURCE, which the completion's status replaces), as the call's x, and the request's
  * handle, like pv_messages_leave's ISEND and IRECV cases; then the call's end. */

@@ -104,6 +104,9 @@ void *pv_f_status_arg(pv_call *c, void *status, pv_fbinding b);
 void pv_f_status_done(pv_call *c, pv_args *a, const void *status_arg, pv_fbinding b);
 void *pv_f_statuses_arg(pv_call *c, void *statuses, int n, pv_fbinding b);
 void pv_f_statuses_done(pv_call *c, pv_args *a, const void *statuses_arg, int n, pv_fbinding b);
+/* Status i of a Fortran array of statuses (the argument passed on) decoded into *st; NULL when the
+ * array is MPI_STATUSES_IGNORE or the status cannot be decoded. */
+const MPI_Status *pv_f_status_at(const void *statuses_arg, int i, pv_fbinding b, MPI_Status *st);
 /* Fortran MPI_IN_PLACE of binding b (read-only detection, the argument is passed on unchanged). */
 int pv_f_is_in_place(const void *buf, pv_fbinding b);
 
@@ -140,6 +143,12 @@ static inline MPI_Status *pv_messages_all_begin(pv_call *c, int n, const MPI_Req
     return statuses == MPI_STATUSES_IGNORE ? c->own_statuses : statuses;
 }
 void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const MPI_Status *statuses);
+/* The same from Fortran: pv_messages_fall_begin keeps the Fortran handles in before[n] and their C
+ * handles; pv_messages_fall_end records the requests whose Fortran handle changed, with their
+ * statuses (statuses_arg: what the call was given, pv_f_statuses_arg), and ends the call. */
+void pv_messages_fall_begin(pv_call *c, int n, const MPI_Fint *requests, MPI_Fint *before);
+void pv_messages_fall_end(pv_call *c, int n, const MPI_Fint *before, const MPI_Fint *requests,
+                          const void *statuses_arg, pv_fbinding b);
 void pv_call_leave(pv_call *c, pv_args *a, int rc);
 /* The end of every traced call (pv_call_leave ends with it): releases the guard, then the exit read. */
 void pv_call_end(pv_call *c);
