@@ -217,8 +217,9 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
     rc the expression of its return code. single_wait, for a Wait/Test of one request: the
     statement keeping its handle, the condition that it was MPI_REQUEST_NULL (nothing to record),
     the statement recording its completion, and the condition that it completed (the handle
-    changed); `before` then holds the status substitution. short, for the C kinds with a short path
-    (c_short_path): its condition (None: always) and its statements, which end the call."""
+    changed); `before` then holds the status substitution. short, for the kinds with a short path
+    (c_short_path, f_short_path): its condition (None: always) and its statements, which end the
+    call."""
     fid = f"PV_FN_{fn.name}"
     ra = "__builtin_return_address(0)"
     ind = lambda lines: "".join(f"    {line}\n" for line in lines)  # noqa: E731
@@ -236,7 +237,7 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
     enter = (f"    pv_call pv_c;\n    int pv_t = pv_call_enter(&pv_c, {fid}, {ra});\n"
              f"    if (pv_t <= 0) {{\n{bypass}    }}\n")
     if fn.info.kind == "finalize":
-        return enter + ind([keep, "pv_finalize_end(&pv_c);"] + ret)
+        return enter + ind(["pv_finalize_begin(&pv_c);", keep, "pv_finalize_end(&pv_c);"] + ret)
     plain = f"int pv_rc = {untraced};" if returns else f"{untraced};"
     if short:
         cond, lines = short
@@ -258,22 +259,32 @@ def protocol_body(fn: Function, untraced: str, traced: str, before: list[str], a
 
 # ---- C wrappers -------------------------------------------------------------------------------
 
+def short_kind(kind: str, names: set[str]) -> str | None:
+    """Which short path a call has (runtime.h): "p2p" for an Isend-like call or an Irecv, "all" for
+    a Waitall or Testall (a Wait/Test of all its requests, with their statuses); None otherwise."""
+    if kind in ("isend", "irecv") and {"count", "datatype", "tag", "comm", "request"} <= names:
+        return "p2p"
+    if kind == "wait" and {"count", "array_of_requests", "array_of_statuses"} <= names and \
+            not names & {"array_of_indices", "index"}:
+        return "all"
+    return None
+
+
 def c_short_path(fn: Function, proc) -> tuple[str | None, list[str]] | None:
-    """The short path of the C kinds that have one (runtime.h; f_short_path for Fortran): an
-    Isend-like call or an Irecv
-    records its message and request after the PMPI call, a Waitall/Testall of a few requests its
-    completions, each through one call that also ends the traced call, with no pv_args. Others:
-    None."""
+    """The short path of the C calls that have one (short_kind; f_short_path for Fortran): an
+    Isend-like call or an Irecv records its message and request after the PMPI call, a
+    Waitall/Testall of a few requests its completions, each through one call that also ends the
+    traced call, with no pv_args. Others: None."""
     names = {p.name for p in proc.parameters}
     call = f"P{proc.name}({', '.join(p.name for p in proc.parameters)})"
     kind = fn.info.kind
-    if kind in ("isend", "irecv") and {"count", "datatype", "tag", "comm", "request"} <= names:
+    short = short_kind(kind, names)
+    if short == "p2p":
         peer = "dest" if kind == "isend" else "source"
         return None, [f"int pv_rc = {call};",
                       f"pv_messages_{kind}_end(&pv_c, {peer}, tag, pv_bytes(count, datatype), comm, "
                       "request, pv_rc);", "return pv_rc;"]
-    if kind == "wait" and {"count", "array_of_requests", "array_of_statuses"} <= names and \
-            not names & {"array_of_indices", "index"}:  # Waitall, Testall
+    if short == "all":
         call = call.replace("array_of_statuses", "pv_st")
         return ("count >= 0 && count <= PV_INLINE_REQUESTS",
                 ["MPI_Status *pv_st = pv_messages_all_begin(&pv_c, count, array_of_requests, "
@@ -340,8 +351,8 @@ def f_short_path(fn: Function, e: FortranEntry, names: list[str],
     not converted); None for other kinds."""
     kind = fn.info.kind
     fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
-    if kind == "wait" and {"count", "array_of_requests", "array_of_statuses"} <= set(names) and \
-            not set(names) & {"array_of_indices", "index"}:  # Waitall, Testall
+    short = short_kind(kind, set(names))
+    if short == "all":
         call = traced.replace("array_of_statuses", "pv_statuses")
         return (f"{fint('count')} >= 0 && {fint('count')} <= PV_INLINE_REQUESTS",
                 ["MPI_Fint pv_fbefore[PV_INLINE_REQUESTS];",
@@ -353,7 +364,7 @@ def f_short_path(fn: Function, e: FortranEntry, names: list[str],
                  f"pv_messages_fall_end(&pv_c, {fint('count')}, pv_fbefore, "
                  f"(const MPI_Fint *)array_of_requests, pv_statuses, {e.binding});",
                  "return;"])
-    if kind not in ("isend", "irecv") or not {"count", "datatype", "tag", "comm", "request"} <= set(names):
+    if short != "p2p":
         return None
     count = f"*(const MPI_Count *)count" if e.large else fint("count")
     peer = "dest" if kind == "isend" else "source"

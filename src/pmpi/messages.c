@@ -127,7 +127,7 @@ static inline int64_t status_count_field(const MPI_Status *st)
 #endif
 }
 
-static int status_fields_ok; /* pv_messages_init: status_count_field agrees with MPI_Get_count */
+static int status_fields_ok; /* pv_messages_init: status_count_field agrees with MPI_Get_elements_x */
 
 void pv_messages_init(void)
 {

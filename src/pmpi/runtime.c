@@ -83,12 +83,14 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
         work_probe(self, c->t_entry);
-    if (pv_fn_info[fn].kind == PV_KIND_FINALIZE) {
-        pv_rt.finalizer = self;
-        pv_rt.finalize_unit = c->unit;
-        pv_rt.finalize_entry = c->t_entry;
-    }
     return 1;
+}
+
+void pv_finalize_begin(pv_call *c)
+{
+    pv_rt.finalizer = c->thread;
+    pv_rt.finalize_unit = c->unit;
+    pv_rt.finalize_entry = c->t_entry;
 }
 
 void pv_call_prepare(pv_call *c, pv_args *a)

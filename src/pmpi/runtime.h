@@ -13,10 +13,10 @@
  * The generator leaves out the steps that have no work for the function's kind (gen_wrappers.py
  * PREPARE_KINDS, LEAVE_KINDS): a call that records nothing but itself (no pv_args) ends with
  * pv_call_end(&pv_c) after the PMPI call; a Wait/Test of one request takes the short path of
- * pv_messages_completed, and in C an Isend-like call, an Irecv, and a Waitall/Testall of at most
- * PV_INLINE_REQUESTS requests take their own (pv_messages_isend_end, _irecv_end, _all_begin/_end):
- * the common calls of a halo exchange record what they carry with no pv_args to fill (from Fortran
- * an Isend-like call and an Irecv too).
+ * pv_messages_completed, and an Isend-like call, an Irecv, and a Waitall/Testall of at most
+ * PV_INLINE_REQUESTS requests take their own (pv_messages_isend_end, _irecv_end, _all_begin/_end,
+ * from Fortran _fall_begin/_end): the common calls of a halo exchange record what they carry with
+ * no pv_args to fill.
  * pv_call_enter counts every call made by the application (per function, any thread) and traces it
  * only when its group is one of PERFVAR_BOUNDARIES.
  * A traced call reads the clock twice, and both reads are serialized: pv_call_enter reads it first
@@ -161,11 +161,13 @@ extern MPI_Fint pv_f_comm_world;
 static inline MPI_Comm pv_f_comm(MPI_Fint comm) { return comm == pv_f_comm_world ? MPI_COMM_WORLD : PMPI_Comm_f2c(comm); }
 
 /* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
- * MPI_SUCCESS). MPI_Finalize: pv_call_enter before PMPI_Finalize, pv_finalize_end after it (the trace
+ * MPI_SUCCESS). MPI_Finalize: pv_call_enter and, when it traces, pv_finalize_begin (its CALL is
+ * ended when the trace is closed) before PMPI_Finalize, pv_finalize_end after it (the trace
  * itself is closed from an MPI_COMM_SELF attribute callback inside PMPI_Finalize, whichever binding
  * called it). */
 void pv_init_begin(pv_call *c, int fn, void *site);
 void pv_init_end(pv_call *c, int rc);
+void pv_finalize_begin(pv_call *c);
 void pv_finalize_end(pv_call *c);
 
 /* The sizes of the predefined datatypes this thread used last, direct-mapped by handle (per thread:

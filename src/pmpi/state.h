@@ -164,7 +164,8 @@ static inline pv_rec_fact_memo *pv_fact_memo_of(pv_thread *t, int site_id, int i
 void pv_messages_prepare(pv_call *c, pv_args *a);
 void pv_messages_leave(pv_call *c, const pv_args *a, int rc);
 /* Whether a status's byte count can be read from the MPI library's own status fields, checked
- * against MPI_Get_count once at the start (pv_start); otherwise MPI_Get_count is called. */
+ * against MPI_Get_elements_x on statuses it set, once at the start (pv_start); otherwise
+ * MPI_Get_count is called per receive. */
 void pv_messages_init(void);
 int pv_messages_status_fields(void); /* 1: read from the fields; 0: MPI_Get_count */
 /* The event role (PV_REC_EV_*) of a call of MPI function fn: what its facts stand for. */
