@@ -207,21 +207,13 @@ static uint32_t root_of(const pv_args *a)
 }
 
 /* ---- Wait / Test ---- */
-/* The STATUS fact of a completed request's status (may be NULL), 0 if it names no sender: what its
- * receive got, if it was one (a send's status is recorded too, and left unread: which kind of
- * request a handle was is known only when the records are read). */
-static uint16_t status_fact(pv_call *c, const MPI_Status *st)
+/* The STATUS fact of the status (may be NULL) of the i-th request a Wait/Test completed, through the
+ * call site's memo of position i; 0 if it names no sender: what its receive got, if it was one (a
+ * send's status is recorded too, and left unread: which kind of request a handle was is known only
+ * when the records are read). */
+static inline uint16_t status_fact(pv_call *c, const MPI_Status *st, int i)
 {
     if (!st || st->MPI_SOURCE < 0 || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_TAG < 0) return 0;
-    int64_t bytes = status_bytes(st);
-    return pv_rec_fact(rec_of(c), PV_REC_FACT_STATUS, 0, 0, (uint32_t)st->MPI_SOURCE,
-                       (uint32_t)st->MPI_TAG, bytes >= 0 ? (uint64_t)bytes : 0, bytes < 0);
-}
-
-/* status_fact through the memo of the call site's position i (its i-th request). */
-static inline uint16_t site_status_fact(pv_call *c, const MPI_Status *st, int i)
-{
-    if (st->MPI_SOURCE < 0 || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_TAG < 0) return 0;
     int64_t bytes = status_bytes(st);
     return pv_rec_fact_memoized(rec_of(c), pv_fact_memo_of(c->thread, c->site_id, i), PV_REC_FACT_STATUS,
                                 0, 0, (uint32_t)st->MPI_SOURCE, (uint32_t)st->MPI_TAG,
@@ -240,13 +232,13 @@ static void wait_leave(pv_call *c, const pv_args *a)
         if (now == before[i]) continue;
         const MPI_Status *st = a->has_statuses ? (a->statuses != MPI_STATUSES_IGNORE ? &a->statuses[i] : NULL)
                                                : (a->has_status ? a->status : NULL);
-        pv_rec_complete(rec_of(c), handle_bits(before[i]), status_fact(c, st));
+        pv_rec_complete(rec_of(c), handle_bits(before[i]), status_fact(c, st, i));
     }
 }
 
 void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status)
 {
-    pv_rec_complete(rec_of(c), handle_bits(before), status_fact(c, status));
+    pv_rec_complete(rec_of(c), handle_bits(before), status_fact(c, status, 0));
 }
 
 /* Waitall / Testall of at most PV_INLINE_REQUESTS requests (pv_messages_all_begin kept the
@@ -257,7 +249,7 @@ void pv_messages_all_end(pv_call *c, int n, const MPI_Request *requests, const M
         MPI_Request before = c->keys[i];
         if (before == MPI_REQUEST_NULL || requests[i] == before) continue;
         pv_rec_complete(rec_of(c), handle_bits(before),
-                        statuses != MPI_STATUSES_IGNORE ? site_status_fact(c, &statuses[i], i) : 0);
+                        status_fact(c, statuses != MPI_STATUSES_IGNORE ? &statuses[i] : NULL, i));
     }
     pv_call_end_inline(c);
 }
@@ -282,14 +274,14 @@ void pv_messages_fall_end(pv_call *c, int n, const MPI_Fint *before, const MPI_F
         if (before[i] == pv_f_request_null || requests[i] == before[i]) continue;
         MPI_Status st;
         const MPI_Status *s = pv_f_status_at(statuses_arg, i, b, &st);
-        pv_rec_complete(rec_of(c), handle_bits(c->keys[i]), s ? site_status_fact(c, s, i) : 0);
+        pv_rec_complete(rec_of(c), handle_bits(c->keys[i]), status_fact(c, s, i));
     }
-    pv_call_end(c);
+    pv_call_end_inline(c);
 }
 
 /* Isend (recv 0) or Irecv (recv 1): the message sent, or the receive as posted (a negative source
  * is MPI_ANY_SOURCE, which the completion's status replaces), as the call's x, and the request's
- * handle, like pv_messages_leave's ISEND and IRECV cases; then the call's end. */
+ * handle; then the call's end. */
 static inline void p2p_started(pv_call *c, int recv, int peer, int tag, int64_t bytes, MPI_Comm comm,
                                const MPI_Request *request, int rc)
 {
@@ -342,7 +334,7 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
     }
     if (rc != MPI_SUCCESS) return;
     uint32_t comm;
-    int size, rank, tag;
+    int size, rank;
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
     case PV_KIND_SENDRECV:
@@ -354,13 +346,7 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
             else c->unit->y = f;
         }
         break;
-    case PV_KIND_ISEND:
-        if (send_target(a, &comm, &tag)) started(c, a, msg_fact(c, comm, a->dest, tag, a->bytes));
-        break;
-    case PV_KIND_IRECV: /* source and tag as posted (MPI_ANY_*: negative): the status tells */
-        if (a->source != MPI_PROC_NULL && comm_of(a, &comm, &size, &rank))
-            started(c, a, msg_fact(c, comm, a->source, a->tag, a->bytes));
-        break;
+    /* ISEND, IRECV: every such call takes its short path (p2p_started). */
     case PV_KIND_ICOLLECTIVE:
         if (comm_of(a, &comm, &size, &rank)) {
             uint64_t sent, recvd;

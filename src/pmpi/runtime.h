@@ -126,7 +126,8 @@ void pv_call_prepare(pv_call *c, pv_args *a);
  * handle, gives MPI a status of its own where the caller ignores it, and when the handle changed
  * (the request completed) records that with the status (NULL: none decoded) before pv_call_end. */
 void pv_messages_completed(pv_call *c, MPI_Request before, const MPI_Status *status);
-/* The short paths of C wrappers, which end the call (pv_call_end included) without pv_args:
+/* The short paths of wrappers (C; Fortran too for pv_messages_isend_end / _irecv_end, with the C
+ * handles converted), which end the call (pv_call_end included) without pv_args:
  * pv_messages_isend_end / pv_messages_irecv_end after an Isend-like call (peer = dest) or an Irecv
  * (peer = source, MPI_ANY_SOURCE kept as posted) that returned rc and *request; and for a Waitall or
  * Testall of n <= PV_INLINE_REQUESTS requests, pv_messages_all_begin before the PMPI call (keeps the
