@@ -8,7 +8,8 @@ Checks, each optional: the exit code (--expect-exit), a regular expression on st
 (--expect-stderr: exactly one line from perfvar, matching), that the line matching --same-result equals the one printed by --reference (the
 same program without perfvar), that a valid trace was written (check_trace.py with --check-trace
 arguments) or that none was (--no-trace), and what `perfvar analyze` names (--analyze-expect:
-`none`, or `RANK:SEGMENT_REGEX` for exactly that rank named slow in a segment matching the regex).
+`none`: no rank named slow by a gross margin, see below; or `RANK:SEGMENT_REGEX` for exactly that
+rank named slow in a segment matching the regex).
 
 With --bind "C0 C1 ..." rank i runs pinned on CPU Ci. A run without injection may still have a truly
 slow core (a shared VM: a vCPU whose host core is busy runs the same code ~45% slower for seconds).
@@ -16,7 +17,12 @@ So when `none` is expected and a rank is named, the run is repeated (up to --con
 the CPU list alternately reversed: a finding that leaves the rank is the machine's and passes
 (reported); one that names the same rank in every run, on alternating CPUs, is a false positive of
 perfvar or of the program, and fails. (One swap is not enough: the hypervisor can move a slow phase
-from one vCPU to the other between runs.) Symmetrically, when a
+from one vCPU to the other between runs.) Only gross findings count (excess >= --gross of the
+peers' median): a program is rarely exactly symmetric (the stencil's rank 1 computed ~1% slower
+than rank 0 in 21 of 24 clean runs, whichever CPU it had; docs/measurements.md), and a vCPU can
+run a few % slow for a whole run, so small findings name the same rank several runs in a row by
+chance; how often perfvar names such small effects in clean runs is the validation benchmark's to
+measure (tools/validate.py). Symmetrically, when a
 rank was slowed on purpose (`RANK:...`), host load can stretch the peers' distribution over it for a
 whole run; --attempts N repeats such a run up to N times in all, printing each miss, and fails when
 the rank is never named.
@@ -82,6 +88,8 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=1, help="runs allowed to name RANK")
     ap.add_argument("--confirm-runs", type=int, default=3,
                     help="clean runs repeated, CPUs alternating, before a named rank fails")
+    ap.add_argument("--gross", type=float, default=0.10,
+                    help="clean runs: the least excess (relative to the peers' median) that counts")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     program = a.program[1:] if a.program[:1] == ["--"] else a.program
@@ -147,10 +155,20 @@ def main() -> None:
             slow = [x for x in result["anomalies"] if x["kind"] == "slow_segment"]
             return slow, sorted({x["rank"] for x in slow}), result
 
+        def gross_only(slow: list) -> tuple[list, list[int]]:
+            fine = [x for x in slow if x["evidence"]["excess_rel"] < a.gross]
+            for x in fine:
+                print(f"run_mpi: rank {x['rank']} named in {x['segment']} by "
+                      f"{100 * x['evidence']['excess_rel']:+.1f}%, under the gross "
+                      f"{100 * a.gross:.0f}%: not judged here")
+            slow = [x for x in slow if x not in fine]
+            return slow, sorted({x["rank"] for x in slow})
+
         slow, named, result = analyze(a.out)
         if a.analyze_expect == "none":
+            slow, named = gross_only(slow)
             if not slow:
-                print("run_mpi: analysis names nobody, as expected")
+                print("run_mpi: analysis names nobody by a gross margin, as expected")
                 return
             if not a.bind:
                 fail(f"clean run, but analysis names ranks {named}")
@@ -165,7 +183,7 @@ def main() -> None:
                 out = Path(f"{a.out}.repeat{extra}")
                 if instrumented(out, bind).returncode != a.expect_exit:
                     fail(f"repeat {extra} failed")
-                slow, named, _ = analyze(out)
+                slow, named = gross_only(analyze(out)[0])
                 named_every_time &= set(named)
                 if not named_every_time:
                     print("run_mpi: the finding did not stay with one rank: it belonged to the "
