@@ -29,7 +29,8 @@ from perfvar import (
     detect_slow_segment,
     partition,
 )
-from perfvar.cells import cell_inputs, make_cells
+from perfvar.calibration_borrow import borrow_within_hosts
+from perfvar.cells import cell_inputs, make_cells, with_states_of
 from perfvar.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
@@ -325,8 +326,11 @@ def analyze(
             directory, {k: v for p in parts for k, v in p.made.items()}
         )
         calibration_ranks.apply(meta, judged)
+        borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
         meta.notes += usability_notes(meta)
-        cells = {k: v for p in parts for k, v in p.cells.items()}
+        cells = with_states_of(
+            {k: v for p in parts for k, v in p.cells.items()}, meta, borrowers
+        )
         use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from perfvar import calibration_judge, filters, isolation, stats
+from perfvar.calibration_borrow import borrow_within_hosts
 from perfvar.calibration_judge import SOURCE, Decision
 from perfvar.reader_meta import (
     RankMeta,
@@ -209,9 +210,11 @@ def judge_run(directory: str, meta: RunMeta) -> RunMeta:
 
 def judged_meta(directory: str, ranks: Iterable[int], judge: bool = True) -> RunMeta:
     """read_meta with every rank's calibration decided (unless ``judge`` is False:
-    the C search's estimates) and the notes on which ranks can be judged."""
+    the C search's estimates), a rank with none of its own given its host's
+    (perfvar.calibration_borrow), and the notes on which ranks can be judged."""
     meta = read_meta(directory, ranks)
     if judge:
         judge_run(directory, meta)
+    borrow_within_hosts(meta)
     meta.notes += usability_notes(meta)
     return meta

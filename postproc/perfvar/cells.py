@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -69,6 +69,23 @@ def make_cells(
             context_bytes=context,
         )
     return cells
+
+
+def with_states_of(
+    cells: dict[tuple[int, int], Cell], meta: RunMeta, ranks: Collection[int]
+) -> dict[tuple[int, int], Cell]:
+    """``cells`` with the cache state of the ``ranks``' cells chosen anew from
+    ``meta``, as make_cells would have: for cells made before those ranks' states
+    changed (a parallel analysis's parts, before a rank borrowed its host's
+    calibration: perfvar.calibration_borrow)."""
+    out = dict(cells)
+    for (seg, rank), cell in cells.items():
+        if rank in ranks:
+            choice = choose(cell.context_bytes, meta.ranks[rank].calibration.states)
+            out[(seg, rank)] = replace(
+                cell, state=choice.state, state_target=choice.target
+            )
+    return out
 
 
 def _cpu_mode(cpus: np.ndarray) -> Optional[int]:

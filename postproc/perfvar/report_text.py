@@ -368,7 +368,9 @@ def render(result: dict[str, Any]) -> str:
     out += _table(header, rows, right={0, 3, 4, 5, 7, 8})
     out.append(
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
-        "known); 'partial' ones are not final. interrupted: share of the compute "
+        "known); 'partial' ones are not final, 'borrowed' ones are the largest of "
+        "the host's other ranks (this rank's own found none). interrupted: share of "
+        "the compute "
         "time lost in segments the OS-noise filter took out."
     )
     cycles = _cycles_line(result["ranks"])
