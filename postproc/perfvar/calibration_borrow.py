@@ -4,11 +4,11 @@ A quick start-up calibration runs on a time budget; on a busy core (another proc
 the host of a shared VM) its searches can run out of budget before t_min or t_diff is
 found in any cache state. Such a rank would not be judged at all, however slow its
 segments: the core most likely to be disturbed would be the one left out. Instead it
-borrows from the other ranks on its host (same CPU model, same caches, same clock):
-in each cache state, the largest t_min and the largest t_diff any of them measured,
-so its effect floor and its precision limit are no finer than any of theirs. What was
-borrowed, and from whom, is in the state's status ("borrowed") and source, in the
-rank's ``problem`` and in the run's notes. A rank alone on its host, or whose host is
+borrows from the other ranks on its host (the same machine: its clock and, mostly, its
+cores): in each cache state, the largest t_min and the largest t_diff any of them
+measured, so its effect floor and its precision limit are no finer than any of theirs.
+What was borrowed, and from whom, is in the state's status ("borrowed") and source, in
+the rank's ``problem`` and in the run's notes. A rank alone on its host, or whose host is
 unknown, keeps nothing and is not judged (reader_meta.usability_notes says so).
 
 Times in ns. Pure over a RunMeta (changed in place); not thread-safe.
@@ -24,11 +24,14 @@ BORROWED = "borrowed"
 
 
 def _has_own(m: RankMeta) -> bool:
-    """Whether the rank has usable values of its own (flush 0 is states[0])."""
+    """Whether the rank has usable values of its own in some cache state (flush 0,
+    states[0], mirrors the rank's t_min/t_diff)."""
     return any(st.usable for st in m.calibration.states)
 
 
-def _borrowed_states(m: RankMeta, lenders: list[RankMeta], source: str) -> list[CacheState]:
+def _borrowed_states(
+    m: RankMeta, lenders: list[RankMeta], source: str
+) -> list[CacheState]:
     own = {st.label: st for st in m.calibration.states}
     usable = [st for lender in lenders for st in lender.calibration.states if st.usable]
     out = []
@@ -38,7 +41,7 @@ def _borrowed_states(m: RankMeta, lenders: list[RankMeta], source: str) -> list[
         if not theirs:
             out.append(mine)  # nobody on the host has this state either
             continue
-        was = f"own calibration {mine.status}: {mine.note}" if mine else "not measured here"
+        was = f"own calibration {mine.status}: {mine.note}" if mine else "not measured"
         out.append(
             CacheState(
                 label=label,
@@ -64,7 +67,7 @@ def borrow_within_hosts(meta: RunMeta) -> list[int]:
     borrowers: list[int] = []
     for host, members in sorted(by_host.items()):
         lenders = [m for m in members if _has_own(m)]
-        takers = [m for m in members if not _has_own(m) and not m.calibrated]
+        takers = [m for m in members if not _has_own(m)]
         if not lenders or not takers:
             continue
         lent_by = f"rank(s) {compact_ranges([m.rank for m in lenders])}"
@@ -72,11 +75,12 @@ def borrow_within_hosts(meta: RunMeta) -> list[int]:
         for m in takers:
             c = m.calibration
             c.states = _borrowed_states(m, lenders, source)
-            flush0 = next((st for st in c.states if st.label == "0" and st.usable), None)
+            flush0 = next((s for s in c.states if s.label == "0" and s.usable), None)
             if flush0 is not None:
                 c.t_min_ns, c.t_diff_ns = flush0.t_min_ns, flush0.t_diff_ns
             c.source = source
-            m.problem = f"{m.problem or 'no usable t_min/t_diff'}; judged with those of {lent_by}"
+            why = m.problem or "no usable t_min/t_diff"
+            m.problem = f"{why}; judged with those of {lent_by}"
         taken = compact_ranges([m.rank for m in takers])
         meta.notes.append(
             f"no usable t_min/t_diff of their own for rank(s) {taken}: judged with the "

@@ -29,7 +29,9 @@ def _write_meta(tmp_path, ranks):
 
 def test_a_rank_without_values_takes_the_largest_of_its_host_per_state(tmp_path):
     cut_short = {**NOTHING_FOUND, "states": [
-        _state("0", 0, 0.0, 0.0, "partial"), _state("4xL1", 196608, 0.0, 0.0, "partial")]}
+        _state("0", 0, 0.0, 0.0, "partial"),
+        _state("4xL1", 196608, 0.0, 0.0, "partial"),
+    ]}
     _write_meta(tmp_path, {
         0: ("a", {**CALIBRATION, "t_min_ns": 200.0, "t_diff_ns": 9.0}),
         1: ("a", cut_short),
@@ -47,23 +49,29 @@ def test_a_rank_without_values_takes_the_largest_of_its_host_per_state(tmp_path)
     assert states["4xL1"].flush_bytes == 196608
     assert {st.status for st in got.states} == {"borrowed"}
     assert "rank(s) 0,2 on host a" in got.source
-    assert meta.ranks[1].calibrated and "judged with those of rank(s) 0,2" in meta.ranks[1].problem
+    assert meta.ranks[1].calibrated
+    assert "judged with those of rank(s) 0,2" in meta.ranks[1].problem
     # The lenders keep their own values.
     assert meta.ranks[0].calibration.t_diff_ns == 9.0
     for alone in (3, 4, 5):
         assert not meta.ranks[alone].calibrated
-    assert ("no usable t_min/t_diff of their own for rank(s) 1: judged with the largest of "
-            "the other ranks' on host a (rank(s) 0,2)") in meta.notes
+    assert (
+        "no usable t_min/t_diff of their own for rank(s) 1: judged with the largest "
+        "of the other ranks' on host a (rank(s) 0,2)"
+    ) in meta.notes
     assert "no usable t_min/t_diff for rank(s) 3-5: not judged" in meta.notes
 
 
 def test_a_rank_with_a_flushed_state_of_its_own_borrows_nothing(tmp_path):
     own_l1 = {**NOTHING_FOUND, "states": [
-        _state("0", 0, 0.0, 0.0, "partial"), _state("4xL1", 196608, 800.0, 50.0, "partial")]}
+        _state("0", 0, 0.0, 0.0, "partial"),
+        _state("4xL1", 196608, 800.0, 50.0, "partial"),
+    ]}
     _write_meta(tmp_path, {0: ("a", CALIBRATION), 1: ("a", own_l1)})
     meta = judged_meta(str(tmp_path), [0, 1], judge=False)
     c = meta.ranks[1].calibration
-    assert c.t_min_ns is None and [st.status for st in c.states] == ["partial", "partial"]
+    assert c.t_min_ns is None
+    assert [st.status for st in c.states] == ["partial", "partial"]
     assert not any("their own" in n for n in meta.notes)
 
 
