@@ -22,10 +22,9 @@ peers' median): a program is rarely exactly symmetric (the stencil's rank 1 comp
 than rank 0 in 21 of 24 clean runs, whichever CPU it had; docs/measurements.md), and a vCPU can
 run a few % slow for a whole run, so small findings name the same rank several runs in a row by
 chance; how often perfvar names such small effects in clean runs is the validation benchmark's to
-measure (tools/validate.py). Symmetrically, when a
-rank was slowed on purpose (`RANK:...`), host load can stretch the peers' distribution over it for a
-whole run; --attempts N repeats such a run up to N times in all, printing each miss, and fails when
-the rank is never named.
+measure (tools/validate.py). Symmetrically, when a rank was slowed on purpose (`RANK:...`), host
+load can stretch the peers' distribution over it for a whole run; --attempts N repeats such a run
+up to N times in all, printing each miss, and fails when the rank is never named.
 """
 from __future__ import annotations
 
