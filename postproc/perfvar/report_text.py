@@ -370,8 +370,7 @@ def render(result: dict[str, Any]) -> str:
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
         "known); 'partial' ones are not final, 'borrowed' ones are the largest of "
         "the host's other ranks (this rank's own found none). interrupted: share of "
-        "the compute "
-        "time lost in segments the OS-noise filter took out."
+        "the compute time lost in segments the OS-noise filter took out."
     )
     cycles = _cycles_line(result["ranks"])
     if cycles:
