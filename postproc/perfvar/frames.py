@@ -500,10 +500,11 @@ class Run:
         applied unless ``paper_check=False``).
 
         Columns: ``rank``, ``host``, ``state``, ``flush_bytes``, ``t_min_ns``,
-        ``t_diff_ns``, ``usable`` (both known), ``status`` (the state's),
+        ``t_diff_ns``, ``usable`` (both known), ``status`` (the state's;
+        "borrowed": its host's other ranks' values, perfvar.calibration_borrow),
         ``source``, ``note``, ``mode``, ``timer_overhead_ns`` (the rank's), and
-        ``problem`` (why the rank cannot be judged, or None). A rank without a
-        calibration has one row whose state is None.
+        ``problem`` (what was wrong with the rank's calibration, or None). A rank
+        without a calibration has one row whose state is None.
         """
         rows = []
         for rank, m in sorted(self.meta.ranks.items()):
