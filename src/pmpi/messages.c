@@ -53,26 +53,36 @@ static void messages_unlock(int locked)
     if (locked) pthread_mutex_unlock(&pv_rt.messages_lock);
 }
 
-/* Never 0 (the map's empty key), whatever MPI_MESSAGE_NULL is. */
-static uint64_t message_key(MPI_Message m)
+/* The bits of a handle of n bytes (a pointer in Open MPI, an int in MPICH). */
+static uint64_t bits_of(const void *handle, size_t n)
 {
     uint64_t k = 0;
-    memcpy(&k, &m, sizeof m < sizeof k ? sizeof m : sizeof k);
-    return k ^ 0xc2b2ae3d27d4eb4full;
-}
-
-/* The bits of a request handle (a pointer in Open MPI, an int in MPICH), as records carry them. */
-static uint64_t handle_bits(MPI_Request r)
-{
-    uint64_t k = 0;
-    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    memcpy(&k, handle, n < sizeof k ? n : sizeof k);
     return k;
 }
 
-/* The trace communicator of a, if its messages are recorded (and fit a fact's 16 bits). */
+/* Never 0 (the map's empty key), whatever MPI_MESSAGE_NULL is. */
+static uint64_t message_key(MPI_Message m) { return bits_of(&m, sizeof m) ^ 0xc2b2ae3d27d4eb4full; }
+
+/* A request handle's bits, as records carry them. */
+static uint64_t handle_bits(MPI_Request r) { return bits_of(&r, sizeof r); }
+
+/* The trace communicator of comm, if its messages are recorded (and fit a fact's 16 bits). */
+static inline int recorded_comm(MPI_Comm comm, uint32_t *id, int *size, int *rank)
+{
+    return pv_comm_lookup(comm, id, size, rank) && *id <= 0xffff;
+}
+
 static int comm_of(const pv_args *a, uint32_t *id, int *size, int *rank)
 {
-    return pv_comm_lookup(a->comm, id, size, rank) && *id <= 0xffff;
+    return recorded_comm(a->comm, id, size, rank);
+}
+
+/* Whether a status's or a receive's source and tag name a sender: not MPI_ANY_SOURCE, MPI_ANY_TAG,
+ * MPI_PROC_NULL or unknown. */
+static inline int names_sender(int source, int tag)
+{
+    return !(source < 0 || source == MPI_PROC_NULL || tag < 0);
 }
 
 /* ---- facts ---- */
@@ -165,7 +175,7 @@ static int received(const MPI_Status *st, int *source, int *tag, int64_t *bytes)
         *tag = st->MPI_TAG;
         if (n >= 0) *bytes = n;
     }
-    return !(*source < 0 || *source == MPI_PROC_NULL || *tag < 0); /* ANY_SOURCE/TAG, unknown */
+    return names_sender(*source, *tag);
 }
 
 /* The message the call received: its fact's slot, 0 if it cannot be recorded. */
@@ -213,7 +223,7 @@ static uint32_t root_of(const pv_args *a)
  * when the records are read). */
 static inline uint16_t status_fact(pv_call *c, const MPI_Status *st, int i)
 {
-    if (!st || st->MPI_SOURCE < 0 || st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_TAG < 0) return 0;
+    if (!st || !names_sender(st->MPI_SOURCE, st->MPI_TAG)) return 0;
     int64_t bytes = status_bytes(st);
     return pv_rec_fact_memoized(rec_of(c), pv_fact_memo_of(c->thread, c->site_id, i), PV_REC_FACT_STATUS,
                                 0, 0, (uint32_t)st->MPI_SOURCE, (uint32_t)st->MPI_TAG,
@@ -288,7 +298,7 @@ static inline void p2p_started(pv_call *c, int recv, int peer, int tag, int64_t 
     uint32_t id;
     int size, rank;
     if (rc == MPI_SUCCESS && peer != MPI_PROC_NULL && (recv || peer >= 0) && request &&
-        *request != MPI_REQUEST_NULL && pv_comm_lookup(comm, &id, &size, &rank) && id <= 0xffff) {
+        *request != MPI_REQUEST_NULL && recorded_comm(comm, &id, &size, &rank)) {
         c->unit->x = site_msg_fact(c, id, peer, tag, bytes);
         pv_rec_request(rec_of(c), handle_bits(*request));
     }
