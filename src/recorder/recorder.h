@@ -149,13 +149,20 @@ static inline void pv_rec_call_end(pv_rec_stream *s, pv_rec_unit *u, uint64_t t_
 /* The 64-bit value a unit carries in a (low half) and b (high half). */
 static inline void pv_rec_put_ab(pv_rec_unit *u, uint64_t v) { u->a = (uint32_t)v, u->b = (uint32_t)(v >> 32); }
 
-/* A REQUEST unit: the current CALL started the request whose handle (its bits) is handle. */
-static inline void pv_rec_request(pv_rec_stream *s, uint64_t handle)
+/* A unit of the current CALL that names a request by its handle (its bits): kind PV_REC_REQUEST or
+ * PV_REC_COMPLETE, with x. */
+static inline void pv_rec_handle_unit(pv_rec_stream *s, uint16_t kind, uint64_t handle, uint16_t x)
 {
     pv_rec_unit *w = pv_rec_add(s);
     pv_rec_put_ab(w, handle);
-    w->cpu = 0, w->x = w->y = 0;
-    w->tag = PV_REC_REQUEST;
+    w->cpu = 0, w->x = x, w->y = 0;
+    w->tag = kind;
+}
+
+/* A REQUEST unit: the current CALL started the request whose handle (its bits) is handle. */
+static inline void pv_rec_request(pv_rec_stream *s, uint64_t handle)
+{
+    pv_rec_handle_unit(s, PV_REC_REQUEST, handle, 0);
 }
 
 /* The slot fact f goes to first (1 .. PV_REC_FACT_SLOTS - 1). Its fields as four words, each
@@ -174,17 +181,23 @@ static inline uint16_t pv_rec_fact_home(const pv_rec_fact_def *f)
  * unit pair; the slot. */
 uint16_t pv_rec_fact_define(pv_rec_stream *s, const pv_rec_fact_def *f, uint16_t slot);
 
-/* A message or collective fact; the slot that holds it (1 .. PV_REC_FACT_SLOTS - 1), written as a
- * FACT unit pair first when the slot held something else (never one the open CALL's x or y refers
- * to). kind: PV_REC_FACT_*. Inline: most facts are already in their home slot. */
+/* A message, collective or status fact; the slot that holds it (1 .. PV_REC_FACT_SLOTS - 1), written
+ * as a FACT unit pair first when the slot held something else (never one the open CALL's x or y
+ * refers to). Inline: most facts are already in their home slot. */
+static inline uint16_t pv_rec_fact_of(pv_rec_stream *s, const pv_rec_fact_def *f)
+{
+    uint16_t slot = pv_rec_fact_home(f);
+    if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(&s->facts[slot], f, sizeof *f))
+        return slot;
+    return pv_rec_fact_define(s, f, slot);
+}
+
+/* pv_rec_fact_of the fact of these fields; kind: PV_REC_FACT_*, op: a collective's operation. */
 static inline uint16_t pv_rec_fact(pv_rec_stream *s, uint32_t kind, uint32_t op, uint32_t comm,
                                    uint32_t peer, uint32_t tag, uint64_t bytes, uint64_t bytes2)
 {
     pv_rec_fact_def f = {kind | op << 8, comm, peer, tag, bytes, bytes2};
-    uint16_t slot = pv_rec_fact_home(&f);
-    if (s->fact_used[slot / 64] >> (slot % 64) & 1 && !memcmp(&s->facts[slot], &f, sizeof f))
-        return slot;
-    return pv_rec_fact_define(s, &f, slot);
+    return pv_rec_fact_of(s, &f);
 }
 
 /* A fact a caller made before, kept by the caller (e.g. one per call site), with the slot it was
@@ -205,7 +218,7 @@ static inline uint16_t pv_rec_fact_memoized(pv_rec_stream *s, pv_rec_fact_memo *
     pv_rec_fact_def f = {kind | op << 8, comm, peer, tag, bytes, bytes2};
     if (__builtin_expect(m->slot && m->defs == s->fact_defs && !memcmp(&m->f, &f, sizeof f), 1))
         return m->slot;
-    uint16_t slot = pv_rec_fact(s, kind, op, comm, peer, tag, bytes, bytes2);
+    uint16_t slot = pv_rec_fact_of(s, &f);
     m->f = f, m->defs = s->fact_defs, m->slot = slot;
     return slot;
 }
@@ -214,10 +227,7 @@ static inline uint16_t pv_rec_fact_memoized(pv_rec_stream *s, pv_rec_fact_memo *
  * slot of its STATUS fact (0: none). */
 static inline void pv_rec_complete(pv_rec_stream *s, uint64_t handle, uint16_t status_fact)
 {
-    pv_rec_unit *w = pv_rec_add(s);
-    pv_rec_put_ab(w, handle);
-    w->cpu = 0, w->x = status_fact, w->y = 0;
-    w->tag = PV_REC_COMPLETE;
+    pv_rec_handle_unit(s, PV_REC_COMPLETE, handle, status_fact);
 }
 
 /* A PROBE or NESTED unit for the current CALL (entry ticks t_entry): kind PV_REC_PROBE (x = CPU at
