@@ -497,7 +497,6 @@ static int open_threads(converter *cv, const char *dir, int rank, thread_replay 
         thread_replay *tr = &trs[t];
         memset(tr, 0, sizeof *tr);
         *n = t + 1;
-        for (uint32_t k = 0; k <= t; k++) trs[k].th = &res->threads[k]; /* res->threads may have moved */
         tr->prev_site = tr->prev_cpu = -1;
         tr->l = cv->locs[t] = pv_trace_location(t);
         if (!tr->l) return PERFVAR_ERR_NO_MEMORY;
@@ -509,6 +508,7 @@ static int open_threads(converter *cv, const char *dir, int rank, thread_replay 
         th->lost_units = tr->r.header.lost_units;
         th->windows = tr->r.header.windows, th->window_ns = tr->r.header.window_ns;
     }
+    for (uint32_t t = 0; t < *n; t++) trs[t].th = &res->threads[t]; /* where res->threads ended up */
     return PERFVAR_OK;
 }
 
