@@ -87,9 +87,9 @@ def _kernels():
 
 
 def _resolution_tries(k, params):
-    """Calibrate flush 0 on the real kernel, then time chains of t_min ADDs against chains
-    longer by 4 x t_diff, and by 1 ADD, five times each: (the calibration, which tries
-    resolved 4 x t_diff, which resolved 1 ADD or None when t_diff is under 8 ADDs)."""
+    """Calibrate flush 0 on the real kernel, then time chains of t_min ADDs against
+    chains longer by 4 x t_diff, and by 1 ADD, five times each: (the calibration, which
+    tries resolved 4 x t_diff, which resolved 1 ADD or None when t_diff is under 8)."""
     overhead, _ = timer_overhead(k.sample("barrier", 0, 0, 5000))
     r = calibrate_state(
         lambda a: k.sample("barrier", a, 0, params.n), overhead, 0, "0", params
@@ -121,9 +121,9 @@ def test_injected_adds_are_resolved_above_t_diff_and_not_below():
     # A known extra delay of 4 x t_diff is resolved (overlap < alpha) in most tries, and
     # one far below the clock's reach (1 ADD, when t_diff spans many) is not. The
     # calibration and the tries run on a shared machine: when its load changes between
-    # them (a host slow phase once made t_min 13.5 us and resolved 1 try of 5), the whole
-    # calibration is made again, up to three times; a t_diff that does not mean what it
-    # says fails all three.
+    # them (a host slow phase once made t_min 13.5 us and resolved 1 try of 5), the
+    # whole calibration is made again, up to three times; a t_diff that does not mean
+    # what it says fails all three.
     k = _kernels()
     params = CalibParams.quick()
     params.budget_s = 20
