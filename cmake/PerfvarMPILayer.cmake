@@ -26,6 +26,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/comm_pmpi.c ${PROJECT_SOURCE_DIR}/src/pmpi/clock_sync.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/pmpi/threads.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c ${PROJECT_SOURCE_DIR}/src/pmpi/roll_call.c
+    ${PROJECT_SOURCE_DIR}/src/pmpi/inject.c
     $<TARGET_OBJECTS:perfvar_recorder_trace>)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")

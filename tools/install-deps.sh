@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
-# Open MPI, MPICH, OTF2, PAPI, ViTE with Xvfb and ImageMagick (the trace viewer's test), Chromium
+# Open MPI, MPICH, OTF2, PAPI, libunwind (the call-path unwinder, loaded at run time), ViTE with Xvfb
+# and ImageMagick (the trace viewer's test), Chromium
 # (the HTML report's test); PyPI: numpy, scipy, statsmodels, ruptures, pandas,
 # matplotlib, plotly and rich (the report's plots, progress bars), scikit-learn (the reference
 # the isolation forest is tested against),
@@ -12,7 +13,7 @@ set -euo pipefail
 
 apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
-          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux
+          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux libunwind-dev
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user
           vite xvfb imagemagick chromium)
 py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pympistandard pytest mpi4py)

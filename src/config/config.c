@@ -18,7 +18,7 @@ static const char *const known_vars[] = {
     "PERFVAR_CALIBRATION_Q", "PERFVAR_CALIBRATION_EPSILON", "PERFVAR_CALIBRATION_ALPHA",
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
-    "PERFVAR_BOUNDARIES", "PERFVAR_PROBE",
+    "PERFVAR_BOUNDARIES", "PERFVAR_PROBE", "PERFVAR_INJECT", "PERFVAR_CALLPATH",
     "PERFVAR_CLOCK",
     /* Read by the Python tools (perfvar analyze, perfvar calibrate), ignored here: one namespace, so
      * that exporting them does not make a traced program run uninstrumented. tests/python checks
@@ -85,6 +85,61 @@ static long parse_groups(const char *s)
     return strlen(s) < sizeof buf && mask ? mask : -1;
 }
 
+/* A non-negative number in plain decimal or exponent notation, at most hi. */
+static int parse_nonneg(const char *s, double hi, double *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]) && s[0] != '.') return -1; /* no blanks, signs, inf, nan */
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0 && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+/* PERFVAR_INJECT: "rank=R,pct=X[,to=S][,from=S][,after=T][,until=T]", each key at most once, rank
+ * and pct required, 0 < X <= 1000, S 1..127 bytes, T in s, until > after. */
+static int parse_inject(const char *s, pv_inject_spec *out)
+{
+    char buf[1024];
+    size_t n = strlen(s);
+    if (!n || n >= sizeof buf || s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,")) return -1;
+    memcpy(buf, s, n + 1);
+    memset(out, 0, sizeof *out);
+    unsigned seen = 0;
+    long num;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *val = strchr(tok, '=');
+        if (!val) return -1;
+        *val++ = 0;
+        static const char *const keys[] = {"rank", "pct", "to", "from", "after", "until", NULL};
+        int k = choice(tok, keys);
+        if (k < 0 || (seen & (1u << k))) return -1;
+        seen |= 1u << k;
+        switch (k) {
+        case 0:
+            if (parse_long(val, 0, 1L << 30, &num)) return -1;
+            out->rank = (int)num;
+            break;
+        case 1:
+            if (parse_nonneg(val, 1000, &out->pct) || !(out->pct > 0)) return -1;
+            break;
+        case 2:
+        case 3: {
+            char *dst = k == 2 ? out->to : out->from;
+            if (!val[0] || strlen(val) >= PV_INJECT_MATCH_MAX) return -1;
+            strcpy(dst, val);
+            break;
+        }
+        default:
+            if (parse_nonneg(val, 1e6, k == 4 ? &out->after_s : &out->until_s)) return -1;
+        }
+    }
+    if ((seen & 3u) != 3u) return -1;
+    if ((seen & (1u << 5)) && !(out->until_s > out->after_s)) return -1;
+    return 0;
+}
+
 int pv_config_load(pv_config *cfg, char *msg, int len)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -92,6 +147,7 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
     cfg->buffer_mb = 16;
     cfg->clock_sync = PV_SYNC_AUTO;
     cfg->boundaries = PV_BOUNDARIES_DEFAULT;
+    cfg->callpath = PV_CALLPATH_DEFAULT;
     msg[0] = 0;
 
     for (char **e = environ; e && *e; e++) {
@@ -105,7 +161,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                      "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
                      "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, "
+                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, PERFVAR_INJECT, "
+                     "PERFVAR_CALLPATH, "
                      "PERFVAR_PRELOAD_LIB, PERFVAR_MPI, and for the Python tools PERFVAR_LIB, "
                      "PERFVAR_DEBUG, PERFVAR_READER",
                      (int)n, *e);
@@ -180,6 +237,12 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                         "file, comm, local");
         cfg->boundaries = (unsigned)mask;
     }
+    if ((v = getenv("PERFVAR_CALLPATH"))) {
+        if (parse_long(v, 1, PV_CALLPATH_MAX, &num))
+            return fail(msg, len, "PERFVAR_CALLPATH", v,
+                        "a number of call-path frames 1..16 (1: the MPI call's return address only)");
+        cfg->callpath = (int)num;
+    }
     if ((v = getenv("PERFVAR_PROBE"))) {
         if (strcmp(v, "off") == 0)
             cfg->probe_ms = 0;
@@ -189,6 +252,13 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
             cfg->probe_ms = (unsigned)num;
         else
             return fail(msg, len, "PERFVAR_PROBE", v, "off, on (10 ms) or a period in ms 1..60000");
+    }
+    if ((v = getenv("PERFVAR_INJECT")) && parse_inject(v, &cfg->inject)) {
+        memset(&cfg->inject, 0, sizeof cfg->inject);
+        return fail(msg, len, "PERFVAR_INJECT", v,
+                    "rank=R,pct=X[,to=SITE][,from=SITE][,after=S][,until=S] (R a rank, "
+                    "0 < X <= 1000 percent, SITE a substring of a call site's name, S seconds, "
+                    "until > after)");
     }
     if ((v = getenv("PERFVAR_VERBOSE"))) {
         if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");

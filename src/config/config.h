@@ -29,6 +29,16 @@
  *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off (default),
  *                                         on (every 10 ms) or every N ms, N 1..60000, per traced
  *                                         thread at the entry of a traced MPI call
+ *   PERFVAR_INJECT=rank=R,pct=X[,to=S][,from=S][,after=T][,until=T]
+ *                                         validation aid (src/pmpi/inject.h): rank R adds work of X %
+ *                                         (0 < X <= 1000) of each matching segment's own duration,
+ *                                         in segments whose closing call site's name ("MPI_Fn@module
+ *                                         +0xoffset") contains S (to) and whose opening one's contains
+ *                                         S (from), between T and T seconds after perfvar started
+ *                                         (default: whole run); unset: off
+ *   PERFVAR_CALLPATH=N                    1..16, frames that name a call site: the MPI call's
+ *                                         return address and those of N - 1 callers above it
+ *                                         (default PV_CALLPATH_DEFAULT; 1: the return address only)
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
@@ -47,6 +57,21 @@ typedef enum {
 extern const char *const pv_group_names[PV_GROUP_COUNT + 1];
 #define PV_BOUNDARIES_DEFAULT (((1u << PV_GROUP_COUNT) - 1) & ~(1u << PV_GROUP_LOCAL))
 
+/* PERFVAR_INJECT, the validation aid's extra work (src/pmpi/inject.h); pct 0: off. */
+#define PV_INJECT_MATCH_MAX 128
+typedef struct pv_inject_spec {
+    int rank;                        /* the rank that does the extra work */
+    double pct;                      /* % of the segment's own duration, 0 < pct <= 1000; 0: off */
+    char to[PV_INJECT_MATCH_MAX];    /* substring of the closing site's name; empty: any */
+    char from[PV_INJECT_MATCH_MAX];  /* substring of the opening site's name; empty: any */
+    double after_s, until_s;         /* window, s since perfvar started; until_s 0: to the end */
+} pv_inject_spec;
+
+/* PERFVAR_CALLPATH: its bounds and default (chosen on CloverLeaf: the depth at which each of its
+ * kernels between two halo exchanges is a class of its own, see docs/tracing.md). */
+#define PV_CALLPATH_MAX 16
+#define PV_CALLPATH_DEFAULT 4
+
 typedef struct pv_config {
     char output[4096];          /* empty: use the timestamped default */
     pv_calib_mode calibration;
@@ -59,6 +84,8 @@ typedef struct pv_config {
     int verbose;
     unsigned boundaries;        /* bit (1 << pv_mpi_group) set: that group's calls are traced */
     unsigned probe_ms;          /* fixed-work probe period (ms); 0: off */
+    int callpath;               /* frames per call site, 1..PV_CALLPATH_MAX (PERFVAR_CALLPATH) */
+    pv_inject_spec inject;      /* PERFVAR_INJECT; inject.pct 0: off */
 } pv_config;
 
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the

@@ -50,7 +50,9 @@ static void write_mpi_meta(FILE *f)
         fprintf(f, "%s\"%s\"", sep, pv_group_names[g]);
         sep = ", ";
     }
-    fprintf(f, "],\n    \"calls\": {");
+    /* Frames per call site (PERFVAR_CALLPATH), which name the segment classes. */
+    fprintf(f, "],\n    \"callpath_depth\": %d,", pv_rt.cfg.callpath > 0 ? pv_rt.cfg.callpath : 1);
+    fprintf(f, "\n    \"calls\": {");
     sep = "";
     for (int fn = 0; fn < PV_FN_COUNT; fn++) {
         uint64_t n = __atomic_load_n(&pv_calls[fn], __ATOMIC_RELAXED);

@@ -42,6 +42,23 @@ static __attribute__((noinline, cold)) void work_probe(pv_thread *t, uint64_t t_
     t->probe_deadline = pv_work_probe_deadline(s.t_begin, pv_rt.probe_period_ticks);
 }
 
+/* The begin of a call whose entry read reached the thread's probe deadline: on a PERFVAR_INJECT
+ * rank (deadline held at 0: every call) the extra work first, which moves the entry read; then the
+ * CALL record, then the fixed-work probe when its own deadline is due. */
+static __attribute__((noinline, cold)) void call_begin_cold(pv_thread *t, pv_call *c)
+{
+    uint64_t probe_deadline = t->probe_deadline;
+    if (t->inject.on) {
+        c->t_entry = pv_inject_run(t, c->site_id, c->t_entry, &c->cpu_entry);
+        probe_deadline = t->inject.probe_deadline;
+    }
+    c->unit = pv_rec_call_begin(t->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
+    if (pv_work_probe_due(c->t_entry, probe_deadline)) {
+        work_probe(t, c->t_entry);
+        if (t->inject.on) t->inject.probe_deadline = t->probe_deadline, t->probe_deadline = 0;
+    }
+}
+
 void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu)
 {
     if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
@@ -80,9 +97,10 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->thread = self;
     c->site_id = pv_site_id(self, fn, site);
     if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: not traced */
-    c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
-        work_probe(self, c->t_entry);
+        call_begin_cold(self, c);
+    else
+        c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     return 1;
 }
 

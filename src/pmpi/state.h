@@ -33,6 +33,7 @@
 #include "../trace/convert.h"
 #include "perfvar.h"
 #include "runtime.h"
+#include "inject.h"
 
 typedef enum { PV_UNINIT = 0, PV_ACTIVE, PV_DISABLED, PV_FINISHED } pv_state_t;
 
@@ -44,11 +45,15 @@ enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE };
 /* A traced thread. Index 0 is the thread that started perfvar (normally the one that initialised
  * MPI); the others are numbered in the order of their first traced call or user timer start/stop.
  * Its compute segments are implied by its records (from one call's exit to the next call's entry). */
-/* A per-thread direct-mapped cache of call sites: (function, return address) -> site id. */
+/* A per-thread direct-mapped cache of call sites: (function, return address) -> site id, served
+ * `left` more times before the miss path looks at the call again. At call-path depth 1 a filled
+ * slot is served (almost) forever; at depth > 1 `left` is when the call path is next unwound to
+ * check it (sites.c), 0 when every call is unwound. */
 #define PV_SITE_CACHE 256
 typedef struct pv_site_slot {
     uintptr_t ra;
     int fn, id;
+    uint32_t left; /* calls the slot still answers; 0: empty or the next call is unwound */
 } pv_site_slot;
 
 /* Per-thread memos of the facts its call sites made last (pv_rec_fact_memoized): the message of
@@ -64,8 +69,12 @@ typedef struct pv_thread {
     uint64_t calls[PV_FN_COUNT]; /* its traced calls per function (plain: its own) */
     uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
                                 (PV_WORK_PROBE_NEVER when probes are off) */
-    pv_u64map sites;        /* caches of the shared maps below: key -> id */
+    pv_inject_thread inject; /* PERFVAR_INJECT (inject.h): on its rank, probe_deadline is held at 0 */
+    pv_u64map sites;        /* caches of the shared maps below: key -> id; at call-path depth > 1,
+                               per (fn, return address): what its call paths showed (sites.c) */
     pv_u64map user_sites;
+    pv_u64map paths;        /* call-path depth > 1: cache of pv_rt.sites, path hash -> id */
+    uint64_t path_rng;      /* xorshift state of the jittered path checks; 0: not seeded yet */
     struct pv_thread *next; /* pv_rt.threads, in index order */
 } pv_thread;
 
@@ -93,7 +102,8 @@ typedef struct pv_runtime {
 
     /* shared definitions, under defs_lock */
     pthread_mutex_t defs_lock;
-    pv_u64map sites;        /* (fn, return address) -> site id */
+    pv_u64map sites;        /* (fn, return address) -> site id; at call-path depth > 1
+                               (PERFVAR_CALLPATH), a hash of (fn, return addresses) -> site id */
     pv_u64map user_sites;   /* (user region handle, start|stop, return address) -> site id */
     int nsites, ncomms;     /* ids handed out (communicator 0 is MPI_COMM_WORLD) */
     unsigned char *user_defined; /* user timer handle -> its name is in the definitions file;
@@ -125,20 +135,37 @@ pv_thread *pv_thread_first(void);
 
 /* sites.c: site id of a call of static region `region` (an MPI function, or perfvar's own), or of
  * a user timer start/stop, defined in the definitions file on first sight; -1 when out of memory.
+ * A call's site is its return address, and at call-path depth k > 1 (pv_rt.cfg.callpath) also
+ * the return addresses of the k - 1 callers above it (unwound only when needed, see sites.c).
  * Called by thread t for itself (its caches); thread-safe. */
 int pv_site_id_miss(pv_thread *t, int region, void *return_address);
 static inline pv_site_slot *pv_site_slot_of(pv_thread *t, int region, void *ra)
 {
     return &t->site_cache[((uintptr_t)ra >> 1 ^ (uintptr_t)region * 0x9e37u) % PV_SITE_CACHE];
 }
-/* Most calls come from a few sites: the thread's direct-mapped cache first, inline. */
+/* Most calls come from a few sites whose callers do not vary: the thread's direct-mapped cache
+ * first, inline. */
 static inline int pv_site_id(pv_thread *t, int region, void *ra)
 {
-    const pv_site_slot *slot = pv_site_slot_of(t, region, ra);
-    if (__builtin_expect(slot->ra == (uintptr_t)ra && slot->fn == region && slot->id > 0, 1))
-        return slot->id - 1;
+    pv_site_slot *slot = pv_site_slot_of(t, region, ra);
+    if (__builtin_expect(slot->ra == (uintptr_t)ra && slot->fn == region && slot->left > 0, 1)) {
+        slot->left--;
+        return slot->id;
+    }
     return pv_site_id_miss(t, region, ra);
 }
+/* Unwind the calling thread's stack from return address ra (searched among the innermost
+ * frames): ra and the return addresses of up to max - 1 callers above it into frames[]; their
+ * number (1 when ra is not found: ra alone). Async-signal-unsafe (the unwinder may lock);
+ * thread-safe. */
+int pv_site_unwind(void *ra, uintptr_t *frames, int max);
+/* The unwinder pv_site_unwind uses: "libunwind" (unw_backtrace, loaded on first use) or "libgcc"
+ * (_Unwind_Backtrace: libunwind not found at build time or not loadable). Thread-safe. */
+const char *pv_site_unwinder(void);
+/* The label of site id (as in the trace's segment keys: "<fn>@<module base name>+0x<offset>", then
+ * "<<module>+0x<offset>" per caller frame) into out; 0, or -1 when the site has none. Takes
+ * defs_lock: for cold paths only. Thread-safe. */
+int pv_site_label(int id, char *out, size_t len);
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
 
 /* The end of every traced call (pv_call_end, and the short paths of messages.c, inline): releases the

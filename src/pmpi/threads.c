@@ -23,7 +23,9 @@ static pv_thread *thread_new(void)
     if (!t) return NULL;
     /* Its first probe is due one period after it starts being traced (pv_rt.probe_* are set
      * before any thread exists). */
-    t->probe_deadline = pv_work_probe_deadline(pv_now(), pv_rt.probe_period_ticks);
+    uint64_t now = pv_now();
+    t->probe_deadline = pv_work_probe_deadline(now, pv_rt.probe_period_ticks);
+    pv_inject_thread_init(t, now); /* PERFVAR_INJECT's rank: every call takes the cold path */
     pthread_mutex_lock(&pv_rt.defs_lock);
     t->index = pv_rt.nthreads;
     t->rec = pv_rec_open(pv_rt.dir, (uint32_t)pv_rt.rank, (uint32_t)t->index,

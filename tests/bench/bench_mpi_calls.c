@@ -19,7 +19,14 @@
  *     isb;mrs cntvct_el0;isb on Armv8), the floor a wrapper's entry and exit reads cannot go under:
  *     the unit the driver (bench_recorder.py) divides the added ns by;
  *   MPI_Test on MPI_REQUEST_NULL and on an inactive persistent request (both return at once, so
- *     the wrapper is nearly all of the traced time);
+ *     the wrapper is nearly all of the traced time), each from one call site reached by one call
+ *     path (every series is run from one statement of main), so at call-path depth > 1
+ *     (PERFVAR_CALLPATH) perfvar reuses the path it learned: the common case;
+ *   MPI_Test on MPI_REQUEST_NULL from one call site reached alternately by two call paths: at
+ *     depth > 1 perfvar unwinds the stack on every call of such a site (src/pmpi/sites.c), so
+ *     this series is the cost of unwinding at the run's depth (ctest bench.mpi_calls.callpath*
+ *     runs it at depths 1..4; at depth 1 it is a plain call site), with the unwinder the run
+ *     used (libunwind, or libgcc where libunwind is absent: printed);
  *   a 0-byte Isend/Irecv/Waitall exchange between the two ranks (per exchange);
  *   MPI_Allreduce of one double (per step).
  * Output: the human lines, and one `bench-row` line per measure for the driver to parse.
@@ -80,12 +87,32 @@ static double fenced_block(int n)
     return t;
 }
 
-/* ns per MPI_Test; req is a copy, so MPI_REQUEST_NULL and an inactive request stay as they are. */
-static double test_block(test_fn test, MPI_Request req, int n)
+/* ns per MPI_Test; req is a copy, so MPI_REQUEST_NULL and an inactive request stay as they are.
+ * Inlined into each caller, so that each series has its own call site. */
+static inline __attribute__((always_inline)) double test_block(test_fn test, MPI_Request req, int n)
 {
     int flag;
     double t0 = now_ns();
     for (int i = 0; i < n; i++) test(&req, &flag, MPI_STATUS_IGNORE);
+    return (now_ns() - t0) / n;
+}
+
+/* One MPI_Test call site reached by two call paths (via_a, via_b); noipa keeps the compiler from
+ * merging or inlining them into one path. */
+static __attribute__((noipa)) void test_once(test_fn test)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int flag;
+    test(&req, &flag, MPI_STATUS_IGNORE);
+}
+static __attribute__((noipa)) void via_a(test_fn test) { test_once(test); }
+static __attribute__((noipa)) void via_b(test_fn test) { test_once(test); }
+
+/* ns per MPI_Test at a site whose call path alternates between two. */
+static double paths_block(test_fn test, int n)
+{
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) (i & 1 ? via_a : via_b)(test);
     return (now_ns() - t0) / n;
 }
 
@@ -114,11 +141,26 @@ static double allreduce_block(allreduce_fn allreduce, int n)
     return (now_ns() - t0) / n;
 }
 
+/* Which unwinder the run's call paths used: perfvar loads libunwind on the first call path it
+ * unwinds (src/pmpi/sites.c), so after the series it is mapped into this process or it is not. */
+static const char *unwinder_used(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, "/libunwind.so") != NULL;
+    if (f) fclose(f);
+    return found ? "libunwind" : "libgcc (libunwind not loaded)";
+}
+
 /* Series: a traced one at even index, its plain twin right after it. */
-enum { T_NULL, P_NULL, T_INACT, P_INACT, T_PING, P_PING, T_ALLRED, P_ALLRED, FENCED, NSERIES };
-static const char *const key[] = {"test_null", "", "test_inactive", "", "ping", "", "allreduce"};
+enum { T_NULL, P_NULL, T_INACT, P_INACT, T_PING, P_PING, T_ALLRED, P_ALLRED, T_PATHS, P_PATHS, FENCED,
+       NSERIES };
+static const char *const key[] = {"test_null", "", "test_inactive", "", "ping", "", "allreduce", "",
+                                  "test_two_paths"};
 static const char *const label[] = {"MPI_Test (MPI_REQUEST_NULL):", "", "MPI_Test (inactive persistent):",
-                                    "", "0-byte Isend/Irecv/Waitall ping:", "", "MPI_Allreduce (1 double):"};
+                                    "", "0-byte Isend/Irecv/Waitall ping:", "", "MPI_Allreduce (1 double):",
+                                    "", "MPI_Test (MPI_REQUEST_NULL), one site, two call paths:"};
 
 static double run_series(int s, MPI_Request inactive, int peer, int n, int n_comm)
 {
@@ -131,6 +173,8 @@ static double run_series(int s, MPI_Request inactive, int peer, int n, int n_com
     case P_PING: return ping_block(PMPI_Isend, PMPI_Irecv, PMPI_Waitall, peer, n_comm);
     case T_ALLRED: return allreduce_block(MPI_Allreduce, n_comm);
     case P_ALLRED: return allreduce_block(PMPI_Allreduce, n_comm);
+    case T_PATHS: return paths_block(MPI_Test, n);
+    case P_PATHS: return paths_block(PMPI_Test, n);
     default: return fenced_block(n);
     }
 }
@@ -180,13 +224,18 @@ int main(int argc, char **argv)
         int n_comm = n / 10 + 1, peer = 1 - rank;
         double *t[NSERIES];
         for (int s = 0; s < NSERIES; s++) t[s] = malloc((size_t)rounds * sizeof **t);
-        for (int s = 0; s < NSERIES; s++) run_series(s, inactive, peer, n, n_comm); /* warm-up */
-        for (int b = 0; b < rounds; b++) {
-            t[FENCED][b] = run_series(FENCED, inactive, peer, n, n_comm);
+        /* Round -1 is the warm-up. Every series runs from the one run_series call below, so each
+         * traced call site has one call path. */
+        for (int b = -1; b < rounds; b++) {
+            int seq[NSERIES], k = 0;
+            seq[k++] = FENCED;
             for (int s = 0; s < FENCED; s += 2) { /* traced first in even rounds, plain first in odd */
-                int first = s + (b & 1), second = s + !(b & 1);
-                t[first][b] = run_series(first, inactive, peer, n, n_comm);
-                t[second][b] = run_series(second, inactive, peer, n, n_comm);
+                seq[k++] = s + (b & 1);
+                seq[k++] = s + !(b & 1);
+            }
+            for (k = 0; k < NSERIES; k++) {
+                double v = run_series(seq[k], inactive, peer, n, n_comm);
+                if (b >= 0) t[seq[k]][b] = v;
             }
         }
         double m[NSERIES];
@@ -195,6 +244,10 @@ int main(int argc, char **argv)
             printf("bench_mpi_calls: %d rounds (+1 warm-up), traced/plain order alternating; per block "
                    "%d calls (Test, fenced pair), %d exchanges/steps (ping, Allreduce); medians of "
                    "per-call ns over rounds, rank 0\n", rounds, n, n_comm);
+            const char *depth = getenv("PERFVAR_CALLPATH");
+            printf("  call-path depth (PERFVAR_CALLPATH): %s; unwinder: %s\n",
+                   depth ? depth : "perfvar's default",
+                   depth && atoi(depth) == 1 ? "none at depth 1" : unwinder_used());
             printf("  fenced pair (2 x %s):  %8.1f ns\n", PERFVAR_CLOCK_FENCED_READ, m[FENCED]);
             printf("bench-row measure=fenced_pair ns=%.2f rounds=%d per_block=%d read=%s\n", m[FENCED],
                    rounds, n, PERFVAR_CLOCK_FENCED_READ);
@@ -203,7 +256,12 @@ int main(int argc, char **argv)
                 printf("  %s traced %8.1f ns   uninstrumented %8.1f ns   added %7.1f ns   ratio = %.2f\n",
                        label[s], m[s], m[s + 1], m[s] - m[s + 1], m[s] / m[s + 1]);
                 printf("bench-row measure=%s traced_ns=%.2f plain_ns=%.2f rounds=%d per_block=%d\n",
-                       key[s], m[s], m[s + 1], rounds, s < T_PING ? n : n_comm);
+                       key[s], m[s], m[s + 1], rounds, s < T_PING || s == T_PATHS ? n : n_comm);
+                if (s == T_PATHS)
+                    printf("  call path unwound every call: added %.1f ns = %.2f fenced pairs; reused "
+                           "path (MPI_Test above): added %.1f ns = %.2f fenced pairs\n",
+                           m[s] - m[s + 1], (m[s] - m[s + 1]) / m[FENCED], m[T_NULL] - m[P_NULL],
+                           (m[T_NULL] - m[P_NULL]) / m[FENCED]);
             }
         }
         for (int s = 0; s < NSERIES; s++) free(t[s]);

@@ -71,6 +71,7 @@ static void check_defaults(pv_calib_mode calibration)
     CHECK(cfg.calib_n == 0 && cfg.calib_n_flushed == 0 && cfg.calib_p == 0 && cfg.calib_q == 0);
     CHECK(cfg.calib_states == 0 && cfg.calib_epsilon == 0 && cfg.calib_alpha == 0);
     CHECK(cfg.probe_ms == 0); /* probes off */
+    CHECK(cfg.inject.pct == 0); /* no injection */
 }
 
 /* var=value must be accepted. */
@@ -292,6 +293,26 @@ static void check_probe(void)
     CHECK(load() == PERFVAR_OK && cfg.probe_ms == 10 && cfg.calibration == PV_CALIB_OFF);
 }
 
+/* PERFVAR_CALLPATH: a number of frames 1..16, the default when unset; anything else names what it
+ * accepts. */
+static void check_callpath(void)
+{
+    clear_env();
+    CHECK(load() == PERFVAR_OK && cfg.callpath == PV_CALLPATH_DEFAULT);
+    static const struct {
+        const char *value;
+        int frames;
+    } valid[] = {{"1", 1}, {"2", 2}, {"4", 4}, {"16", 16}};
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        ok("PERFVAR_CALLPATH", valid[i].value);
+        CHECKF(cfg.callpath == valid[i].frames, "PERFVAR_CALLPATH=%s gave %d", valid[i].value, cfg.callpath);
+        CHECK(cfg.calibration == PV_CALIB_QUICK && cfg.buffer_mb == 16); /* others keep defaults */
+    }
+    static const char *const acc[] = {"1..16", NULL};
+    const char *invalid[] = {"0", "17", "-1", "", "on", "4 ", " 4", "2.5", "0x4", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_CALLPATH", invalid[i], acc);
+}
+
 static void check_launcher_vars(void)
 {
     ok("PERFVAR_PRELOAD_LIB", "/usr/lib/libperfvar_mpi.so");
@@ -367,6 +388,40 @@ static void check_short_message(void)
     CHECK(untouched);
 }
 
+/* PERFVAR_INJECT: rank and pct required, to/from/after/until optional, each key once; anything
+ * else names the form it accepts. */
+static void check_inject(void)
+{
+    ok("PERFVAR_INJECT", "rank=1,pct=10");
+    CHECK(cfg.inject.rank == 1 && cfg.inject.pct == 10 && !cfg.inject.to[0] && !cfg.inject.from[0]);
+    CHECK(cfg.inject.after_s == 0 && cfg.inject.until_s == 0);
+    ok("PERFVAR_INJECT", "pct=0.3,rank=0,to=MPI_Waitall@clover_leaf+0x1a5c7,from=MPI_Irecv,"
+                         "after=2.5,until=4");
+    CHECK(cfg.inject.rank == 0 && cfg.inject.pct == 0.3);
+    CHECK(strcmp(cfg.inject.to, "MPI_Waitall@clover_leaf+0x1a5c7") == 0);
+    CHECK(strcmp(cfg.inject.from, "MPI_Irecv") == 0);
+    CHECK(cfg.inject.after_s == 2.5 && cfg.inject.until_s == 4);
+    ok("PERFVAR_INJECT", "rank=3,pct=1000,after=1");
+    CHECK(cfg.inject.rank == 3 && cfg.inject.pct == 1000 && cfg.inject.after_s == 1);
+    CHECK(cfg.inject.until_s == 0);
+    char long_site[300];
+    memset(long_site, 'a', sizeof long_site);
+    memcpy(long_site, "rank=0,pct=1,to=", 16);
+    long_site[16 + PV_INJECT_MATCH_MAX] = 0; /* a substring of 128 bytes: one too long */
+    const char *const invalid[] = {
+        "", "on", "rank=1", "pct=10", "rank=1,pct=0", "rank=1,pct=-5", "rank=1,pct=1001",
+        "rank=-1,pct=10", "rank=x,pct=10", "rank=1,pct=10,", ",rank=1,pct=10", "rank=1,,pct=10",
+        "rank=1,pct=10,to=", "rank=1,pct=10,color=red", "rank=1,pct=10,rank=2",
+        "rank=1,pct=10,after=3,until=2", "rank=1,pct=10,until=0", "rank=1,pct=10,after=-1",
+        "rank=1,pct=nan", "rank=1,pct=10,to", long_site};
+    static const char *const acc[] = {"rank=R", "pct=X", "to=SITE", "from=SITE", "after=S",
+                                      "until=S", NULL};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+        bad("PERFVAR_INJECT", invalid[i], acc);
+        CHECKF(cfg.inject.pct == 0, "PERFVAR_INJECT='%s' left injection on", invalid[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--long-value-message") == 0) {
@@ -387,6 +442,8 @@ int main(int argc, char **argv)
     check_clock_sync();
     check_verbose();
     check_probe();
+    check_callpath();
+    check_inject();
     check_boundaries();
     check_launcher_vars();
     check_unknown();
