@@ -31,6 +31,8 @@ from perfvar import (
 )
 from perfvar.calibration_borrow import borrow_within_hosts
 from perfvar.cells import cell_inputs, make_cells, with_states_of
+from perfvar.headline import DEFAULT_MIN_COST, rank_findings
+from perfvar.families import judged_share, merge_families
 from perfvar.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
@@ -280,6 +282,7 @@ def analyze(
     floors: Optional[dict[str, float]] = None,
     progress: Optional[Progress] = None,
     on_prepared: Optional[Callable[[Prepared], None]] = None,
+    min_cost: float = DEFAULT_MIN_COST,
 ) -> Optional[dict[str, Any]]:
     """Analyse a perfvar trace directory; returns the analysis.json content (None on
     the MPI processes other than rank 0, which only compute parts).
@@ -293,7 +296,9 @@ def analyze(
     the C search's estimates); ``floors``: DetectParams floors to override
     (segment_floor, core_floor, noise_floor, phase_floor; relative);
     ``progress``: told each step (perfvar.progress); ``on_prepared``: called once
-    with the filtered cells, for reports that plot the samples (report_html).
+    with the filtered cells, for reports that plot the samples (report_html);
+    ``min_cost``: the delay cost, as a share of wall time x ranks, a finding needs
+    to be a headline finding (perfvar.headline; the others are minor).
     """
     progress = progress or Progress.off()
     progress.step("reading the trace")
@@ -306,8 +311,12 @@ def analyze(
         eng = engine(1)
     ended = endings_json(read_endings(directory)) if eng.reports else None
     cells = use = None  # made by the parts of a parallel analysis
+    families: dict[int, list[str]] = {}  # representative segment -> member keys
     if eng.kind == "serial":
         trace = read_trace(directory)
+        # Classes that differ only by the helper a rank calls (which neighbour) are
+        # judged as one family; the parallel parts keep the classes apart.
+        trace, families = merge_families(trace)
         progress.step(
             "checking the calibration" if paper_check else "reading the calibration"
         )
@@ -344,6 +353,11 @@ def analyze(
     )
     progress.step("detectors")
     anomalies, judgements = detect_all(prep, params)
+    progress.step("wait states and delay costs")
+    ranked = rank_findings(
+        anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples
+    )
+    anomalies = ranked.anomalies  # the headline verdicts by cost, then information
     progress.step("naming call sites")
 
     sites = []
@@ -356,6 +370,13 @@ def analyze(
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
     judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
+    for seg, row in zip(order, segments):
+        row["family"] = families.get(seg, [row["key"]])
+    seg_totals = np.bincount(
+        trace.samples["segment"],
+        weights=trace.samples["duration_ns"],
+        minlength=len(trace.segments),
+    )
     status_counts = Counter(j.status for j in judgements)
 
     def named(*kinds: str) -> list[int]:
@@ -373,6 +394,7 @@ def analyze(
             "core_floor": params.core_floor,
             "noise_floor": params.noise_floor,
             "phase_floor": params.phase_floor,
+            "min_cost": min_cost,
             "min_samples_os_filter": MIN_SAMPLES_OS,
             # How it ran (the one entry a parallel run may differ in).
             "engine": eng.describe(),
@@ -385,6 +407,9 @@ def analyze(
         "ranks": ranks,
         "segments": segments,
         "anomalies": [a.to_json() for a in anomalies],
+        "minor": [a.to_json() for a in ranked.minor],
+        "consequences": ranked.consequences,
+        "wait_states": ranked.waits,
         "judgements": [j.to_json() for j in judgements],
         "decomposition": _decomposition(prep, order),
         "ended": ended,
@@ -393,8 +418,18 @@ def analyze(
             "unreadable_ranks": trace.broken_ranks,
             "n_segment_classes": len(segments),
             "n_segment_classes_judged": len(judged),
+            # Families: classes merged because they differ only by helper frames.
+            "n_segment_families": len(families),
+            "judged_compute_share": judged_share(
+                seg_totals, {seg for seg in order if segment_ids[seg] in judged}
+            ),
             "judgements": dict(sorted(status_counts.items())),
             "anomalous_ranks": named(*VERDICT_KINDS),
+            "minor_ranks": sorted(
+                {a.rank for a in ranked.minor} - set(named(*VERDICT_KINDS))
+            ),
+            "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
+            "cost_known": ranked.cost_known,
             "slow_ranks": named("slow_segment"),
             "slow_core_ranks": named("slow_core"),
             "noisy_ranks": named("noisy_core"),

@@ -110,6 +110,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             },
             progress=progress,
             on_prepared=None if args.no_html else kept.append,
+            min_cost=args.min_cost / 100,
         )
         if result is None:
             return EXIT_OK  # an MPI process that computed its part for rank 0
@@ -288,6 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"effect floor, %%, of {what} (default {default:g}); "
             "every effect must also exceed the rank's t_diff",
         )
+    from perfvar.headline import DEFAULT_MIN_COST
+
+    p.add_argument(
+        "--min-cost",
+        type=_percent,
+        default=DEFAULT_MIN_COST * 100,
+        metavar="PCT",
+        help="delay cost, %% of wall time x ranks, a finding needs to name its rank "
+        f"(default {DEFAULT_MIN_COST * 100:g}); cheaper ones are listed as minor",
+    )
     p.add_argument(
         "--quiet",
         action="store_true",

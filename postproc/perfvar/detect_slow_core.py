@@ -5,10 +5,16 @@ minus the median log-duration of the class on the other ranks (so classes of any
 length pool together), and the peers' samples likewise. Rank r is a slow core when
 
 * it has at least two judged classes (perfvar.cells.unjudged_reason);
-* its z are greater than the peers' (one-sided Mann-Whitney U on the pooled z),
-  q < alpha after Benjamini-Hochberg over the ranks tested;
+* its shift is significant over stretches of time, not samples
+  (perfvar.stats_blocks): per block of the run, r's shift against its peers' centre
+  in each class, averaged over its classes weighted by their compute time; a
+  one-sided sign test across the blocks, q < alpha after
+  Benjamini-Hochberg over the ranks tested (fewer than 5 usable blocks: not
+  tested);
 * the common shift (median z of r minus median z of the peers) exceeds
   ``core_floor`` and, in ns in its largest class, that class's t_diff;
+* it is steady: the block shift clears ``core_floor`` in at least half the blocks
+  (a core slow for a minute is a phase or the host, not a slow core);
 * the shift is common: at least two classes, holding at least two thirds of r's
   compute time, are each shifted by more than the floor. A rank slow in one class
   only is a slow segment, not a slow core (perfvar.detect_slow_segment), even on a
@@ -35,8 +41,9 @@ from typing import Optional
 import numpy as np
 
 from perfvar.cells import by_segment, class_pool, peer_pool, unjudged_reason
-from perfvar.compare import TEST_CAP, compare, evenly, fdr, log_ns, rel, shift_ci
+from perfvar.compare import TEST_CAP, evenly, fdr, log_ns, rel
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.stats_blocks import block_test, class_blocks, weighted_blocks
 
 KIND = "slow_core"
 COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
@@ -53,6 +60,7 @@ class _Rank:
     rank: int
     z: list[np.ndarray] = field(default_factory=list)
     z_peers: list[np.ndarray] = field(default_factory=list)
+    blocks: list[np.ndarray] = field(default_factory=list)  # per class, log shifts
     classes: list[dict] = field(default_factory=list)
 
 
@@ -68,8 +76,10 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
             z = log_ns(cell.samples_ns) - ref
             entry = out.setdefault(rank, _Rank(rank))
             entry.z.append(z)
-            # The test takes at most TEST_CAP a side: keep no more per class.
+            # The peers' median z needs no more than TEST_CAP a class, spread over
+            # the run.
             entry.z_peers.append(evenly(peers_log, TEST_CAP) - ref)
+            entry.blocks.append(class_blocks(prep, seg).shifts(rank))
             entry.classes.append(
                 {
                     "segment": prep.segment_ids[seg],
@@ -96,12 +106,18 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
     params = params or DetectParams()
     result = CoreResult()
     candidates = [r for r in _collect(prep, params).values() if len(r.classes) >= 2]
+    floor_log = float(np.log1p(params.core_floor))
     tests = []
     for r in candidates:
         z, zp = np.concatenate(r.z), np.concatenate(r.z_peers)
-        tests.append((r, z, zp, compare(z, zp)))
-    floor_log = float(np.log1p(params.core_floor))
-    for (r, z, zp, cmp), q in zip(tests, fdr([t[3].p_value for t in tests])):
+        shift_log = float(np.median(z) - np.median(zp))
+        # Each class weighs its compute time in the block shifts (the probes as
+        # much as all the segments, as in the share below).
+        d = weighted_blocks(r.blocks, [c["time_ns"] for c in r.classes])
+        bt = block_test(d, floor_log)
+        if bt.tested:
+            tests.append((r, shift_log, bt))
+    for (r, shift_log, bt), q in zip(tests, fdr([t[2].p_value for t in tests])):
         time = sum(c["time_ns"] for c in r.classes)
         compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
         shifted = [c for c in r.classes if c["shift_rel"] > params.core_floor]
@@ -111,17 +127,18 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
             key=lambda c: c["time_ns"],
             default=r.classes[0],
         )
-        largest_excess = largest["peers_median_ns"] * cmp.shift_rel
+        largest_excess = largest["peers_median_ns"] * rel(shift_log)
         if not (
             q < params.alpha
-            and cmp.shift_log > floor_log
+            and bt.steady
+            and shift_log > floor_log
             and len(shifted) >= MIN_SHIFTED_CLASSES
             and common >= COMMON_SHARE * time
             and largest_excess > largest["t_diff_ns"]
         ):
             continue
-        result.cores[r.rank] = cmp.shift_log
-        lo, hi = shift_ci(z, zp)
+        result.cores[r.rank] = shift_log
+        lo, hi = bt.ci_log
         n = sum(c["n"] for c in r.classes if not c["probe"]) or 1
         cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]
         cpu = next((c.cpu for c in cells if c.cpu is not None), None)
@@ -132,14 +149,17 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
                 host=prep.hosts.get(r.rank),
                 cpu=cpu,
                 segment=None,
-                excess_ns=compute * (1 - np.exp(-cmp.shift_log)) / n,
+                excess_ns=compute * (1 - np.exp(-shift_log)) / n,
                 evidence={
-                    "shift_rel": cmp.shift_rel,
+                    "shift_rel": rel(shift_log),
                     "shift_ci_rel": [rel(lo), rel(hi)],
                     "ci_level": 0.95,
-                    "test": "one-sided Mann-Whitney U on log-durations relative to "
-                    "each class's peers, pooled over classes",
-                    "p_value": cmp.p_value,
+                    "test": f"one-sided sign test over {bt.blocks} blocks "
+                    "of the run "
+                    "(the rank's shift against each class's peers in the block, "
+                    "weighted by the classes' compute time)",
+                    **bt.evidence(),
+                    "p_value": bt.p_value,
                     "q_value": q,
                     "alpha": params.alpha,
                     "floor_rel": params.core_floor,

@@ -22,12 +22,21 @@ median above t_min):
    is the rank's slow-core shift when the probes made it a slow core; else kappa is
    0 and the floor below is at least ``core_floor``: a shift in the rank's only
    class cannot be told from a slower core.
-3. the test: log-durations of r minus kappa against the peers'
-   (perfvar.compare.compare: median shift and one-sided Mann-Whitney U), q values by
-   Benjamini-Hochberg over every cell tested.
+3. the test is over stretches of time, not samples (perfvar.stats_blocks): the
+   class's time span in 20 blocks, r's shift against its peers' centre in each
+   block (what the host does to every rank in a stretch cancels) minus r's common
+   shift in the same block (_core_offset: a core drifting against its peers moves
+   all its classes alike), a one-sided sign test across the blocks (is the
+   median block excess above 0?), q values by
+   Benjamini-Hochberg over every cell tested. The excess is the median of these
+   block excesses. A cell with fewer than 5 blocks holding samples of both sides
+   (a class seen in one short window) is not tested: "too few blocks".
 4. r is slow in the class when q < alpha AND the excess over its peers beyond kappa,
    in ns at the peers' median, exceeds the effect floor max(t_diff of the cell's
-   cache state, segment_floor x the peers' median) AND, over the cell's segments, it
+   cache state, segment_floor x the peers' median) AND it is steady: the block
+   excess clears that floor in at least half the blocks (else the judgement is
+   "unsteady": a shift that comes and goes is a phase or the host) AND, over the
+   cell's segments, it
    costs at least MIN_COST of the rank's compute time: a rank that waited long in a
    collective runs its next short segment a few hundred ns slower (measured: 451 ns
    against its peer's 230 ns after an Allreduce that waited 3 ms for a slowed rank),
@@ -35,12 +44,14 @@ median above t_min):
 
 The paper's overlap (fraction of r's samples below the peers' maximum) is reported
 as the per-sample resolution figure; it does not veto. ``excess_ns`` is the excess
-per segment; the evidence holds the statistics (shift, bootstrap CI, p, q, floor).
+per segment; the evidence holds the statistics (shift, the blocks' interval, p,
+q, floor, the steadiness: perfvar.stats_blocks.BlockTest.evidence).
 Pure function; thread-safe.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -48,12 +59,11 @@ import numpy as np
 
 from perfvar.cells import (
     by_segment,
-    class_pool,
     median_without_each,
     peer_pool,
     unjudged_reason,
 )
-from perfvar.compare import Comparison, compare, fdr, log_ns, rel, shift_ci
+from perfvar.compare import fdr, rel
 from perfvar.model import (
     Anomaly,
     Cell,
@@ -64,6 +74,7 @@ from perfvar.model import (
     cell_calibration,
 )
 from perfvar.stats import iqr, overlap
+from perfvar.stats_blocks import BlockTest, block_test, class_blocks
 
 KIND = "slow_segment"
 
@@ -74,7 +85,9 @@ class _Test:
     cell: Cell
     leave_out: set[int]  # the peers left out (its samples are derived again if named)
     kappa: float
-    cmp: Comparison
+    excess_log: float  # median block excess (log) beyond the core shift
+    run_excess_log: float  # the run's median log-duration - kappa - peers' centre
+    blocks: BlockTest
     peer_median_ns: float
     floor_ns: float
     floor_rel: float
@@ -146,6 +159,42 @@ def _kappa(
     return cores.get(rank)
 
 
+def _core_offset(
+    prep: Prepared,
+    seg: int,
+    rank: int,
+    judgeable: set[tuple[int, int]],
+    slow_first: dict[int, set[int]],
+    probes: dict[int, float],
+) -> Optional[np.ndarray]:
+    """Per block of the run, the rank's common shift to take from its block shifts
+    in ``seg`` (log), or None when nothing tells it per block.
+
+    The common shift per block is its probes' block shift where it has probes, else
+    the median over its other judged classes of theirs (each against the peers not
+    found slow there). Why per block: a core's speed against its peers drifts (on a
+    shared host two vCPUs trade places for seconds), moving every class of the
+    rank alike; taken away in the same block, the drift leaves the class's own
+    excess. As for kappa, a negative level (the median over the blocks) is not added
+    back: only the drift around it is taken away. Blocks the common shift does not
+    cover take the level."""
+    if rank in probes and prep.probe_segment is not None:
+        rows = [class_blocks(prep, prep.probe_segment).shifts(rank)]
+    else:
+        rows = [
+            class_blocks(prep, s).shifts(r, sorted(slow_first.get(s, set())))
+            for s, r in judgeable
+            if r == rank and s != seg
+        ]
+    if not rows or np.isnan(np.vstack(rows)).all():
+        return None
+    with warnings.catch_warnings():  # a block no class covers stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        core = np.nanmedian(np.vstack(rows), axis=0)
+    level = float(np.nanmedian(core))
+    return np.where(np.isnan(core), max(level, 0.0), core - min(level, 0.0))
+
+
 def _probe_shifts(prep: Prepared) -> dict[int, float]:
     """rank -> median log shift of its fixed-work probes against the other ranks'."""
     if prep.probe_segment is None:
@@ -168,19 +217,21 @@ def _first_pass_slow(
     shifts: dict[tuple[int, int], float],
     params: DetectParams,
 ) -> dict[int, set[int]]:
-    """segment -> ranks significantly slower than all their peers beyond the floor."""
+    """segment -> ranks significantly slower than all their peers beyond the floor
+    (the block test of perfvar.stats_blocks against all other ranks)."""
     keys, pvals = [], []
+    floor = float(np.log1p(params.segment_floor))
     for seg, cells in classes.items():
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            pool_log = peer_pool(prep, seg, r).samples_log
-            if pool_log.size < 2:
+            if peer_pool(prep, seg, r).samples_log.size < 2:
+                continue
+            bt = block_test(class_blocks(prep, seg).shifts(r), floor)
+            if not bt.tested:
                 continue
             keys.append((seg, r))
-            center = class_pool(prep, seg).pooled_median_log(r)  # median(pool_log)
-            cmp = compare(log_ns(cells[r].samples_ns), pool_log, center_log=center)
-            pvals.append(cmp.p_value)
+            pvals.append(bt.p_value)
     out: dict[int, set[int]] = {}
     for (seg, r), q in zip(keys, fdr(pvals)):
         if q < params.alpha and shifts.get((seg, r), 0.0) > np.log1p(
@@ -292,21 +343,39 @@ def detect(
         # With no other class on the rank, a shift here cannot be told from a
         # slower core, so it must clear the core's floor too.
         floor_rel = params.segment_floor
+        offset: Optional[np.ndarray] = None
         if kappa is None:
             kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
-        x_log, pool_log = log_ns(cell.samples_ns), peers.samples_log
+        else:
+            offset = _core_offset(prep, seg, rank, judgeable, slow_first, probe_shifts)
         center = peers.center_log
-        cmp = compare(x_log, pool_log, offset_log=kappa, center_log=center)
         peer_med = float(np.exp(center))
         floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
+        floor_log = float(np.log1p(floor_ns / peer_med))
+        leave_out = sorted(slow_first.get(seg, set()))
+        bt = block_test(
+            class_blocks(prep, seg).shifts(rank, leave_out)
+            - (kappa if offset is None else offset),
+            floor_log,
+        )
+        # The excess is the blocks' median, the figure their test and interval are
+        # about: under a core that drifts against its peers the run's median is a
+        # median of a mixture, while each block's excess has the drift taken away.
+        excess_log = bt.median_log if bt.tested else cell.log_median - kappa - center
         direct = cell.log_median - center
         j.shift_ns = cell.median_ns - peer_med
-        j.shift_rel, j.excess_rel = rel(direct), cmp.shift_rel
-        j.p_value, j.floor_ns = cmp.p_value, floor_ns
+        j.shift_rel, j.excess_rel = rel(direct), rel(excess_log)
+        j.floor_ns = floor_ns
+        j.blocks, j.steady_share = bt.blocks, bt.steady_share
         j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
+        if not bt.tested:
+            j.status = "too few blocks"
+            continue
+        j.p_value = bt.p_value
         tests.append(
             _Test(
-                j, cell, slow_first.get(seg, set()), kappa, cmp, peer_med,
+                j, cell, slow_first.get(seg, set()), kappa, excess_log,
+                cell.log_median - kappa - center, bt, peer_med,
                 floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
             )  # fmt: skip
         )
@@ -316,9 +385,15 @@ def detect(
             compute_ns[rank] = compute_ns.get(rank, 0.0) + float(
                 np.sum(cell.samples_ns)
             )
-    for t, q in zip(tests, fdr([t.cmp.p_value for t in tests])):
+    for t, q in zip(tests, fdr([t.blocks.p_value for t in tests])):
         t.judgement.q_value = q
-        excess_ns = t.peer_median_ns * t.cmp.shift_rel
+        excess_ns = t.peer_median_ns * rel(t.excess_log)
+        if not t.blocks.steady:
+            # Over the run's samples the cell is beyond the floor, but in fewer
+            # than half of its blocks: the shift comes and goes.
+            if t.peer_median_ns * rel(t.run_excess_log) > t.floor_ns:
+                t.judgement.status = "unsteady"
+            continue
         if not (q < params.alpha and excess_ns > t.floor_ns):
             continue
         if excess_ns * t.cell.n < MIN_COST * compute_ns[t.cell.rank]:
@@ -333,8 +408,8 @@ def _anomaly(
 ) -> Anomaly:
     cell, j = t.cell, t.judgement
     peers = peer_pool(prep, cell.segment, cell.rank, t.leave_out)
-    x_log, pool_log = log_ns(cell.samples_ns), peers.samples_log
-    lo, hi = shift_ci(x_log, pool_log, offset_log=t.kappa)
+    lo, hi = t.blocks.ci_log
+    blocks = class_blocks(prep, cell.segment)
     return Anomaly(
         kind=KIND,
         rank=cell.rank,
@@ -355,11 +430,16 @@ def _anomaly(
             "peer_ranks_excluded": peers.excluded,
             "shift_rel": j.shift_rel,
             "core_shift_rel": rel(t.kappa),
-            "excess_rel": t.cmp.shift_rel,
+            "excess_rel": rel(t.excess_log),
             "excess_ci_rel": [rel(lo), rel(hi)],
             "ci_level": 0.95,
-            "test": "one-sided Mann-Whitney U on log-durations minus the core shift",
-            "p_value": t.cmp.p_value,
+            "test": f"one-sided sign test over {t.blocks.blocks} blocks "
+            "of the run "
+            "(median log-duration minus the peers' centre in each, minus the core "
+            "shift)",
+            **t.blocks.evidence(),
+            "block_ns": blocks.block_ns,
+            "p_value": t.blocks.p_value,
             "q_value": q,
             "alpha": params.alpha,
             "floor_ns": t.floor_ns,

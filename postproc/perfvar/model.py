@@ -159,6 +159,11 @@ class Anomaly:
     evidence: dict[str, Any]
     start_ns: Optional[float] = None
     end_ns: Optional[float] = None
+    # Delay cost (perfvar.delay_cost): the waiting it caused on the other ranks, ns,
+    # and that as a share of wall time x ranks; None when not measurable (one
+    # rank, an unsynchronised timeline) or an informational kind.
+    cost_ns: Optional[float] = None
+    cost_share: Optional[float] = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -168,6 +173,8 @@ class Anomaly:
             "cpu": self.cpu,
             "segment": self.segment,
             "excess_ns": self.excess_ns,
+            "cost_ns": self.cost_ns,
+            "cost_share": self.cost_share,
             "evidence": self.evidence,
         }
         if self.kind == "slow_phase":
@@ -182,18 +189,23 @@ class Judgement:
     segment: str
     rank: int
     status: str  # "ok", "slow", "below precision", "too few samples",
-    #              "no calibration", "single rank", "no peers"
+    #              "no calibration", "single rank", "no peers",
+    #              "too few blocks" (too few stretches of the run hold samples of
+    #              both sides for a test), "unsteady" (significant and beyond the
+    #              floor, but in fewer than half the blocks: a phase or the host)
     n: int
     median_ns: Optional[float] = None
     shift_ns: Optional[float] = None  # median minus the peers' median
     shift_rel: Optional[float] = None  # the same as a ratio - 1 (0.01 = 1 % slower)
     excess_rel: Optional[float] = None  # beyond the rank's common (core) shift
-    p_value: Optional[float] = None  # one-sided Mann-Whitney U, cell vs peers
+    p_value: Optional[float] = None  # one-sided t test across blocks of the run
     q_value: Optional[float] = None  # Benjamini-Hochberg over all cells tested
     floor_ns: Optional[float] = None  # effect floor applied: max(t_diff, relative)
     overlap: Optional[float] = None  # paper's per-sample resolution figure
     cache_state: Optional[str] = None  # label of the calibration state used
     context_bytes: Optional[int] = None  # what chose it (None: unknown context)
+    blocks: Optional[int] = None  # blocks of the run the test used (stats_blocks)
+    steady_share: Optional[float] = None  # of those, the share beyond the floor
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -211,6 +223,8 @@ class Judgement:
             "overlap": self.overlap,
             "cache_state": self.cache_state,
             "context_bytes": self.context_bytes,
+            "blocks": self.blocks,
+            "steady_share": self.steady_share,
         }
 
 

@@ -1,17 +1,21 @@
 """Write an analysis as one self-contained HTML page (DIR/report.html by default).
 
-The page holds the verdicts in words (the sentences of perfvar.report_text), the
-ranks, a rank x segment-class heat map of the shifts against the peers, the
-distribution and the course over the run of the largest segment classes per rank
-(the anomalous ranks highlighted, slow phases shaded), the compute time lost to
-interruptions per CPU and by length, the calibration of every rank per cache state,
-the segment classes and the warnings. Plots are plotly figures (perfvar.report_plots);
-plotly.js is inlined once, so the file opens anywhere without a network (about 5 MB
-whatever the trace). The samples come from the filtered cells
-(perfvar.model.Prepared); without them (a report from analysis.json alone) those
-plots are left out and the page says so. Durations carry their unit. Needs plotly.
-Pure apart from :func:`write_html`, which raises OSError when the file cannot be
-written.
+The page holds the verdicts in words (the sentences of perfvar.report_text): the
+headline findings ranked by their delay cost (time, and share of wall time x ranks),
+the minor findings apart, the consequences of waiting under their cause, and the
+share of the compute time the verdict judged; then the ranks, the wait states per
+rank (how long each waited and for whom, how long the others waited for it, as a
+table and a bar plot), a rank x segment-class heat map of the shifts against the
+peers, the distribution and the course over the run of the largest segment classes
+per rank (the anomalous ranks highlighted, slow phases shaded), the compute time
+lost to interruptions per CPU and by length, the calibration of every rank per
+cache state, the segment classes and the warnings. Plots are plotly figures
+(perfvar.report_plots); plotly.js is inlined once, so the file opens anywhere
+without a network (about 5 MB whatever the trace). The samples come from the
+filtered cells (perfvar.model.Prepared); without them (a report from analysis.json
+alone) those plots are left out and the page says so. Durations carry their unit.
+Needs plotly. Pure apart from :func:`write_html`, which raises OSError when the file
+cannot be written.
 """
 
 from __future__ import annotations
@@ -36,12 +40,27 @@ from perfvar.report_plots import (
     rank_colors,
     shift_heatmap,
     timeline_figure,
+    waits_by_rank,
+    waits_figure,
 )
-from perfvar.report_text import describe_anomaly, fmt_bytes, verdict_line
+from perfvar.report_text import (
+    describe_anomaly,
+    fmt_bytes,
+    judged_share_lines,
+    verdict_line,
+)
 from perfvar.units import compact_ranges, fmt_ns
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
+MAX_CAUSES = 3  # ranks named per row of the waiting table; the rest counted
+PATTERN_WORDS = {
+    "late_sender": "late sender",
+    "late_receiver": "late receiver",
+    "wait_nxn": "wait at N x N",
+    "wait_barrier": "wait at barrier",
+    "wait_rooted": "rooted collective",
+}
 # No plotly logo: it is a link to a web site, and the page must need no network.
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -63,6 +82,14 @@ ul.anomalies li { margin: 6px 0; }
 .kind { display: inline-block; font-size: 12px; font-weight: 600; color: #fff;
   background: #d62728; border-radius: 3px; padding: 0 6px; margin-right: 6px; }
 .kind.info { background: #777; }
+.kind.minor { background: #e08a1e; }
+.kind.waited { background: #4a78b8; }
+.cost { display: inline-block; font-size: 12px; font-weight: 600; color: #7a1a1a;
+  background: #fbe3e3; border-radius: 3px; padding: 0 6px; margin-right: 6px; }
+.cost.small { color: #6b4a12; background: #fbf0dc; }
+h3 { font-size: 15px; margin: 18px 0 4px; }
+ul.minor li, ul.consequences li { margin: 5px 0; }
+td.bar { min-width: 120px; }
 table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
 th, td { border-bottom: 1px solid #e5e5e5; padding: 3px 10px; text-align: left;
   vertical-align: top; }
@@ -158,28 +185,166 @@ def _header(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _share(x: Optional[float]) -> str:
+    """A share (0.0012) as a percentage with two significant digits (0.12 %)."""
+    if x is None:
+        return "n/a"
+    v = 100 * x
+    return f"{v:.1f} %" if v >= 10 else f"{v:.2g} %"
+
+
+def cost_html(a: dict[str, Any], small: bool = False) -> str:
+    """The finding's delay cost as a badge ("delay cost 1.1 s = 22 % of wall time x
+    ranks"); "" where it was not measured (one rank, an unsynchronised timeline,
+    an informational kind)."""
+    if a.get("cost_ns") is None:
+        return ""
+    share = a.get("cost_share")
+    of = f" = {_share(share)} of wall time x ranks" if share is not None else ""
+    cls = "cost small" if small else "cost"
+    title = (
+        "delay cost: the waiting this finding caused on the other ranks (Boehme et "
+        "al.), summed over the run"
+    )
+    return (
+        f'<span class="{cls}" data-cost-ns="{a["cost_ns"]:.0f}" title="{title}">'
+        f"delay cost {_e(fmt_ns(a['cost_ns']))}{_e(of)}</span>"
+    )
+
+
+def _finding_id(i: int) -> str:
+    return f"finding-{i}"
+
+
+def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
+    """The headline findings, ranked by delay cost (the order of analysis.json),
+    each with its badge, cost and sentence."""
+    items = []
+    for i, a in enumerate(result["anomalies"]):
+        informative = a["kind"] not in KIND_WORDS
+        word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
+        cls = "kind info" if informative else "kind"
+        badge = f'<span class="{cls}">{_e(word)}</span>'
+        items.append(
+            f'<li class="anomaly" id="{_finding_id(i)}" data-kind="{_e(a["kind"])}" '
+            f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
+            f"{badge}{cost_html(a)}{_e(describe_anomaly(a, labels))}</li>"
+        )
+    summ = result["summary"]
+    known = summ.get("cost_known")
+    if known is None:  # an analysis made before delay costs
+        order = ""
+    elif known:
+        order = (
+            '<p class="note">Ranked by delay cost: the waiting each finding caused '
+            "on the other ranks over the run, and that as a share of wall time x "
+            "ranks. A finding must cost at least "
+            f"{_e(_share((result.get('params') or {}).get('min_cost')))} of wall time "
+            "x ranks to name its rank; cheaper ones are listed as minor.</p>"
+        )
+    else:
+        order = (
+            '<p class="note">No delay cost could be measured (one rank, or ranks '
+            "whose MPI calls are not on one synchronised time line): every finding "
+            "stays in the headline, as the detectors named it.</p>"
+        )
+    return f'<ul class="anomalies">{"".join(items)}</ul>{order}'
+
+
+def _minor(result: dict[str, Any], labels: dict[str, str]) -> str:
+    """The minor findings: verdict kinds whose delay cost is below the threshold."""
+    minor = result.get("minor") or []
+    if not minor:
+        return ""
+    floor = (result.get("params") or {}).get("min_cost")
+    below = f" below {_share(floor)} of wall time x ranks" if floor is not None else ""
+    items = []
+    for a in minor:
+        word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
+        items.append(
+            f'<li class="minor" data-kind="{_e(a["kind"])}" data-rank="{a["rank"]}" '
+            f'data-segment="{_e(a["segment"] or "")}">'
+            f'<span class="kind minor">minor {_e(word)}</span>'
+            f"{cost_html(a, small=True)}{_e(describe_anomaly(a, labels))}</li>"
+        )
+    return (
+        '<h3 id="minor-findings">Minor</h3>'
+        f'<p class="note">Steady differences whose delay cost is{_e(below)}: real, '
+        "but they cost the job too little to name their rank.</p>"
+        f'<ul class="minor">{"".join(items)}</ul>'
+    )
+
+
+def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
+    """' Its cause: rank 1, <a>slow segment S0</a>.' pointing at the cause rank's
+    headline findings (or its minor ones), or saying it has none."""
+    if cause is None:
+        return ""
+    links = [
+        f'<a href="#{_finding_id(i)}">'
+        f"{_e(KIND_WORDS.get(a['kind'], a['kind']))}"
+        f"{' ' + _e(a['segment']) if a.get('segment') else ''}</a>"
+        for i, a in enumerate(result["anomalies"])
+        if a["rank"] == cause and a["kind"] in KIND_WORDS
+    ]
+    if links:
+        return f" Its cause: rank {cause}'s {', '.join(links)}."
+    if any(a["rank"] == cause for a in result.get("minor") or []):
+        return (
+            f' Its cause: rank {cause}\'s <a href="#minor-findings">minor '
+            "findings</a>."
+        )
+    return f" Rank {cause} made it wait; no finding names rank {cause}."
+
+
+def _consequences(result: dict[str, Any]) -> str:
+    """The slow segments reported under their cause: the rank had waited longer
+    before them than its peers had."""
+    consequences = result.get("consequences") or []
+    if not consequences:
+        return ""
+    items = []
+    for c in consequences:
+        peers = c.get("peers_waiting_ns")
+        vs = f" (its peers waited {fmt_ns(peers)} there)" if peers is not None else ""
+        cause = c.get("cause_rank")
+        items.append(
+            f'<li class="consequence" data-rank="{c["rank"]}" '
+            f'data-segment="{_e(c["segment"])}" '
+            f'data-cause-rank="{"" if cause is None else cause}">'
+            '<span class="kind waited">after waiting</span>'
+            f"{_e(c['text'])}{_e(vs)}.{_cause_link(result, cause)}</li>"
+        )
+    return (
+        '<h3 id="consequences">Consequences of waiting</h3>'
+        '<p class="note">Slower segments that follow a longer wait of their rank than '
+        "its peers' (and, where the rank's segments follow both, slower after the long "
+        "waits): reported under the rank that made it wait, not as anomalies.</p>"
+        f'<ul class="consequences">{"".join(items)}</ul>'
+    )
+
+
 def _verdict(result: dict[str, Any]) -> str:
     found = [a for a in result["anomalies"] if a["kind"] in KIND_WORDS]
     cls = "verdict found" if found else "verdict"
     out = [f'<p id="verdict-line" class="{cls}">{_e(verdict_line(result))}</p>']
+    judged = judged_share_lines(result)
+    if judged:
+        out.append(f'<p id="judged-share" class="meta">{_e(judged[0])}</p>')
     labels = {s["id"]: s["label"] for s in result["segments"]}
     if result["anomalies"]:
-        items = []
-        for a in result["anomalies"]:
-            informative = a["kind"] not in KIND_WORDS
-            word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
-            cls = "kind info" if informative else "kind"
-            badge = f'<span class="{cls}">{_e(word)}</span>'
-            items.append(
-                f'<li class="anomaly" data-kind="{_e(a["kind"])}" '
-                f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
-                f"{badge}{_e(describe_anomaly(a, labels))}</li>"
-            )
-        out.append(f'<ul class="anomalies">{"".join(items)}</ul>')
+        out.append(_headline(result, labels))
     else:
+        apart = result.get("minor") or result.get("consequences")
         out.append(
-            '<p class="note">No anomaly: every judged rank runs like its peers.</p>'
+            '<p class="note">No anomaly: no finding costs the job enough to name a '
+            "rank.</p>"
+            if apart
+            else '<p class="note">No anomaly: every judged rank runs like its '
+            "peers.</p>"
         )
+    out.append(_minor(result, labels))
+    out.append(_consequences(result))
     ended = result.get("ended") or {}
     if ended.get("ended_early_ranks"):
         rows = [
@@ -212,6 +377,20 @@ def _ranks(result: dict[str, Any]) -> str:
             else ""
         )
         verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
+        minor = [
+            KIND_WORDS.get(a["kind"], a["kind"])
+            for a in result.get("minor") or []
+            if a["rank"] == r["rank"]
+        ]
+        if minor:
+            verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
+        waited = [
+            c["segment"]
+            for c in result.get("consequences") or []
+            if c["rank"] == r["rank"]
+        ]
+        if waited:
+            verdict += f" ({', '.join(waited)} slower after waiting)"
         rows.append(
             [
                 f"{swatch}{r['rank']}",
@@ -229,6 +408,78 @@ def _ranks(result: dict[str, Any]) -> str:
     header = ["rank", "host", "cpus", "segments", "t_min", "t_diff"]
     header += ["interrupted", "verdict", "problem"]
     return _table(header, rows, numeric=[0, 3, 4, 5, 6], classes=classes)
+
+
+def _waits(result: dict[str, Any], figs: _Figures) -> str:
+    """The wait states: in words (total, by pattern, by MPI function), a table per
+    rank (waited, for whom, made others wait) and a bar plot of the same."""
+    ws = result.get("wait_states")
+    if not ws:
+        return '<p class="note">Not in this analysis (made before wait states).</p>'
+    if not ws.get("synchronised"):
+        return (
+            '<p class="note">No wait state read: the ranks\' MPI calls are not on one '
+            "synchronised time line (most collectives let a rank leave before the "
+            "last one entered: clocks not aligned, or ranks that ran apart), so no "
+            "waiting is charged and no delay cost measured.</p>"
+        )
+    n_ranks = result["summary"]["n_ranks"]
+    wall = ws.get("wall_ns") or 0.0
+    total = ws.get("total_ns") or 0.0
+    of = f" ({_share(total / (wall * n_ranks))} of wall time x ranks)" if wall else ""
+    patterns = ", ".join(
+        f"{PATTERN_WORDS.get(k, k)} {fmt_ns(v)}"
+        for k, v in sorted(ws.get("by_pattern_ns", {}).items(), key=lambda kv: -kv[1])
+    )
+    functions = ", ".join(
+        f"{k} {fmt_ns(v)}" for k, v in (ws.get("by_function_ns") or {}).items()
+    )
+    words = f"The ranks waited {fmt_ns(total)} in MPI calls{of}"
+    if patterns:
+        words += f": {patterns}"
+    if functions:
+        words += f"; in {functions}"
+    out = [
+        f'<p id="waits-total">{_e(words)}.</p>',
+        '<p class="note">Waiting at a collective: '
+        "from a rank's entry to the last rank's; at a blocking receive, wait or "
+        "send: until the peer that released it entered MPI (Scalasca's "
+        "patterns). Made others wait: the waiting this rank caused, including "
+        "waiting it passed on.</p>",
+    ]
+    per = waits_by_rank(result)
+    rows, classes = [], []
+    named = {a["rank"] for a in result["anomalies"] if a["kind"] in KIND_WORDS}
+    for rank, v in per.items():
+        causes = list(v["for"].items())
+        whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes[:MAX_CAUSES])
+        if len(causes) > MAX_CAUSES:
+            whom += f" and {len(causes) - MAX_CAUSES} more"
+        rows.append(
+            [
+                str(rank),
+                _e(fmt_ns(v["waited_ns"])),
+                _e(_share(v["waited_ns"] / wall) if wall else "n/a"),
+                _e(whom or "-"),
+                _e(fmt_ns(v["caused_ns"])),
+                _e(_share(v["caused_ns"] / wall) if wall else "n/a"),
+            ]
+        )
+        classes.append("anomalous" if rank in named else "")
+    header = ["rank", "waited", "of the wall time", "waited for"]
+    header += ["made others wait", "of the wall time"]
+    if rows:
+        out.append(_table(header, rows, numeric=[0, 1, 2, 4, 5], classes=classes))
+    out.append(
+        figs.div(
+            waits_figure(result),
+            "waits",
+            "Blue: the time a rank spent waiting for others in MPI calls; red: the "
+            "time the others spent waiting for it. A rank that delays the job has a "
+            "tall red bar; its partners, the blue ones.",
+        )
+    )
+    return "\n".join(out)
 
 
 def _segments(result: dict[str, Any]) -> str:
@@ -385,10 +636,12 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
             _ranks(result)
             + '<p class="note">t_min/t_diff: flush 0; interrupted: share of the '
             "compute time lost to interruptions. Tinted rows: the ranks a verdict "
-            "names. Each rank keeps its colour in every plot (grey: one of many "
-            "ranks no verdict names).</p>",
+            "names (minor findings and consequences of waiting name no rank). "
+            "Each rank keeps its colour in every plot (grey: one of many ranks no "
+            "verdict names).</p>",
         )
     )
+    sections.append(("waits", "Waiting", _waits(result, figs)))
     sections.append(
         (
             "shifts",
@@ -399,7 +652,9 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
                 "Each cell: how much slower (red) or faster (blue) a rank runs a "
                 "segment class than its peers, median against median; 'slow' marks "
                 "the cells judged slow (rank test, false discovery rate, effect "
-                "floor). Blank cells were not judged (hover for why).",
+                "floor), 'minor' those whose delay cost is below the threshold, "
+                "'waited' those that are a consequence of waiting. Blank cells were "
+                "not judged (hover for why).",
             )
             or '<p class="note">No cell could be judged.</p>',
         )

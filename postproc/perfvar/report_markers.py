@@ -15,7 +15,19 @@ row of its scope. One marker per anomaly of ``analysis.json``:
   run. The C tool converts ns since the trace's origin into the trace's ticks.
 - scope: the rank's master thread (its first location, thread 0 as the trace reader
   numbers threads); a thread the anomaly names (``migrated``) its own location.
-- text: the sentence the text report gives for it.
+- text: the sentence the text report gives for it, with its delay cost where it
+  was measured.
+
+The findings apart from the headline are markers too, each in a category of its own
+so Vampir can show or hide them together:
+
+- a minor finding (its delay cost below the threshold): category ``minor <kind>``,
+  severity LOW whatever its relative cost, text ``minor: <sentence>; delay cost``;
+- a consequence of waiting (a slow segment that follows its rank's longer waits):
+  category ``consequence of waiting``, severity NONE, on the waiting rank's master
+  thread, its text the analysis's ("rank 0's S3 +108 % after waiting 11.8 ms for
+  rank 1 in MPI_Allreduce") followed by its cause: the cause rank's headline
+  findings (their categories, as Vampir lists them) or that it has none.
 
 The file is written by ``perfvar-markers`` (C, installed with perfvar's programs),
 which replaces every marker of group ``perfvar`` and keeps those of other groups, so
@@ -32,10 +44,13 @@ from typing import Any, Optional
 from perfvar.installation import find_tool
 from perfvar.reader_otf2 import location_rank
 from perfvar.report_text import describe_anomaly
+from perfvar.units import fmt_ns
 
 TOOL = "perfvar-markers"
 GROUP = "perfvar"
 INFORMATIONAL = ("migrated", "shared_cpu")
+MINOR_SEVERITY = "LOW"
+CONSEQUENCE = "consequence of waiting"  # its category; severity NONE
 # (upper bound of the relative cost, severity), in order; above the last: HIGH.
 SEVERITY_STEPS = ((0.05, "LOW"), (0.20, "MEDIUM"))
 COST_KEY = {
@@ -69,6 +84,44 @@ def category(anomaly: dict[str, Any], sev: str) -> str:
     return anomaly["kind"] if sev == "NONE" else f"{anomaly['kind']} {sev.lower()}"
 
 
+def minor_category(anomaly: dict[str, Any]) -> str:
+    """The category of a minor finding: ``minor <kind>`` (severity MINOR_SEVERITY)."""
+    return f"minor {anomaly['kind']}"
+
+
+def cost_words(anomaly: dict[str, Any]) -> str:
+    """'; delay cost 1.1 s (22.0% of wall time x ranks)' where it was measured."""
+    if anomaly.get("cost_ns") is None:
+        return ""
+    share = anomaly.get("cost_share")
+    of = ""
+    if share is not None:  # as the text report writes it
+        of = f" ({100 * share:.{2 if 100 * share < 1 else 1}f}% of wall time x ranks)"
+    return f"; delay cost {fmt_ns(anomaly['cost_ns'])}{of}"
+
+
+def consequence_text(result: dict[str, Any], c: dict[str, Any]) -> str:
+    """A consequence's sentence and where its cause is marked: the cause rank's
+    headline findings by category, its minor ones, or that no finding names it."""
+    cause = c.get("cause_rank")
+    text = c["text"]
+    if cause is None:
+        return f"{text}; reported under its cause, not as an anomaly"
+    head = [
+        category(a, severity(a))
+        for a in result.get("anomalies", [])
+        if a["rank"] == cause and a["kind"] not in INFORMATIONAL
+    ]
+    minor = [minor_category(a) for a in result.get("minor") or [] if a["rank"] == cause]
+    if head:
+        where = f"rank {cause}'s marker(s) {', '.join(dict.fromkeys(head))}"
+    elif minor:
+        where = f"rank {cause}'s marker(s) {', '.join(dict.fromkeys(minor))}"
+    else:
+        where = f"rank {cause}, which no finding names"
+    return f"{text}; caused by {where}"
+
+
 def rank_locations(anchor: str) -> dict[int, list[int]]:
     """Each rank's location ids, thread 0 first, from the trace's definitions, ranks
     and threads told as the trace reader tells them (reader_otf2.location_rank)."""
@@ -85,36 +138,63 @@ def _one_line(text: str) -> str:
     return " ".join(text.replace("\t", " ").splitlines())
 
 
+def _scope(a: dict[str, Any], locs: list[int]) -> str:
+    """The rank's master thread, or the thread a ``migrated`` finding names."""
+    loc = locs[0]
+    thread = (
+        (a.get("evidence") or {}).get("thread") if a["kind"] == "migrated" else None
+    )
+    if isinstance(thread, int) and thread > 0:
+        loc = locs[min(thread, len(locs) - 1)]
+    return f"LOCATION:{loc}"
+
+
+def _window(a: dict[str, Any]) -> tuple[str, str]:
+    """(start, end) ns since the trace's origin, "-" for the whole run."""
+    if a.get("start_ns") is not None and a.get("end_ns") is not None:
+        return repr(float(a["start_ns"])), repr(float(a["end_ns"]))
+    return "-", "-"
+
+
 def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> list[str]:
-    """perfvar-markers' input for the anomalies of ``result``: category, severity,
+    """perfvar-markers' input for the findings of ``result``: category, severity,
     start and end (ns since the trace's origin, "-": the trace's start or end), scope
-    and text, tab-separated. Anomalies of a rank without a location are left out."""
+    and text, tab-separated. The headline anomalies first (in their order, by delay
+    cost), then the minor findings, then the consequences of waiting. Findings of a
+    rank without a location are left out."""
     labels = {s["id"]: s["label"] for s in result.get("segments", [])}
     lines = []
     for a in result.get("anomalies", []):
         locs = locations.get(a["rank"])
         if not locs:
             continue
-        loc = locs[0]
-        thread = a["evidence"].get("thread") if a["kind"] == "migrated" else None
-        if isinstance(thread, int) and thread > 0:
-            loc = locs[min(thread, len(locs) - 1)]
-        start, end = "-", "-"
-        if a.get("start_ns") is not None and a.get("end_ns") is not None:
-            start, end = repr(float(a["start_ns"])), repr(float(a["end_ns"]))
         sev = severity(a)
-        text = _one_line(describe_anomaly(a, labels))
-        lines.append(
-            "\t".join([category(a, sev), sev, start, end, f"LOCATION:{loc}", text])
-        )
+        text = _one_line(describe_anomaly(a, labels) + cost_words(a))
+        fields = [category(a, sev), sev, *_window(a), _scope(a, locs), text]
+        lines.append("\t".join(fields))
+    for a in result.get("minor") or []:
+        locs = locations.get(a["rank"])
+        if not locs:
+            continue
+        text = _one_line(f"minor: {describe_anomaly(a, labels)}{cost_words(a)}")
+        fields = [minor_category(a), MINOR_SEVERITY, *_window(a), _scope(a, locs)]
+        lines.append("\t".join([*fields, text]))
+    for c in result.get("consequences") or []:
+        locs = locations.get(c["rank"])
+        if not locs:
+            continue
+        text = _one_line(consequence_text(result, c))
+        fields = [CONSEQUENCE, "NONE", "-", "-", f"LOCATION:{locs[0]}", text]
+        lines.append("\t".join(fields))
     return lines
 
 
 def write_markers(result: dict[str, Any]) -> Optional[str]:
-    """Replace the perfvar markers of the analysed trace with one per anomaly of
-    ``result`` (none: the old ones are removed). Returns the marker file, or None when
-    nothing was written: perfvar-markers is not installed (silently: a source checkout
-    without a build) or failed (one warning line on stderr; the analysis stands)."""
+    """Replace the perfvar markers of the analysed trace with one per finding of
+    ``result`` (marker_lines; none: the old ones are removed). Returns the marker
+    file, or None when nothing was written: perfvar-markers is not installed
+    (silently: a source checkout without a build) or failed (one warning line on
+    stderr; the analysis stands)."""
     tool = marker_tool()
     if tool is None:
         return None

@@ -88,7 +88,9 @@ def rank_colors(result: dict[str, Any]) -> dict[int, str]:
 
 def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
     """rank -> what the verdicts say of it in class ``segment``: a slow segment or
-    slow phase there, or a slow or noisy core (which shows in every class)."""
+    slow phase there, or a slow or noisy core (which shows in every class); else
+    "after waiting" (a consequence of waiting there) or "minor" (a minor slow
+    segment there)."""
     out: dict[int, list[str]] = {}
     for a in result["anomalies"]:
         kind = a["kind"]
@@ -104,6 +106,11 @@ def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
         words = out.setdefault(a["rank"], [])
         if hit and KIND_WORDS[kind] not in words:
             words.append(KIND_WORDS[kind])
+    for (rank, seg), mark in slow_cells_apart(result).items():
+        words = out.setdefault(rank, [])
+        word = "after waiting" if mark == "waited" else "minor"
+        if seg == segment and not words:
+            words.append(word)
     return {r: w for r, w in out.items() if w}
 
 
@@ -111,17 +118,21 @@ def classes_to_plot(
     result: dict[str, Any], prep: Prepared, limit: int
 ) -> tuple[list[str], int, int]:
     """(segment ids to draw, how many more could be, how many have too few
-    samples): the classes a verdict names first, then the others by total time,
+    samples): the classes a verdict names first, then those of the minor findings
+    and of the consequences of waiting, then the others by total time,
     each with MIN_DRAWN kept samples on at least one rank (fewer make no
     distribution); the probes' pseudo-class last when the run has one."""
     with_samples = {
         prep.segment_ids[seg] for (seg, _), c in prep.cells.items() if c.n >= MIN_DRAWN
     }
     named = []
-    for a in result["anomalies"]:
-        if a["kind"] not in KIND_WORDS:
+    apart = list(result.get("minor") or [])
+    apart += [c.get("anomaly") or c for c in result.get("consequences") or []]
+    for a in list(result["anomalies"]) + apart:
+        if a.get("kind") not in KIND_WORDS:
             continue
-        ids = [a["segment"]] + [c["segment"] for c in a["evidence"].get("classes", [])]
+        more = (a.get("evidence") or {}).get("classes", [])
+        ids = [a.get("segment")] + [c["segment"] for c in more]
         named += [s for s in ids if s and s not in named]
     order = [s["id"] for s in result["segments"]]  # by total time, descending
     if prep.probe_segment is not None:
@@ -182,9 +193,24 @@ def _layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
     )
 
 
+def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
+    """(rank, segment) -> how a slow cell that is no headline finding is marked:
+    "waited" (a consequence of waiting, reported under its cause) or "minor" (its
+    delay cost is below the threshold)."""
+    out = {
+        (a["rank"], a["segment"]): "minor"
+        for a in result.get("minor") or []
+        if a["kind"] == "slow_segment"
+    }
+    for c in result.get("consequences") or []:
+        out[(c["rank"], c["segment"])] = "waited"
+    return out
+
+
 def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     """Ranks x segment classes: each cell's median shift against its peers (%), the
-    slow ones marked; cells that were not judged are blank (their status on
+    slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
+    a consequence of waiting); cells that were not judged are blank (their status on
     hover). None without judgements."""
     import plotly.graph_objects as go
 
@@ -198,6 +224,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     row = {r: i for i, r in enumerate(ranks)}
     z = np.full((len(ranks), len(classes)), np.nan)
     text = [["" for _ in classes] for _ in ranks]
+    apart = slow_cells_apart(result)
     info = [[["not in the trace", "", ""] for _ in classes] for _ in ranks]
     for j in judgements:
         i, k = row.get(j["rank"]), col.get(j["segment"])
@@ -207,7 +234,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
         if shift is not None and j["status"] in ("ok", "slow"):
             z[i, k] = 100.0 * shift
         if j["status"] == "slow":
-            text[i][k] = "slow"
+            text[i][k] = apart.get((j["rank"], j["segment"]), "slow")
         q = j.get("q_value")
         info[i][k] = [
             j["status"],
@@ -236,7 +263,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
             ygap=1,
         )
     )
-    height = int(min(1400, 140 + 24 * len(ranks)))
+    height = int(min(1400, max(240, 140 + 24 * len(ranks))))  # room for the scale
     _layout(fig, "Median shift against the peers", "segment class", "", height)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
@@ -605,4 +632,77 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
     fig.update_layout(margin={"t": 80})
     fig.update_yaxes(type="log", title_text="ns (log scale)", dtick="D2")
     fig.update_xaxes(title_text="rank", type="category")
+    return fig
+
+
+def waits_by_rank(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """rank -> ``waited_ns`` (time its MPI calls spent waiting for other ranks),
+    ``caused_ns`` (time the other ranks spent waiting for it) and ``for`` (cause
+    rank -> ns it waited for that rank, largest first), from ``wait_states``
+    ``by_rank_pair_ns`` ("p<-q": p waited for q). Every rank of the result is there
+    (zeros when it neither waited nor made others wait); {} without wait states."""
+    ws = result.get("wait_states") or {}
+    pairs = ws.get("by_rank_pair_ns")
+    if pairs is None:
+        return {}
+
+    def blank() -> dict[str, Any]:
+        return {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}}
+
+    out = {r["rank"]: blank() for r in result["ranks"]}
+    for key, ns in pairs.items():
+        p, q = (int(x) for x in key.split("<-"))
+        waiter = out.setdefault(p, blank())
+        waiter["waited_ns"] += ns
+        waiter["for"][q] = waiter["for"].get(q, 0.0) + ns
+        out.setdefault(q, blank())["caused_ns"] += ns
+    for v in out.values():
+        v["for"] = dict(sorted(v["for"].items(), key=lambda kv: -kv[1]))
+    return dict(sorted(out.items()))
+
+
+def waits_figure(result: dict[str, Any]) -> Optional[Any]:
+    """Per rank, the time it waited in MPI calls for other ranks and the time the
+    other ranks waited for it (its delays, passed-on waiting included), as bars
+    with a unit chosen for the largest. None when nobody waited."""
+    import plotly.graph_objects as go
+
+    per = waits_by_rank(result)
+    top = max((max(v["waited_ns"], v["caused_ns"]) for v in per.values()), default=0.0)
+    if top <= 0:
+        return None
+    scale, unit = unit_of(top)
+    ranks = list(per)
+    x = [f"rank {r}" for r in ranks]
+    wall = (result.get("wait_states") or {}).get("wall_ns") or 0.0
+
+    def share(ns: float) -> str:
+        return f" ({ns / wall:.1%} of the wall time)" if wall > 0 else ""
+
+    fig = go.Figure()
+    for key, name, color, verb in (
+        ("waited_ns", "waited for others", "#1f77b4", "waited"),
+        ("caused_ns", "others waited for it", "#d62728", "made others wait"),
+    ):
+        values = [per[r][key] for r in ranks]
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=[v / scale for v in values],
+                name=name,
+                marker_color=color,
+                customdata=[share(v) for v in values],
+                hovertemplate=f"%{{x}} {verb} %{{y:.4g}} {unit}%{{customdata}}"
+                "<extra></extra>",
+            )
+        )
+    _layout(
+        fig,
+        "Waiting in MPI calls, per rank: suffered and caused",
+        "",
+        f"time ({unit})",
+        300,
+    )
+    fig.update_layout(barmode="group", legend_traceorder="normal")
+    fig.update_xaxes(type="category")
     return fig

@@ -115,9 +115,13 @@ def _pct(x: Optional[float], signed: bool = True) -> str:
 
 
 def _stats(ev: dict[str, Any], ci_key: str) -> str:
-    """ "95% CI +0.8%..+1.3%, q 1e-12 < 0.05" from an anomaly's evidence."""
+    """ "95% CI +0.8%..+1.3%, q 1e-12 < 0.05, steady in 19 of 20 blocks" from an
+    anomaly's evidence (the blocks' part where the test was over blocks of the run)."""
     lo, hi = ev.get(ci_key) or (None, None)
-    return f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
+    text = f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
+    if ev.get("blocks"):
+        text += f", steady in {ev['blocks_above_floor']} of {ev['blocks']} blocks"
+    return text
 
 
 def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
@@ -234,6 +238,33 @@ def _finding(a: dict[str, Any]) -> str:
     )
 
 
+def _cost(a: dict[str, Any]) -> str:
+    """'; delay cost X (Y % of wall x ranks)' where it was measured."""
+    if a.get("cost_ns") is None:
+        return ""
+    share = a.get("cost_share")
+    of = f" ({_pct(share, signed=False)} of wall time x ranks)" if share else ""
+    return f"; delay cost {fmt_ns(a['cost_ns'])}{of}"
+
+
+def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """The minor findings (below --min-cost) and the consequences of waiting."""
+    out = []
+    minor = result.get("minor") or []
+    if minor:
+        floor = (result.get("params") or {}).get("min_cost")
+        below = f" below {_pct(floor, signed=False)}" if floor is not None else ""
+        out += ["", f"Minor (steady differences whose delay cost is{below}; "
+                "they name no rank)"]
+        out += [f"- {describe_anomaly(a, labels)}{_cost(a)}" for a in minor]
+    consequences = result.get("consequences") or []
+    if consequences:
+        out += ["", "Consequences of waiting (reported under their cause, "
+                "not as anomalies)"]
+        out += [f"- {c['text']}" for c in consequences]
+    return out
+
+
 def _ended_clause(result: dict[str, Any]) -> str:
     """'; rank R ended early (how, at T s)' when the job did not finish."""
     ended = result.get("ended") or {}
@@ -275,6 +306,9 @@ def verdict_line(result: dict[str, Any]) -> str:
     unreadable = ""
     if summ.get("unreadable_ranks"):
         unreadable = f"; rank(s) {compact_ranges(summ['unreadable_ranks'])} unreadable"
+    minor = summ.get("minor_ranks") or []
+    if minor:  # named apart: below the delay cost a verdict needs
+        unreadable += f"; minor: rank(s) {compact_ranges(minor)}"
     found = [a for a in result["anomalies"] if a["kind"] in VERDICT_KINDS]
     ended = _ended_clause(result)
     if found:
@@ -401,16 +435,37 @@ def render(result: dict[str, Any]) -> str:
         out.append("(none: no perfvar:segment samples in the trace)")
     out.append("")
     labels = {s["id"]: s["label"] for s in result["segments"]}
-    out.append("Anomalies")
+    out.append("Anomalies")  # the headline, ranked by delay cost
     if result["anomalies"]:
-        out += [f"- {describe_anomaly(a, labels)}" for a in result["anomalies"]]
+        out += [
+            f"- {describe_anomaly(a, labels)}{_cost(a)}" for a in result["anomalies"]
+        ]
     else:
         out.append("(none)")
+    out += _minor_lines(result, labels)
     out += _ended_lines(result)
     if result["warnings"]:
         out.append("")
         out.append("Warnings")
         out += [f"- {w}" for w in result["warnings"]]
     out.append("")
+    out += judged_share_lines(result)
     out.append(verdict_line(result))
     return "\n".join(out) + "\n"
+
+
+def judged_share_lines(result: dict[str, Any]) -> list[str]:
+    """How much of the compute time the verdict could judge, and in how many
+    families of classes merged because they differ only by helper frames."""
+    summ = result["summary"]
+    share = summ.get("judged_compute_share")
+    if share is None:
+        return []
+    families = summ.get("n_segment_families") or 0
+    merged = (
+        f"; {_plural(families, 'family', 'families')} of classes that differ only by "
+        "helper routines judged as one class each"
+        if families
+        else ""
+    )
+    return [f"judged: {100 * share:.1f} % of the compute time{merged}"]

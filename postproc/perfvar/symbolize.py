@@ -1,8 +1,10 @@
 """Resolve ``module+offset`` call sites to ``function file:line`` with addr2line.
 
 Offsets are return addresses relative to the module's load bias (bytes); the call
-instruction is at ``offset - 1``, which is what gets symbolized. addr2line runs once
-per module with all of that module's offsets on its standard input. When the module
+instruction is at ``offset - 1``, which is what gets symbolized. Every frame of a
+call path (the MPI call's own and its callers') is symbolized. addr2line runs once
+per module with all of that module's offsets on its standard input; ``-f`` names the
+enclosing function from the symbol table even without debug information. When the module
 is missing, addr2line is not installed, fails, times out, or answers ``??``, the site
 falls back to ``<module basename>+0x<offset>``. Never raises; not thread-safe only in
 the sense that it spawns processes.
@@ -11,6 +13,7 @@ the sense that it spawns processes.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -18,9 +21,51 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional
 
-from perfvar.segments import CallSite
+from perfvar.segments import CallSite, Frame
 
 ADDR2LINE_TIMEOUT_S = 60.0
+
+
+# GCC's suffixes of cloned or split functions (foo.constprop.0, foo.isra.0, foo.part.0,
+# foo.cold): the function a reader knows is foo.
+_CLONE_RE = re.compile(r"\.(constprop|isra|part|cold|lto_priv)(\.\d+)*.*$")
+
+
+def short_function(name: str) -> str:
+    """A function name as its source names it: gfortran's module procedures
+    ``__<module>_MOD_<name>`` -> ``<name>``, GCC clone suffixes dropped."""
+    name = _CLONE_RE.sub("", name)
+    if name.startswith("__") and "_MOD_" in name:
+        name = name.split("_MOD_", 1)[1]
+    return name
+
+
+@dataclass(frozen=True)
+class FrameSymbol:
+    """What is known about one caller frame of a call path after symbolization."""
+
+    frame: Frame
+    function: Optional[str] = None  # enclosing function of the call instruction
+    file: Optional[str] = None
+    line: Optional[int] = None
+
+    @property
+    def name(self) -> str:
+        """The function's short name, else ``file:line``, else ``module+0x<off>``."""
+        if self.function:
+            return short_function(self.function)
+        if self.file and self.line:
+            return f"{os.path.basename(self.file)}:{self.line}"
+        return self.frame.fallback_site()
+
+    def to_json(self) -> dict:
+        return {
+            "module": self.frame.module,
+            "offset": f"0x{self.frame.offset:x}",
+            "function": self.function,
+            "file": self.file,
+            "line": self.line,
+        }
 
 
 @dataclass(frozen=True)
@@ -31,18 +76,26 @@ class Symbol:
     function: Optional[str] = None  # enclosing function of the call instruction
     file: Optional[str] = None  # source path as addr2line printed it
     line: Optional[int] = None
+    callers: tuple[FrameSymbol, ...] = ()  # the call path above it, innermost first
 
     @property
     def location(self) -> str:
-        """``file:line`` (basename) when known, else ``<module basename>+0x<off>``."""
+        """``file:line`` (basename) when known, else the enclosing function's name
+        (the symbol table), else ``<module basename>+0x<off>``."""
         if self.file and self.line:
             return f"{os.path.basename(self.file)}:{self.line}"
+        if self.function:
+            return short_function(self.function)
         return self.site.fallback_site()
 
     @property
     def label(self) -> str:
-        """``stencil.f90:142 MPI_Waitall``: where the MPI call is, then which call."""
-        return f"{self.location} {self.site.function}"
+        """``stencil.f90:142 MPI_Waitall``: where the MPI call is, then which call;
+        then its callers, innermost first: ``clover_exchange MPI_Waitall <
+        update_halo < pdv``."""
+        return " < ".join(
+            [f"{self.location} {self.site.function}"] + [c.name for c in self.callers]
+        )
 
     def to_json(self) -> dict:
         return {
@@ -53,6 +106,7 @@ class Symbol:
             "file": self.file,
             "line": self.line,
             "location": self.location,
+            "callers": [c.to_json() for c in self.callers],
         }
 
 
@@ -90,27 +144,32 @@ def _run_addr2line(module: str, offsets: list[int]) -> Optional[list[str]]:
 def symbolize(
     sites: Iterable[CallSite], enabled: bool = True
 ) -> dict[CallSite, Symbol]:
-    """Symbolize call sites; one addr2line process per distinct module.
+    """Symbolize call sites, every frame of their call paths; one addr2line process
+    per distinct module.
 
-    Returns a Symbol for every input site (unresolved ones carry only the site).
-    With ``enabled=False`` no process is started and every site stays unresolved.
+    Returns a Symbol for every input site (unresolved frames carry only their
+    module and offset). With ``enabled=False`` no process is started and every
+    frame stays unresolved.
     """
-    by_module: dict[str, list[CallSite]] = defaultdict(list)
-    for site in set(sites):
-        by_module[site.module].append(site)
-    result: dict[CallSite, Symbol] = {}
-    for module, module_sites in by_module.items():
-        module_sites.sort(key=lambda s: s.offset)
-        lines = (
-            _run_addr2line(module, [s.offset for s in module_sites])
-            if enabled
-            else None
-        )
-        for i, site in enumerate(module_sites):
+    sites = set(sites)
+    by_module: dict[str, set[int]] = defaultdict(set)
+    for site in sites:
+        for frame in site.frames:
+            by_module[frame.module].add(frame.offset)
+    resolved: dict[Frame, tuple[Optional[str], Optional[str], Optional[int]]] = {}
+    for module, offset_set in by_module.items():
+        offsets = sorted(offset_set)
+        lines = _run_addr2line(module, offsets) if enabled else None
+        for i, off in enumerate(offsets):
             if lines is None:
-                result[site] = Symbol(site)
+                resolved[Frame(module, off)] = (None, None, None)
                 continue
             func = lines[2 * i].strip()
             path, line = _parse_file_line(lines[2 * i + 1])
-            result[site] = Symbol(site, None if func == "??" else func, path, line)
+            resolved[Frame(module, off)] = (None if func == "??" else func, path, line)
+    result: dict[CallSite, Symbol] = {}
+    for site in sites:
+        func, path, line = resolved[site.frames[0]]
+        callers = tuple(FrameSymbol(f, *resolved[f]) for f in site.callers)
+        result[site] = Symbol(site, func, path, line, callers)
     return result

@@ -92,7 +92,7 @@ def test_significant_shift_below_the_relative_floor_is_not_flagged():
     prep = make_prepared(samples, t_diff_ns=1.0)
     assert detect_slow_segment.detect(prep).anomalies == []
     judged = {j.rank: j for j in detect_slow_segment.detect(prep).judgements}
-    assert judged[2].q_value < 1e-6 and judged[2].floor_ns == pytest.approx(20, 0.01)
+    assert judged[2].q_value < 1e-4 and judged[2].floor_ns == pytest.approx(20, 0.01)
     low = DetectParams(core_floor=0.001)
     assert [a.rank for a in detect_slow_segment.detect(prep, low).anomalies] == [2]
 
@@ -133,8 +133,9 @@ def test_several_slow_ranks_do_not_mask_each_other():
 
 
 def test_alpha_is_the_false_discovery_rate():
-    # A weak shift whose q value lies between 0.05 and 0.5; floors off.
-    samples = _ranks(1, scale=5.0, shift={0: 0.8})
+    # A weak shift whose q value lies between 0.05 and 0.5; floors off. (0.5 ns on
+    # 5 ns of noise: the test is over the run's 20 blocks of 10 samples each.)
+    samples = _ranks(1, scale=5.0, shift={0: 0.5})
     floors = dict(segment_floor=0.0, core_floor=0.0)
     strict = detect_slow_segment.detect(
         make_prepared(samples, t_diff_ns=0.0), DetectParams(alpha=0.05, **floors)

@@ -15,10 +15,15 @@ import shutil
 import subprocess
 
 import pytest
+from waits_sim import simulate
 
 from conftest import RESOLUTION_HZ, normal_durations, run_cli
+from perfvar import headline
+from perfvar.model import Anomaly
 from perfvar.report_markers import (
+    CONSEQUENCE,
     category,
+    marker_lines,
     marker_tool,
     rank_locations,
     severity,
@@ -26,13 +31,21 @@ from perfvar.report_markers import (
 )
 
 OTF2_MARKER = shutil.which("otf2-marker")
-pytestmark = [
+# The tests that write markers into a trace; the others test the lines alone.
+needs_tools = [
     pytest.mark.skipif(
         marker_tool() is None,
         reason="perfvar-markers not built (PERFVAR_LIB names a build's libperfvar)",
     ),
     pytest.mark.skipif(OTF2_MARKER is None, reason="otf2-marker (otf2-tools) missing"),
 ]
+
+
+def tools(test):
+    for mark in needs_tools:
+        test = mark(test)
+    return test
+
 
 DEF_RE = re.compile(r'^MARKER_DEF\s+Group: "(.*)", Category: "(.*)", Severity: (\w+)$')
 MARKER_RE = re.compile(
@@ -101,6 +114,7 @@ def test_severity_follows_the_relative_cost():
     assert category(anomaly("shared_cpu"), "NONE") == "shared_cpu"
 
 
+@tools
 def test_analyze_writes_one_marker_per_anomaly(slow_trace):
     proc = run_cli("analyze", slow_trace)
     assert proc.returncode == 0, proc.stderr
@@ -133,6 +147,7 @@ def test_analyze_writes_one_marker_per_anomaly(slow_trace):
         assert check.returncode == 0, check.stderr
 
 
+@tools
 def test_analysing_again_replaces_ours_and_keeps_other_groups(slow_trace):
     assert run_cli("analyze", slow_trace, "--quiet").returncode == 0
     anchor = os.path.join(slow_trace, "traces.otf2")
@@ -162,6 +177,7 @@ def test_analysing_again_replaces_ours_and_keeps_other_groups(slow_trace):
     assert [m["group"] for m in read_markers(slow_trace)] == ["user"]
 
 
+@tools
 def test_a_window_and_a_thread_are_placed_on_the_timeline(trace_factory):
     path = trace_factory("threads", normal_durations(seed=3), threads=2)
     assert run_cli("analyze", path, "--quiet").returncode == 0
@@ -216,6 +232,7 @@ def test_a_window_and_a_thread_are_placed_on_the_timeline(trace_factory):
     assert (m["time"], m["duration"]) == (offset, length - 1)
 
 
+@tools
 def test_tool_refuses_bad_lines_and_leaves_the_file(slow_trace):
     assert run_cli("analyze", slow_trace, "--quiet").returncode == 0
     marker_file = os.path.join(slow_trace, "traces.marker")
@@ -241,3 +258,99 @@ def test_tool_refuses_bad_lines_and_leaves_the_file(slow_trace):
             run.stderr,
         )
         assert open(marker_file, "rb").read() == before
+
+
+def _slow(rank: int, segment: str, excess_ns: float, rel: float) -> Anomaly:
+    """A slow_segment finding with the evidence the sentences need."""
+    ev = {
+        "median_ns": 120_000.0 * (1 + rel),
+        "peers_median_ns": 120_000.0,
+        "shift_rel": rel,
+        "excess_rel": rel,
+        "excess_ci_rel": [rel / 2, rel * 2],
+        "q_value": 1e-6,
+        "alpha": 0.05,
+        "floor_ns": 240.0,
+        "t_diff_ns": 40.0,
+        "floor_rel": 0.002,
+        "n": 200,
+        "os_noise_removed": 0,
+        "overlap": 0.1,
+        "iqr_ns": 100.0,
+        "peers_iqr_ns": 100.0,
+        "peer_ranks": 1,
+    }
+    return Anomaly("slow_segment", rank, "node0", rank, segment, excess_ns, ev)
+
+
+def _ranked_result() -> dict:
+    """What perfvar.headline makes of the wait-state simulator's run where rank 1
+    does 3x the work in S0: rank 0 waits 200 us in every MPI_Allreduce and its S1
+    runs 20 % slower after it (a consequence of waiting); rank 0's +1 % in S0 is
+    absorbed by the wait (no cost: minor)."""
+
+    def extra(r, k, c):
+        if (r, c) == (1, "A"):
+            return 200_000.0
+        return 4000.0 if (r, c) == (0, "B") else 0.0
+
+    found = [_slow(1, "S0", 200_000.0, 2.0), _slow(0, "S1", 4000.0, 0.2)]
+    found.append(_slow(0, "S0", 1000.0, 0.01))
+    r = headline.rank_findings(found, simulate(steps=200, extra=extra), ["S0", "S1"])
+    return {
+        "segments": [{"id": "S0", "label": "a -> b"}, {"id": "S1", "label": "b -> a"}],
+        "anomalies": [a.to_json() for a in r.anomalies],
+        "minor": [a.to_json() for a in r.minor],
+        "consequences": r.consequences,
+    }
+
+
+def test_minor_findings_and_consequences_are_markers_apart():
+    result = _ranked_result()
+    locations = {0: [10, 11], 1: [20, 21]}
+    lines = [line.split("\t") for line in marker_lines(result, locations)]
+    assert [line[:5] for line in lines] == [
+        ["slow_segment high", "HIGH", "-", "-", "LOCATION:20"],
+        ["minor slow_segment", "LOW", "-", "-", "LOCATION:10"],
+        [CONSEQUENCE, "NONE", "-", "-", "LOCATION:10"],
+    ]
+    head, minor, consequence = (line[5] for line in lines)
+    share = 100 * result["anomalies"][0]["cost_share"]
+    assert head.startswith("rank 1 (host node0, cpu 1) is slow in segment S0 ")
+    assert head.endswith(f"; delay cost 40.0 ms ({share:.1f}% of wall time x ranks)")
+    assert minor.startswith("minor: rank 0 (host node0, cpu 0) is slow in segment S0")
+    assert minor.endswith("; delay cost 0.0 ns (0.00% of wall time x ranks)")
+    assert consequence == (
+        "rank 0's S1 +20% after waiting 0.2 ms for rank 1 in MPI_Allreduce; "
+        "caused by rank 1's marker(s) slow_segment high"
+    )
+    # A cause no finding names is said so; a rank without a location is left out.
+    result["anomalies"] = []
+    (line,) = marker_lines(result, {0: [10]})[1:]
+    assert line.split("\t")[5].endswith("; caused by rank 1, which no finding names")
+    assert marker_lines(result, {}) == []
+
+
+@tools
+def test_minor_and_consequence_markers_in_the_trace(slow_trace):
+    assert run_cli("analyze", slow_trace, "--quiet").returncode == 0
+    doc = analysis(slow_trace)
+    ranked = _ranked_result()
+    doc["minor"] = ranked["minor"]
+    doc["consequences"] = ranked["consequences"]
+    assert write_markers(doc)
+    locations = rank_locations(os.path.join(slow_trace, "traces.otf2"))
+    got = {m["category"]: m for m in ours(read_markers(slow_trace))}
+    assert set(got) == {"slow_segment high", "minor slow_segment", CONSEQUENCE}
+    assert got["minor slow_segment"]["severity"] == "LOW"
+    assert got["minor slow_segment"]["scope"] == f"LOCATION:{locations[0][0]}"
+    m = got[CONSEQUENCE]
+    assert (m["severity"], m["scope"]) == ("NONE", f"LOCATION:{locations[0][0]}")
+    assert m["text"].endswith("caused by rank 1's marker(s) slow_segment high")
+    if shutil.which("otf2-print"):
+        check = subprocess.run(
+            ["otf2-print", "-Werror", os.path.join(slow_trace, "traces.otf2")],
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode == 0, check.stderr

@@ -17,11 +17,14 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from waits_sim import simulate
 
 from conftest import normal_durations, run_cli, write_trace
+from perfvar import headline
 from perfvar.cli import main
+from perfvar.model import Anomaly
 from perfvar.report_html import render_html
-from perfvar.report_plots import binned_medians
+from perfvar.report_plots import binned_medians, shift_heatmap, waits_by_rank
 
 SLOW_RANK = 1
 # Injected at the top of <head> of a copy of the report: records what a person
@@ -73,6 +76,7 @@ class _Page(HTMLParser):
         self.scripts: list[int] = []
         self.text_by_id: dict[str, str] = {}
         self.anomalies: list[tuple[dict[str, str], str]] = []
+        self.items: dict[str, list[tuple[dict[str, str], str]]] = {}  # li by class
         self._stack: list[tuple[str, dict[str, str], list[str]]] = []
 
     def handle_starttag(self, tag, attrs):
@@ -94,6 +98,9 @@ class _Page(HTMLParser):
                 self.text_by_id[a["id"]] = text
             if "anomaly" in a.get("class", "").split():
                 self.anomalies.append((a, text))
+            if name == "li":
+                for cls in a.get("class", "").split():
+                    self.items.setdefault(cls, []).append((a, text))
             if self._stack:
                 self._stack[-1][2].append(text)
             if name == tag:
@@ -221,6 +228,135 @@ def test_without_plotly_the_analysis_stands(analysed, tmp_path, monkeypatch, cap
     assert (tmp_path / "a.json").is_file() and not report.exists()
 
 
+def _slow_like(template: dict, rank: int, segment: str, excess_ns: float, rel: float):
+    """A slow_segment Anomaly of ``rank`` in ``segment`` whose evidence is the
+    analysed trace's real one with the relative excess set to ``rel``."""
+    ev = {**template["evidence"], "excess_rel": rel, "shift_rel": rel}
+    return Anomaly("slow_segment", rank, "node0", rank, segment, excess_ns, ev)
+
+
+@pytest.fixture(scope="module")
+def ranked(analysed):
+    """The analysed trace's result with the headline, minor findings, consequences
+    and wait states perfvar.headline makes of the wait-state simulator's run: rank 1
+    does 3x the work in S0, so rank 0 waits 200 us in every MPI_Allreduce and its
+    S1 runs 20 % slower after it (a consequence); rank 0's +1 % in S0 is absorbed
+    by the wait (no cost: minor)."""
+    _, _, doc = analysed
+    doc = json.loads(json.dumps(doc))
+    template = doc["anomalies"][0]
+
+    def extra(r, k, c):
+        if (r, c) == (1, "A"):
+            return 200_000.0
+        return 4000.0 if (r, c) == (0, "B") else 0.0
+
+    found = [
+        _slow_like(template, 1, "S0", 200_000.0, 2.0),
+        _slow_like(template, 0, "S1", 4000.0, 0.2),
+        _slow_like(template, 0, "S0", 1000.0, 0.01),
+    ]
+    r = headline.rank_findings(found, simulate(steps=200, extra=extra), ["S0", "S1"])
+    assert [(a.rank, a.segment) for a in r.anomalies] == [(1, "S0")]
+    assert [(a.rank, a.segment) for a in r.minor] == [(0, "S0")]
+    assert [(c["rank"], c["segment"]) for c in r.consequences] == [(0, "S1")]
+    doc["anomalies"] = [a.to_json() for a in r.anomalies]
+    doc["minor"] = [a.to_json() for a in r.minor]
+    doc["consequences"] = r.consequences
+    doc["wait_states"] = r.waits
+    doc["params"]["min_cost"] = headline.DEFAULT_MIN_COST
+    doc["summary"].update(
+        anomalous_ranks=[1],
+        minor_ranks=[0],
+        consequence_ranks=[0],
+        cost_known=r.cost_known,
+        judged_compute_share=0.734,
+    )
+    return doc
+
+
+def test_report_shows_the_headline_by_cost_minor_and_consequences(ranked):
+    text = render_html(ranked)
+    page = _parse(text)
+    # The headline: the one finding that costs the job, with its delay cost.
+    ((attrs, sentence),) = page.anomalies
+    head = ranked["anomalies"][0]
+    assert (attrs["data-rank"], attrs["id"]) == ("1", "finding-0")
+    share = 100 * head["cost_share"]
+    assert f"delay cost 40.0 ms = {share:.1f} % of wall time x ranks" in sentence
+    assert "Ranked by delay cost" in page.text_by_id["verdict"]
+    assert page.text_by_id["judged-share"] == "judged: 73.4 % of the compute time"
+    assert "minor: rank(s) 0" in page.text_by_id["verdict-line"]
+    # Minor: apart, naming the rank and its (zero) cost.
+    ((attrs, sentence),) = page.items["minor"]
+    assert (attrs["data-rank"], attrs["data-segment"]) == ("0", "S0")
+    assert sentence.startswith("minor slow segmentdelay cost 0.0 ns = 0 % ")
+    assert "below 0.05 % of wall time x ranks" in page.text_by_id["verdict"]
+    # The consequence, under its cause, with a link to the cause's finding.
+    ((attrs, sentence),) = page.items["consequence"]
+    assert (attrs["data-rank"], attrs["data-cause-rank"]) == ("0", "1")
+    assert "rank 0's S1 +20% after waiting 0.2 ms for rank 1 in MPI_Allreduce" in (
+        sentence
+    )
+    assert "Its cause: rank 1's slow segment S0." in sentence
+    li = re.search(r'<li class="consequence".*?</li>', text).group(0)
+    assert '<a href="#finding-0">' in li
+    # The wait states per rank: the total, whom each waited for, a bar plot.
+    ws = ranked["wait_states"]
+    share = 100 * ws["total_ns"] / (ws["wall_ns"] * ranked["summary"]["n_ranks"])
+    assert page.text_by_id["waits-total"] == (
+        f"The ranks waited 40.8 ms in MPI calls ({share:.1f} % of wall time x "
+        "ranks): wait at N x N 40.0 ms, late sender 795.3 us; in MPI_Allreduce "
+        "40.0 ms, MPI_Waitall 795.3 us."
+    )
+    waits = page.text_by_id["waits"]
+    assert "rank 1: 40.0 ms" in waits and "rank 0: 795.3 us" in waits
+    figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
+    assert "waits" in figures
+
+
+def test_waits_by_rank_sums_the_pairs(ranked):
+    per = waits_by_rank(ranked)
+    assert sorted(per) == [0, 1, 2, 3]  # every rank, those that never waited too
+    pairs = ranked["wait_states"]["by_rank_pair_ns"]
+    assert per[0]["waited_ns"] == per[1]["caused_ns"] == pairs["0<-1"]
+    assert per[1]["waited_ns"] == per[0]["caused_ns"] == pairs["1<-0"]
+    assert per[0]["for"] == {1: pairs["0<-1"]}
+    assert per[2] == {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}}
+
+
+def test_heatmap_marks_minor_and_waited_cells(ranked):
+    doc = json.loads(json.dumps(ranked))
+    for j in doc["judgements"]:
+        if (j["rank"], j["segment"]) in ((0, "S0"), (0, "S1")):
+            j.update(status="slow", shift_rel=0.01, q_value=1e-3)
+    fig = shift_heatmap(doc)
+    ranks = list(fig.data[0].y)
+    classes = list(fig.data[0].x)
+    text = fig.data[0].text
+    assert text[ranks.index("rank 0")][classes.index("S0")] == "minor"
+    assert text[ranks.index("rank 0")][classes.index("S1")] == "waited"
+    assert text[ranks.index("rank 1")][classes.index("S0")] == "slow"
+
+
+def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
+    doc = json.loads(json.dumps(ranked))
+    doc["summary"]["cost_known"] = False
+    doc["wait_states"] = {**doc["wait_states"], "synchronised": False}
+    page = _parse(render_html(doc))
+    assert "No delay cost could be measured" in page.text_by_id["verdict"]
+    assert "No wait state read" in page.text_by_id["waits"]
+    figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
+    assert "waits" not in figures
+    # An analysis.json made before wait states: the page still renders.
+    for key in ("wait_states", "minor", "consequences"):
+        del doc[key]
+    del doc["summary"]["cost_known"]
+    page = _parse(render_html(doc))
+    assert "Not in this analysis" in page.text_by_id["waits"]
+    assert "minor" not in page.items and "consequence" not in page.items
+
+
 def test_binned_medians_match_numpy():
     rng = np.random.default_rng(0)
     start = rng.uniform(0.0, 100.0, 5001)
@@ -234,13 +370,13 @@ def test_binned_medians_match_numpy():
     np.testing.assert_allclose(medians, expect)
 
 
-def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
+def _render_in_chromium(text: str, tmp_path) -> _Page:
+    """The DOM headless Chromium made of the page ``text`` (with the console probe),
+    after checking that nothing went wrong on the way: no console error, no failed
+    load, every figure drawn by plotly.js."""
     browser = shutil.which("chromium")
     if browser is None:
         pytest.skip("headless Chromium not installed (Debian package: chromium)")
-    path, _, doc = analysed
-    with open(os.path.join(path, "report.html"), encoding="utf-8") as fh:
-        text = fh.read()
     probed = tmp_path / "probed.html"
     probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
     proc = subprocess.run(
@@ -282,6 +418,13 @@ def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
     assert sum(1 for t, a in dom.tags if "main-svg" in a.get("class", "")) >= len(
         figures
     )
+    return dom
+
+
+def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
+    path, _, doc = analysed
+    with open(os.path.join(path, "report.html"), encoding="utf-8") as fh:
+        dom = _render_in_chromium(fh.read(), tmp_path)
     # The named anomaly, in the rendered page.
     seg = _slow_segment(doc)
     ((attrs, sentence),) = dom.anomalies
@@ -290,3 +433,10 @@ def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
     assert dom.text_by_id["verdict-line"].startswith(
         f"verdict: 1 anomalous rank: rank {SLOW_RANK} "
     )
+
+
+def test_report_with_waits_and_consequences_renders_in_chromium(ranked, tmp_path):
+    dom = _render_in_chromium(render_html(ranked), tmp_path)
+    assert "fig-waits" in {a.get("id") for t, a in dom.tags}
+    assert [a["data-rank"] for a, _ in dom.items["consequence"]] == ["0"]
+    assert [a["data-rank"] for a, _ in dom.items["minor"]] == ["0"]

@@ -118,6 +118,13 @@ def test_analysis_names_exactly_the_injected(trace):
     assert p.returncode == 0, p.stderr[-3000:]
     analysis = json.loads((out / "analysis.json").read_text())
     injected = synth.injected(truth)
-    s = score(injected, analysis, {c["key"]: c["name"] for c in truth["classes"]})
+    # The detectors find each injected anomaly and nothing else; whether a finding is
+    # the headline or minor depends on the waiting it caused in the modelled run
+    # (with 1024 ranks, a slower segment on one rank is rarely the last one into the
+    # Allreduce), so both lists are judged, and the headline is ranked by cost.
+    labels = {c["key"]: c["name"] for c in truth["classes"]}
+    s = score(injected, analysis, labels, with_minor=True)
     missed = [injected[i] for i in range(len(injected)) if i not in s.hits]
     assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
+    costs = [a["cost_ns"] for a in analysis["anomalies"] if a.get("cost_ns")]
+    assert costs == sorted(costs, reverse=True)

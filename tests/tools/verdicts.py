@@ -2,12 +2,15 @@
 tools/validate.py (real runs of the twin programs) and tests/python/test_synthetic.py
 (synthetic traces) judge by.
 
-An anomaly of a verdict kind (slow_segment, slow_core, noisy_core, slow_phase) is
+An anomaly of a verdict kind (slow_segment, slow_core, noisy_core, slow_phase) that is
+a verdict (``verdict_anomalies``: not flagged minor) is
 *named*. A named anomaly hits an injected one of the same kind and rank
 (slow_segment: and the same segment class, by its canonical key; slow_phase: and a
 window overlapping the injected one by half of each). Any other named anomaly is a
 wrong name, except a slow_phase of an injected rank with another window, which is
-only a miss. Other kinds (migrated, shared_cpu...) are information, neither hits nor
+only a miss. An injected anomaly of kind "any" (a disturbance whose verdict may take
+several forms: a busy process on the rank's CPU) is hit by any verdict naming its rank.
+Other kinds (migrated, shared_cpu...) are information, neither hits nor
 wrong names.
 
 Pure functions over analysis.json's content; thread-safe.
@@ -26,7 +29,7 @@ VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
 class Injected:
     """One injected anomaly, as a verdict should name it."""
 
-    kind: str  # one of VERDICT_KINDS
+    kind: str  # one of VERDICT_KINDS, or "any": any verdict kind naming the rank
     rank: int
     segment: Optional[str] = None  # slow_segment: the class's canonical segment key
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
@@ -53,6 +56,12 @@ def overlap_ok(inj: tuple[float, float], rep: tuple[float, float]) -> bool:
     return ov > 0 and ov >= 0.5 * (inj[1] - inj[0]) and ov >= 0.5 * (rep[1] - rep[0])
 
 
+def verdict_anomalies(analysis: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The anomalies of analysis.json that are the verdict, the ones a trial is judged
+    by: all but those flagged minor (listed apart, below the headline's threshold)."""
+    return [an for an in analysis.get("anomalies", []) if not an.get("minor")]
+
+
 def describe(an: Mapping[str, Any], names: Mapping[Any, str]) -> str:
     """An anomaly in words: kind, rank, segment (by ``names``: id -> label), window."""
     text = f"{an['kind']} r{an['rank']}"
@@ -67,16 +76,27 @@ def score(
     injected: Sequence[Injected],
     analysis: Mapping[str, Any],
     labels: Optional[Mapping[str, str]] = None,
+    with_minor: bool = False,
 ) -> Score:
     """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
-    segment keys for the text (e.g. {key_a: "A"}); other segments show their id."""
+    segment keys for the text (e.g. {key_a: "A"}); other segments show their id.
+    ``with_minor``: the minor findings (below the headline's cost threshold) are judged
+    like the verdict, for a test of what the detectors found rather than of what the
+    headline names."""
     segments = analysis.get("segments", [])
     key_of = {x["id"]: x["key"] for x in segments}
     labels = labels or {}
     names = {x["id"]: labels.get(x["key"], x["id"]) for x in segments}
     out = Score()
-    for an in analysis.get("anomalies", []):
+    found = list(analysis.get("anomalies", []))
+    if with_minor:
+        found += [dict(an, minor=False) for an in analysis.get("minor", [])]
+    verdicts = {id(an) for an in verdict_anomalies({"anomalies": found})}
+    for an in found:
         text = describe(an, names)
+        if id(an) not in verdicts:
+            out.info.append(text + " (minor)")
+            continue
         if an["kind"] not in VERDICT_KINDS:
             out.info.append(text)
             continue
@@ -84,7 +104,7 @@ def score(
         same = [
             i
             for i, inj in enumerate(injected)
-            if inj.kind == an["kind"]
+            if inj.kind in (an["kind"], "any")
             and inj.rank == an["rank"]
             and (
                 inj.kind != "slow_segment"

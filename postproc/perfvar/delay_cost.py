@@ -1,0 +1,146 @@
+"""Delay cost of each finding: the waiting it caused on the other ranks (Böhme et al.).
+
+A wait state (perfvar.wait_states) of rank p at a call, caused by rank q, has a
+delay: the segments q ran since its previous synchronising call (a matched
+collective or a blocking point-to-point call) up to the call whose entry released
+p. A finding of q (slow_segment, slow_core, noisy_core, slow_phase) has an excess
+in each of q's segments it covers:
+
+* slow_segment: the finding's ``excess_ns`` in every segment of its class;
+* slow_core: d x s / (1 + s) in every segment, s its ``shift_rel``;
+* slow_phase: d x x / (1 + x) in the segments of its classes inside its window, x
+  the class's ``excess_rel``;
+* noisy_core: d - the class's median on that rank, for the segments beyond the
+  far-out fence Q3 + 3 x max(IQR, 1 % of the median) of the class on the rank (the
+  interruptions, as detect_noisy_core counts them).
+
+The short-term delay cost charged at one wait state is min(waiting, excess of all
+q's findings in the delay), shared among q's findings in proportion to their
+excess there; a finding's ``cost_ns`` is the sum over every wait state q caused.
+Waiting that q passed on (q was late because it had waited) is no excess of q's
+segments, so it is not charged: a symptom costs nothing of its own. The long-term
+cost (waiting propagated further) is not computed.
+
+``cost_share`` = cost_ns / (wall time x ranks): the share of the job's rank-time
+spent waiting because of the finding (wall time from the first segment's start to
+the last one's end). Pure functions over numpy arrays; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+from perfvar.model import VERDICT_KINDS, Anomaly
+from perfvar.wait_states import Timeline, WaitStates
+
+FENCE_IQR = 3.0
+FENCE_MIN_SPREAD = 0.01
+
+
+def _classes_of(segment_ids: Sequence[str], ids: set[str]) -> np.ndarray:
+    """Segment indices whose display id is in ``ids``."""
+    return np.array([i for i, s in enumerate(segment_ids) if s in ids], dtype=np.int64)
+
+
+def _noisy_excess(durations: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    out = np.zeros(durations.size)
+    for g in np.unique(classes):
+        at = classes == g
+        d = durations[at]
+        if d.size < 8:
+            continue
+        q1, med, q3 = np.percentile(d, [25, 50, 75])
+        fence = q3 + FENCE_IQR * max(q3 - q1, FENCE_MIN_SPREAD * med)
+        out[at] = np.where(d > fence, d - med, 0.0)
+    return out
+
+
+def segment_excess(
+    anomaly: Anomaly,
+    tl: Timeline,
+    samples: np.ndarray,
+    segment_ids: Sequence[str],
+) -> np.ndarray:
+    """The finding's excess (ns) in each of its rank's master-thread segments, in
+    the rank's time order (Timeline.segments); zeros where it does not apply."""
+    idx = tl.segments.get(anomaly.rank)
+    if idx is None:
+        return np.zeros(0)
+    d = samples["duration_ns"][idx]
+    cls = samples["segment"][idx]
+    ev = anomaly.evidence or {}
+    kind = anomaly.kind
+    if kind == "slow_segment":
+        mine = np.isin(cls, _classes_of(segment_ids, {anomaly.segment}))
+        return np.where(mine, max(anomaly.excess_ns or 0.0, 0.0), 0.0)
+    if kind == "slow_core":
+        s = max(float(ev.get("shift_rel") or 0.0), 0.0)
+        return d * s / (1 + s)
+    if kind == "slow_phase":
+        start = tl.seg_start_ns[anomaly.rank]
+        lo = anomaly.start_ns if anomaly.start_ns is not None else -np.inf
+        hi = anomaly.end_ns if anomaly.end_ns is not None else np.inf
+        out = np.zeros(d.size)
+        for c in ev.get("classes") or [{"segment": anomaly.segment}]:
+            x = max(float(c.get("excess_rel") or ev.get("excess_rel") or 0.0), 0.0)
+            inside = np.isin(cls, _classes_of(segment_ids, {c.get("segment")}))
+            inside &= (start >= lo) & (start < hi)
+            out[inside] = d[inside] * x / (1 + x)
+        return out
+    if kind == "noisy_core":
+        return _noisy_excess(d, cls)
+    return np.zeros(d.size)
+
+
+def costs(
+    anomalies: Sequence[Anomaly],
+    tl: Timeline,
+    ws: WaitStates,
+    samples: np.ndarray,
+    segment_ids: Sequence[str],
+) -> list[Optional[float]]:
+    """cost_ns of each anomaly (None for the informational kinds, and for all when
+    the timeline is not synchronised or has fewer than two ranks)."""
+    out: list[Optional[float]] = [None] * len(anomalies)
+    if not ws.synchronised or len(tl.ranks) < 2:
+        return out
+    findings: dict[int, list[int]] = {}
+    for k, a in enumerate(anomalies):
+        if a.kind in VERDICT_KINDS:
+            out[k] = 0.0
+            findings.setdefault(a.rank, []).append(k)
+    for q, ks in findings.items():
+        if q not in tl.segments:
+            continue
+        excess = np.stack(
+            [segment_excess(anomalies[k], tl, samples, segment_ids) for k in ks]
+        )
+        cum = np.concatenate([np.zeros((len(ks), 1)), np.cumsum(excess, axis=1)], 1)
+        waits = np.flatnonzero((ws.cause == q) & (ws.waiting_ns > 0))
+        if waits.size == 0:
+            continue
+        released_by = ws.cause_call[waits]
+        at = tl.local[released_by]
+        mine = np.flatnonzero((tl.rank == q) & ws.sync)
+        sync_at = np.sort(tl.local[mine])
+        k_prev = np.searchsorted(sync_at, at, side="left") - 1
+        since = np.where(k_prev >= 0, sync_at[np.maximum(k_prev, 0)], 0)
+        # Segments since..at-1 lie between the previous synchronising call and the
+        # releasing one (call k sits between segments k-1 and k).
+        e = cum[:, at] - cum[:, since]  # (findings, waits)
+        total = e.sum(axis=0)
+        charged = np.minimum(ws.waiting_ns[waits], total)
+        share = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        for row, k in enumerate(ks):
+            out[k] = float((share[row] * charged).sum())
+    return out
+
+
+def cost_share(cost_ns: Optional[float], tl: Timeline) -> Optional[float]:
+    """cost_ns / (wall time x ranks); None when unknown."""
+    if cost_ns is None or tl.wall_ns <= 0 or not tl.ranks:
+        return None
+    return cost_ns / (tl.wall_ns * len(tl.ranks))

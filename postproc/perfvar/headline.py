@@ -1,0 +1,169 @@
+"""The headline: findings ranked by what they cost the job, symptoms apart.
+
+After the detectors (perfvar.analysis.detect_all), on the trace's call timeline:
+
+1. wait states (perfvar.wait_states) and each finding's delay cost
+   (perfvar.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
+2. symptoms apart: a slow_segment of rank r in class S is a *consequence* when r
+   waited before S longer than its peers did before S (median waiting of the
+   calls that open S: r's minus the peers' at least the finding's excess per
+   segment, and r's larger by a one-sided Mann-Whitney U test, p < alpha), and,
+   where r's S samples come both after such long waits and after short ones (at
+   least ``min_samples`` each), the ones after long waits are the slower ones
+   (the same test on their durations). A consequence is reported under its cause
+   ("rank 0's S3 +55 % after waiting 4.4 ms for rank 1 in MPI_Allreduce"), not as
+   a verdict;
+3. the verdict: findings whose cost_share is at least ``min_cost`` are the
+   headline, ranked by cost; the others are *minor* (listed apart, naming no
+   rank). Where the cost cannot be measured (one rank, no synchronised timeline)
+   every finding stays in the headline, as the detectors named it.
+
+Pure functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+
+from perfvar import delay_cost, wait_states
+from perfvar.model import VERDICT_KINDS, Anomaly
+from perfvar.reader_otf2 import TraceSamples
+
+# The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
+# to be a headline finding (0.0005 = 0.05 %); see docs/analysis.md for the choice.
+DEFAULT_MIN_COST = 0.0005
+
+
+@dataclass
+class Ranked:
+    """The anomalies split: ``anomalies`` (headline verdicts by cost, then the
+    informational kinds), ``minor`` (verdict kinds below the cost threshold),
+    ``consequences`` (JSON-ready dicts) and the wait-state summary ``waits``."""
+
+    anomalies: list[Anomaly]
+    minor: list[Anomaly] = field(default_factory=list)
+    consequences: list[dict[str, Any]] = field(default_factory=list)
+    waits: dict[str, Any] = field(default_factory=dict)
+    cost_known: bool = False
+
+
+def _fmt_ms(ns: float) -> str:
+    return f"{ns / 1e6:.1f} ms" if ns >= 1e5 else f"{ns / 1e3:.0f} us"
+
+
+def consequence_of(
+    a: Anomaly,
+    tl: wait_states.Timeline,
+    ws: wait_states.WaitStates,
+    samples: np.ndarray,
+    segment_ids: list[str],
+    alpha: float,
+    min_samples: int,
+) -> Optional[dict[str, Any]]:
+    """The slow_segment ``a`` as a consequence of waiting (a JSON-ready dict), or
+    None when its rank did not wait before it more than its peers did."""
+    if a.kind != "slow_segment" or not ws.synchronised:
+        return None
+    classes = [i for i, s in enumerate(segment_ids) if s == a.segment]
+    opening = np.full(samples.size, -1, np.int64)
+    opening[tl.after] = np.arange(tl.n)
+    of_class = np.flatnonzero(np.isin(samples["segment"], classes))
+    of_class = of_class[opening[of_class] >= 0]
+    calls = opening[of_class]
+    mine = tl.rank[calls] == a.rank
+    w_mine, w_peers = ws.waiting_ns[calls[mine]], ws.waiting_ns[calls[~mine]]
+    if w_mine.size < min_samples or w_peers.size < min_samples:
+        return None
+    excess = max(a.excess_ns or 0.0, 0.0)
+    m_mine, m_peers = float(np.median(w_mine)), float(np.median(w_peers))
+    if m_mine - m_peers < excess:
+        return None
+    if mannwhitneyu(w_mine, w_peers, alternative="greater").pvalue >= alpha:
+        return None
+    d = samples["duration_ns"][of_class[mine]]
+    long = w_mine > m_peers + excess
+    within_p = None
+    if long.sum() >= min_samples and (~long).sum() >= min_samples:
+        within_p = float(
+            mannwhitneyu(d[long], d[~long], alternative="greater").pvalue
+        )
+        if within_p >= alpha:
+            return None  # as slow after short waits: not the waits' doing
+    my_calls = calls[mine]
+    causes = ws.cause[my_calls]
+    weights = np.bincount(
+        np.maximum(causes, 0), weights=ws.waiting_ns[my_calls] * (causes >= 0)
+    )
+    cause = int(np.argmax(weights)) if weights.size and weights.max() > 0 else None
+    fns = np.bincount(tl.function[my_calls], minlength=len(tl.functions))
+    function = tl.functions[int(np.argmax(fns))]
+    ev = a.evidence or {}
+    rel = ev.get("excess_rel", ev.get("shift_rel"))
+    pct = f" {rel:+.0%}" if rel is not None and abs(rel) >= 0.01 else ""
+    if rel is not None and abs(rel) < 0.01:
+        pct = f" {rel:+.1%}"
+    whom = f" for rank {cause}" if cause is not None else ""
+    text = (
+        f"rank {a.rank}'s {a.segment}{pct} after waiting {_fmt_ms(m_mine)}{whom} "
+        f"in {function}"
+    )
+    return {
+        "rank": a.rank,
+        "segment": a.segment,
+        "kind": a.kind,
+        "excess_ns": a.excess_ns,
+        "excess_rel": rel,
+        "after_waiting_ns": m_mine,
+        "peers_waiting_ns": m_peers,
+        "cause_rank": cause,
+        "function": function,
+        "text": text,
+        "within_rank_p_value": within_p,
+        "test": "one-sided Mann-Whitney U: the rank's waiting before the class vs "
+        "its peers'; where both exist, its durations after long vs short waits",
+        "anomaly": a.to_json(),
+    }
+
+
+def rank_findings(
+    anomalies: list[Anomaly],
+    trace: TraceSamples,
+    segment_ids: list[str],
+    min_cost: float = DEFAULT_MIN_COST,
+    alpha: float = 0.05,
+    min_samples: int = 8,
+) -> Ranked:
+    """Split and rank the detectors' ``anomalies`` (see the module docstring).
+    ``segment_ids``: display id of each trace segment index; ``min_cost``: a share
+    of wall time x ranks."""
+    tl = wait_states.build_timeline(
+        trace.samples, trace.segments, trace.trace_ns, trace.probes
+    )
+    ws = wait_states.find(tl)
+    samples = trace.samples
+    consequences = []
+    kept = []
+    for a in anomalies:
+        c = consequence_of(a, tl, ws, samples, segment_ids, alpha, min_samples)
+        if c is None:
+            kept.append(a)
+        else:
+            consequences.append(c)
+    cost = delay_cost.costs(kept, tl, ws, samples, segment_ids)
+    known = ws.synchronised and len(tl.ranks) > 1
+    for a, c in zip(kept, cost):
+        a.cost_ns = c
+        a.cost_share = delay_cost.cost_share(c, tl)
+    verdicts = [a for a in kept if a.kind in VERDICT_KINDS]
+    info = [a for a in kept if a.kind not in VERDICT_KINDS]
+    head = [a for a in verdicts if a.cost_share is None or a.cost_share >= min_cost]
+    minor = [a for a in verdicts if all(a is not h for h in head)]
+    head.sort(key=lambda a: -(a.cost_ns or 0.0))
+    minor.sort(key=lambda a: -(a.cost_ns or 0.0))
+    waits = ws.to_json(tl)
+    waits["cost_known"] = known
+    return Ranked(head + info, minor, consequences, waits, known)

@@ -1,0 +1,381 @@
+"""Wait states: how long each MPI call waited, and for which rank (Scalasca's patterns).
+
+The trace gives every compute segment of every (rank, thread); the MPI calls are the
+gaps between consecutive segments of a thread (call k runs from segment k-1's end to
+segment k's start, and is the MPI function at the end of segment k-1's key, see
+perfvar.frames ``calls``). Only each rank's master thread (thread 0) is used: it is
+the thread that makes the MPI calls in the codes perfvar serves. Times are ns since
+the trace's time origin (the ranks' clocks on one time line, TraceSamples.trace_ns).
+
+No message matching is read from the trace, so the wait states come from the call
+timeline alone:
+
+* **N x N collectives and barriers** (Allreduce, Alltoall(v/w), Allgather(v),
+  Reduce_scatter(_block), Barrier): the k-th collective call of every rank is one
+  instance. The ranks' sequences are matched exactly where the data allows: by
+  position in the sequence of all collective calls when every rank made the same
+  sequence of functions (MPI orders collectives per communicator, so one
+  communicator makes this exact); else per function, when every rank made as many
+  calls of it; else per call site; collectives none of these match are left out (a
+  code that runs collectives on sub-communicators of different sizes). Waiting of
+  rank r = (last rank's entry) - (r's entry), clipped to r's own call; its cause is
+  the last rank in (Scalasca's "Wait at N x N" / "Wait at Barrier").
+* **Rooted collectives** (Bcast, Reduce, Gather(v), Scatter(v)): the root is not
+  in the timeline, so they are treated as N x N (clipped to the call, a rank that
+  did not wait gets little); this is Scalasca's Late Broadcast for the non-roots
+  and its Early Reduce for the root when the root is the one that entered first.
+* **Blocking point-to-point** (Recv, Wait*, Sendrecv, Probe, Mrecv, and the
+  sends, which block in rendezvous or synchronous mode): the waiting rank p was
+  released by a peer entering MPI; the cause is the rank whose MPI entry is the
+  last one before p's call's exit and inside p's call, and the waiting is that
+  entry - p's entry (Late Sender; for a send, Late Receiver). Limits: with many
+  ranks whose neighbours are unrelated, the last entry inside a long call may be
+  a rank p does not talk to, so the cause can be wrong and the waiting is an upper
+  bound (it is exact for two ranks, and for neighbours that exchange in lock
+  step); the peer's entry is the one that released p only up to the peer's next
+  entry (a sender that enters its next call, e.g. Irecv after Isend, before p
+  leaves shifts p's waiting by that call's distance). Test* calls poll, they do
+  not block: no wait state.
+
+A timeline is **synchronised** when its collectives synchronise: an N x N
+collective cannot let a rank leave before the last rank entered. Where most
+matched instances do (beyond CLOCK_TOLERANCE_NS), the ranks' calls were not
+synchronised on one time line (clocks not aligned, or a trace whose ranks ran
+apart), and no waiting or cost can be read from it (``synchronised`` False).
+
+Pure functions over numpy arrays; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from perfvar.segments import parse_segment_key
+
+NXN = frozenset(
+    {
+        "allreduce",
+        "alltoall",
+        "alltoallv",
+        "alltoallw",
+        "allgather",
+        "allgatherv",
+        "reduce_scatter",
+        "reduce_scatter_block",
+    }
+)
+BARRIER = frozenset({"barrier"})
+ROOTED = frozenset({"bcast", "reduce", "gather", "gatherv", "scatter", "scatterv"})
+COLLECTIVE = NXN | BARRIER | ROOTED
+BLOCKING_P2P = frozenset(
+    {
+        "recv",
+        "mrecv",
+        "probe",
+        "mprobe",
+        "wait",
+        "waitall",
+        "waitany",
+        "waitsome",
+        "sendrecv",
+        "sendrecv_replace",
+        "send",
+        "ssend",
+        "rsend",
+        "bsend",
+    }
+)
+SENDS = frozenset({"send", "ssend", "rsend", "bsend"})
+PATTERNS = (
+    "none",
+    "late_sender",
+    "late_receiver",
+    "wait_nxn",
+    "wait_barrier",
+    "wait_rooted",
+)
+NONE, LATE_SENDER, LATE_RECEIVER, WAIT_NXN, WAIT_BARRIER, WAIT_ROOTED = range(6)
+# A collective whose ranks leave more than this before its last rank entered is
+# inconsistent (clock alignment of one host is well within it; ns).
+CLOCK_TOLERANCE_NS = 2000.0
+USER_TIMER_CALLS = ("perfvar_start", "perfvar_stop")
+
+
+def mpi_name(function: str) -> str:
+    """``MPI_Waitall``, ``mpi_waitall_``, ``PMPI_Waitall`` -> ``waitall``."""
+    name = function.strip().lower().rstrip("_")
+    for prefix in ("pmpi_", "mpi_"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.removesuffix("_f08")
+
+
+@dataclass
+class Timeline:
+    """The MPI calls of every rank's master thread, in rank then time order.
+
+    Per call: ``rank``, ``enter_ns``/``leave_ns`` (ns since the trace origin),
+    ``function`` (index into ``functions``, the MPI names as the segment keys give
+    them), ``site`` (index into ``sites``, ``FN@module+0xOFF``), ``before`` /
+    ``after`` (the sample index, into the trace's samples, of the segment that ends
+    at its entry / starts at its exit) and ``local`` (its position k on its rank: it
+    sits between the rank's segments k-1 and k). ``segments`` lists, per rank, its
+    master thread's samples in time order (indices into the trace's samples), with
+    ``seg_start_ns``/``seg_end_ns`` aligned with them.
+    """
+
+    rank: np.ndarray
+    enter_ns: np.ndarray
+    leave_ns: np.ndarray
+    function: np.ndarray
+    site: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    local: np.ndarray
+    functions: list[str]
+    sites: list[str]
+    segments: dict[int, np.ndarray] = field(default_factory=dict)
+    seg_start_ns: dict[int, np.ndarray] = field(default_factory=dict)
+    seg_end_ns: dict[int, np.ndarray] = field(default_factory=dict)
+    wall_ns: float = 0.0  # first segment start to last segment end, all ranks
+
+    @property
+    def n(self) -> int:
+        return int(self.rank.size)
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.segments)
+
+    def kind(self) -> np.ndarray:
+        """Per call, its MPI name normalised (mpi_name)."""
+        names = np.array([mpi_name(f) for f in self.functions] + [""], dtype=object)
+        return names[self.function] if self.n else np.empty(0, dtype=object)
+
+
+def build_timeline(
+    samples: np.ndarray,
+    segment_keys: list[str],
+    trace_ns: Callable[[np.ndarray], np.ndarray],
+    probes: Optional[np.ndarray] = None,
+) -> Timeline:
+    """The master threads' MPI calls from segment samples (reader_otf2.SAMPLE_DTYPE).
+
+    ``segment_keys``: the canonical key of each segment index; ``trace_ns``: ticks ->
+    ns since the origin (TraceSamples.trace_ns); ``probes`` (PROBE_DTYPE): a
+    fixed-work probe run in a call's gap is not MPI time, so the call starts after
+    it. Calls ending segments cut by a user timer are left out.
+    """
+    mine = np.flatnonzero(samples["thread"] == 0)
+    order = mine[np.lexsort((samples["start_ticks"][mine], samples["rank"][mine]))]
+    rank = samples["rank"][order].astype(np.int64)
+    start = trace_ns(samples["start_ticks"][order])
+    end = start + samples["duration_ns"][order]
+    parsed = [parse_segment_key(k) for k in segment_keys]
+    site_names = [
+        f"{p.end.function}@{p.end.fallback_site()}" if p.end else "?" for p in parsed
+    ]
+    fn_names = [p.end.function if p.end else "?" for p in parsed]
+    sites = sorted(set(site_names))
+    functions = sorted(set(fn_names))
+    site_of = np.array([sites.index(s) for s in site_names] + [0], dtype=np.int64)
+    fn_of = np.array([functions.index(f) for f in fn_names] + [0], dtype=np.int64)
+    user = np.array([f.startswith(USER_TIMER_CALLS) for f in fn_names] + [True])
+    seg = samples["segment"][order].astype(np.int64)
+    pair = np.flatnonzero(rank[1:] == rank[:-1])  # call between pair and pair + 1
+    keep = pair[~user[seg[pair]]]
+    bounds = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
+    first_of = np.repeat(bounds[:-1], np.diff(bounds))
+    enter = end[keep]
+    leave = start[keep + 1].copy()
+    call_rank = rank[keep]
+    if probes is not None and probes.size and keep.size:
+        _skip_probes(probes, trace_ns, call_rank, enter, leave)
+    tl = Timeline(
+        rank=call_rank,
+        enter_ns=enter,
+        leave_ns=np.maximum(leave, enter),
+        function=fn_of[seg[keep]],
+        site=site_of[seg[keep]],
+        before=order[keep],
+        after=order[keep + 1],
+        local=(keep + 1 - first_of[keep]).astype(np.int64),
+        functions=functions,
+        sites=sites,
+    )
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b > a:
+            r = int(rank[a])
+            tl.segments[r] = order[a:b]
+            tl.seg_start_ns[r] = start[a:b]
+            tl.seg_end_ns[r] = end[a:b]
+    if order.size:
+        tl.wall_ns = float(end.max() - start.min())
+    return tl
+
+
+def _skip_probes(
+    probes: np.ndarray,
+    trace_ns: Callable[[np.ndarray], np.ndarray],
+    rank: np.ndarray,
+    enter: np.ndarray,
+    leave: np.ndarray,
+) -> None:
+    """Move each call's entry past a probe that ran inside its gap (in place)."""
+    p = probes[probes["thread"] == 0]
+    p_start = trace_ns(p["start_ticks"])
+    p_end = p_start + p["duration_ns"]
+    for r in np.unique(rank):
+        rows = np.flatnonzero(rank == r)
+        mine = p["rank"] == r
+        if not mine.any():
+            continue
+        p0, p1 = p_start[mine], p_end[mine]
+        at = np.searchsorted(leave[rows], p0, side="left")
+        ok = at < rows.size
+        at, p0, p1 = at[ok], p0[ok], p1[ok]
+        inside = (enter[rows[at]] <= p0) & (p1 <= leave[rows[at]])
+        hit = rows[at[inside]]
+        enter[hit] = np.maximum(enter[hit], p1[inside])
+
+
+@dataclass
+class WaitStates:
+    """Per call of a Timeline: ``waiting_ns`` (0: none), ``cause`` (the rank waited
+    for, -1: none), ``cause_call`` (index of the cause rank's call whose entry ended
+    the waiting, -1: none), ``pattern`` (index into PATTERNS) and ``sync`` (the call
+    synchronised its rank with others: a matched collective or a blocking
+    point-to-point call). ``synchronised``: whether the timeline's collectives
+    synchronise (see the module docstring); ``matched``/``inconsistent``: matched
+    collective instances, and those a rank left before the last one entered."""
+
+    waiting_ns: np.ndarray
+    cause: np.ndarray
+    cause_call: np.ndarray
+    pattern: np.ndarray
+    sync: np.ndarray
+    synchronised: bool
+    matched: int = 0
+    inconsistent: int = 0
+
+    def to_json(self, tl: Timeline, top: int = 10) -> dict:
+        """A summary: total waiting by pattern and by (waiting rank, cause rank),
+        and the ``top`` functions by waiting (ns)."""
+        by_pattern = {
+            PATTERNS[k]: float(self.waiting_ns[self.pattern == k].sum())
+            for k in range(1, len(PATTERNS))
+            if (self.pattern == k).any()
+        }
+        pairs: dict[str, float] = {}
+        w = self.waiting_ns > 0
+        for p, q, t in zip(tl.rank[w], self.cause[w], self.waiting_ns[w]):
+            key = f"{int(p)}<-{int(q)}"
+            pairs[key] = pairs.get(key, 0.0) + float(t)
+        fns = np.bincount(
+            tl.function, weights=self.waiting_ns, minlength=len(tl.functions)
+        )
+        ranked = np.argsort(-fns)[:top]
+        return {
+            "synchronised": self.synchronised,
+            "collectives_matched": self.matched,
+            "collectives_inconsistent": self.inconsistent,
+            "total_ns": float(self.waiting_ns.sum()),
+            "by_pattern_ns": by_pattern,
+            "by_rank_pair_ns": dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
+            "by_function_ns": {
+                tl.functions[k]: float(fns[k]) for k in ranked if fns[k] > 0
+            },
+            "wall_ns": tl.wall_ns,
+        }
+
+
+def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
+    """Matched instances: arrays of call indices, one call per rank (see the module
+    docstring for the order of the rules)."""
+    per_rank = {r: coll[tl.rank[coll] == r] for r in tl.ranks}
+    per_rank = {r: c for r, c in per_rank.items() if c.size}
+    if len(per_rank) < 2:
+        return []
+    seqs = [tl.function[c] for c in per_rank.values()]
+    if all(s.size == seqs[0].size and np.array_equal(s, seqs[0]) for s in seqs):
+        return list(np.stack(list(per_rank.values()), axis=1))
+    out: list[np.ndarray] = []
+    for keyed in (tl.function, tl.site):
+        left: dict[int, list[np.ndarray]] = {r: [] for r in per_rank}
+        for key in np.unique(np.concatenate([keyed[c] for c in per_rank.values()])):
+            groups = {r: c[keyed[c] == key] for r, c in per_rank.items()}
+            sizes = {g.size for g in groups.values()}
+            if len(sizes) == 1 and sizes.pop() > 0:
+                out += list(np.stack(list(groups.values()), axis=1))
+            else:
+                for r, g in groups.items():
+                    left[r].append(g)
+        per_rank = {r: np.sort(np.concatenate(g)) for r, g in left.items() if g}
+        per_rank = {r: c for r, c in per_rank.items() if c.size}
+        if len(per_rank) < 2:
+            break
+    return out
+
+
+def find(tl: Timeline) -> WaitStates:
+    """The wait states of every call of ``tl`` (see the module docstring)."""
+    n = tl.n
+    waiting = np.zeros(n)
+    cause = np.full(n, -1, np.int64)
+    cause_call = np.full(n, -1, np.int64)
+    pattern = np.zeros(n, np.int64)
+    sync = np.zeros(n, dtype=bool)
+    kind = tl.kind()
+    is_coll = np.array([k in COLLECTIVE for k in kind], dtype=bool)
+    matched = inconsistent = 0
+    for inst in _collective_instances(tl, np.flatnonzero(is_coll)):
+        e, lv = tl.enter_ns[inst], tl.leave_ns[inst]
+        last = int(np.argmax(e))
+        name = kind[inst[0]]
+        if name not in ROOTED:  # a rooted one lets some ranks leave early
+            matched += 1
+            inconsistent += int(np.any(lv < e[last] - CLOCK_TOLERANCE_NS))
+        w = np.clip(e[last] - e, 0.0, lv - e)
+        w[last] = 0.0
+        pat = WAIT_ROOTED
+        if name in BARRIER:
+            pat = WAIT_BARRIER
+        elif name in NXN:
+            pat = WAIT_NXN
+        sync[inst] = True
+        hit = w > 0
+        waiting[inst[hit]] = w[hit]
+        cause[inst[hit]] = tl.rank[inst[last]]
+        cause_call[inst[hit]] = inst[last]
+        pattern[inst[hit]] = pat
+    p2p = np.flatnonzero(np.array([k in BLOCKING_P2P for k in kind], dtype=bool))
+    sync[p2p] = True
+    if p2p.size:
+        by_entry = np.argsort(tl.enter_ns, kind="stable")
+        entries = tl.enter_ns[by_entry]
+        j = np.searchsorted(entries, tl.leave_ns[p2p], side="right") - 1
+        ok = j >= 0
+        cand = by_entry[np.maximum(j, 0)]
+        ok &= tl.enter_ns[cand] > tl.enter_ns[p2p]
+        ok &= tl.rank[cand] != tl.rank[p2p]
+        calls, cand = p2p[ok], cand[ok]
+        waiting[calls] = tl.enter_ns[cand] - tl.enter_ns[calls]
+        cause[calls] = tl.rank[cand]
+        cause_call[calls] = cand
+        sends = np.array([kind[c] in SENDS for c in calls], dtype=bool)
+        pattern[calls] = np.where(sends, LATE_RECEIVER, LATE_SENDER)
+    synchronised = matched > 0 and inconsistent <= matched / 2
+    if matched == 0:
+        # Without collectives, point-to-point waits are all there is to go by.
+        synchronised = bool(p2p.size) and len(tl.ranks) > 1
+    if not synchronised:
+        waiting[:] = 0.0
+        cause[:] = cause_call[:] = -1
+        pattern[:] = NONE
+    return WaitStates(
+        waiting, cause, cause_call, pattern, sync, synchronised, matched, inconsistent
+    )

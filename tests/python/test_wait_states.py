@@ -1,0 +1,48 @@
+"""Wait states from the call timeline (perfvar.wait_states) on simulated runs."""
+
+import numpy as np
+import pytest
+from waits_sim import LAT_NS, simulate
+
+from perfvar import wait_states as W
+
+
+def _states(trace):
+    tl = W.build_timeline(trace.samples, trace.segments, trace.trace_ns)
+    return tl, W.find(tl)
+
+
+def test_last_into_the_allreduce_makes_the_others_wait():
+    tl, ws = _states(simulate(extra=lambda r, k, c: 5000.0 * ((r, c) == (1, "A"))))
+    kind = tl.kind()
+    mine = (tl.rank == 0) & (kind == "allreduce")
+    assert ws.synchronised
+    assert np.median(ws.waiting_ns[mine]) == pytest.approx(5000.0, abs=400.0)
+    assert set(ws.cause[mine]) == {1}
+    assert set(ws.pattern[mine]) == {W.WAIT_NXN}
+    theirs = (tl.rank == 1) & (kind == "allreduce")
+    assert ws.waiting_ns[theirs].max() == 0.0
+
+
+def test_a_late_sender_makes_the_receiver_wait_in_waitall():
+    tl, ws = _states(simulate(extra=lambda r, k, c: 3000.0 * ((r, c) == (1, "B"))))
+    waitall = (tl.rank == 0) & (tl.kind() == "waitall")
+    assert np.median(ws.waiting_ns[waitall]) == pytest.approx(3000.0, abs=400.0)
+    assert set(ws.cause[waitall]) == {1}
+    assert set(ws.pattern[waitall]) == {W.LATE_SENDER}
+    # Rank 1 entered last: it did not wait (its peer's entry is before its own).
+    assert ws.waiting_ns[(tl.rank == 1) & (tl.kind() == "waitall")].max() < LAT_NS
+
+
+def test_ranks_that_ran_apart_give_no_wait_states():
+    tl, ws = _states(simulate(extra=lambda r, k, c: 5000.0 * r, synchronised=False))
+    assert not ws.synchronised
+    assert ws.waiting_ns.sum() == 0.0
+
+
+def test_the_kth_collective_of_each_rank_is_one_instance():
+    tl, _ = _states(simulate(steps=20))
+    coll = np.flatnonzero(tl.kind() == "allreduce")
+    inst = W._collective_instances(tl, coll)
+    assert len(inst) == 20
+    assert all(set(tl.rank[i]) == {0, 1} for i in inst)
