@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """How well `perfvar analyze` names injected anomalies: runs tests/validation's twin programs
-(two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) with
-2 ranks under perfvar-run, T trials per case, and prints a markdown table of hit rates.
+(two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) and
+unchanged real programs (the demo's stencil, CloverLeaf) with 2 ranks under perfvar-run, T trials
+per case, and prints a markdown table of hit rates per program and case.
 
-  tools/validate.py [--build DIR] [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
+  tools/validate.py [--programs twins,stencil,cloverleaf] [--cloverleaf PATH|URL] [--build DIR]
+                    [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
 
 Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
@@ -17,8 +19,22 @@ other verdict (slow_segment, slow_core, noisy_core, slow_phase: another rank, ki
 wrong name; a slow_phase of the right rank with another window is only a miss. Other kinds
 (migrated, shared_cpu...) are shown as information.
 
+Real programs (tools/validation/programs.py) are injected from outside, the binary unchanged:
+PERFVAR_INJECT (docs/tracing.md) adds work of x % of a segment's own duration on one rank, in one
+segment class: the class with the most compute time on both ranks in a clean reference run of
+the same binary (tools/validation/classes.py). Cases: clean; seg10 / seg3 (+10 % / +3 % in that
+class: a hit when that rank and class are named); busy (a spinning process on the rank's CPU) and
+duty (a process busy 5 ms of every 20 ms there): a hit when the rank is named by any verdict;
+phase (+10 % in every class from 40 % to 70 % of the reference run's duration: slow_phase with
+its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1 to be named).
+Each seg trial also measures from the trace how much longer the class ran on the rank
+("class x": its median over the other rank's in the same run; "clean x": the same in the
+reference run, the ranks' own difference in that class).
+
 --short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
-retry on a miss; exits 1 when a case misses twice. Otherwise the exit code is 0 unless a trial
+retry on a miss; exits 1 when a case misses twice. For a real program (validate.gross.stencil)
+--short is +50 % in its largest class, which also must measure 1.3x..1.8x in the trace.
+Otherwise the exit code is 0 unless a trial
 could not run: the full benchmark reports rates, it does not assert them.
 
 Needs numpy and taskset; perfvar is imported from postproc/ (only its trace reader).
@@ -42,8 +58,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))
 from perfvar.reader_otf2 import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
+from validation import disturb, programs  # noqa: E402
+from validation.classes import Pattern, largest_class, median_ratio, selected  # noqa: E402
 from verdicts import Injected, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
@@ -62,6 +81,9 @@ class Case:
     busy: bool = False
     target: float = 1.0  # hit rate to meet (clean: share of runs naming nothing)
     target_text: str = "100%"
+    duty: bool = False  # real programs: a process busy 5 of 20 ms on the rank's CPU
+    slowed: bool = False  # real programs: the program's own injection (rank 1)
+    ratio: tuple[float, float] | None = None  # --short: the class's measured slowdown range
 
 
 FULL = [
@@ -84,6 +106,35 @@ SHORT = [
          target_text="hit in 2 attempts"),
 ]
 
+# Real programs: "A" is the largest class of the reference run, "all" every class; phase is a
+# fraction of the reference run's duration.
+REAL = [
+    Case("clean", "none", None, target=0.90, target_text="9 of 10 name nobody"),
+    Case("seg10", "+10% in its largest class", "slow_segment", 10),
+    Case("seg3", "+3% in its largest class", "slow_segment", 3, target=0.8,
+         target_text=">= 8 of 10"),
+    Case("busy", "busy process on the rank's CPU", "any", busy=True),
+    Case("duty", "process busy 5 of 20 ms on the rank's CPU", "any", duty=True, target=0.8,
+         target_text=">= 8 of 10"),
+    Case("phase", "+10% in every class, 40-70% of the run", "slow_phase", 10, "all", (0.4, 0.7),
+         target=0.9, target_text=">= 90%"),
+    Case("slowed", "its own: rank 1 does 3x the work", "any", slowed=True),
+]
+REAL_SHORT = [
+    Case("seg", "+50% in its largest class", "slow_segment", 50, ratio=(1.3, 1.8),
+         target_text="hit in 2 attempts"),
+]
+
+
+@dataclass
+class Reference:
+    """A real program's clean reference run: its largest class and how long it ran."""
+
+    key: str
+    pattern: Pattern
+    run_ns: float
+    ratio: dict[int, float]  # rank -> its class median over the other rank's, clean
+
 
 @dataclass
 class Trial:
@@ -101,6 +152,9 @@ class Trial:
     analysis_s: float = 0.0
     trace: str = ""
     error: str | None = None
+    suite: str = "twins"  # twins, stencil, cloverleaf
+    class_ratio: float | None = None  # seg cases of real programs: measured slowdown
+    clean_ratio: float | None = None  # the same in the clean reference run
 
 
 class TrialError(Exception):
@@ -175,28 +229,6 @@ def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None
     tr.hit = not s.named if case.kind is None else bool(s.hits)
 
 
-class Busy:
-    """A spinning process pinned to one CPU while the trial runs; killed on any exit."""
-
-    def __init__(self, cpu: str | None):
-        self.cpu = cpu
-        self.proc = None
-
-    def __enter__(self) -> Busy:
-        if self.cpu is not None:
-            spin = ["taskset", "-c", self.cpu, "sh", "-c", "while :; do :; done"]
-            self.proc = subprocess.Popen(spin, start_new_session=True)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
-
-
 @dataclass
 class Setup:
     build: Path
@@ -206,6 +238,7 @@ class Setup:
     work: Path
     run_env: dict
     analyze_env: dict
+    keep_runs: bool = False  # keep real programs' run directories
 
 
 def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
@@ -220,7 +253,7 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
                         str(program)] + twin_args(case, rank, st.steps)
     try:
         t0 = time.monotonic()
-        with Busy(cpus.split()[rank] if case.busy else None):
+        with disturb.busy(cpus.split()[rank] if case.busy else None):
             p = subprocess.run(cmd, env=st.run_env, capture_output=True, text=True, timeout=600)
         tr.run_s = time.monotonic() - t0
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
@@ -244,6 +277,105 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
     return tr
 
 
+def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list[str],
+             env: dict, disturbance) -> tuple[dict, float, float]:
+    """Runs prog with 2 ranks on cpus under perfvar-run (trace in out, its files in out's run
+    directory) beside disturbance, then analyses it: (analysis.json, run s, analysis s)."""
+    rundir = out.with_name(out.name + "-run")
+    prog.prepare(rundir)
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = st.mpiexec + [str(BIND), cpus, str(st.build / "bin" / "perfvar-run"), "-o", str(out),
+                        str(prog.binary)] + prog.args + args
+    t0 = time.monotonic()
+    with disturbance:
+        p = subprocess.run(cmd, env=env, cwd=rundir, capture_output=True, text=True,
+                           timeout=1200)
+    run_s = time.monotonic() - t0
+    if p.returncode != 0:
+        raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
+    t0 = time.monotonic()
+    q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", str(out)],
+                       env=st.analyze_env, capture_output=True, text=True, timeout=1800)
+    if q.returncode != 0:
+        raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
+    analysis = json.loads((out / "analysis.json").read_text())
+    if not st.keep_runs:
+        shutil.rmtree(rundir, ignore_errors=True)
+    return analysis, run_s, time.monotonic() - t0
+
+
+def real_env(st: Setup) -> dict:
+    return dict(st.run_env, OMP_NUM_THREADS="1")
+
+
+def reference(st: Setup, prog: programs.Program) -> Reference:
+    """A clean run of prog: its largest class (the most compute time on both ranks) and its
+    duration (ns, the last segment's end)."""
+    out = st.work / f"{prog.name}-reference"
+    run_real(st, prog, out, "0 1", [], real_env(st), disturb.busy(None))
+    trace = read_trace(str(out))
+    key, pattern = largest_class(trace, (0, 1))
+    s = trace.samples
+    end = max(float(trace.trace_ns(t)) + float(d) for t, d in
+              zip(s["start_ticks"][-64:], s["duration_ns"][-64:]))
+    end = max(end, float(trace.trace_ns(s["start_ticks"].max())))
+    ratio = {r: median_ratio(trace, pattern, r) or 1.0 for r in (0, 1)}
+    return Reference(key, pattern, end, ratio)
+
+
+def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case, t: int,
+                   number: int, label: str) -> Trial:
+    """One trial of a real program with trial t's placement (the slowed case: rank 1)."""
+    rank, cpus, _ = placement(t)
+    if case.slowed:
+        rank = 1
+    tr = Trial(case.name, number, prog.name, rank, cpus, suite=prog.name)
+    out = st.work / label
+    tr.trace = str(out)
+    env = real_env(st)
+    pattern = ref.pattern if case.segment == "A" else Pattern()
+    if case.pct > 0:
+        spec = f"rank={rank},pct={case.pct:g}" + (pattern.env() if case.segment == "A" else "")
+        if case.phase:
+            lo, hi = (f * ref.run_ns / 1e9 for f in case.phase)
+            spec += f",after={lo:.3f},until={hi:.3f}"
+            tr.window_ns = (lo * 1e9, hi * 1e9)
+        env["PERFVAR_INJECT"] = spec
+    cpu = cpus.split()[rank]
+    noise = (disturb.busy(cpu) if case.busy else
+             disturb.duty(cpu, str(st.build / "tests" / "validation" / "duty")) if case.duty
+             else disturb.busy(None))
+    args = prog.slowed_args if case.slowed and prog.slowed_args else []
+    try:
+        analysis, tr.run_s, tr.analysis_s = run_real(st, prog, out, cpus, args, env, noise)
+        keys = [x["key"] for x in analysis.get("segments", [])]
+        injected: list[Injected] = []
+        labels: dict[str, str] = {}
+        if case.kind == "slow_segment":
+            targets = selected(keys, pattern)
+            if not targets:
+                raise TrialError(f"no class of the trace matches {pattern}")
+            injected = [Injected("slow_segment", rank, k) for k in targets]
+            labels = {k: "C" for k in targets}
+            # in the same run: the host's load shifts both ranks, not one (the reference's
+            # ratio, from another run, is shown beside it)
+            tr.class_ratio = median_ratio(read_trace(str(out)), pattern, rank)
+            tr.clean_ratio = ref.ratio[rank]
+        elif case.kind is not None:
+            injected = [Injected(case.kind, rank, None, tr.window_ns)]
+        s = score(injected, analysis, labels)
+        tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
+        tr.hit = not s.named if case.kind is None else bool(s.hits)
+        if case.ratio and not (tr.class_ratio is not None
+                               and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
+            tr.hit = False  # the injection itself did not show: a miss
+            tr.info.append(f"class measured x{tr.class_ratio:.3f}, expected "
+                           f"{case.ratio[0]}..{case.ratio[1]}")
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+        tr.error = f"{type(e).__name__}: {e}"
+    return tr
+
+
 def trial_line(tr: Trial) -> str:
     status = "ERROR" if tr.error else "hit" if tr.hit else "miss"
     named = ", ".join(tr.named) or "nothing"
@@ -253,23 +385,26 @@ def trial_line(tr: Trial) -> str:
         named += " [wrong]"
     if tr.window_ns:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
-    text = (f"{tr.case:6} trial {tr.trial:2}  {tr.program:7}  rank {tr.rank}  cpus {tr.cpus}  "
+    if tr.class_ratio is not None:
+        named += f"; class x{tr.class_ratio:.3f} (clean x{tr.clean_ratio or 0:.3f})"
+    text = (f"{tr.suite:10} {tr.case:6} trial {tr.trial:2}  {tr.program:7}  rank {tr.rank}  "
+            f"cpus {tr.cpus}  "
             f"{status:5}  named: {named}  run {tr.run_s:.1f} s  analysis {tr.analysis_s:.1f} s")
     return text + (f"\n    {tr.error}" if tr.error else "")
 
 
-def table(cases: list[Case], trials: list[Trial], short: bool) -> list[str]:
-    head = ["case", "injected", "trials", "hits", "hit rate", "trials with wrong names", "target",
-            "met"]
+def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
+    head = ["program", "case", "injected", "trials", "hits", "hit rate",
+            "trials with wrong names", "target", "met"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for case in cases:
-        done = [t for t in trials if t.case == case.name and not t.error]
+    for suite, case in ((su, c) for su, cases in suites for c in cases):
+        done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
         if not done:
             continue
         hits = sum(t.hit for t in done)
         rate = hits / len(done)
         met = hits >= 1 if short else rate >= case.target - 1e-9
-        cells = [case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
+        cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
                  sum(t.wrong for t in done), case.target_text, "yes" if met else "no"]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
@@ -303,29 +438,49 @@ def interrupt(signum, frame) -> None:
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", "--program", default="twins",
+                    help="comma-separated of twins, stencil, cloverleaf (default twins)")
+    ap.add_argument("--cloverleaf", help="UK-MAC/CloverLeaf_ref checkout (built with make when "
+                    "clover_leaf is missing) or a git URL to clone")
     ap.add_argument("--build", type=Path, default=Path("build"))
     ap.add_argument("--trials", type=int, default=10)
-    ap.add_argument("--cases", help="comma-separated, default all")
-    ap.add_argument("--steps", type=int, help="steps per run (default 3000, --short 1500)")
+    ap.add_argument("--cases", help="comma-separated, default all (of each program)")
+    ap.add_argument("--steps", type=int, help="twins: steps per run (default 3000, --short 1500)")
     ap.add_argument("--work", type=Path, help="trace directories (default a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir of traces")
     ap.add_argument("--json", type=Path, help="write per-trial details here")
     ap.add_argument("--short", action="store_true", help="gross cases, 1 trial + 1 retry (ctest)")
     ap.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi")
     ap.add_argument("--mpiexec", help="the launcher (default that of --mpi)")
+    ap.add_argument("--postproc", type=Path, default=ROOT / "postproc",
+                    help="the analysis package's folder to judge (default this tree's)")
     return ap.parse_args()
+
+
+def suite_cases(name: str, short: bool, only: list[str] | None) -> list[Case]:
+    """The cases of one program, filtered by --cases (names a program lacks are skipped)."""
+    if name == "twins":
+        pool = SHORT if short else FULL
+    else:
+        pool = [c for c in (REAL_SHORT if short else REAL)
+                if not c.slowed or name == "stencil"]
+    return [c for c in pool if only is None or c.name in only]
 
 
 def main() -> int:
     a = parse_args()
-    pool = SHORT if a.short else FULL
-    names = a.cases.split(",") if a.cases else [c.name for c in pool]
-    unknown = set(names) - {c.name for c in pool}
-    if unknown:
-        print(f"validate: unknown case(s) {sorted(unknown)}; known: {[c.name for c in pool]}",
-              file=sys.stderr)
+    suites_asked = a.programs.split(",")
+    bad = set(suites_asked) - {"twins", "stencil", "cloverleaf"}
+    if bad or ("cloverleaf" in suites_asked and not a.cloverleaf):
+        print(f"validate: unknown program(s) {sorted(bad)}" if bad else
+              "validate: --programs cloverleaf needs --cloverleaf PATH|URL", file=sys.stderr)
         return 2
-    cases = [c for c in pool if c.name in names]
+    only = a.cases.split(",") if a.cases else None
+    suites = [(name, suite_cases(name, a.short, only)) for name in suites_asked]
+    known = {c.name for _, cases in suites for c in cases}
+    if only and set(only) - known:
+        print(f"validate: unknown case(s) {sorted(set(only) - known)}", file=sys.stderr)
+        return 2
     build = a.build.resolve()
     mpiexec = mpiexec_cmd(a.mpiexec or default_mpiexec(build, a.mpi), 2)
     if "--oversubscribe" in mpiexec:  # Open MPI: bind_rank.sh pins, the launcher must not
@@ -333,46 +488,67 @@ def main() -> int:
     # perfvar's layer refuses unknown PERFVAR_* variables (PERFVAR_LIB is the analysis's).
     run_env = {k: v for k, v in os.environ.items()
                if not k.startswith("PERFVAR_") and k != "LD_PRELOAD"}
-    pypath = os.pathsep.join(filter(None, [str(ROOT / "postproc"), os.environ.get("PYTHONPATH")]))
+    pypath = os.pathsep.join(filter(None, [str(a.postproc.resolve()),
+                                           os.environ.get("PYTHONPATH")]))
     analyze_env = dict(os.environ, PYTHONPATH=pypath)
     analyze_env.pop("LD_PRELOAD", None)
     work = a.work.resolve() if a.work else Path(tempfile.mkdtemp(prefix="perfvar-validate-"))
     work.mkdir(parents=True, exist_ok=True)
     st = Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
-               analyze_env)
+               analyze_env, keep_runs=bool(a.work or a.keep))
     signal.signal(signal.SIGTERM, interrupt)
 
     t_start = time.monotonic()
     print(f"# perfvar validation, {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(mpiexec)}); {st.steps} steps per run; "
-          f"traces in {work}")
+    print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(mpiexec)}); twins {st.steps} steps "
+          f"per run; traces in {work}")
     trials: list[Trial] = []
     failed_gross = []
     interrupted = False
     try:
-        for i, case in enumerate(cases):
-            if a.short:
-                for attempt, t in enumerate((i, i ^ 2), start=1):
-                    tr = run_trial(st, case, t, attempt, f"{case.name}-attempt{attempt}")
+        for suite, cases in suites:
+            if suite == "twins":
+                def trial(case: Case, t: int, number: int, label: str) -> Trial:
+                    return run_trial(st, case, t, number, label)
+            else:
+                prog = (programs.stencil(build) if suite == "stencil"
+                        else programs.cloverleaf(a.cloverleaf, work))
+                ref = reference(st, prog)
+                print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
+                      f"'{ref.pattern.frm}'); reference run {ref.run_ns / 1e9:.2f} s", flush=True)
+
+                def trial(case: Case, t: int, number: int, label: str,
+                          prog=prog, ref=ref) -> Trial:
+                    return run_real_trial(st, prog, ref, case, t, number, label)
+            prefix = "" if suite == "twins" else f"{suite}-"
+            for i, case in enumerate(cases):
+                if a.short:
+                    for attempt, t in enumerate((i, i ^ 2), start=1):
+                        tr = trial(case, t, attempt, f"{prefix}{case.name}-attempt{attempt}")
+                        trials.append(tr)
+                        print(trial_line(tr), flush=True)
+                        if tr.hit or tr.error:
+                            break
+                        print(f"validate: {suite} {case.name}: miss in attempt {attempt}"
+                              + ("; retrying on swapped CPUs" if attempt == 1 else ""),
+                              flush=True)
+                    else:
+                        failed_gross.append(f"{suite} {case.name}")
+                    continue
+                for t in range(a.trials):
+                    tr = trial(case, t, t, f"{prefix}{case.name}-{t}")
                     trials.append(tr)
                     print(trial_line(tr), flush=True)
-                    if tr.hit or tr.error:
-                        break
-                    print(f"validate: {case.name}: miss in attempt {attempt}"
-                          + ("; retrying on swapped CPUs" if attempt == 1 else ""), flush=True)
-                else:
-                    failed_gross.append(case.name)
-                continue
-            for t in range(a.trials):
-                tr = run_trial(st, case, t, t, f"{case.name}-{t}")
-                trials.append(tr)
-                print(trial_line(tr), flush=True)
     except KeyboardInterrupt:
         interrupted = True
         print("validate: interrupted; the table holds the trials done", flush=True)
+    except (TrialError, subprocess.SubprocessError, OSError, ValueError) as e:
+        print(f"validate: a program could not be prepared: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return 1
 
     print()
-    print("\n".join(table(cases, trials, a.short)))
+    print("\n".join(table(suites, trials, a.short)))
     errors = [t for t in trials if t.error]
     run_s = [t.run_s + t.analysis_s for t in trials if not t.error]
     if run_s:
@@ -389,7 +565,6 @@ def main() -> int:
         print(f"validate: FAILED: {', '.join(failed_gross)} missed in both attempts")
         return 1
     return 1 if errors else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,71 @@
+"""The validation kit's scoring and class selection on inputs the test controls:
+minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
+rank, and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))
+from validation.classes import (  # noqa: E402
+    Pattern,
+    largest_class,
+    median_ratio,
+    selected,
+)
+from verdicts import Injected, score, verdict_anomalies  # noqa: E402
+
+K1 = "perfvar:segment:MPI_Waitall@/x/app+0x10;MPI_Allreduce@/x/app+0x20"
+K2 = "perfvar:segment:MPI_Allreduce@/x/app+0x20;MPI_Waitall@/x/app+0x10"
+
+
+def analysis(*anomalies: dict) -> dict:
+    return {"segments": [{"id": "s0", "key": K1}, {"id": "s1", "key": K2}],
+            "anomalies": list(anomalies)}
+
+
+def test_minor_anomalies_are_not_verdicts() -> None:
+    an = analysis({"kind": "slow_segment", "rank": 0, "segment": "s0", "minor": True})
+    assert verdict_anomalies(an) == []
+    s = score([], an)
+    assert not s.named and not s.wrong and s.info == ["slow_segment r0 s0 (minor)"]
+
+
+def test_any_is_hit_by_any_verdict_of_the_rank() -> None:
+    an = analysis({"kind": "slow_core", "rank": 1})
+    assert score([Injected("any", 1)], an).hits == {0}
+    s = score([Injected("any", 0)], an)
+    assert not s.hits and s.wrong
+
+
+def test_pattern_selects_by_innermost_sites() -> None:
+    p = Pattern("MPI_Allreduce@app+0x20", "MPI_Waitall@app+0x10")
+    assert selected([K1, K2], p) == [K1]
+    assert p.env() == ",to=MPI_Allreduce@app+0x20,from=MPI_Waitall@app+0x10"
+    assert selected([K1, K2], Pattern("MPI_Waitall")) == [K2]
+    assert selected([K1, K2], Pattern()) == [K1, K2]
+
+
+def fake_trace() -> SimpleNamespace:
+    # class 0: 10 us on both ranks, 5 each; class 1: 30 us on rank 0 only;
+    # rank 1 has its class 0 segments 1.5x long.
+    seg = np.array([0] * 10 + [1] * 5)
+    rank = np.array([0] * 5 + [1] * 5 + [0] * 5)
+    dur = np.array([10e3] * 5 + [15e3] * 5 + [30e3] * 5)
+    samples = np.zeros(15, dtype=[("segment", "i4"), ("rank", "i4"), ("thread", "i4"),
+                                  ("duration_ns", "f8")])
+    samples["segment"], samples["rank"], samples["duration_ns"] = seg, rank, dur
+    return SimpleNamespace(segments=[K1, K2], samples=samples)
+
+
+def test_largest_class_is_largest_on_every_rank() -> None:
+    key, p = largest_class(fake_trace(), (0, 1))
+    assert key == K1  # class 1 is larger on rank 0, absent on rank 1
+    assert p == Pattern("MPI_Allreduce@app+0x20", "MPI_Waitall@app+0x10")
+    assert median_ratio(fake_trace(), p, 1) == 1.5

@@ -1,0 +1,94 @@
+"""Segment classes of a trace for PERFVAR_INJECT: which class to inject into, the
+pattern that selects it, the classes that pattern selects, and how much longer the
+trace shows them on one rank.
+
+A class is selected as the C side does (src/pmpi/inject.c): by substrings of the
+labels of its closing and opening call sites, "MPI_Fn@module+0xoffset" with the
+module's base name, then "<module+0xoffset" per caller frame (call paths), so the
+exact labels select one class. Keys are parsed with perfvar.segments. Pure functions over
+a trace read by perfvar.reader_otf2; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from perfvar.segments import CallSite, parse_segment_key
+
+
+def site_name(site: CallSite) -> str:
+    """The name PERFVAR_INJECT matches against, the site's label:
+    ``MPI_Fn@module+0xoffset``, then ``<module+0xoffset`` per caller frame."""
+    callers = "".join(f"<{f.fallback_site()}" for f in site.callers)
+    return f"{site.function}@{site.module_basename}+0x{site.offset:x}{callers}"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """PERFVAR_INJECT's class selection: substrings of the closing (to) and opening
+    (from) call sites' names; empty matches any."""
+
+    to: str = ""
+    frm: str = ""
+
+    def env(self) -> str:
+        """The ",to=...,from=..." part of PERFVAR_INJECT."""
+        to = f",to={self.to}" if self.to else ""
+        return to + (f",from={self.frm}" if self.frm else "")
+
+    def matches(self, key: str) -> bool:
+        """Whether the class of segment key ``key`` gets the extra work."""
+        k = parse_segment_key(key)
+        if k.start is None or k.end is None:
+            return False
+        return self.to in site_name(k.end) and self.frm in site_name(k.start)
+
+
+def compute_ns(trace: Any) -> dict[tuple[int, int], float]:
+    """Total duration (ns) per (class index, rank), thread 0's segments."""
+    s = trace.samples
+    s = s[s["thread"] == 0]
+    out: dict[tuple[int, int], float] = {}
+    for (cls, rank), d in zip(zip(s["segment"], s["rank"]), s["duration_ns"]):
+        out[(int(cls), int(rank))] = out.get((int(cls), int(rank)), 0.0) + float(d)
+    return out
+
+
+def largest_class(trace: Any, ranks: Sequence[int]) -> tuple[str, Pattern]:
+    """The class with the most compute time on every rank (the largest of its per-rank
+    minima) and the pattern selecting it: its exact closing and opening site names."""
+    total = compute_ns(trace)
+    best, best_ns = None, -1.0
+    for i, key in enumerate(trace.segments):
+        k = parse_segment_key(key)
+        if k.start is None or k.end is None:
+            continue
+        ns = min(total.get((i, r), 0.0) for r in ranks)
+        if ns > best_ns:
+            best, best_ns = i, ns
+    if best is None or best_ns <= 0:
+        raise ValueError("no segment class with compute time on every rank")
+    k = parse_segment_key(trace.segments[best])
+    return trace.segments[best], Pattern(site_name(k.end), site_name(k.start))
+
+
+def selected(keys: Sequence[str], pattern: Pattern) -> list[str]:
+    """The keys among ``keys`` whose class the pattern selects."""
+    return [key for key in keys if pattern.matches(key)]
+
+
+def median_ratio(trace: Any, pattern: Pattern, rank: int) -> Optional[float]:
+    """Median duration of the selected classes' segments on ``rank`` over that of the
+    other ranks (thread 0), pooling the selected classes; None without samples."""
+    s = trace.samples
+    s = s[s["thread"] == 0]
+    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    mine = np.isin(s["segment"], ids)
+    on = s["duration_ns"][mine & (s["rank"] == rank)]
+    off = s["duration_ns"][mine & (s["rank"] != rank)]
+    if len(on) == 0 or len(off) == 0:
+        return None
+    return float(np.median(on) / np.median(off))
