@@ -144,6 +144,7 @@ class Trial:
     rank: int
     cpus: str
     hit: bool = False
+    found: bool = False  # a hit when minor findings count too (validate.found)
     wrong: bool = False
     named: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
@@ -217,6 +218,14 @@ def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[f
     return start, end
 
 
+def found(injected: list, analysis: dict, labels: dict, case: Case) -> bool:
+    """Whether the trial hits when the minor findings (below the headline's cost
+    threshold) count too: what the detectors found, whatever its cost (a clean run:
+    nothing found at all)."""
+    s = score(injected, analysis, labels, with_minor=True)
+    return not s.named if case.kind is None else bool(s.hits)
+
+
 def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
     """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies, by the
     rules of tests/tools/verdicts.py."""
@@ -227,6 +236,7 @@ def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None
     s = score(injected, analysis, {a_key: "A", b_key: "B"})
     tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
     tr.hit = not s.named if case.kind is None else bool(s.hits)
+    tr.found = found(injected, analysis, {a_key: "A", b_key: "B"}, case)
 
 
 @dataclass
@@ -366,6 +376,7 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
         s = score(injected, analysis, labels)
         tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
         tr.hit = not s.named if case.kind is None else bool(s.hits)
+        tr.found = found(injected, analysis, labels, case)
         if case.ratio and not (tr.class_ratio is not None
                                and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
             tr.hit = False  # the injection itself did not show: a miss
@@ -395,7 +406,7 @@ def trial_line(tr: Trial) -> str:
 
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
-            "trials with wrong names", "target", "met"]
+            "trials with wrong names", "target", "met", "hits with minor"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -405,7 +416,8 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
         rate = hits / len(done)
         met = hits >= 1 if short else rate >= case.target - 1e-9
         cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
-                 sum(t.wrong for t in done), case.target_text, "yes" if met else "no"]
+                 sum(t.wrong for t in done), case.target_text, "yes" if met else "no",
+                 sum(t.found for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
 

@@ -38,6 +38,7 @@ import pandas as pd
 from perfvar import calibration_ranks
 from perfvar.analysis import _segment_order, analyze, prepare
 from perfvar.reader_meta import RunMeta, read_meta
+from perfvar.families import merge_families
 from perfvar.reader_otf2 import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples, read_trace
 from perfvar.recover import ensure_trace
 from perfvar.segments import CallSite, SegmentKey, parse_segment_key
@@ -172,11 +173,13 @@ class Run:
 
     @cached_property
     def trace(self) -> TraceSamples:
-        """``read_trace(DIR)``; a job that died is first rebuilt from its records,
+        """``read_trace(DIR)`` with its classes merged into families as ``perfvar
+        analyze`` judges them (perfvar.families: each family's samples carry its
+        largest member's index); a job that died is first rebuilt from its records,
         as ``perfvar analyze`` does (``recover=False`` reads the archive as it is)."""
         if self.recover:
             ensure_trace(self.directory)
-        return read_trace(self.directory)
+        return merge_families(read_trace(self.directory))[0]
 
     @cached_property
     def meta(self) -> RunMeta:

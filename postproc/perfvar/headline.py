@@ -34,8 +34,8 @@ from perfvar.model import VERDICT_KINDS, Anomaly
 from perfvar.reader_otf2 import TraceSamples
 
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
-# to be a headline finding (0.0005 = 0.05 %); see docs/analysis.md for the choice.
-DEFAULT_MIN_COST = 0.0005
+# to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.
+DEFAULT_MIN_COST = 0.003
 
 
 @dataclass

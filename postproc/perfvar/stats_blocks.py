@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
+from perfvar.cells import median_without_each
 from perfvar.compare import log_ns
 
 if TYPE_CHECKING:
@@ -109,17 +110,7 @@ def centre_without_each(medians: np.ndarray) -> np.ndarray:
         ok = np.flatnonzero(~np.isnan(col))
         if ok.size < 2:
             continue
-        v = col[ok]
-        m = v.size
-        order = np.argsort(v, kind="stable")
-        s = v[order]
-        at = np.empty(m, dtype=np.int64)
-        at[order] = np.arange(m)
-
-        def remaining(i: int) -> np.ndarray:  # the i-th smallest once each one is out
-            return s[np.where(i < at, i, i + 1)]
-
-        out[ok, b] = (remaining((m - 2) // 2) + remaining((m - 1) // 2)) / 2.0
+        out[ok, b] = median_without_each(col[ok])
     return out
 
 
