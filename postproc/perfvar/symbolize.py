@@ -68,6 +68,24 @@ class FrameSymbol:
         }
 
 
+# The program's entry (C main, gfortran's main program): the frames beyond it are the C
+# library's start-up, the same for every call path.
+ENTRY_FUNCTIONS = frozenset({"main", "MAIN__"})
+
+
+def application_frames(callers: tuple[FrameSymbol, ...]) -> list[FrameSymbol]:
+    """The callers up to the program's entry (included), without the C library's
+    start-up frames above it: what a label shows of a call path."""
+    out: list[FrameSymbol] = []
+    for c in callers:
+        if c.frame.module_basename.startswith("libc."):
+            break
+        out.append(c)
+        if c.function in ENTRY_FUNCTIONS:
+            break
+    return out
+
+
 @dataclass(frozen=True)
 class Symbol:
     """What is known about one call site after symbolization."""
@@ -94,7 +112,8 @@ class Symbol:
         then its callers, innermost first: ``clover_exchange MPI_Waitall <
         update_halo < pdv``."""
         return " < ".join(
-            [f"{self.location} {self.site.function}"] + [c.name for c in self.callers]
+            [f"{self.location} {self.site.function}"]
+            + [c.name for c in application_frames(self.callers)]
         )
 
     def to_json(self) -> dict:

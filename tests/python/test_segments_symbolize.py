@@ -187,3 +187,29 @@ def test_families_merge_neighbour_variants_only():
     # Different MPI functions never merge.
     recv = _end("MPI_Irecv", 0x520, 0x620, 0x700, 0x800)
     assert segment_families([_key(wait, right), _key(wait, recv)], [{0}, {1}]) == [0, 1]
+
+
+def test_label_stops_at_the_program_entry():
+    """The C library's start-up frames above main are the same for every path: the
+    label leaves them out (the key keeps them)."""
+    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    site = CallSite(
+        "MPI_Allreduce",
+        APP,
+        0x10,
+        (Frame(APP, 0x20), Frame(libc, 0x30), Frame(libc, 0x40)),
+    )
+    callers = (
+        FrameSymbol(Frame(APP, 0x20), function="main"),
+        FrameSymbol(Frame(libc, 0x30), function="__libc_start_call_main"),
+        FrameSymbol(Frame(libc, 0x40), function="__libc_start_main_impl"),
+    )
+    sym = Symbol(site, function="solve", file="a.f90", line=7, callers=callers)
+    assert sym.label == "a.f90:7 MPI_Allreduce < main"
+    fortran = (
+        FrameSymbol(Frame(APP, 0x20), function="MAIN__"),
+        FrameSymbol(Frame(APP, 0x30), function="main"),
+    )
+    assert Symbol(site, function="solve", callers=fortran).label == (
+        "solve MPI_Allreduce < MAIN__"
+    )
