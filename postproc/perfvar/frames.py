@@ -37,8 +37,8 @@ import pandas as pd
 
 from perfvar import calibration_ranks
 from perfvar.analysis import _segment_order, analyze, prepare
-from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.families import merge_families
+from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples, read_trace
 from perfvar.recover import ensure_trace
 from perfvar.segments import CallSite, SegmentKey, parse_segment_key

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 
 import pytest
-from waits_sim import simulate
 
 from conftest import RESOLUTION_HZ, normal_durations, run_cli
 from perfvar import headline
@@ -29,6 +28,7 @@ from perfvar.report_markers import (
     severity,
     write_markers,
 )
+from waits_sim import simulate
 
 OTF2_MARKER = shutil.which("otf2-marker")
 # The tests that write markers into a trace; the others test the lines alone.
@@ -114,6 +114,17 @@ def test_severity_follows_the_relative_cost():
     assert category(anomaly("shared_cpu"), "NONE") == "shared_cpu"
 
 
+def _check_otf2_print(trace: str) -> None:
+    """otf2-print -Werror accepts the archive with its markers (where installed)."""
+    if shutil.which("otf2-print"):
+        check = subprocess.run(
+            ["otf2-print", "-Werror", os.path.join(trace, "traces.otf2")],
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode == 0, check.stderr
+
+
 @tools
 def test_analyze_writes_one_marker_per_anomaly(slow_trace):
     proc = run_cli("analyze", slow_trace)
@@ -138,13 +149,7 @@ def test_analyze_writes_one_marker_per_anomaly(slow_trace):
     assert m["text"].startswith(
         f"rank 1 (host node0, cpu 3) is slow in segment {segment} "
     )
-    if shutil.which("otf2-print"):
-        check = subprocess.run(
-            ["otf2-print", "-Werror", os.path.join(slow_trace, "traces.otf2")],
-            capture_output=True,
-            text=True,
-        )
-        assert check.returncode == 0, check.stderr
+    _check_otf2_print(slow_trace)
 
 
 @tools
@@ -347,10 +352,4 @@ def test_minor_and_consequence_markers_in_the_trace(slow_trace):
     m = got[CONSEQUENCE]
     assert (m["severity"], m["scope"]) == ("NONE", f"LOCATION:{locations[0][0]}")
     assert m["text"].endswith("caused by rank 1's marker(s) slow_segment high")
-    if shutil.which("otf2-print"):
-        check = subprocess.run(
-            ["otf2-print", "-Werror", os.path.join(slow_trace, "traces.otf2")],
-            capture_output=True,
-            text=True,
-        )
-        assert check.returncode == 0, check.stderr
+    _check_otf2_print(slow_trace)

@@ -6,8 +6,14 @@ import subprocess
 
 import pytest
 
-from perfvar.segments import CallSite, parse_segment_key
-from perfvar.symbolize import symbolize
+from perfvar.segments import CallSite, Frame, parse_segment_key, segment_families
+from perfvar.symbolize import FrameSymbol, Symbol, short_function, symbolize
+
+# The tests that compile a program and symbolize it need these.
+NEEDS_TOOLCHAIN = pytest.mark.skipif(
+    not (shutil.which("gcc") and shutil.which("addr2line") and shutil.which("nm")),
+    reason="needs gcc, nm and addr2line",
+)
 
 KEY = (
     "perfvar:segment:MPI_Waitall@/opt/app/bin/stencil+0x1a2b;"
@@ -38,10 +44,7 @@ def test_missing_module_falls_back_to_module_offset():
     assert sym.file is None and sym.label == "stencil+0x1a2b MPI_Waitall"
 
 
-@pytest.mark.skipif(
-    not (shutil.which("gcc") and shutil.which("addr2line") and shutil.which("nm")),
-    reason="needs gcc, nm and addr2line",
-)
+@NEEDS_TOOLCHAIN
 def test_real_module_resolves_to_file_and_line(tmp_path):
     src = tmp_path / "app.c"
     src.write_text(
@@ -73,9 +76,6 @@ def test_real_module_resolves_to_file_and_line(tmp_path):
 
 
 # ---- call paths (PERFVAR_CALLPATH > 1) and families ----
-
-from perfvar.segments import Frame, segment_families  # noqa: E402
-from perfvar.symbolize import Symbol, FrameSymbol, short_function  # noqa: E402
 
 APP = "/opt/app/clover_leaf"
 
@@ -133,10 +133,7 @@ def test_label_names_function_without_line_info_and_the_callers():
     assert bare.label == "clover_leaf+0x10 MPI_Send < clover_leaf+0x20"
 
 
-@pytest.mark.skipif(
-    not (shutil.which("gcc") and shutil.which("addr2line") and shutil.which("nm")),
-    reason="needs gcc, nm and addr2line",
-)
+@NEEDS_TOOLCHAIN
 def test_every_frame_symbolized_from_the_symbol_table(tmp_path):
     src = tmp_path / "app.c"
     src.write_text(
