@@ -80,6 +80,17 @@ def selected(keys: Sequence[str], pattern: Pattern) -> list[str]:
     return [key for key in keys if pattern.matches(key)]
 
 
+def compute_share(trace: Any, pattern: Pattern, rank: int) -> float:
+    """Share (0..1) of ``rank``'s compute time (thread 0) in the classes the pattern
+    selects; 0 without samples."""
+    s = trace.samples
+    s = s[(s["thread"] == 0) & (s["rank"] == rank)]
+    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    total = float(s["duration_ns"].sum())
+    mine = float(s["duration_ns"][np.isin(s["segment"], ids)].sum())
+    return mine / total if total > 0 else 0.0
+
+
 def median_ratio(trace: Any, pattern: Pattern, rank: int) -> Optional[float]:
     """Median duration of the selected classes' segments on ``rank`` over that of the
     other ranks (thread 0), pooling the selected classes; None without samples."""
