@@ -22,6 +22,16 @@ Per segment class present on two or more ranks, and per rank r with at least
    alpha after Benjamini-Hochberg over all candidates; and its excess in ns (at
    the rank's median outside the window) must exceed the cell's t_diff.
 
+Classes with fewer than ``MIN_SAMPLES`` samples on a rank (a real program's code
+keyed by call paths splits its compute into dozens of classes of a sample per time
+step) are judged together: per rank, each of their samples relative to its class's
+centre over all ranks (log-duration minus the class's median), pooled into one
+series that goes through steps 1-4 as a class of its own. A window found there
+is reported per pooled class (``pooled`` in the evidence, each with its own
+excess inside the window against its peers' and the time it lost); its excess is
+theirs weighted by the rank's time in each (the share of that time lost), per
+segment the time lost over the segments inside.
+
 Windows of one rank found in several classes that overlap are merged into one
 anomaly (``segment`` None, the classes in the evidence). ``start_ns``/``end_ns``
 are ns since the trace's time origin. :func:`outside` gives the cells without the
@@ -38,7 +48,14 @@ import numpy as np
 
 from perfvar.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.compare import fdr, log_ns, rel
-from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
+from perfvar.model import (
+    Anomaly,
+    Cell,
+    DetectorResult,
+    DetectParams,
+    Prepared,
+    cell_calibration,
+)
 
 KIND = "slow_phase"
 MIN_SAMPLES = 400
@@ -51,12 +68,13 @@ MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin
 # the bins): shorter hiccups (5-20 ms at +4-12 % on a shared VM's vCPU) are not
 # what a user acts on, and a clean run has several.
 MIN_COST = 0.01
+POOLED = "pooled"  # the segment label of the pooled series' windows
 
 
 @dataclass
 class _Window:
     rank: int
-    segment: str
+    segment: str  # the class's id, or POOLED
     start_ns: float
     end_ns: float
     excess_rel: float
@@ -65,6 +83,9 @@ class _Window:
     bins: int
     bins_total: int
     t_diff_ns: float
+    # The pooled series' window: (class id, its excess_rel inside the window, the
+    # rank's time it lost there, ns) of each class pooled; empty for a class's own.
+    parts: tuple[tuple[str, float, float], ...] = ()
 
 
 def _bin_medians(x: np.ndarray, idx: np.ndarray, bins: int) -> np.ndarray:
@@ -176,6 +197,84 @@ def _windows_of_cell(
     return out
 
 
+def _small_cells(prep: Prepared, params: DetectParams) -> dict[int, list[Cell]]:
+    """rank -> its judgeable cells of fewer than MIN_SAMPLES samples."""
+    out: dict[int, list[Cell]] = {}
+    for cells in by_segment(prep).values():
+        for cell in cells.values():
+            reason, _ = unjudged_reason(prep, cell, params.min_samples)
+            if not reason and cell.n < MIN_SAMPLES:
+                out.setdefault(cell.rank, []).append(cell)
+    return out
+
+
+def _pooled(prep: Prepared, cells: list[Cell]) -> Cell:
+    """One cell of ``cells``' samples in time order, each relative to its class's
+    median over all ranks: exp(log-duration - that median)."""
+    z = [
+        np.exp(
+            log_ns(c.samples_ns)
+            - float(np.median(class_pool(prep, c.segment).samples_log))
+        )
+        for c in cells
+    ]
+    start = np.concatenate([c.start_ns for c in cells])
+    order = np.argsort(start, kind="stable")
+    values = np.concatenate(z)[order]
+    return Cell(-1, cells[0].rank, int(values.size), values, cells[0].os_info,
+                start_ns=start[order])  # fmt: skip
+
+
+def _class_excess(cells: dict[int, Cell], rank: int, start: float, end: float) -> float:
+    """Class ``cells``' (rank -> cell) excess (relative) on ``rank`` inside
+    [start, end) over outside, beyond the same ratio of its peers (their median);
+    0 with fewer than MIN_PER_BIN samples on a side."""
+
+    def ratio(c: Cell) -> float:
+        inside = (c.start_ns >= start) & (c.start_ns < end)
+        if min(inside.sum(), (~inside).sum()) < MIN_PER_BIN:
+            return float("nan")
+        return float(np.median(c.samples_ns[inside]) / np.median(c.samples_ns[~inside]))
+
+    peers = np.array([ratio(c) for q, c in cells.items() if q != rank])
+    if not np.isfinite(peers).any():
+        return 0.0
+    x = ratio(cells[rank]) / float(np.nanmedian(peers)) - 1.0
+    return float(x) if np.isfinite(x) else 0.0
+
+
+def _pooled_windows(prep: Prepared, params: DetectParams) -> list[_Window]:
+    """The windows of each rank's small classes pooled (at least MIN_SAMPLES
+    samples together, on two ranks or more). A window's excess is its classes'
+    excesses weighted by the rank's time in each inside it (the share of the
+    rank's time lost there); per segment, the time lost over the segments inside."""
+    small = _small_cells(prep, params)
+    pooled = {r: _pooled(prep, cells) for r, cells in small.items()
+              if sum(c.n for c in cells) >= MIN_SAMPLES}  # fmt: skip
+    if len(pooled) < 2:
+        return []
+    classes = by_segment(prep)
+    pool = ClassPool(pooled)
+    out = []
+    for rank, cell in pooled.items():
+        t_diff = max(float(cell_calibration(prep, c).t_diff_ns) for c in small[rank])
+        for w in _windows_of_cell(cell, pool, POOLED, t_diff, params.phase_floor):
+            parts, times, count = [], [], 0
+            for c in small[rank]:
+                inside = (c.start_ns >= w.start_ns) & (c.start_ns < w.end_ns)
+                t = float(c.samples_ns[inside].sum())
+                e = _class_excess(classes[c.segment], rank, w.start_ns, w.end_ns)
+                parts.append((prep.segment_ids[c.segment], e, t * e / (1 + e)))
+                times.append(t)
+                count += int(inside.sum())
+            x = [e for _, e, _ in parts]
+            excess = float(np.average(x, weights=times)) if sum(times) > 0 else 0.0
+            lost = sum(p[2] for p in parts)
+            out.append(replace(w, excess_rel=excess, excess_ns=lost / max(count, 1),
+                               parts=tuple(parts)))  # fmt: skip
+    return out
+
+
 def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of the runs of True in flags."""
     edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
@@ -207,6 +306,7 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 cell, class_pool(prep, seg), prep.segment_ids[seg],
                 float(cal.t_diff_ns), params.phase_floor,
             )  # fmt: skip
+    found += _pooled_windows(prep, params)
     qs = fdr([w.p_value for w in found])
     kept = [
         (w, q)
@@ -237,27 +337,16 @@ def _anomaly(
         rank=rank,
         host=prep.hosts.get(rank),
         cpu=cells[0].cpu if cells else None,
-        segment=group[0].segment if len(group) == 1 else None,
+        segment=(
+            group[0].segment if len(group) == 1 and group[0].segment != POOLED else None
+        ),
         excess_ns=top.excess_ns,
         start_ns=start,
         end_ns=end,
         evidence={
             "excess_rel": top.excess_rel,
             "duration_ns": end - start,
-            "classes": [
-                {
-                    "segment": w.segment,
-                    "start_ns": w.start_ns,
-                    "end_ns": w.end_ns,
-                    "excess_rel": w.excess_rel,
-                    "excess_ns": w.excess_ns,
-                    "bins": w.bins,
-                    "bins_total": w.bins_total,
-                    "p_value": w.p_value,
-                    "q_value": q_of[id(w)],
-                }
-                for w in group
-            ],
+            "classes": [entry for w in group for entry in _class_entries(w, q_of)],
             "test": "PELT change points (ruptures, L2) on the rank's per-bin median "
             "log-duration relative to its peers; window vs rest: one-sided "
             "Mann-Whitney U",
@@ -265,6 +354,26 @@ def _anomaly(
             "floor_rel": params.phase_floor,
         },
     )
+
+
+def _class_entries(w: _Window, q_of: dict[int, float]) -> list[dict]:
+    """The evidence's entries of one window: its class, or each class it pooled
+    (``pooled`` true, the class's own excess, the pooled series' test)."""
+    common = {
+        "start_ns": w.start_ns,
+        "end_ns": w.end_ns,
+        "bins": w.bins,
+        "bins_total": w.bins_total,
+        "p_value": w.p_value,
+        "q_value": q_of[id(w)],
+    }
+    if not w.parts:
+        entry = {"segment": w.segment, "pooled": False, "excess_rel": w.excess_rel}
+        return [dict(entry, excess_ns=w.excess_ns, **common)]
+    return [
+        {"segment": seg, "pooled": True, "excess_rel": x, "lost_ns": lost, **common}
+        for seg, x, lost in w.parts
+    ]
 
 
 def outside(prep: Prepared, phases: list[Anomaly]) -> Prepared:

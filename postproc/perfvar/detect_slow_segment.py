@@ -16,14 +16,17 @@ median above t_min):
    probes, which measure the core itself (so more work in every class is named per
    class, not explained away); else the median of its shifts in its other judged
    classes, each against the peers not found slow there (a class whose only peers
-   are slow tells nothing); counted only when positive. A negative one is not
-   added back: with two ranks, a rank faster elsewhere is the mirror image of its
-   peer being slow there, and would name a ghost. With no other judged class, kappa
-   is the rank's slow-core shift when the probes made it a slow core; else kappa is
-   0 and the floor below is at least ``core_floor``: a shift in the rank's only
-   class cannot be told from a slower core.
+   are slow tells nothing). A negative one counts only when at least
+   ``LEVEL_CLASSES`` (3) other classes tell it: with two ranks and one or two
+   classes, a rank faster elsewhere is as well the mirror image of its peer being
+   slow there, and would name a ghost; the median of three or more is the rank's
+   core, and a class slow on a faster core (its peer's core slower, a real
+   program's ranks on a shared host) is seen beyond it. With no other judged
+   class, kappa is the rank's slow-core shift when the probes made it a slow
+   core; else kappa is 0 and the floor below is at least ``core_floor``: a shift
+   in the rank's only class cannot be told from a slower core.
 3. the test is over stretches of time, not samples (perfvar.stats_blocks): the
-   class's time span in 20 blocks, r's shift against its peers' centre in each
+   class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels) minus r's common
    shift in the same block (_core_offset: a core drifting against its peers moves
    all its classes alike), a one-sided sign test across the blocks (is the
@@ -77,6 +80,9 @@ from perfvar.stats import iqr, overlap
 from perfvar.stats_blocks import BlockTest, block_test, class_blocks
 
 KIND = "slow_segment"
+# Other judged classes of a rank from which a negative common shift is taken as its
+# core's: their median is then not the mirror image of one class slow on the peer.
+LEVEL_CLASSES = 3
 
 
 @dataclass
@@ -155,7 +161,8 @@ def _kappa(
         return max(probes[rank], 0.0)
     mine = [v for s, v in by_rank.get(rank, {}).items() if s != seg]
     if mine:
-        return max(float(np.median(mine)), 0.0)
+        level = float(np.median(mine))
+        return level if len(mine) >= LEVEL_CLASSES else max(level, 0.0)
     return cores.get(rank)
 
 
@@ -175,7 +182,9 @@ def _core_offset(
     found slow there). Why per block: a core's speed against its peers drifts (on a
     shared host two vCPUs trade places for seconds), moving every class of the
     rank alike; taken away in the same block, the drift leaves the class's own
-    excess. As for kappa, a negative level (the median over the blocks) is not added
+    excess. A class whose only peers are found slow there does not count (it
+    would show the rank fast). As for kappa, with fewer than LEVEL_CLASSES classes
+    (or with probes) a negative level, the median over the blocks, is not added
     back: only the drift around it is taken away. Blocks the common shift does not
     cover take the level."""
     if rank in probes and prep.probe_segment is not None:
@@ -184,7 +193,7 @@ def _core_offset(
         rows = [
             class_blocks(prep, s).shifts(r, sorted(slow_first.get(s, set())))
             for s, r in judgeable
-            if r == rank and s != seg
+            if r == rank and s != seg and _tells_core(prep, s, r, slow_first)
         ]
     if not rows or np.isnan(np.vstack(rows)).all():
         return None
@@ -192,7 +201,19 @@ def _core_offset(
         warnings.simplefilter("ignore", RuntimeWarning)
         core = np.nanmedian(np.vstack(rows), axis=0)
     level = float(np.nanmedian(core))
+    if len(rows) >= LEVEL_CLASSES and rank not in probes:
+        return np.where(np.isnan(core), level, core)
     return np.where(np.isnan(core), max(level, 0.0), core - min(level, 0.0))
+
+
+def _tells_core(
+    prep: Prepared, seg: int, rank: int, slow_first: dict[int, set[int]]
+) -> bool:
+    """Whether class ``seg`` tells ``rank``'s core: some peer of the rank there is
+    not found slow in it (against slow peers only, the rank looks fast: the mirror
+    image of their slowness, not its core)."""
+    gone = slow_first.get(seg, set())
+    return any(q != rank and q not in gone for q in class_blocks(prep, seg).ranks)
 
 
 def _probe_shifts(prep: Prepared) -> dict[int, float]:

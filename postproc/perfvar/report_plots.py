@@ -132,6 +132,11 @@ def classes_to_plot(
         if a.get("kind") not in KIND_WORDS:
             continue
         more = (a.get("evidence") or {}).get("classes", [])
+        pooled = sorted(
+            (c for c in more if c.get("pooled")), key=lambda c: -c["lost_ns"]
+        )
+        # A phase seen in many small classes together: the three that lost most.
+        more = [c for c in more if not c.get("pooled")] + pooled[:3]
         ids = [a.get("segment")] + [c["segment"] for c in more]
         named += [s for s in ids if s and s not in named]
     order = [s["id"] for s in result["segments"]]  # by total time, descending

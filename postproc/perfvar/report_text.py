@@ -36,6 +36,23 @@ def _hz(hz: float) -> str:
     return f"{hz:.0f} Hz"
 
 
+def _phase_classes(classes: list[dict]) -> str:
+    """Where a slow phase was seen: its classes, those judged together as one
+    series (classes of too few segments each) summed up with the largest."""
+    own = [c["segment"] for c in classes if not c.get("pooled")]
+    pooled = sorted(
+        (c for c in classes if c.get("pooled")), key=lambda c: -c["lost_ns"]
+    )
+    parts = ["segments " + ", ".join(own)] if own else []
+    if pooled:
+        top = ", ".join(f"{c['segment']} {_pct(c['excess_rel'])}" for c in pooled[:3])
+        parts.append(
+            f"its {len(pooled)} classes of too few segments each for a series of "
+            f"their own, judged together (most time lost: {top})"
+        )
+    return "in " + " and ".join(parts)
+
+
 def _where(a: dict[str, Any]) -> str:
     host = a["host"] if a["host"] is not None else "?"
     cpu = a["cpu"] if a["cpu"] is not None else "?"
@@ -179,7 +196,7 @@ def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
         where = (
             f"in segment {a['segment']} [{labels.get(a['segment'], '?')}]"
             if a["segment"]
-            else "in segments " + ", ".join(c["segment"] for c in ev["classes"])
+            else _phase_classes(ev["classes"])
         )
         q = min(c["q_value"] for c in ev["classes"])
         return (
@@ -254,13 +271,18 @@ def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
     if minor:
         floor = (result.get("params") or {}).get("min_cost")
         below = f" below {_pct(floor, signed=False)}" if floor is not None else ""
-        out += ["", f"Minor (steady differences whose delay cost is{below}; "
-                "they name no rank)"]
+        out += [
+            "",
+            f"Minor (steady differences whose delay cost is{below}; "
+            "they name no rank)",
+        ]
         out += [f"- {describe_anomaly(a, labels)}{_cost(a)}" for a in minor]
     consequences = result.get("consequences") or []
     if consequences:
-        out += ["", "Consequences of waiting (reported under their cause, "
-                "not as anomalies)"]
+        out += [
+            "",
+            "Consequences of waiting (reported under their cause, " "not as anomalies)",
+        ]
         out += [f"- {c['text']}" for c in consequences]
     return out
 

@@ -2,7 +2,8 @@
 slow_core detectors, on synthetic cells made here.
 
 make_prepared starts sample i of every cell at i x STEP_NS, so with n samples a
-cell's block b of 20 holds samples b n / 20 .. (b + 1) n / 20.
+twentieth of the run, t, holds samples t n / 20 .. (t + 1) n / 20 (two of the
+detectors' blocks when stats_blocks.BLOCKS is 40).
 """
 
 import numpy as np
@@ -13,7 +14,6 @@ from perfvar import detect_slow_core, detect_slow_segment, stats_blocks
 from perfvar.model import DetectParams
 
 N = 20_000  # samples per cell: a per-sample test calls +0.1 % significant
-BLOCK = N // stats_blocks.BLOCKS
 
 
 def _cells(seed, n=N, sigma=0.005, nranks=4, loc=(1000.0, 300.0)):
@@ -26,10 +26,10 @@ def _cells(seed, n=N, sigma=0.005, nranks=4, loc=(1000.0, 300.0)):
     }
 
 
-def _slow_in(samples, key, blocks, factor):
-    x = samples[key]
-    for b in blocks:
-        x[b * BLOCK : (b + 1) * BLOCK] *= factor
+def _slow_in(samples, key, twentieths, factor, n=N):
+    x, step = samples[key], n // 20
+    for t in twentieths:
+        x[t * step : (t + 1) * step] *= factor
 
 
 def _judgement(result, rank, segment="S0"):
@@ -49,7 +49,9 @@ def test_a_wobble_in_two_blocks_of_twenty_is_not_a_slow_segment(seed):
     result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert result.anomalies == []
     j = _judgement(result, 1)
-    assert j.shift_rel > 0.0015 and j.blocks == 20  # the run's median moved
+    assert (
+        j.shift_rel > 0.0015 and j.blocks == stats_blocks.BLOCKS
+    )  # the run's median moved
     assert j.status != "slow" and j.steady_share < stats_blocks.STEADY_SHARE
     assert j.excess_rel < 0.001  # the median block did not
     assert j.q_value > 0.05
@@ -76,19 +78,19 @@ def test_a_steady_one_percent_is_named_with_its_steadiness(seed):
     result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=1.0))
     assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
     ev = result.anomalies[0].evidence
-    assert ev["steady_share"] >= 0.95 and ev["blocks"] == 20
-    assert ev["blocks_above_floor"] >= 19
+    assert ev["steady_share"] >= 0.95 and ev["blocks"] == stats_blocks.BLOCKS
+    assert ev["blocks_above_floor"] >= 0.95 * stats_blocks.BLOCKS
     assert ev["excess_rel"] == pytest.approx(0.01, abs=0.001)
     lo, hi = ev["excess_ci_rel"]
     assert 0.008 < lo < ev["excess_rel"] < hi < 0.012
     assert ev["block_spread_rel"] < 0.003
-    assert len(ev["block_shifts_rel"]) == 20
+    assert len(ev["block_shifts_rel"]) == stats_blocks.BLOCKS
     assert "blocks of the run" in ev["test"]
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_slow_minute_of_the_host_on_every_rank_is_no_finding(seed):
-    # Every rank 8 % slower in blocks 8-10, as when the host is busy: inside each
+    # Every rank 8 % slower in twentieths 8-10 of the run, as when the host is busy: inside each
     # block the peers are slower too, so nothing is left once they are subtracted.
     samples = _cells(seed)
     for key in samples:
@@ -115,15 +117,12 @@ def test_a_cell_with_its_samples_in_too_few_blocks_is_not_tested():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_core_slow_in_part_of_the_run_is_not_a_slow_core(seed):
-    # Rank 2 is 10 % slower in every class in 8 of the 20 blocks: the pooled median
+    # Rank 2 is 10 % slower in every class in 8 of 20 stretches: the pooled median
     # moves ~1 % (beyond a 0.5 % floor), and the block t test is significant, but
     # the shift clears the floor in 40 % of the run only.
     samples = _cells(seed, n=4000, sigma=0.01)
-    block = 4000 // stats_blocks.BLOCKS
     for seg in (0, 1):
-        x = samples[(seg, 2)]
-        for b in range(2, 10):
-            x[b * block : (b + 1) * block] *= 1.10
+        _slow_in(samples, (seg, 2), range(2, 10), 1.10, n=4000)
     params = DetectParams(core_floor=0.005)
     assert detect_slow_core.detect(make_prepared(samples), params).anomalies == []
     # Steady over the run, the same core is named, with its steadiness.
@@ -187,12 +186,40 @@ def test_a_core_drifting_against_its_peers_does_not_hide_a_steady_segment(seed):
     samples = _cells(seed, loc=(1000.0, 300.0, 600.0))
     rng = np.random.default_rng(100 + seed)
     drift = np.exp(rng.choice([-0.03, 0.03], stats_blocks.BLOCKS))
+    block = N // stats_blocks.BLOCKS
     for seg in (0, 1, 2):
         x = samples[(seg, 1)]
         for b in range(stats_blocks.BLOCKS):
-            x[b * BLOCK : (b + 1) * BLOCK] *= drift[b]
+            x[b * block : (b + 1) * block] *= drift[b]
     samples[(0, 1)] *= 1.005
     result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
     assert result.anomalies[0].evidence["steady_share"] >= 0.8
     assert result.anomalies[0].evidence["excess_rel"] == pytest.approx(0.005, abs=0.001)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_slow_class_on_a_faster_core_is_told_from_the_rank_s_other_classes(seed):
+    # Two ranks: rank 0's core is 10 % slower in every class; rank 1 runs S0 10 %
+    # slower on top. Against its peer, rank 1's S0 looks as fast, and its other
+    # classes 10 % faster. With three other classes their median is rank 1's core,
+    # negative as it is, and S0 stands 10 % beyond it.
+    samples = _cells(seed, n=4000, nranks=2, loc=(1000.0, 300.0, 600.0, 450.0))
+    for seg in range(4):
+        samples[(seg, 0)] *= 1.10
+    samples[(0, 1)] *= 1.10
+    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
+    assert result.anomalies[0].evidence["excess_rel"] == pytest.approx(0.10, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_with_one_other_class_a_faster_rank_is_not_taken_as_its_core(seed):
+    # The same with two classes: rank 1 faster in S1 is as well rank 0 slower in
+    # S1 alone (the mirror image), so rank 1's S0 is not named.
+    samples = _cells(seed, n=4000, nranks=2)
+    for seg in range(2):
+        samples[(seg, 0)] *= 1.10
+    samples[(0, 1)] *= 1.10
+    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    assert (1, "S0") not in [(a.rank, a.segment) for a in result.anomalies]

@@ -133,9 +133,9 @@ def test_several_slow_ranks_do_not_mask_each_other():
 
 
 def test_alpha_is_the_false_discovery_rate():
-    # A weak shift whose q value lies between 0.05 and 0.5; floors off. (0.5 ns on
-    # 5 ns of noise: the test is over the run's 20 blocks of 10 samples each.)
-    samples = _ranks(1, scale=5.0, shift={0: 0.5})
+    # A weak shift whose q value lies between 0.05 and 0.5; floors off. (0.6 ns on
+    # 5 ns of noise: the test is over the run's 40 blocks of 5 samples each.)
+    samples = _ranks(1, scale=5.0, shift={0: 0.6})
     floors = dict(segment_floor=0.0, core_floor=0.0)
     strict = detect_slow_segment.detect(
         make_prepared(samples, t_diff_ns=0.0), DetectParams(alpha=0.05, **floors)

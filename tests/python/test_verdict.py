@@ -125,6 +125,37 @@ def test_slow_phase_is_named_with_its_window_and_not_as_a_core():
     assert sorted(c["segment"] for c in a.evidence["classes"]) == ["S0", "S1"]
 
 
+def _many_small_classes(seed, slow=None):
+    """A real program's shape: 30 classes of 100 samples each (one a time step),
+    too few each for a series of its own, of 5 to 200 us, 5 % noise."""
+    classes = tuple(np.geomspace(5_000.0, 200_000.0, 30))
+    return _cells(seed, nranks=2, n=100, classes=classes, cv=0.05, slow=slow)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_phase_over_many_small_classes_is_found_in_them_together(seed):
+    # +10 % in every class of rank 1 for steps 40-70: no class has the samples for
+    # change points of its own; pooled, relative to each class's centre, they do.
+    def phase(i):
+        return np.where((i >= 40) & (i < 70), 1.10, 1.0)
+
+    slow = {(c, 1): phase for c in range(30)}
+    found = _named(_many_small_classes(seed, slow))
+    assert _kinds(found) == [("slow_phase", 1, None)]
+    a = found[0]
+    assert a.start_ns == pytest.approx(40 * STEP_NS, abs=6 * STEP_NS)
+    assert a.end_ns == pytest.approx(70 * STEP_NS, abs=6 * STEP_NS)
+    assert a.evidence["excess_rel"] == pytest.approx(0.10, abs=0.03)
+    classes = a.evidence["classes"]
+    assert len(classes) == 30 and all(c["pooled"] for c in classes)
+    assert all(c["lost_ns"] > 0 for c in classes if c["excess_rel"] > 0.02)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_many_small_classes_of_a_clean_run_give_no_phase(seed):
+    assert _kinds(_named(_many_small_classes(seed))) == []
+
+
 def test_slow_phase_is_named_when_the_durations_are_on_a_grid():
     # Work that takes the same ticks every time: rounded to 1 us, every bin's median
     # equals its neighbour's outside the step, so the bins' median absolute
