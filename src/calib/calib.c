@@ -154,7 +154,7 @@ void pv_calib_defaults(pv_calib_params *p, pv_calib_mode mode)
         p->p_confirm = 30;
         p->q_pairs = 80;
     } else {
-        p->budget_ms = 400; /* 250 ms did not let 4xL2 finish here (2-core VM, flush 0.1 ms) */
+        p->budget_ms = 400; /* 250 ms did not let 4xL2 finish on a 2-core VM (flush 0.1 ms) */
         p->n_samples = 300;
         p->n_samples_flushed = 100;
         p->p_confirm = 5;

@@ -16,11 +16,11 @@ from perfvar.reader_meta import read_meta
 from perfvar.report_text import render
 
 KIB, MIB = 1024, 1024 * 1024
-L1, L2, L3 = 48 * KIB, 1 * MIB, 32 * MIB  # this VM's caches
+L1, L2, L3 = 48 * KIB, 1 * MIB, 32 * MIB  # example L1, L2, L3 sizes
 
 
 def states(usable=("0", "4xL1", "4xL2", "4xL3")):
-    """The four states with this VM's flush sizes; t_diff grows with the flush."""
+    """The four states with these flush sizes; t_diff grows with the flush."""
     sizes = {"0": 0, "4xL1": 4 * L1, "4xL2": 4 * L2, "4xL3": 4 * L3}
     return [
         CacheState(

@@ -199,7 +199,7 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
 
 @pytest.mark.parametrize("timer", ["cycles", "papi_read"])
 def test_cycle_timer_unavailable_is_listed_with_the_probes_reason(tmp_path, timer):
-    """Where a CPU-cycle counter cannot be read (this VM has no PMU), --compare lists
+    """Where a CPU-cycle counter cannot be read (a VM without a PMU), --compare lists
     it as unavailable, in cycles, with the probe's reason (PAPI's own for papi_read);
     nothing else is affected."""
     k = _kernels()

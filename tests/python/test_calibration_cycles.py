@@ -53,7 +53,7 @@ def test_reader_takes_the_pass_or_why_there_was_none(tmp_path):
     meta_dir.mkdir()
     calibrations = {
         0: {**CALIBRATION, "cycles": _available()},
-        1: {**CALIBRATION, "cycles": {"available": False, "why": "no PMU in this VM"}},
+        1: {**CALIBRATION, "cycles": {"available": False, "why": "no PMU in the VM"}},
         2: dict(CALIBRATION),  # written before the pass existed
         3: {**CALIBRATION, "cycles": _available()},
     }
@@ -74,7 +74,7 @@ def test_reader_takes_the_pass_or_why_there_was_none(tmp_path):
     assert c0.source.startswith("paper") and c0.t_min_cycles != 999.0  # replaced
     assert c0.timer_overhead_cycles == 40.0 and c0.cycles_per_add == 0.75
     c1 = meta.ranks[1].calibration.cycles
-    assert not c1.available and c1.why == "no PMU in this VM"
+    assert not c1.available and c1.why == "no PMU in the VM"
     assert c1.t_min_cycles is None
     assert meta.ranks[2].calibration.cycles.why == "not recorded"
     c3 = meta.ranks[3].calibration.cycles

@@ -1,8 +1,8 @@
 /* test_calib_cycles.c — the start-up calibration's pass on the CPU-cycle counter.
  *
- * 1. With the real counter: where the probe says it is unreadable (this VM, qemu-user) the pass
- *    reports why, keeps no distributions and the wall-clock states keep the whole budget; where it
- *    is readable the pass measures flush 0 in cycles.
+ * 1. With the real counter: where the probe says it is unreadable (a VM without a PMU,
+ *    qemu-user) the pass reports why, keeps no distributions and the wall-clock states keep the
+ *    whole budget; where it is readable the pass measures flush 0 in cycles.
  * 2. With a substitute counter (the wall clock's raw ticks, read through a function), so the pass
  *    runs where no PMU exists: it measures in the substitute's units (its slope per ADD is the wall
  *    clock's ns per ADD times ticks per ns), within the end of the budget, tagging its
