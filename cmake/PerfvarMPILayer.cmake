@@ -16,7 +16,16 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py --flavour ${flavour}
             --out ${gen} ${shared_libs}
     DEPENDS ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/pmpi/mpi_groups.py
+            ${PROJECT_SOURCE_DIR}/src/pmpi/requirements.txt
     COMMENT "Generating the ${flavour} MPI wrappers")
+  # The wrappers are compiled with mpi.h's declarations in view: a prototype or an argument that
+  # does not match the MPI's (const, MPI_Count, an array) is an error, never a warning, and so is a
+  # C wrapper of a function mpi.h does not declare (-Wmissing-prototypes).
+  if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    set(werror -Werror -Werror=incompatible-pointer-types -Wmissing-prototypes)
+    set_source_files_properties(${gen}/pv_mpi_functions.c ${gen}/pv_wrappers_c.c
+                                ${gen}/pv_wrappers_fortran.c PROPERTIES COMPILE_OPTIONS "${werror}")
+  endif()
   set(t perfvar_mpi_${flavour})
   add_library(${t} SHARED ${files}
     ${PROJECT_SOURCE_DIR}/src/pmpi/runtime.c ${PROJECT_SOURCE_DIR}/src/pmpi/fortran_args.c
@@ -41,5 +50,18 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
   set_target_properties(${t} PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
                         EXPORT_NAME mpi_${flavour})
   add_library(perfvar::mpi_${flavour} ALIAS ${t})
+  # What the unit.wrappers.<flavour> test needs to generate the wrappers afresh and compile them
+  # against this flavour's mpi.h as the build does (cmake/PerfvarCheckWrappers.cmake).
+  file(GENERATE OUTPUT ${gen}/check_wrappers.cmake CONTENT "\
+set(PV_PYTHON [==[${Python3_EXECUTABLE}]==])
+set(PV_GENERATOR [==[${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py]==])
+set(PV_FLAVOUR ${flavour})
+set(PV_LIBRARIES [==[${shared_libs}]==])
+set(PV_GENERATED [==[${gen}]==])
+set(PV_CC [==[${CMAKE_C_COMPILER}]==])
+set(PV_PROJECT_DIRS [==[${PROJECT_SOURCE_DIR};${PROJECT_BINARY_DIR}]==])
+set(PV_INCLUDES [==[$<TARGET_PROPERTY:${t},INCLUDE_DIRECTORIES>]==])
+set(PV_DEFINITIONS [==[$<TARGET_PROPERTY:${t},COMPILE_DEFINITIONS>]==])
+")
   set(PERFVAR_MPI_FLAVOURS ${PERFVAR_MPI_FLAVOURS} ${flavour} PARENT_SCOPE)
 endfunction()

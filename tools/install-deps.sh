@@ -6,8 +6,8 @@
 # (the HTML report's test); PyPI: numpy, scipy, statsmodels, ruptures, pandas,
 # matplotlib, plotly and rich (the report's plots, progress bars), scikit-learn (the reference
 # the isolation forest is tested against),
-# otf2 (trace reader used by the tests), pympistandard (MPI Forum API for wrapper generation),
-# mpi4py (perfvar calibrate under mpiexec).
+# otf2 (trace reader used by the tests), mpi4py (perfvar calibrate under mpiexec); and, at the exact
+# versions src/pmpi/requirements.txt pins, pympistandard (MPI Forum API for wrapper generation).
 # Idempotent; safe to run as root (CI) or with sudo available.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ apt_pkgs=(gfortran cmake ninja-build pkg-config
           libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux libunwind-dev
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user
           vite xvfb imagemagick chromium)
-py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pympistandard pytest mpi4py)
+py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pytest mpi4py)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -41,5 +41,18 @@ if [ ${#py_missing[@]} -gt 0 ]; then
     echo "install-deps: installing Python packages: ${py_missing[*]}"
     # mpi4py, if built from source, builds against Open MPI (perfvar calibrate under mpiexec).
     MPICC=${MPICC:-mpicc.openmpi} "$PYTHON" -m pip install -q "${py_missing[@]}"
+fi
+# What src/pmpi/requirements.txt pins: installed, upgraded or downgraded to exactly that version.
+pins=$(cd "$(dirname "$0")/.." && pwd)/src/pmpi/requirements.txt
+pin_missing=()
+while read -r req; do
+    req=${req%%#*}; req=${req// /}
+    [ -n "$req" ] || continue
+    have=$("$PYTHON" -c "import importlib.metadata as m; print(m.version('${req%%==*}'))" 2>/dev/null || true)
+    [ "$have" = "${req#*==}" ] || pin_missing+=("$req")
+done < "$pins"
+if [ ${#pin_missing[@]} -gt 0 ]; then
+    echo "install-deps: installing pinned Python packages: ${pin_missing[*]}"
+    "$PYTHON" -m pip install -q "${pin_missing[@]}"
 fi
 echo "install-deps: all dependencies present"

@@ -36,6 +36,25 @@ EXCEPTIONS = {
     "KIND parameters the C side cannot see",
 }
 
+# Removed from the standard in MPI-3.0 (so not in pympistandard's API): Open MPI exports them but its
+# mpi.h declares them only when built with MPI-1 compatibility; MPICH no longer has them.
+EXCEPTIONS.update({name: "removed in MPI-3.0" for name in (
+    "MPI_Address", "MPI_Errhandler_create", "MPI_Errhandler_get", "MPI_Errhandler_set",
+    "MPI_Type_extent", "MPI_Type_hindexed", "MPI_Type_hvector", "MPI_Type_lb", "MPI_Type_struct",
+    "MPI_Type_ub")})
+
+# Deprecated by the MPI Forum, still in the standard and wrapped: applications still call them. An
+# mpi.h may mark them (and their PMPI_ twins) deprecated; the generator expects that warning for
+# these wrappers alone.
+DEPRECATED = {
+    **{name: "deprecated in MPI-2.0" for name in (
+        "MPI_Attr_delete", "MPI_Attr_get", "MPI_Attr_put", "MPI_Keyval_create", "MPI_Keyval_free")},
+    **{name: "deprecated in MPI-4.0" for name in ("MPI_Info_get", "MPI_Info_get_valuelen")},
+    **{name: "deprecated in MPI-4.1" for name in (
+        "MPI_Get_elements_x", "MPI_Status_set_elements_x", "MPI_Type_get_extent_x",
+        "MPI_Type_get_true_extent_x", "MPI_Type_size_x")},
+}
+
 # Fortran-only exclusions (functions there, or not real procedures).
 FORTRAN_EXCEPTIONS = {
     "MPI_Sizeof": "generic compile-time procedure, no library entry point",
