@@ -7,6 +7,7 @@ per case, and prints a markdown table of hit rates per program and case.
   tools/validate.py [--programs twins,stencil,cloverleaf] [--cloverleaf PATH|URL] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
+                    [--rejudge JSON]
 
 Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
 rank: slow_segment in A), core (+5 % in A and B: slow_core), busy (a spinning process pinned on
@@ -30,6 +31,10 @@ its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1
 Each seg trial also measures from the trace how much longer the class ran on the rank
 ("class x": its median over the other rank's in the same run; "clean x": the same in the
 reference run, the ranks' own difference in that class).
+
+--rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
+(--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
+changed on the analysis side, measured on the same runs).
 
 --short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
 retry on a miss; exits 1 when a case misses twice. For a real program (validate.gross.stencil)
@@ -362,35 +367,78 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
     args = prog.slowed_args if case.slowed and prog.slowed_args else []
     try:
         analysis, tr.run_s, tr.analysis_s = run_real(st, prog, out, cpus, args, env, noise)
-        keys = [x["key"] for x in analysis.get("segments", [])]
-        injected: list[Injected] = []
-        labels: dict[str, str] = {}
-        if case.kind == "slow_segment":
-            targets = selected(keys, pattern)
-            if not targets:
-                raise TrialError(f"no class of the trace matches {pattern}")
-            injected = [Injected("slow_segment", rank, k) for k in targets]
-            labels = {k: "C" for k in targets}
-            trace = read_trace(str(out))
-            if compute_share(trace, pattern, rank) >= COMMON_SHARE:
-                # the class is most of the rank's compute (the stencil's): slowing it
-                # slows the rank's core by slow_core's own rule, so that names it too
-                injected.append(Injected("slow_core", rank))
-            # in the same run: the host's load shifts both ranks, not one (the reference's
-            # ratio, from another run, is shown beside it)
-            tr.class_ratio = median_ratio(trace, pattern, rank)
+        judge_real(tr, case, analysis, pattern)
+        if tr.class_ratio is not None:
             tr.clean_ratio = ref.ratio[rank]
-        elif case.kind is not None:
-            injected = [Injected(case.kind, rank, None, tr.window_ns)]
-        s = score(injected, analysis, labels)
-        tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
-        tr.hit = not s.named if case.kind is None else bool(s.hits)
-        tr.found = found(injected, analysis, labels, case)
-        if case.ratio and not (tr.class_ratio is not None
-                               and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
-            tr.hit = False  # the injection itself did not show: a miss
-            tr.info.append(f"class measured x{tr.class_ratio:.3f}, expected "
-                           f"{case.ratio[0]}..{case.ratio[1]}")
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+        tr.error = f"{type(e).__name__}: {e}"
+    return tr
+
+
+def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
+    """Sets tr.hit, tr.found, tr.wrong, tr.named, tr.info (and for a seg case the class's
+    measured ratio) from a real program's analysis.json and trace (tr.trace); ``pattern``
+    selects the injected class."""
+    rank = tr.rank
+    keys = [x["key"] for x in analysis.get("segments", [])]
+    injected: list[Injected] = []
+    labels: dict[str, str] = {}
+    if case.kind == "slow_segment":
+        targets = selected(keys, pattern)
+        if not targets:
+            raise TrialError(f"no class of the trace matches {pattern}")
+        injected = [Injected("slow_segment", rank, k) for k in targets]
+        labels = {k: "C" for k in targets}
+        trace = read_trace(tr.trace)
+        if compute_share(trace, pattern, rank) >= COMMON_SHARE:
+            # the class is most of the rank's compute (the stencil's): slowing it
+            # slows the rank's core by slow_core's own rule, so that names it too
+            injected.append(Injected("slow_core", rank))
+        # in the same run: the host's load shifts both ranks, not one (the reference's
+        # ratio, from another run, is shown beside it)
+        tr.class_ratio = median_ratio(trace, pattern, rank)
+    elif case.kind is not None:
+        injected = [Injected(case.kind, rank, None,
+                             tuple(tr.window_ns) if tr.window_ns else None)]
+    s = score(injected, analysis, labels)
+    tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
+    tr.hit = not s.named if case.kind is None else bool(s.hits)
+    tr.found = found(injected, analysis, labels, case)
+    if case.ratio and not (tr.class_ratio is not None
+                           and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
+        tr.hit = False  # the injection itself did not show: a miss
+        tr.info.append(f"class measured x{tr.class_ratio:.3f}, expected "
+                       f"{case.ratio[0]}..{case.ratio[1]}")
+
+
+def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
+    """A trial of an earlier run (a record of its --json) judged again: its kept trace analysed
+    by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
+    known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
+    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[], error=None))
+    out = Path(tr.trace)
+    try:
+        if record.get("error") or not (out / "traces.otf2").exists():
+            raise TrialError(record.get("error") or f"{out}: no trace kept")
+        t0 = time.monotonic()
+        dest = out / "analysis.rejudged.json"
+        q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", "--quiet",
+                            "--json", str(dest), str(out)],
+                           env=st.analyze_env, capture_output=True, text=True, timeout=1800)
+        tr.analysis_s = time.monotonic() - t0
+        if q.returncode != 0:
+            raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
+        analysis = json.loads(dest.read_text())
+        if tr.suite == "twins":
+            trace = read_trace(str(out))
+            a, b = class_ids(trace)
+            judge(tr, case, analysis, trace.segments[a], trace.segments[b])
+        else:
+            pattern = Pattern()
+            if case.segment == "A":  # the reference run kept beside the trials
+                _, pattern = largest_class(read_trace(str(out.parent / f"{tr.suite}-reference")),
+                                           (0, 1))
+            judge_real(tr, case, analysis, pattern)
     except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
         tr.error = f"{type(e).__name__}: {e}"
     return tr
@@ -475,6 +523,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--mpiexec", help="the launcher (default that of --mpi)")
     ap.add_argument("--postproc", type=Path, default=ROOT / "postproc",
                     help="the analysis package's folder to judge (default this tree's)")
+    ap.add_argument("--rejudge", type=Path, metavar="JSON",
+                    help="run nothing: analyse again the traces an earlier --json run kept "
+                    "(--work or --keep) and print its table with today's rules")
     return ap.parse_args()
 
 
@@ -492,7 +543,7 @@ def main() -> int:
     a = parse_args()
     suites_asked = a.programs.split(",")
     bad = set(suites_asked) - {"twins", "stencil", "cloverleaf"}
-    if bad or ("cloverleaf" in suites_asked and not a.cloverleaf):
+    if bad or ("cloverleaf" in suites_asked and not a.cloverleaf and not a.rejudge):
         print(f"validate: unknown program(s) {sorted(bad)}" if bad else
               "validate: --programs cloverleaf needs --cloverleaf PATH|URL", file=sys.stderr)
         return 2
@@ -513,13 +564,16 @@ def main() -> int:
                                            os.environ.get("PYTHONPATH")]))
     analyze_env = dict(os.environ, PYTHONPATH=pypath)
     analyze_env.pop("LD_PRELOAD", None)
-    work = a.work.resolve() if a.work else Path(tempfile.mkdtemp(prefix="perfvar-validate-"))
+    work = (a.work.resolve() if a.work else a.rejudge.resolve().parent if a.rejudge
+            else Path(tempfile.mkdtemp(prefix="perfvar-validate-")))
     work.mkdir(parents=True, exist_ok=True)
     st = Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
                analyze_env, keep_runs=bool(a.work or a.keep))
     signal.signal(signal.SIGTERM, interrupt)
 
     t_start = time.monotonic()
+    if a.rejudge:
+        return rejudge(st, a.rejudge, suites, a.short, a.json, t_start)
     print(f"# perfvar validation, {datetime.datetime.now().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(mpiexec)}); twins {st.steps} steps "
           f"per run; traces in {work}")
@@ -586,6 +640,29 @@ def main() -> int:
         print(f"validate: FAILED: {', '.join(failed_gross)} missed in both attempts")
         return 1
     return 1 if errors else 0
+
+def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: bool,
+            out_json: Path | None, t_start: float) -> int:
+    """--rejudge: the trials of ``path`` of the asked programs and cases (``suites``, of the
+    short cases when ``short``, as the earlier run), judged again."""
+    print(f"# perfvar validation, {datetime.datetime.now().isoformat(timespec='seconds')}: "
+          f"the traces of {path} judged again")
+    asked = {(suite, c.name): c for suite, cases in suites for c in cases}
+    trials = []
+    for record in json.loads(path.read_text()):
+        case = asked.get((record.get("suite", "twins"), record.get("case")))
+        if case is not None:
+            trials.append(rejudge_trial(st, record, case))
+            print(trial_line(trials[-1]), flush=True)
+    print()
+    print("\n".join(table(suites, trials, short)))
+    errors = [t for t in trials if t.error]
+    print(f"total wall time {time.monotonic() - t_start:.0f} s; "
+          f"{len(errors)} trial(s) could not be judged")
+    if out_json:
+        out_json.write_text(json.dumps([vars(t) for t in trials], indent=1) + "\n")
+    return 1 if errors else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
