@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from perfvar.detect_slow_core import COMMON_SHARE  # noqa: E402
 from perfvar.reader_otf2 import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
-from validation import disturb, programs  # noqa: E402
+from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern, compute_share, largest_class, median_ratio, selected)
 from verdicts import Injected, score  # noqa: E402
@@ -165,6 +165,7 @@ class Trial:
     suite: str = "twins"  # twins, stencil, cloverleaf
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
+    steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
 
 
 class TrialError(Exception):
@@ -258,6 +259,7 @@ class Setup:
     run_env: dict
     analyze_env: dict
     keep_runs: bool = False  # keep real programs' run directories
+    last_steal_ms: dict[str, float] | None = None  # run_real's last run: CPU -> steal (ms)
 
 
 def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
@@ -272,9 +274,10 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
                         str(program)] + twin_args(case, rank, st.steps)
     try:
         t0 = time.monotonic()
-        with disturb.busy(cpus.split()[rank] if case.busy else None):
+        with disturb.busy(cpus.split()[rank] if case.busy else None), host.Steal() as steal:
             p = subprocess.run(cmd, env=st.run_env, capture_output=True, text=True, timeout=600)
         tr.run_s = time.monotonic() - t0
+        tr.steal_ms = {str(c): ms for c, ms in steal.ms.items()}
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
             raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
         t0 = time.monotonic()
@@ -306,10 +309,11 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
     cmd = st.mpiexec + [str(BIND), cpus, str(st.build / "bin" / "perfvar-run"), "-o", str(out),
                         str(prog.binary)] + prog.args + args
     t0 = time.monotonic()
-    with disturbance:
+    with disturbance, host.Steal() as steal:
         p = subprocess.run(cmd, env=env, cwd=rundir, capture_output=True, text=True,
                            timeout=1200)
     run_s = time.monotonic() - t0
+    st.last_steal_ms = {str(c): ms for c, ms in steal.ms.items()}
     if p.returncode != 0:
         raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
     t0 = time.monotonic()
@@ -367,6 +371,7 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
     args = prog.slowed_args if case.slowed and prog.slowed_args else []
     try:
         analysis, tr.run_s, tr.analysis_s = run_real(st, prog, out, cpus, args, env, noise)
+        tr.steal_ms = st.last_steal_ms
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None:
             tr.clean_ratio = ref.ratio[rank]
@@ -455,6 +460,9 @@ def trial_line(tr: Trial) -> str:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
     if tr.class_ratio is not None:
         named += f"; class x{tr.class_ratio:.3f} (clean x{tr.clean_ratio or 0:.3f})"
+    if tr.steal_ms and any(ms > 0 for ms in tr.steal_ms.values()):
+        named += "; host steal " + ", ".join(f"cpu{c} {ms:.0f} ms"
+                                             for c, ms in tr.steal_ms.items())
     text = (f"{tr.suite:10} {tr.case:6} trial {tr.trial:2}  {tr.program:7}  rank {tr.rank}  "
             f"cpus {tr.cpus}  "
             f"{status:5}  named: {named}  run {tr.run_s:.1f} s  analysis {tr.analysis_s:.1f} s")
