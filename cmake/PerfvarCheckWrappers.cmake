@@ -58,7 +58,17 @@ foreach(f ${sources})
   endif()
 endforeach()
 
-# Wrong on purpose, one at a time: each must be refused as conflicting with mpi.h.
+# Wrong on purpose, one at a time: each must be refused, with the compiler's message `expected`.
+function(expect_refused text expected what)
+  file(WRITE ${OUT}/wrong/pv_wrappers_c.c "${text}")
+  compile(${OUT}/wrong pv_wrappers_c.c rc out)
+  if(rc EQUAL 0 OR NOT out MATCHES "${expected}")
+    message(FATAL_ERROR "check_wrappers: ${what} was not refused against ${PV_FLAVOUR}'s mpi.h "
+                        "(exit ${rc}):\n${out}")
+  endif()
+  message(STATUS "check_wrappers: ${what} refused, as it must be")
+endfunction()
+
 file(READ ${OUT}/fresh/pv_wrappers_c.c wrappers)
 file(COPY ${OUT}/fresh/pv_mpi_functions.h DESTINATION ${OUT}/wrong)
 set(wrong "int MPI_Send(const void* buf,|int MPI_Send(void* buf,")
@@ -74,20 +84,9 @@ foreach(pair ${wrong})
     message(FATAL_ERROR "check_wrappers: '${right}' not in pv_wrappers_c.c: update this check")
   endif()
   string(REPLACE "${right}" "${bad}" text "${wrappers}")
-  file(WRITE ${OUT}/wrong/pv_wrappers_c.c "${text}")
-  compile(${OUT}/wrong pv_wrappers_c.c rc out)
-  if(rc EQUAL 0 OR NOT out MATCHES "conflicting types")
-    message(FATAL_ERROR "check_wrappers: '${bad}' was not refused against ${PV_FLAVOUR}'s mpi.h "
-                        "(exit ${rc}):\n${out}")
-  endif()
-  message(STATUS "check_wrappers: '${bad}...' refused, as it must be")
+  expect_refused("${text}" "conflicting types" "'${bad}...'")
 endforeach()
 # A wrapper of a function mpi.h does not declare (one the MPI exports but hides, say).
-file(WRITE ${OUT}/wrong/pv_wrappers_c.c "${wrappers}\nint MPI_Not_in_mpi_h(int x)\n{\n    return x;\n}\n")
-compile(${OUT}/wrong pv_wrappers_c.c rc out)
-if(rc EQUAL 0 OR NOT out MATCHES "missing-prototypes")
-  message(FATAL_ERROR "check_wrappers: a wrapper of a function mpi.h does not declare was not "
-                      "refused (exit ${rc}):\n${out}")
-endif()
-message(STATUS "check_wrappers: a wrapper of a function mpi.h does not declare refused, as it must be")
+expect_refused("${wrappers}\nint MPI_Not_in_mpi_h(int x)\n{\n    return x;\n}\n" "missing-prototypes"
+               "a wrapper of a function mpi.h does not declare")
 message(STATUS "check_wrappers: ok (${PV_FLAVOUR})")
