@@ -142,8 +142,18 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
-    from perfvar.recover import endings_json, has_records, read_endings, recover
+    from perfvar.recover import (
+        complete_archive,
+        endings_json,
+        has_records,
+        read_endings,
+        recover,
+    )
 
+    if not has_records(args.dir) and complete_archive(args.dir):
+        # A clean finish removes the records (PERFVAR_KEEP_RECORDS=1 keeps them).
+        print(f"{args.dir}: MPI_Finalize wrote every rank's trace; nothing to recover")
+        return EXIT_OK
     if not has_records(args.dir):
         raise TraceError(
             f"{args.dir}: no perfvar records (perfvar/records/rank-0.defs)"

@@ -4,7 +4,11 @@ One sample per matched Enter/Leave pair of a region whose canonical name starts 
 ``perfvar:segment:``: (segment index, rank, thread, start in ticks, duration in ns, CPU
 at Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProperties
 timer resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
-attribute named ``cpu`` on the Enter/Leave events (-1 when absent). The context bytes
+attribute named ``cpu`` on the Enter/Leave events of segment, probe and user timer
+regions, carried forward: perfvar writes it only where the CPU changed, so such an
+event without it has the CPU the last one with it on its location gave (-1 before the
+first; the value 0xFFFFFFFF: unknown from there on). Traces that carry it on every
+event read the same. The context bytes
 are what the MPI call before the segment moved: the sum of the message sizes of the
 MpiSend/MpiRecv/MpiIsend/MpiIrecv records and of the sent + received sizes of the
 MpiCollectiveEnd/NonBlockingCollectiveComplete records between the previous segment
@@ -81,6 +85,7 @@ PROBE_DTYPE = np.dtype(
     ]
 )
 CPU_UNKNOWN = -1
+CPU_UNKNOWN_VALUE = 0xFFFFFFFF  # a ``cpu`` attribute saying: unknown from here on
 CONTEXT_UNKNOWN = -1
 CPU_ATTRIBUTE = "cpu"
 PROBE_REGION = "perfvar:probe"  # canonical name of the fixed-work probe region
@@ -183,6 +188,23 @@ def _otf2_detail(lines: list[str], exc: Optional[BaseException]) -> str:
         text = str(exc).strip()
         return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return "unknown error"
+
+
+@functools.cache
+def _raw_has_attribute() -> Optional[Callable[..., int]]:
+    """OTF2_AttributeList_TestAttributeByID bound once, as _raw_get_uint32: whether an
+    event has the ``cpu`` attribute, asked first because most events have none (it is
+    written where the CPU changed) and OTF2 prints an error for each absent one it is
+    asked for. None if the library cannot be located."""
+    try:
+        from _otf2.Config import conf
+
+        func = ctypes.CDLL(conf.lib._name).OTF2_AttributeList_TestAttributeByID
+        func.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+        func.restype = ctypes.c_bool
+        return func
+    except Exception:
+        return None
 
 
 @functools.cache
@@ -289,6 +311,7 @@ class _LocationScanner:
         self.user_regions = user_regions
         self.cpu_attr = cpu_attr
         self.stack: list[tuple[int, int, int, int]] = []  # (region, time, cpu, ctx)
+        self.last_cpu = CPU_UNKNOWN  # the CPU the last event with a cpu attribute gave
         self.moved = CONTEXT_UNKNOWN  # bytes MPI records carried since the last segment
         self.seg: list[int] = []
         self.start: list[int] = []
@@ -305,16 +328,32 @@ class _LocationScanner:
         self._u32 = ctypes.c_uint32()
         self._u32_ref = ctypes.byref(self._u32)
         self._get_u32 = _raw_get_uint32()
+        self._has_attr = _raw_has_attribute()
 
     def _cpu(self, attributes: Any) -> int:
+        """The CPU of a segment, probe or user timer Enter/Leave: its ``cpu``
+        attribute, which becomes the location's last, or the last when it has none."""
+        given = self._given_cpu(attributes)
+        if given is not None:
+            self.last_cpu = CPU_UNKNOWN if given == CPU_UNKNOWN_VALUE else given
+        return self.last_cpu
+
+    def _given_cpu(self, attributes: Any) -> Optional[int]:
+        """The event's own ``cpu`` attribute; None when it has none (or one that is not
+        an integer)."""
         if self.cpu_attr is None or not attributes:  # None or a NULL pointer
-            return CPU_UNKNOWN
+            return None
         ref, otype = self.cpu_attr
         try:
+            if self._has_attr is not None:
+                if not self._has_attr(attributes, ref):
+                    return None
+            elif not self._otf2.AttributeList_TestAttributeByID(attributes, ref):
+                return None
             if otype == self._uint32:
                 if self._get_u32 is not None:
                     rc = self._get_u32(attributes, ref, self._u32_ref)
-                    return int(self._u32.value) if rc == 0 else CPU_UNKNOWN
+                    return int(self._u32.value) if rc == 0 else None
                 return int(self._otf2.AttributeList_GetUint32(attributes, ref))
             kind, value = self._otf2.AttributeList_GetAttributeByID(
                 attributes, ref, self._otf2.Type(), self._otf2.AttributeValue()
@@ -323,7 +362,7 @@ class _LocationScanner:
 
             return int(attribute_value.parse(None, value, kind))
         except Exception:
-            return CPU_UNKNOWN  # attribute absent on this event, or not an integer
+            return None  # attribute absent on this event, or not an integer
 
     def enter(self, location, time, position, user, attributes, region) -> None:
         try:
@@ -333,6 +372,8 @@ class _LocationScanner:
                 self.moved = CONTEXT_UNKNOWN  # the next segment's call starts now
             elif region in self.probe_regions:
                 cpu = self._cpu(attributes)
+            elif region in self.user_regions:
+                self._cpu(attributes)  # it may say where the CPU changed
             self.stack.append((region, time, cpu, context))
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
@@ -380,6 +421,15 @@ class _LocationScanner:
 
     def leave(self, location, time, position, user, attributes, region) -> None:
         try:
+            seg = self.region_segment.get(region)
+            probe = region in self.probe_regions
+            user_region = region in self.user_regions
+            # Read first: a Leave without its Enter may still say where the CPU changed.
+            cpu_leave = (
+                self._cpu(attributes)
+                if seg is not None or probe or user_region
+                else CPU_UNKNOWN
+            )
             stack = self.stack
             if not stack or stack[-1][0] != region:
                 # Unwind to the matching Enter; anything above it was never left.
@@ -392,18 +442,16 @@ class _LocationScanner:
                     self.report.unmatched_leaves += 1
                     return
             _, t_enter, cpu_enter, context = stack.pop()
-            seg = self.region_segment.get(region)
             if seg is not None:
                 self.seg.append(seg)
                 self.start.append(t_enter)
                 self.ticks.append(time - t_enter)
                 self.cpu_enter.append(cpu_enter)
-                self.cpu_leave.append(self._cpu(attributes))
+                self.cpu_leave.append(cpu_leave)
                 self.context.append(context)
-            elif region in self.user_regions:
+            elif user_region:
                 self.report.user_regions += 1
-            elif region in self.probe_regions:
-                cpu_leave = self._cpu(attributes)
+            elif probe:
                 self.probe_start.append(t_enter)
                 self.probe_ticks.append(time - t_enter)
                 same = cpu_leave == cpu_enter
@@ -493,6 +541,12 @@ def settle_location(
         report.error = (
             f"its event file breaks off inside its first chunk: read "
             f"{report.events_read} of {report.events_defined} events announced"
+        )
+    # The same past a whole chunk: the chunks before the cut were read whole, whether
+    # OTF2 then said "This is no chunk header!" or, on zeroed memory, ended cleanly.
+    if report.error is None and report.cut is None and whole_chunk and short:
+        report.cut = (
+            f"read {report.events_read} of {report.events_defined} events announced"
         )
 
 

@@ -111,6 +111,12 @@ def _complete(directory: str) -> bool:
     return True
 
 
+def complete_archive(directory: str) -> bool:
+    """DIR holds an archive MPI_Finalize wrote whole (its records may have been removed
+    then)."""
+    return _complete(directory)
+
+
 def recover_tool() -> Optional[str]:
     """perfvar-recover, where perfvar.installation.find_tool finds it."""
     return find_tool("perfvar-recover")

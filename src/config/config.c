@@ -19,7 +19,7 @@ static const char *const known_vars[] = {
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
     "PERFVAR_BOUNDARIES", "PERFVAR_PROBE", "PERFVAR_INJECT", "PERFVAR_CALLPATH",
-    "PERFVAR_CLOCK",
+    "PERFVAR_CLOCK", "PERFVAR_KEEP_RECORDS",
     /* Read by the Python tools (perfvar analyze, perfvar calibrate), ignored here: one namespace, so
      * that exporting them does not make a traced program run uninstrumented. tests/python checks
      * that every name the package reads is listed. */
@@ -162,7 +162,7 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                      "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
                      "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
                      "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, PERFVAR_INJECT, "
-                     "PERFVAR_CALLPATH, "
+                     "PERFVAR_CALLPATH, PERFVAR_KEEP_RECORDS, "
                      "PERFVAR_PRELOAD_LIB, PERFVAR_MPI, and for the Python tools PERFVAR_LIB, "
                      "PERFVAR_DEBUG, PERFVAR_READER",
                      (int)n, *e);
@@ -259,6 +259,10 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                     "rank=R,pct=X[,to=SITE][,from=SITE][,after=S][,until=S] (R a rank, "
                     "0 < X <= 1000 percent, SITE a substring of a call site's name, S seconds, "
                     "until > after)");
+    }
+    if ((v = getenv("PERFVAR_KEEP_RECORDS"))) {
+        if (parse_long(v, 0, 1, &num)) return fail(msg, len, "PERFVAR_KEEP_RECORDS", v, "0 or 1");
+        cfg->keep_records = (int)num;
     }
     if ((v = getenv("PERFVAR_VERBOSE"))) {
         if (parse_long(v, 0, 2, &num)) return fail(msg, len, "PERFVAR_VERBOSE", v, "0, 1 or 2");

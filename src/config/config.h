@@ -39,6 +39,10 @@
  *   PERFVAR_CALLPATH=N                    1..16, frames that name a call site: the MPI call's
  *                                         return address and those of N - 1 callers above it
  *                                         (default PV_CALLPATH_DEFAULT; 1: the return address only)
+ *   PERFVAR_KEEP_RECORDS=0|1              1: keep the raw records (DIR/perfvar/records) after a clean
+ *                                         finish; 0 (default): remove them once the archive is
+ *                                         written and checked (they are always kept when a rank
+ *                                         died or the conversion failed: perfvar-recover needs them)
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
@@ -86,6 +90,7 @@ typedef struct pv_config {
     unsigned probe_ms;          /* fixed-work probe period (ms); 0: off */
     int callpath;               /* frames per call site, 1..PV_CALLPATH_MAX (PERFVAR_CALLPATH) */
     pv_inject_spec inject;      /* PERFVAR_INJECT; inject.pct 0: off */
+    int keep_records;           /* PERFVAR_KEEP_RECORDS: 1 keeps perfvar/records after a clean finish */
 } pv_config;
 
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the

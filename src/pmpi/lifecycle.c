@@ -8,8 +8,9 @@
  * binding called it, while MPI is still fully usable. It closes the records of every traced thread
  * and converts them into the OTF2 archive (src/trace/convert.h, collective): as MPI requires, the
  * application's other threads have made their last MPI call by then (and, for perfvar, their last
- * user timer start/stop: normally they have joined). The records stay: a job that dies before its
- * stop leaves them, and perfvar-recover converts them. */
+ * user timer start/stop: normally they have joined). Once every rank's records are whole in the
+ * archive they are removed (they would double the trace's footprint), unless PERFVAR_KEEP_RECORDS=1;
+ * a job that dies before its stop, or whose conversion failed, keeps them for perfvar-recover. */
 #define _GNU_SOURCE
 #include "state.h"
 #include "../clock/clock.h"
@@ -141,6 +142,47 @@ static void report_stop(int stopped, int rc, const char *why)
     }
 }
 
+/* 1 when this rank's part of the archive is whole: converted without error or lost event, from
+ * records that were whole and closed, with an event file for each location that has events. */
+static int rank_archive_whole(int rc, int stopped)
+{
+    if (rc != PERFVAR_OK || stopped || pv_rt.conv.stats.events_lost) return 0;
+    for (int i = 0; i < pv_rt.conv.nthreads; i++) {
+        const pv_convert_thread *t = &pv_rt.conv.threads[i];
+        char path[4400];
+        struct stat st;
+        if (t->state != PV_REC_CLOSED || t->lost_units) return 0;
+        snprintf(path, sizeof path, "%s/traces/%llu.evt", pv_rt.dir, (unsigned long long)t->location);
+        if (t->events && (stat(path, &st) || st.st_size == 0)) return 0;
+    }
+    return 1;
+}
+
+/* Whether the records can go (collective, the same answer on every rank): every rank's part of
+ * the archive is whole and the user did not ask to keep them. A rank's records are useless
+ * without the others' (perfvar-recover rebuilds the whole job), so it is all or none. */
+static int records_done(int rc, int stopped)
+{
+    int ok = rank_archive_whole(rc, stopped);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return ok && !pv_rt.cfg.keep_records;
+}
+
+/* Remove every rank's records (collective), then their directory (rank 0, once all are gone). */
+static void remove_records(void)
+{
+    int failed = pv_rec_remove_rank(pv_rt.dir, (uint32_t)pv_rt.rank) != 0;
+    if (failed)
+        pv_message(0, "cannot remove the records of this rank from %s/perfvar/records: %s (the "
+                   "archive is complete; they can be deleted)", pv_rt.dir, strerror(errno));
+    PMPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (pv_rt.rank == 0 && !failed) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/perfvar/records", pv_rt.dir);
+        rmdir(path); /* ENOTEMPTY: someone put a file there; it stays */
+    }
+}
+
 static void stop(void)
 {
     int cpu;
@@ -167,8 +209,11 @@ static void stop(void)
     /* rank-N.json says "complete" only when this rank's records are whole and in the archive. */
     pv_rt.converted = rc == PERFVAR_OK && !stopped;
     report_stop(stopped, rc, why);
+    pv_rt.records_removed = records_done(rc, stopped);
+    /* rank-N.json first: a job killed while the records go still says its archive is complete. */
     pv_write_rank_meta();
     pv_write_run_meta();
+    if (pv_rt.records_removed) remove_records();
     uint64_t counts[2] = {pv_rt.conv.stats.events_written, pv_rt.conv.stats.events_lost};
     PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);

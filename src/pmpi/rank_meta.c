@@ -237,12 +237,13 @@ int pv_write_rank_meta(void)
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
             "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu,\n"
-            "  \"convert_ms\": %.1f,\n  \"complete\": %s\n}\n",
+            "  \"convert_ms\": %.1f,\n  \"records_kept\": %s,\n  \"complete\": %s\n}\n",
             (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
             (unsigned long long)nsegments,
             (unsigned long long)__atomic_load_n(&pv_rt.untraced_thread_calls, __ATOMIC_RELAXED),
-            pv_rt.convert_ms, pv_rt.converted ? "true" : "false");
+            pv_rt.convert_ms, pv_rt.records_removed ? "false" : "true",
+            pv_rt.converted ? "true" : "false");
     return fclose(f) == 0 ? 0 : -1;
 }
 

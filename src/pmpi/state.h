@@ -117,6 +117,7 @@ typedef struct pv_runtime {
     int comm_key;           /* MPI attribute caching a communicator's trace id (comms.c) */
     uint64_t untraced_thread_calls; /* atomic: calls of threads perfvar could not trace */
     int converted;          /* the rank's records were whole and converted at the stop */
+    int records_removed;    /* the records were removed at the stop (all ranks' archive whole) */
     double convert_ms;      /* how long the conversion took */
     pv_convert_result conv;
 } pv_runtime;

@@ -40,6 +40,7 @@ struct perfvar_read {
     /* State of the location being read. */
     int32_t rank, thread;
     int64_t moved; /* bytes the MPI records since the last segment Enter carried, -1 = none */
+    int32_t last_cpu; /* the CPU the location's last event with a cpu attribute gave, -1 = none */
     frame *stack;
     size_t depth, stack_cap;
     /* Rows of every location read since the last perfvar_read_take, in reading order; the rows
@@ -67,35 +68,57 @@ static int32_t region_kind(const perfvar_read *r, uint32_t region)
                                                            : PERFVAR_READ_REGION_OTHER;
 }
 
-/* The CPU an Enter/Leave names, -1 when the attribute is absent or not a number. The Python reader
- * reads a UINT32 attribute with OTF2_AttributeList_GetUint32 (which fails on another type) and any
- * other declared type through its value, converted with int(): integers as they are, floating
- * point truncated towards zero, NaN and infinities and references -1. */
-static int32_t event_cpu(const perfvar_read *r, const OTF2_AttributeList *attributes)
+/* The CPU an Enter/Leave's own cpu attribute names into *cpu; 0 when it has none (or one that is
+ * not a number). The Python reader reads a UINT32 attribute with OTF2_AttributeList_GetUint32
+ * (which fails on another type) and any other declared type through its value, converted with
+ * int(): integers as they are, floating point truncated towards zero, NaN and infinities and
+ * references none. 0xFFFFFFFF (unknown from here on) becomes -1. */
+static int given_cpu(const perfvar_read *r, const OTF2_AttributeList *attributes, int32_t *cpu)
 {
-    if (r->cpu_type == OTF2_TYPE_NONE || attributes == NULL) return -1;
+    if (r->cpu_type == OTF2_TYPE_NONE || attributes == NULL) return 0;
+    /* Most events have none (perfvar writes it where the CPU changed): asking OTF2 for an absent
+     * attribute makes it print an error, a line on stderr per event. */
+    if (OTF2_AttributeList_GetNumberOfElements(attributes) == 0 ||
+        !OTF2_AttributeList_TestAttributeByID(attributes, r->cpu_ref))
+        return 0;
     if (r->cpu_type == OTF2_TYPE_UINT32) {
-        uint32_t cpu;
-        if (OTF2_AttributeList_GetUint32(attributes, r->cpu_ref, &cpu) != OTF2_SUCCESS) return -1;
-        return (int32_t)cpu;
+        uint32_t v;
+        if (OTF2_AttributeList_GetUint32(attributes, r->cpu_ref, &v) != OTF2_SUCCESS) return 0;
+        *cpu = (int32_t)v; /* UINT32_MAX: -1 */
+        return 1;
     }
     OTF2_Type type;
     OTF2_AttributeValue v;
     if (OTF2_AttributeList_GetAttributeByID(attributes, r->cpu_ref, &type, &v) != OTF2_SUCCESS)
-        return -1;
+        return 0;
     switch (type) {
-    case OTF2_TYPE_UINT8: return (int32_t)v.uint8;
-    case OTF2_TYPE_UINT16: return (int32_t)v.uint16;
-    case OTF2_TYPE_UINT32: return (int32_t)v.uint32;
-    case OTF2_TYPE_UINT64: return (int32_t)v.uint64;
-    case OTF2_TYPE_INT8: return (int32_t)v.int8;
-    case OTF2_TYPE_INT16: return (int32_t)v.int16;
-    case OTF2_TYPE_INT32: return v.int32;
-    case OTF2_TYPE_INT64: return (int32_t)v.int64;
-    case OTF2_TYPE_FLOAT: return isfinite(v.float32) ? (int32_t)v.float32 : -1;
-    case OTF2_TYPE_DOUBLE: return isfinite(v.float64) ? (int32_t)v.float64 : -1;
-    default: return -1;
+    case OTF2_TYPE_UINT8: *cpu = (int32_t)v.uint8; return 1;
+    case OTF2_TYPE_UINT16: *cpu = (int32_t)v.uint16; return 1;
+    case OTF2_TYPE_UINT32: *cpu = (int32_t)v.uint32; return 1;
+    case OTF2_TYPE_UINT64: *cpu = (int32_t)v.uint64; return 1;
+    case OTF2_TYPE_INT8: *cpu = (int32_t)v.int8; return 1;
+    case OTF2_TYPE_INT16: *cpu = (int32_t)v.int16; return 1;
+    case OTF2_TYPE_INT32: *cpu = v.int32; return 1;
+    case OTF2_TYPE_INT64: *cpu = (int32_t)v.int64; return 1;
+    case OTF2_TYPE_FLOAT:
+        if (!isfinite(v.float32)) return 0;
+        *cpu = (int32_t)v.float32;
+        return 1;
+    case OTF2_TYPE_DOUBLE:
+        if (!isfinite(v.float64)) return 0;
+        *cpu = (int32_t)v.float64;
+        return 1;
+    default: return 0;
     }
+}
+
+/* The CPU of a segment, probe or user timer Enter/Leave: its own cpu attribute, which becomes the
+ * location's last, or the last one when it has none (perfvar writes it only where it changed). */
+static int32_t event_cpu(perfvar_read *r, const OTF2_AttributeList *attributes)
+{
+    int32_t cpu;
+    if (given_cpu(r, attributes, &cpu)) r->last_cpu = cpu;
+    return r->last_cpu;
 }
 
 /* Grow *buf (elements of size elem) to hold one more than n; 0 on success. Doubling keeps the
@@ -172,6 +195,8 @@ static OTF2_CallbackCode on_enter(OTF2_LocationRef location, OTF2_TimeStamp time
         r->moved = -1; /* the MPI call before the next segment starts after this one */
     } else if (kind == PERFVAR_READ_REGION_PROBE) {
         f->cpu = event_cpu(r, attributes);
+    } else if (kind == PERFVAR_READ_REGION_USER) {
+        (void)event_cpu(r, attributes); /* it may say where the CPU changed */
     }
     return OTF2_CALLBACK_SUCCESS;
 }
@@ -182,6 +207,10 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
     (void)location;
     perfvar_read *r = user;
     if (past_end(r, position)) return OTF2_CALLBACK_INTERRUPT;
+    int32_t kind = region_kind(r, region);
+    /* Read first: a Leave without its Enter may still say where the CPU changed. */
+    int carries = kind >= 0 || kind == PERFVAR_READ_REGION_USER || kind == PERFVAR_READ_REGION_PROBE;
+    int32_t cpu_leave = carries ? event_cpu(r, attributes) : -1;
     if (r->depth == 0 || r->stack[r->depth - 1].region != region) {
         /* Unwind to the matching Enter; anything above it was never left. */
         size_t d = r->depth;
@@ -194,7 +223,6 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
         r->depth = d;
     }
     frame f = r->stack[--r->depth];
-    int32_t kind = region_kind(r, region);
     /* Signed: a Leave stamped before its Enter gives a negative duration, as in Python. */
     double ticks = (double)(int64_t)(time - f.time);
     if (kind >= 0) {
@@ -210,7 +238,7 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
         s->start_ticks = f.time;
         s->duration_ns = ticks * r->ns_per_tick;
         s->cpu_enter = f.cpu;
-        s->cpu_leave = event_cpu(r, attributes);
+        s->cpu_leave = cpu_leave;
         s->context_bytes = f.context;
     } else if (kind == PERFVAR_READ_REGION_USER) {
         r->result->user_regions++;
@@ -220,7 +248,6 @@ static OTF2_CallbackCode on_leave(OTF2_LocationRef location, OTF2_TimeStamp time
             r->result->out_of_memory = 1;
             return OTF2_CALLBACK_INTERRUPT;
         }
-        int32_t cpu_leave = event_cpu(r, attributes);
         perfvar_read_probe *p = &r->probes[r->nprobes++];
         p->rank = r->rank;
         p->thread = r->thread;
@@ -390,6 +417,7 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     r->thread = thread;
     r->announced = announced;
     r->moved = -1;
+    r->last_cpu = -1;
     r->depth = 0;
     r->first_sample = r->nsamples;
     r->first_probe = r->nprobes;

@@ -66,3 +66,20 @@ void pv_rec_defs_close(void)
     fd = -1;
     pthread_mutex_unlock(&lock);
 }
+
+int pv_rec_remove_rank(const char *dir, uint32_t rank)
+{
+    char path[4400];
+    int rc = 0;
+    /* Threads first, the definitions last: a removal cut short leaves a rank perfvar-recover
+     * still recognises (its definitions) rather than records nothing describes. */
+    for (uint32_t t = 0;; t++) {
+        snprintf(path, sizeof path, "%s/perfvar/records/rank-%u.thread-%u.pvr", dir, rank, t);
+        if (unlink(path) == 0) continue;
+        if (errno != ENOENT) rc = -1;
+        break;
+    }
+    snprintf(path, sizeof path, "%s/perfvar/records/rank-%u.defs", dir, rank);
+    if (unlink(path) && errno != ENOENT) rc = -1;
+    return rc;
+}

@@ -253,4 +253,10 @@ int pv_rec_defs_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 void pv_rec_defs_clean(char *dst, size_t len, const char *src);
 void pv_rec_defs_close(void);
 
+/* Remove rank's records (its threads' records files, then its definitions file) from
+ * DIR/perfvar/records, once they are no longer needed: the archive holds them whole. Files already
+ * absent are no error. 0, or -1 (errno) when a file could not be removed. Not to be called while
+ * the rank records (after pv_rec_close of every stream and pv_rec_defs_close). */
+int pv_rec_remove_rank(const char *dir, uint32_t rank);
+
 #endif

@@ -12,7 +12,8 @@
  * MPI_Finalize, a signal, killed without a word, recording stopped by a full disk) and when (seconds
  * from the rank's start and as a UTC time), which `perfvar analyze` reads to say which ranks ended
  * early. An existing archive is replaced (it is made from the same records), unless every rank
- * finished normally (then there is nothing to recover: exit 0, unless --force).
+ * finished normally (then there is nothing to recover: exit 0, unless --force; a clean finish has
+ * removed the records unless PERFVAR_KEEP_RECORDS=1 was set, and --force then has none to use).
  *
  * Exit status: 0 recovered (or nothing to do), 1 conversion failed, 2 usage or DIR has no records.
  */
@@ -71,6 +72,22 @@ static int exists(const char *dir, const char *fmt, int rank)
     snprintf(name, sizeof name, fmt, rank);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
+}
+
+/* The job's size from rank 0's rank-0.json ("nranks"), for a directory whose records were removed
+ * after a clean finish; -1 when it says none. */
+static int meta_size(const char *dir)
+{
+    char path[4400], line[512];
+    snprintf(path, sizeof path, "%s/perfvar/rank-0.json", dir);
+    FILE *f = fopen(path, "r");
+    int size = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "\"nranks\":");
+        if (p && sscanf(p, "\"nranks\": %d", &size) == 1) break;
+    }
+    if (f) fclose(f);
+    return size;
 }
 
 /* 1 if rank-R.json of every rank says its trace was written at MPI_Finalize. */
@@ -156,6 +173,12 @@ int main(int argc, char **argv)
     }
     if (!dir || !buffer_mb) return usage(stderr), 2;
     int size = job_size(dir);
+    /* A clean finish removes the records (unless PERFVAR_KEEP_RECORDS=1): nothing to recover. */
+    if (size <= 0 && meta_size(dir) > 0 && all_complete(dir, meta_size(dir))) {
+        printf("perfvar-recover: %s: every rank wrote its trace at MPI_Finalize (its records were "
+               "removed then); nothing to recover\n", dir);
+        return 0;
+    }
     if (size <= 0) {
         fprintf(stderr, "perfvar-recover: %s has no perfvar records (%s/perfvar/records/rank-0.defs)\n",
                 dir, dir);

@@ -441,19 +441,19 @@ static void replay_call(converter *cv, thread_replay *tr)
         }
     } else if (s->region < d->nregions) {
         unsigned ev = d->events[s->region];
-        pv_trace_enter(l, t_region, (uint32_t)s->region, -1);
+        pv_trace_enter(l, t_region, (uint32_t)s->region, PV_TRACE_NO_CPU);
         entry_events(cv, l, c, ev, t_region);
         for (int i = 0; i < c->ninner; i++) {
             const pv_rec_inner_span *in = &c->inner[i];
             if (in->kind != PV_REC_NESTED || in->region >= d->nregions) continue;
-            pv_trace_enter(l, in->t0, in->region, -1);
-            pv_trace_leave(l, in->t1, in->region, -1);
+            pv_trace_enter(l, in->t0, in->region, PV_TRACE_NO_CPU);
+            pv_trace_leave(l, in->t1, in->region, PV_TRACE_NO_CPU);
         }
         if (!c->open) {
             exit_events(cv, l, c, ev, t_exit);
             request_started(cv, c, ev);
         }
-        pv_trace_leave(l, t_exit, (uint32_t)s->region, -1);
+        pv_trace_leave(l, t_exit, (uint32_t)s->region, PV_TRACE_NO_CPU);
     }
     /* Segments are delimited by MPI calls and user timers, not by perfvar's own regions. */
     int boundary = s->region < 0 || d->regions[s->region].paradigm == OTF2_PARADIGM_MPI;
@@ -468,7 +468,7 @@ static void end_thread(thread_replay *tr)
     pv_convert_thread *th = tr->th;
     if (th->state != PV_REC_SIGNAL || th->t_last < tr->t_last) th->t_last = tr->t_last;
     th->silence_recent = longest_recent(&tr->quiet);
-    while (tr->nopen > 0) pv_trace_leave(tr->l, th->t_last, tr->open_user[--tr->nopen], -1);
+    while (tr->nopen > 0) pv_trace_leave(tr->l, th->t_last, tr->open_user[--tr->nopen], PV_TRACE_NO_CPU);
 }
 
 /* Open every records file of the rank, one location each (thread order); *n of them. */
@@ -537,9 +537,9 @@ static int convert_threads(converter *cv, const char *dir, int rank, char *why, 
     return rc;
 }
 
-/* Bytes the rank's part of the archive may take: OTF2 writes about 3.5 bytes for each byte of
- * records (a call's 16 B become two Enter/Leave pairs, ~58 B); 6 leaves room for messages, plus
- * the definitions. */
+/* Bytes the rank's part of the archive may take: OTF2 writes about 2 to 3.5 bytes for each byte
+ * of records (a call's 16 B become two Enter/Leave pairs, 30 B, or 58 B on a thread that moves
+ * between CPUs at every call); 6 leaves room for messages, plus the definitions. */
 static uint64_t archive_estimate(const char *dir, int rank)
 {
     uint64_t bytes = 1u << 20;

@@ -5,9 +5,10 @@
  * (src/recorder/records.h, recorder.h). pv_convert_rank reads them back and writes the rank's part
  * of DIR/traces.otf2 through the trace writer (trace.h): per call, the compute segment that the
  * previous call's exit and this call's entry imply (a region named by the two call sites, with the
- * CPU at either end as its `cpu` attribute), the fixed-work probe if one ran, the MPI or user region
- * and the message and collective events the call's facts stand for. It runs at MPI_Finalize with the
- * job's communicator, and after a job died from `perfvar-recover` with a forked one (comm_fork.h).
+ * CPU at either end: the `cpu` attribute where it changed), the fixed-work probe if one ran, the
+ * MPI or user region and the message and collective events the call's facts stand for. It runs at
+ * MPI_Finalize with the job's communicator, and after a job died from `perfvar-recover` with a
+ * forked one (comm_fork.h).
  *
  * A thread whose records end inside a call (it died there) gets that call's region closed at the
  * last time known of it (the fatal signal's, else the call's entry), and its user regions still open

@@ -83,8 +83,15 @@ uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2
  * become one communicator of the trace. Thread-safe. */
 uint32_t pv_trace_comm_define(const uint32_t *world_ranks, uint32_t n);
 
-/* Events on location l. cpu < 0: no `cpu` attribute. comm: a local communicator id (0 =
+/* Events on location l. region: a rank-local region id (static or pv_trace_region_define's); the
+ * event file numbers the regions a location uses in the order it first uses them (small ids are
+ * the shortest in OTF2's compressed integers), and its mapping table gives their global ids.
+ * cpu: the CPU of the clock read the event stands for (-1: unknown), or PV_TRACE_NO_CPU for an
+ * event that stands for none (MPI regions). The `cpu` attribute is written only where it differs
+ * from the last one written on the location (docs/trace-format.md: readers carry it forward), so
+ * a thread that stays on its CPU pays it once. comm: a local communicator id (0 =
  * MPI_COMM_WORLD); peer and root are ranks in that communicator. */
+#define PV_TRACE_NO_CPU (-2)
 void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
 void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu);
 void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,

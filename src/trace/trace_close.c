@@ -405,26 +405,40 @@ static int write_comm_mapping(OTF2_DefWriter *w, const uint64_t *comm_map)
     return 0;
 }
 
-static int write_local_defs(uint64_t location, const uint64_t *dyn_map,
+/* OTF2_MAPPING_REGION of location l: the id each region has in l's events (given in the order of
+ * first use, trace_writer.c) -> its global id (static regions keep theirs; dyn_map: the rank's
+ * run-time regions'). */
+static int write_region_mapping(OTF2_DefWriter *w, const pv_trace_loc *l, const uint64_t *dyn_map)
+{
+    int identity = 1;
+    uint64_t *map = malloc((l->nused ? l->nused : 1) * sizeof *map);
+    if (!map) return -1;
+    for (uint32_t i = 0; i < l->nused; i++) {
+        uint32_t r = l->region_of[i];
+        map[i] = r < (uint32_t)pv_trace.nstatic ? r : dyn_map[r - (uint32_t)pv_trace.nstatic];
+        identity &= map[i] == i;
+    }
+    int rc = 0;
+    if (!identity) { /* an identity map needs no table (and OTF2 would not make one) */
+        OTF2_IdMap *idmap = OTF2_IdMap_CreateFromUint64Array(l->nused, map, true);
+        if (idmap) {
+            OTF2_DefWriter_WriteMappingTable(w, OTF2_MAPPING_REGION, idmap);
+            OTF2_IdMap_Free(idmap);
+        } else {
+            rc = -1;
+        }
+    }
+    free(map);
+    return rc;
+}
+
+static int write_local_defs(const pv_trace_loc *l, const uint64_t *dyn_map,
                             const pv_trace_clock_sync *sync)
 {
-    OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, location);
+    OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, l->id);
     if (!w) return -1;
     if (write_comm_mapping(w, dyn_map + pv_trace.ndyn)) return -1;
-    int identity = 1;
-    for (int i = 0; i < pv_trace.ndyn; i++) identity &= dyn_map[i] == (uint64_t)(pv_trace.nstatic + i);
-    if (!identity) { /* an identity map needs no table (and OTF2 would not make one) */
-        size_t n = (size_t)(pv_trace.nstatic + pv_trace.ndyn);
-        uint64_t *map = malloc(n * sizeof *map);
-        if (!map) return -1;
-        for (int i = 0; i < pv_trace.nstatic; i++) map[i] = (uint64_t)i;
-        memcpy(map + pv_trace.nstatic, dyn_map, (size_t)pv_trace.ndyn * sizeof *map);
-        OTF2_IdMap *idmap = OTF2_IdMap_CreateFromUint64Array(n, map, true);
-        free(map);
-        if (!idmap) return -1;
-        OTF2_DefWriter_WriteMappingTable(w, OTF2_MAPPING_REGION, idmap);
-        OTF2_IdMap_Free(idmap);
-    }
+    if (write_region_mapping(w, l, dyn_map)) return -1;
     OTF2_DefWriter_WriteClockOffset(w, sync->t_begin, sync->offset_begin, sync->stddev_begin);
     OTF2_DefWriter_WriteClockOffset(w, sync->t_end, sync->offset_end, sync->stddev_end);
     return OTF2_Archive_CloseDefWriter(pv_trace.archive, w) == OTF2_SUCCESS ? 0 : -1;
@@ -491,13 +505,19 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     else {
         for (int i = 0; i < pv_trace.nlocs; i++)
-            if (dyn_map && write_local_defs(pv_trace.locs[i]->id, dyn_map, sync)) rc = -1;
+            if (dyn_map && write_local_defs(pv_trace.locs[i], dyn_map, sync)) rc = -1;
         if (OTF2_Archive_CloseDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     }
     if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     pv_trace.archive = NULL;
 
     free(local.p), free(all), free(counts), free(maps), free(map_counts), free(dyn_map);
+    for (int i = 0; i < pv_trace.nlocs; i++) {
+        pv_trace_loc *l = pv_trace.locs[i];
+        free(l->event_id), free(l->region_of);
+        l->event_id = l->region_of = NULL;
+        l->nevent_id = l->nused = l->used_cap = 0;
+    }
     for (int i = 0; i < pv_trace.ndyn; i++) free(pv_trace.dyn[i].canonical), free(pv_trace.dyn[i].display);
     free(pv_trace.dyn);
     pv_trace.dyn = NULL, pv_trace.ndyn = pv_trace.dyn_cap = 0;

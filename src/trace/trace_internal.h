@@ -27,6 +27,12 @@ struct pv_trace_loc {
     uint64_t first_t, last_t; /* first and last timestamp written */
     int have_first;
     int refused;              /* OTF2 refused an event: the rest are counted lost, not written */
+    int last_cpu;             /* the `cpu` last written on this location (-1: none, or unknown) */
+    uint32_t *event_id;       /* rank-local region id -> its id in this location's events + 1
+                                 (0: not used yet), grown on demand */
+    uint32_t nevent_id;       /* entries of event_id */
+    uint32_t *region_of;      /* id in this location's events -> rank-local region id */
+    uint32_t nused, used_cap; /* regions this location has used, and room in region_of */
     pv_trace_stats stats;     /* events_written is set by pv_trace_close */
 };
 
@@ -50,8 +56,10 @@ extern pv_trace_state pv_trace;
 /* OTF2 location id of thread k of a rank. */
 #define PV_LOCATION_ID(rank, k) (((uint64_t)(k) << 32) | (uint64_t)(uint32_t)(rank))
 
-/* Attribute id of `cpu` (UINT32) and the communicator id of MPI_COMM_WORLD in every trace. */
+/* Attribute id of `cpu` (UINT32) and the communicator id of MPI_COMM_WORLD in every trace.
+ * PV_CPU_UNKNOWN_VALUE: the `cpu` value that says the CPU is unknown from that event on. */
 #define PV_ATTR_CPU 0
+#define PV_CPU_UNKNOWN_VALUE UINT32_MAX
 #define PV_COMM_WORLD 0
 
 #endif

@@ -160,6 +160,7 @@ pv_trace_loc *pv_trace_location(uint32_t thread)
     pv_trace_loc *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     l->thread = thread;
+    l->last_cpu = -1;
     l->id = PV_LOCATION_ID(pv_trace.comm.rank, thread);
     pthread_mutex_lock(&pv_trace.lock);
     if (pv_trace.nlocs == pv_trace.locs_cap) {
@@ -259,25 +260,68 @@ static int refused(pv_trace_loc *l)
     return l->refused;
 }
 
+/* The `cpu` attribute for an event standing for a read on cpu, or NULL where the location's last
+ * one still holds: a thread mostly stays on its CPU, and the attribute on both ends of every
+ * segment (11 bytes a call) would otherwise be a quarter of a call's events. */
 static OTF2_AttributeList *cpu_attr(pv_trace_loc *l, int cpu)
 {
-    if (cpu < 0) return NULL;
-    OTF2_AttributeList_AddUint32(l->attrs, PV_ATTR_CPU, (uint32_t)cpu);
+    if (cpu == PV_TRACE_NO_CPU) return NULL;
+    if (cpu < 0) cpu = -1;
+    if (cpu == l->last_cpu) return NULL;
+    l->last_cpu = cpu;
+    OTF2_AttributeList_AddUint32(l->attrs, PV_ATTR_CPU, cpu < 0 ? PV_CPU_UNKNOWN_VALUE : (uint32_t)cpu);
     return l->attrs;
+}
+
+/* The id region (rank-local) has in l's events, given on its first use: a location uses a few
+ * regions of the hundreds the rank defines (every MPI function), and ids below 256 take one byte
+ * less in each Enter and Leave than the static MPI regions' own (OTF2's compressed integers).
+ * UINT32_MAX when out of memory. */
+static uint32_t event_region(pv_trace_loc *l, uint32_t region)
+{
+    if (region < l->nevent_id && l->event_id[region]) return l->event_id[region] - 1;
+    if (region >= UINT32_MAX / 2) return UINT32_MAX; /* no rank defines that many */
+    if (region >= l->nevent_id) {
+        uint32_t n = l->nevent_id ? l->nevent_id : 64;
+        while (n <= region) n *= 2;
+        uint32_t *grown = realloc(l->event_id, n * sizeof *grown);
+        if (!grown) return UINT32_MAX;
+        memset(grown + l->nevent_id, 0, (n - l->nevent_id) * sizeof *grown);
+        l->event_id = grown, l->nevent_id = n;
+    }
+    if (l->nused == l->used_cap) {
+        uint32_t cap = l->used_cap ? 2 * l->used_cap : 16;
+        uint32_t *grown = realloc(l->region_of, cap * sizeof *grown);
+        if (!grown) return UINT32_MAX;
+        l->region_of = grown, l->used_cap = cap;
+    }
+    l->region_of[l->nused] = region;
+    l->event_id[region] = ++l->nused;
+    return l->nused - 1;
 }
 
 void pv_trace_enter(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
     if (refused(l)) return;
+    uint32_t id = event_region(l, region);
+    if (id == UINT32_MAX) { /* out of memory: stop here rather than leave an Enter unmatched */
+        check(l, OTF2_ERROR_MEM_ALLOC_FAILED);
+        return;
+    }
     t = ordered(l, t);
-    check(l, OTF2_EvtWriter_Enter(l->evt, cpu_attr(l, cpu), t, region));
+    check(l, OTF2_EvtWriter_Enter(l->evt, cpu_attr(l, cpu), t, id));
 }
 
 void pv_trace_leave(pv_trace_loc *l, uint64_t t, uint32_t region, int cpu)
 {
     if (refused(l)) return;
+    uint32_t id = event_region(l, region);
+    if (id == UINT32_MAX) {
+        check(l, OTF2_ERROR_MEM_ALLOC_FAILED);
+        return;
+    }
     t = ordered(l, t);
-    check(l, OTF2_EvtWriter_Leave(l->evt, cpu_attr(l, cpu), t, region));
+    check(l, OTF2_EvtWriter_Leave(l->evt, cpu_attr(l, cpu), t, id));
 }
 
 void pv_trace_send(pv_trace_loc *l, uint64_t t, uint32_t comm, uint32_t peer, uint32_t tag,

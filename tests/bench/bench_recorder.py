@@ -20,6 +20,11 @@ a trace-buffer flush (printed: how many there were) and those the host took the 
 Each row is checked against the calls perfvar counted (rank-N.json): a row whose plain side went
 through perfvar too (MPICH's Fortran PMPI_TEST calls the C MPI_Test) is printed as n/a.
 
+Bytes on disk per traced call: everything the timed runs left in their output directories (file
+sizes: the OTF2 archive, the raw records when they were kept, the metadata) over the traced MPI calls
+of all ranks (rank-N.json threads[].calls), next to the ns. The count runs below keep their records
+(PERFVAR_KEEP_RECORDS=1) to measure them.
+
 Bytes per traced call: (bytes after N calls per rank - bytes after 0) / (2 ranks x N), so the fixed
 part (Init/Finalize events, headers) drops out; the totals are printed too. OTF2: the size of
 DIR/traces/*.evt. perfvar records (DIR/perfvar/records/*.pvr, when the build writes them): the part in
@@ -54,16 +59,19 @@ def cache_value(build: Path, name: str) -> str | None:
     return m.group(1) if m and m.group(1) and not m.group(1).endswith("NOTFOUND") else None
 
 
-def run(mpi: list[str], prog: list[str], out: Path) -> str:
+def run(mpi: list[str], prog: list[str], out: Path, keep_records: bool = False) -> str:
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFVAR_")}
     env.pop("LD_PRELOAD", None)
     env.update(PERFVAR_CALIBRATION="off", PERFVAR_OUTPUT=str(out))
+    if keep_records:  # the count runs measure the records too
+        env.update(PERFVAR_KEEP_RECORDS="1")
     if os.geteuid() == 0:  # Open MPI refuses root without both; MPICH ignores them
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = mpi + prog
-    print(f"$ PERFVAR_CALIBRATION=off PERFVAR_OUTPUT={out} {' '.join(cmd)}", flush=True)
+    keep = "PERFVAR_KEEP_RECORDS=1 " if keep_records else ""
+    print(f"$ {keep}PERFVAR_CALIBRATION=off PERFVAR_OUTPUT={out} {' '.join(cmd)}", flush=True)
     p = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         sys.stdout.write(p.stdout + p.stderr)
@@ -124,18 +132,56 @@ def trace_bytes(out: Path, notes: list[str]) -> dict[str, int | None]:
             "pvr": sum(records_used(f, notes) for f in rec) if rec else None}
 
 
+def disk_bytes(out: Path) -> dict[str, int]:
+    """Bytes the run left in its output directory (file sizes, as `ls -l` and a copy see them), by
+    part: the OTF2 archive (traces.otf2, traces.def, traces/, traces.marker), the raw records
+    (perfvar/records/, kept only when a rank died or PERFVAR_KEEP_RECORDS=1), and the rest (the
+    perfvar/*.json metadata)."""
+    parts = {"otf2": 0, "records": 0, "other": 0}
+    for f in out.rglob("*"):
+        if not f.is_file():
+            continue
+        rel = f.relative_to(out).parts
+        part = ("otf2" if rel[0].startswith("traces") else
+                "records" if rel[:2] == ("perfvar", "records") else "other")
+        parts[part] += f.stat().st_size
+    return parts
+
+
+def traced_calls(out: Path) -> int:
+    """Traced MPI calls (and user timer starts/stops) of every rank: rank-N.json threads[].calls."""
+    total = 0
+    for meta in sorted((out / "perfvar").glob("rank-*.json")):
+        try:
+            total += sum(int(t.get("calls", 0)) for t in json.loads(meta.read_text())["threads"])
+        except (OSError, ValueError, KeyError):
+            pass
+    return total
+
+
+def disk_row(label: str, out: Path, added_ns: str) -> str:
+    """One table row: bytes on disk per traced MPI call of the run in out, after the ns that run
+    added per MPI_Test (added_ns, formatted)."""
+    parts, calls = disk_bytes(out), traced_calls(out)
+    if not calls:
+        return f"| {label} | {added_ns} | 0 | | | | |"
+    per = {k: v / calls for k, v in parts.items()}
+    return (f"| {label} | {added_ns} | {calls} | {per['otf2']:.1f} | {per['records']:.1f} "
+            f"| {per['other']:.1f} | {sum(per.values()):.1f} |")
+
+
 def buffer_moves(out: Path) -> str:
     """How often rank 0 stopped to flush its OTF2 buffer or move its records window (the median of
     the blocks leaves those out; they are what a long run pays on top)."""
     said = []
     try:
-        flushes = json.loads((out / "perfvar" / "rank-0.json").read_text())["events"]["buffer_flushes"]
-        said.append(f"{flushes} OTF2 buffer flush(es)")
+        meta = json.loads((out / "perfvar" / "rank-0.json").read_text())
+        said.append(f"{meta['events']['buffer_flushes']} OTF2 buffer flush(es)")
+        for t in meta["threads"]:
+            said.append(f"thread {t['thread']}: records window moved {t['buffer_moves']} time(s), "
+                        f"{t['buffer_move_ms']:.1f} ms")
     except (OSError, ValueError, KeyError):
         pass
-    for f in sorted((out / "perfvar" / "records").glob("rank-0.*.pvr")):
-        windows, window_ns = struct.unpack_from("<QQ", f.read_bytes(), 56)
-        said.append(f"{f.name}: records window moved {windows} time(s), {window_ns / 1e6:.1f} ms")
     return "; ".join(said) or "no flush count found"
 
 
@@ -185,7 +231,7 @@ def main() -> None:
     for kind, region in (("test", "MPI_Test"), ("allreduce", "MPI_Allreduce")):
         for n in (count, 0):
             d = out / f"only-{kind}-{n}"
-            m = COUNT.search(run(mpi, [str(c_prog), "only", kind, str(n)], d))
+            m = COUNT.search(run(mpi, [str(c_prog), "only", kind, str(n)], d, keep_records=True))
             if not m or int(m.group(2)) != n:
                 sys.exit(f"bench_recorder: FAILED: {d}: no bench-count line for {n} calls")
             why = counted(d, {"MPI_Test": 0, "MPI_Allreduce": 0, region: n})
@@ -218,6 +264,17 @@ def main() -> None:
         print(f"n/a {key}: {why}")
     for what in ("c", "fortran"):
         print(f"{what} run, rank 0: {buffer_moves(out / what)}")
+
+    def test_ns(key: str) -> str:
+        if key in invalid:
+            return "n/a"
+        return f"{float(r[key]['traced_ns']) - float(r[key]['plain_ns']):.1f}"
+
+    print("\n| bytes on disk per traced MPI call, whole output directory after the run | added ns "
+          "per MPI_Test | traced calls (all ranks) | OTF2 | records | other | total |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(disk_row("the timed run above, C", out / "c", test_ns("test_null")))
+    print(disk_row("the timed run above, Fortran use mpi", out / "fortran", test_ns("test_null_f")))
 
     print(f"\n| trace bytes per traced call ({count} calls per rank, 2 ranks) | bytes, N run "
           "| bytes, 0-call run | per call (difference / calls) | per call (total / calls) |")

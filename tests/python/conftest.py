@@ -5,8 +5,10 @@ writer, following docs/trace-format.md: ClockProperties with a timer resolution 
 Hz, one LocationGroup "MPI Rank N" and one Location per thread of a rank (one by
 default), segment regions with
 ``perfvar:segment:...`` canonical names, Enter/Leave carrying a UINT32 ``cpu``
-attribute, a nested ``perfvar:user:`` region inside every segment, an MPI region
-between segments, and perfvar/rank-N.json + run.json.
+attribute where the CPU changed (as perfvar writes it; on every segment Enter/Leave
+with ``cpu_every_event``, as traces written before that), a nested ``perfvar:user:``
+region inside every segment, an MPI region between segments, and
+perfvar/rank-N.json + run.json.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def write_trace(
     hosts: Optional[Mapping[int, str]] = None,
     moved: Optional[Mapping[str, tuple[int, int]]] = None,
     threads: int = 1,
+    cpu_every_event: bool = False,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -67,6 +70,8 @@ def write_trace(
     if ``received``, an MpiCollectiveEnd that received ``received`` bytes (default: no
     records, so the segments' context is unknown). ``threads``: locations per rank,
     each writing the rank's durations; thread k runs on CPU ``cpus[rank] + 10 * k``.
+    ``cpu_every_event``: the ``cpu`` attribute on every segment Enter/Leave, not only
+    where the location's CPU changed (docs/trace-format.md: both read the same).
     """
     import otf2
     from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole, Type
@@ -132,6 +137,14 @@ def write_trace(
             base = spec if callable(spec) else (lambda i, c=spec: c)
             cpu_of = lambda i, k=k, base=base: base(i) + 10 * k  # noqa: E731
             t = 1000
+            last_cpu: list[Optional[int]] = [None]  # the cpu last written here
+
+            def cpu_attrs(cpu: int, last_cpu=last_cpu) -> Optional[dict]:
+                if not cpu_every_event and cpu == last_cpu[0]:
+                    return None
+                last_cpu[0] = cpu
+                return {cpu_attr: cpu}
+
             per = durations[rank]
             n = max(len(v) for v in per.values())
             order = [
@@ -143,11 +156,11 @@ def write_trace(
             for i, (key, j) in enumerate(order):
                 ticks = max(int(round(per[key][j] * ticks_per_ns)), 4)
                 cpu = cpu_of(i)
-                writer.enter(t, regions[key], attributes={cpu_attr: cpu})
+                writer.enter(t, regions[key], attributes=cpu_attrs(cpu))
                 writer.enter(t + 1, user)
                 writer.leave(t + 2, user)
                 t += ticks
-                writer.leave(t, regions[key], attributes={cpu_attr: cpu})
+                writer.leave(t, regions[key], attributes=cpu_attrs(cpu))
                 writer.enter(t, mpi)
                 following = order[i + 1][0] if i + 1 < len(order) else None
                 if world is not None and following in moved:

@@ -1,7 +1,7 @@
 """An event file cut short (a half-written or truncated file) loses only what follows the cut:
 the chunks before it are read, and the rank stays in the analysis with a warning.
 
-The trace is DIR/long of the golden trace (tests/unit/test_convert.c): two ranks of 40 001
+The trace is DIR/long of the golden trace (tests/unit/test_convert.c): two ranks of 60 001
 segments each, written by perfvar's recorder and OTF2 writer in 1 MiB chunks."""
 
 import os

@@ -190,7 +190,7 @@ def _unbalanced_trace(path, cpu_type):
         w.leave(t + 70, mpi)
         w.enter(t + 71, probe, attributes={cpu: 3})
         w.leave(t + 90, probe, attributes={cpu: 3})
-        w.enter(t + 91, seg)  # no cpu attribute
+        w.enter(t + 91, seg)  # no cpu attribute: the last one given (the probe's)
         w.leave(t + 95, seg)
         w.enter(t + 100, seg, attributes={cpu: 5})
         w.enter(t + 101, mpi)  # both open at the end
@@ -213,11 +213,29 @@ def test_unbalanced_regions_and_cpu_types_read_alike(tmp_path, monkeypatch, type
     )
     s = trace.samples
     assert s["context_bytes"].tolist() == [-1, 134]
-    assert s["cpu_enter"].tolist() == [3, -1] and s["cpu_leave"].tolist() == [4, -1]
+    # The cpu attribute carries forward (perfvar writes it where the CPU changed).
+    assert s["cpu_enter"].tolist() == [3, 3] and s["cpu_leave"].tolist() == [4, 3]
     assert s["duration_ns"].tolist() == [
         49 * 1e9 / RESOLUTION_HZ,
         4 * 1e9 / RESOLUTION_HZ,
     ]
+
+
+@native_only
+def test_cpu_written_where_it_changed_reads_as_on_every_event(
+    trace_factory, monkeypatch
+):
+    durations = normal_durations(seed=5, nranks=2, n=20)
+    cpus = {0: lambda i: (i // 7) % 2, 1: lambda i: 0xFFFFFFFF if 5 <= i < 9 else 3}
+    changed = both(monkeypatch, trace_factory("c", durations, cpus=cpus))
+    every = both(
+        monkeypatch, trace_factory("e", durations, cpus=cpus, cpu_every_event=True)
+    )
+    assert np.array_equal(changed.samples, every.samples)
+    rank1 = changed.samples[changed.samples["rank"] == 1]["cpu_enter"].tolist()
+    assert rank1[4:10] == [3, -1, -1, -1, -1, 3]  # 0xFFFFFFFF: unknown from there on
+    rank0 = changed.samples[changed.samples["rank"] == 0]["cpu_enter"].tolist()
+    assert set(rank0) == {0, 1}
 
 
 @native_only

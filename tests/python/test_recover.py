@@ -125,3 +125,23 @@ def test_missing_tool_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr("perfvar.recover.recover_tool", lambda: None)
     with pytest.raises(TraceError, match="perfvar-recover"):
         ensure_trace(str(tmp_path))
+
+
+def test_recover_after_a_clean_finish_has_nothing_to_do(tmp_path, capsys):
+    # A clean finish removes the records (PERFVAR_KEEP_RECORDS=1 keeps them): the
+    # archive MPI_Finalize wrote is whole, and `perfvar recover` says so.
+    from perfvar import cli
+
+    meta = tmp_path / "perfvar"
+    meta.mkdir()
+    (tmp_path / "traces.otf2").write_text("")
+    for rank in (0, 1):
+        (meta / f"rank-{rank}.json").write_text(
+            json.dumps({"rank": rank, "records_kept": False, "complete": True})
+        )
+    assert not has_records(str(tmp_path)) and ensure_trace(str(tmp_path)) is False
+    assert cli.main(["recover", str(tmp_path)]) == 0
+    assert "nothing to recover" in capsys.readouterr().out
+    (meta / "rank-1.json").write_text(json.dumps({"rank": 1, "complete": False}))
+    with pytest.raises(TraceError, match="no perfvar records"):
+        cli._cmd_recover(cli.build_parser().parse_args(["recover", str(tmp_path)]))

@@ -11,8 +11,9 @@
    location), and per rank-N.json: no event lost, no untraced thread call, one "threads" entry per
    location of the rank;
 4. fixed-work probes (region `perfvar:probe`, PERFVAR_PROBE): each sits between a segment's Leave
-   and the next MPI region's Enter, outside any region but user timer regions, with the `cpu`
-   attribute on its Enter and Leave; rank-N.json's "probe" agrees with the trace (null and none
+   and the next MPI region's Enter, outside any region but user timer regions, with a CPU known
+   at its Enter and Leave (the `cpu` attribute on them or, as it is written where the CPU changed,
+   on an Enter or Leave before them on the location); rank-N.json's "probe" agrees with the trace (null and none
    in the trace, or the same count per thread and the same total time). With --probe-period-ms P
    the schedule is checked from the timestamps: probes on a thread start at least P apart, no
    traced call skipped a due probe (its entry is before the previous probe's start + P), hence
@@ -56,6 +57,7 @@ def thread_of(location) -> int:
     return int(location._ref) >> 32
 
 
+CPU_UNKNOWN = 0xFFFFFFFF  # the `cpu` value that says the CPU is not known
 PROBE = "perfvar:probe"
 SEGMENT = "perfvar:segment:"
 
@@ -97,6 +99,31 @@ def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, peri
     return errors
 
 
+def check_records(trace_dir: Path, nranks: int, expect: str | None) -> list[str]:
+    """The raw records against what rank-N.json says of them ("records_kept") and, when given,
+    against expect: removed, none of them (nor their directory) is left; kept, every rank's
+    definitions and first thread's records are there."""
+    errors: list[str] = []
+    records = trace_dir / "perfvar" / "records"
+    for r in range(nranks):
+        meta = trace_dir / "perfvar" / f"rank-{r}.json"
+        doc = json.loads(meta.read_text()) if meta.exists() else {}
+        left = [p.name for p in (records.glob(f"rank-{r}.*") if records.is_dir() else [])]
+        kept = doc.get("records_kept")
+        if kept is False and left:
+            errors.append(f"rank {r}: rank-{r}.json says its records were removed, {left} are left")
+        if expect == "removed" and (left or kept is not False):
+            errors.append(f"rank {r}: records expected removed, rank-{r}.json records_kept {kept}, "
+                          f"left {left}")
+        want = {f"rank-{r}.defs", f"rank-{r}.thread-0.pvr"}
+        if expect == "kept" and (not want <= set(left) or kept is not True):
+            errors.append(f"rank {r}: records expected kept, rank-{r}.json records_kept {kept}, "
+                          f"found {left}")
+    if expect == "removed" and records.exists():
+        errors.append(f"{records} is left after a clean finish")
+    return errors
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace_dir", type=Path)
@@ -122,6 +149,9 @@ def main() -> int:
     ap.add_argument("--min-probes", type=int, default=0, help="probes per rank, at least")
     ap.add_argument("--probe-k-source", choices=("calibration t_min", "default"),
                     help="where every rank's probe length K must come from")
+    ap.add_argument("--records", choices=("removed", "kept"),
+                    help="the raw records (DIR/perfvar/records) after the run: removed (a clean "
+                         "finish) or kept (PERFVAR_KEEP_RECORDS=1, or a rank died)")
     args = ap.parse_args()
     archive = args.trace_dir / "traces.otf2"
     errors: list[str] = []
@@ -149,6 +179,7 @@ def main() -> int:
     probes: collections.Counter = collections.Counter()
     probe_ticks: collections.Counter = collections.Counter()
     prev_ev: dict[tuple[int, int], object] = {}  # the location's previous event
+    cpu_now: dict[tuple[int, int], int] = {}  # the location's last `cpu` attribute
     after_probe: dict[tuple[int, int], int] = {}  # a probe's Leave time, until the next event
     probe_start: dict[tuple[int, int], int] = {}  # the open or last probe's Enter time
     call_entries: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
@@ -176,6 +207,10 @@ def main() -> int:
                     errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
                 prev = prev_ev.get(loc)
                 prev_ev[loc] = ev
+                if isinstance(ev, (otf2.events.Enter, otf2.events.Leave)):
+                    for attr, value in (ev.attributes or {}).items():
+                        if attr.name == "cpu":  # written where it changed, carried forward
+                            cpu_now[loc] = value
                 where = f"rank {r} thread {loc[1]}"
                 if loc in after_probe:  # the event right after a probe: its MPI call's Enter
                     left = after_probe.pop(loc)
@@ -193,8 +228,8 @@ def main() -> int:
                         if not (isinstance(prev, otf2.events.Leave)
                                 and prev.region.canonical_name.startswith(SEGMENT)):
                             errors.append(f"{where}: probe at {t} not right after a segment's Leave")
-                        if "cpu" not in {a.name for a in ev.attributes or {}}:
-                            errors.append(f"{where}: probe Enter without the cpu attribute")
+                        if cpu_now.get(loc, CPU_UNKNOWN) == CPU_UNKNOWN:
+                            errors.append(f"{where}: probe Enter with no CPU known")
                         if period is not None and isinstance(prev, otf2.events.Leave):
                             # prev.time is the entry read that found the probe due
                             last = probe_start.get(loc)
@@ -226,8 +261,8 @@ def main() -> int:
                     else:
                         stacks[loc].pop()
                     if ev.region.canonical_name == PROBE:
-                        if "cpu" not in {a.name for a in ev.attributes or {}}:
-                            errors.append(f"{where}: probe Leave without the cpu attribute")
+                        if cpu_now.get(loc, CPU_UNKNOWN) == CPU_UNKNOWN:
+                            errors.append(f"{where}: probe Leave with no CPU known")
                         if loc in probe_start:
                             probe_ticks[loc] += t - probe_start[loc]
                         after_probe[loc] = t
@@ -370,6 +405,7 @@ def main() -> int:
         if described != threads:
             errors.append(f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
                           f"{threads}")
+    errors += check_records(args.trace_dir, nranks, args.records)
     if args.messages and not sum(sends.values()):
         errors.append("no messages recorded")
     if len(comms_used) < args.min_comms:

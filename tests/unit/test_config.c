@@ -313,6 +313,20 @@ static void check_callpath(void)
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_CALLPATH", invalid[i], acc);
 }
 
+/* PERFVAR_KEEP_RECORDS: 0 (the default: records removed after a clean finish) or 1. */
+static void check_keep_records(void)
+{
+    clear_env();
+    CHECK(load() == PERFVAR_OK && cfg.keep_records == 0);
+    ok("PERFVAR_KEEP_RECORDS", "1");
+    CHECK(cfg.keep_records == 1 && cfg.calibration == PV_CALIB_QUICK && cfg.buffer_mb == 16);
+    ok("PERFVAR_KEEP_RECORDS", "0");
+    CHECK(cfg.keep_records == 0);
+    static const char *const acc[] = {"0", "1", NULL};
+    const char *invalid[] = {"2", "-1", "", "yes", "on", "true", "1 ", "01x"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_KEEP_RECORDS", invalid[i], acc);
+}
+
 static void check_launcher_vars(void)
 {
     ok("PERFVAR_PRELOAD_LIB", "/usr/lib/libperfvar_mpi.so");
@@ -443,6 +457,7 @@ int main(int argc, char **argv)
     check_verbose();
     check_probe();
     check_callpath();
+    check_keep_records();
     check_inject();
     check_boundaries();
     check_launcher_vars();

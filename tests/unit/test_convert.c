@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 enum { R_INIT, R_SEND, R_RECV, R_ALLREDUCE, R_FINALIZE, R_CALIB, R_PROBE, NREGIONS };
-enum { STEPS = 10, LONG_STEPS = 20000 };
+enum { STEPS = 10, LONG_STEPS = 30000 };
 
 /* The run of one rank: Init, then STEPS x (compute, Allreduce, compute, Send or Recv), Finalize.
  * Returns the end tick. Segment k of step i lasts 1000 + 100 i + 50 rank (+ 300 for the second). */
