@@ -240,7 +240,8 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
     if ((v = getenv("PERFVAR_CALLPATH"))) {
         if (parse_long(v, 1, PV_CALLPATH_MAX, &num))
             return fail(msg, len, "PERFVAR_CALLPATH", v,
-                        "a number of call-path frames 1..16 (1: the MPI call's return address only)");
+                        "a number of call-path frames 1.." PV_STR(PV_CALLPATH_MAX)
+                        " (1: the MPI call's return address only)");
         cfg->callpath = (int)num;
     }
     if ((v = getenv("PERFVAR_PROBE"))) {

@@ -75,6 +75,9 @@ typedef struct pv_inject_spec {
  * kernels between two halo exchanges is a class of its own, see docs/tracing.md). */
 #define PV_CALLPATH_MAX 16
 #define PV_CALLPATH_DEFAULT 4
+/* A numeric macro as a string literal, for messages that state a bound (PV_STR(PV_CALLPATH_MAX)). */
+#define PV_STR_(x) #x
+#define PV_STR(x) PV_STR_(x)
 
 typedef struct pv_config {
     char output[4096];          /* empty: use the timestamped default */

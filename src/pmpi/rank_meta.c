@@ -50,8 +50,11 @@ static void write_mpi_meta(FILE *f)
         fprintf(f, "%s\"%s\"", sep, pv_group_names[g]);
         sep = ", ";
     }
-    /* Frames per call site (PERFVAR_CALLPATH), which name the segment classes. */
-    fprintf(f, "],\n    \"callpath_depth\": %d,", pv_rt.cfg.callpath > 0 ? pv_rt.cfg.callpath : 1);
+    /* Frames per call site (PERFVAR_CALLPATH), which name the segment classes, and what walked the
+     * stack for them (its cost differs tenfold: docs/tracing.md). */
+    int depth = pv_rt.cfg.callpath > 0 ? pv_rt.cfg.callpath : 1;
+    fprintf(f, "],\n    \"callpath_depth\": %d, \"callpath_unwinder\": \"%s\",", depth,
+            depth > 1 ? pv_site_unwinder() : "none");
     fprintf(f, "\n    \"calls\": {");
     sep = "";
     for (int fn = 0; fn < PV_FN_COUNT; fn++) {

@@ -2,7 +2,8 @@
 """Run tests/mpi/c_callpath under mpiexec at the given call-path depths
 (PERFVAR_CALLPATH) and check how many segment classes run from one MPI_Barrier to
 the next: 1 at depth 1 (one call site in the helper), 2 at depth >= 2 (the helper's
-site reached from kernel_a and from kernel_b), on every rank.
+site reached from kernel_a and from kernel_b), on every rank; and that rank-N.json says
+the depth and what unwound the stack (none at depth 1, libunwind or libgcc beyond).
 
 Usage: check_callpath.py --mpiexec MPIEXEC --out DIR --depth 1 --depth 2 -- PROGRAM
 """
@@ -10,6 +11,7 @@ Usage: check_callpath.py --mpiexec MPIEXEC --out DIR --depth 1 --depth 2 -- PROG
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -54,6 +56,13 @@ def main() -> int:
         if p.returncode != 0:
             print(f"FAIL: depth {depth}: exit {p.returncode}")
             return 1
+        for rank in range(a.np):
+            mpi = json.loads((out / "perfvar" / f"rank-{rank}.json").read_text())["mpi"]
+            unwinders = ("none",) if depth == 1 else ("libunwind", "libgcc")
+            ok = mpi.get("callpath_depth") == depth and mpi.get("callpath_unwinder") in unwinders
+            failed |= not ok
+            print(f"{'ok' if ok else 'FAIL'}: depth {depth}, rank {rank}: rank-{rank}.json says "
+                  f"depth {mpi.get('callpath_depth')}, unwinder {mpi.get('callpath_unwinder')}")
         classes = barrier_classes(out)
         want = 1 if depth == 1 else 2
         for rank in range(a.np):
