@@ -59,6 +59,12 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
  * unknown. Thread-safe. */
 uint64_t perfvar_cache_size(int level);
 
+/* The layout of perfvar_clock_info (perfvar.h) as compiled, for the Python side's copy of it
+ * (perfvar.kernels._ClockInfo): "perfvar_clock_info" gives its size in bytes,
+ * "perfvar_clock_info.hz" a field's offset, "perfvar_clock_info.#" its number of fields; -1 for a
+ * name it does not know. Thread-safe. */
+long perfvar_clock_info_layout(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "../clock/clock.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,4 +324,19 @@ uint64_t perfvar_cache_size(int level)
         fclose(f);
     }
     return 0;
+}
+
+/* Every field of perfvar_clock_info in declaration order: one renamed or removed no longer compiles. */
+#define PV_CLOCK_INFO_FIELDS(X) X(name) X(hz_method) X(hz) X(hz_rel_error) X(serialized) X(has_cpu_id) X(note)
+#define PV_CLOCK_INFO_OFFSET(F)                                                                    \
+    if (strcmp(name, "perfvar_clock_info." #F) == 0) return (long)offsetof(perfvar_clock_info, F); \
+    fields += strcmp(name, "perfvar_clock_info.#") == 0;
+
+long perfvar_clock_info_layout(const char *name)
+{
+    if (!name) return -1;
+    if (strcmp(name, "perfvar_clock_info") == 0) return (long)sizeof(perfvar_clock_info);
+    long fields = 0;
+    PV_CLOCK_INFO_FIELDS(PV_CLOCK_INFO_OFFSET)
+    return fields ? fields : -1;
 }

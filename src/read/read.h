@@ -123,4 +123,10 @@ int perfvar_read_close(perfvar_read *r);
 size_t perfvar_read_sample_size(void);
 size_t perfvar_read_probe_size(void);
 
+/* The layout of the structs above as compiled, for the Python side's copies of them
+ * (reader_native._Result, reader_otf2.SAMPLE_DTYPE and PROBE_DTYPE): "perfvar_read_result" (or
+ * _sample, _probe) gives its size in bytes, "perfvar_read_result.events_read" a field's offset,
+ * "perfvar_read_result.#" its number of fields; -1 for a name it does not know. Thread-safe. */
+long perfvar_read_layout(const char *name);
+
 #endif
