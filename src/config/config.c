@@ -231,10 +231,14 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
     }
     if ((v = getenv("PERFVAR_BOUNDARIES"))) {
         long mask = parse_groups(v);
-        if (mask < 0)
-            return fail(msg, len, "PERFVAR_BOUNDARIES", v,
-                        "all or a comma-separated list of env, p2p, collective, wait, onesided, "
-                        "file, comm, local");
+        if (mask < 0) {
+            char accepts[160] = "all or a comma-separated list of"; /* the names: pv_group_names */
+            for (int g = 0; g < PV_GROUP_COUNT; g++) {
+                size_t at = strlen(accepts);
+                snprintf(accepts + at, sizeof accepts - at, "%s %s", g ? "," : "", pv_group_names[g]);
+            }
+            return fail(msg, len, "PERFVAR_BOUNDARIES", v, accepts);
+        }
         cfg->boundaries = (unsigned)mask;
     }
     if ((v = getenv("PERFVAR_CALLPATH"))) {

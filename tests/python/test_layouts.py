@@ -74,3 +74,28 @@ def test_timer_names_are_the_library_s():
     while (name := lib.perfvar_timer_name(len(names))) is not None:
         names.append(name.decode())
     assert tuple(names) == kernels.TIMERS
+
+
+def test_mpi_group_names_are_the_library_s_and_the_docs():
+    # src/pmpi/mpi_groups.py classifies the wrapped functions into groups that
+    # src/config/config.c parses by name (PERFVAR_BOUNDARIES): one order, one spelling.
+    import re
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "src" / "pmpi"))
+    from mpi_groups import GROUPS
+
+    lib = _kernels_lib()
+    names = (ctypes.c_char_p * (len(GROUPS) + 1)).in_dll(lib, "pv_group_names")
+    assert [n.decode() for n in names[: len(GROUPS)]] == list(GROUPS)
+    assert names[len(GROUPS)] is None  # no group the Python side lacks
+    for doc in ("README.md", "docs/tracing.md"):
+        row = next(
+            line
+            for line in (root / doc).read_text().splitlines()
+            if line.startswith("| `PERFVAR_BOUNDARIES`")
+        )
+        listed = [g for g in re.findall(r"`(\w+)`", row.split("|")[2]) if g != "all"]
+        assert listed == list(GROUPS), doc
