@@ -53,7 +53,8 @@
 
 typedef enum { PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE } pv_sync_mode;
 
-/* MPI function groups (src/pmpi/mpi_groups.py keeps the same names and order). */
+/* MPI function groups (src/pmpi/mpi_groups.py keeps the same names and order: tests/python/
+ * test_layouts.py checks it against pv_group_names). */
 typedef enum {
     PV_GROUP_ENV, PV_GROUP_P2P, PV_GROUP_COLLECTIVE, PV_GROUP_WAIT, PV_GROUP_ONESIDED,
     PV_GROUP_FILE, PV_GROUP_COMM, PV_GROUP_LOCAL, PV_GROUP_COUNT
