@@ -468,7 +468,8 @@ static void end_thread(thread_replay *tr)
     pv_convert_thread *th = tr->th;
     if (th->state != PV_REC_SIGNAL || th->t_last < tr->t_last) th->t_last = tr->t_last;
     th->silence_recent = longest_recent(&tr->quiet);
-    while (tr->nopen > 0) pv_trace_leave(tr->l, th->t_last, tr->open_user[--tr->nopen], PV_TRACE_NO_CPU);
+    while (tr->nopen > 0)
+        pv_trace_leave(tr->l, th->t_last, tr->open_user[--tr->nopen], PV_TRACE_NO_CPU);
 }
 
 /* Open every records file of the rank, one location each (thread order); *n of them. */
