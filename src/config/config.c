@@ -12,17 +12,18 @@
 
 extern char **environ;
 
-static const char *const known_vars[] = {
+/* The variables perfvar's layer reads, and those only the Python tools read (perfvar analyze,
+ * perfvar calibrate), ignored here: one namespace, so that exporting them does not make a traced
+ * program run uninstrumented. tests/python checks that every name the package reads is listed. */
+static const char *const layer_vars[] = {
     "PERFVAR_OUTPUT", "PERFVAR_CALIBRATION", "PERFVAR_CALIBRATION_BUDGET_MS",
     "PERFVAR_CALIBRATION_N", "PERFVAR_CALIBRATION_N_FLUSHED", "PERFVAR_CALIBRATION_P",
     "PERFVAR_CALIBRATION_Q", "PERFVAR_CALIBRATION_EPSILON", "PERFVAR_CALIBRATION_ALPHA",
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
     "PERFVAR_BOUNDARIES", "PERFVAR_PROBE", "PERFVAR_INJECT", "PERFVAR_CALLPATH",
-    "PERFVAR_CLOCK", "PERFVAR_KEEP_RECORDS",
-    /* Read by the Python tools (perfvar analyze, perfvar calibrate), ignored here: one namespace, so
-     * that exporting them does not make a traced program run uninstrumented. tests/python checks
-     * that every name the package reads is listed. */
+    "PERFVAR_CLOCK", "PERFVAR_KEEP_RECORDS", NULL};
+static const char *const tool_vars[] = {
     "PERFVAR_LIB", "PERFVAR_DEBUG", "PERFVAR_CALIBRATE_INTERRUPT_AFTER", "PERFVAR_READER", NULL};
 
 /* Index of value in the NULL-terminated choices, or -1. */
@@ -140,43 +141,76 @@ static int parse_inject(const char *s, pv_inject_spec *out)
     return 0;
 }
 
-int pv_config_load(pv_config *cfg, char *msg, int len)
+/* Edit distance between name[0..n) and known, letters compared without case (insertions,
+ * deletions, substitutions), for the nearest known name to a misspelt one. Names are short
+ * (< 64 bytes); longer ones compare as far. */
+static size_t distance(const char *name, size_t n, const char *known)
 {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->calibration = PV_CALIB_QUICK;
-    cfg->buffer_mb = 16;
-    cfg->clock_sync = PV_SYNC_AUTO;
-    cfg->boundaries = PV_BOUNDARIES_DEFAULT;
-    cfg->callpath = PV_CALLPATH_DEFAULT;
-    msg[0] = 0;
-
-    for (char **e = environ; e && *e; e++) {
-        if (strncmp(*e, "PERFVAR_", 8) != 0) continue;
-        size_t n = strcspn(*e, "=");
-        int known = 0;
-        for (int i = 0; known_vars[i]; i++)
-            known |= strlen(known_vars[i]) == n && strncmp(*e, known_vars[i], n) == 0;
-        if (!known) {
-            snprintf(msg, (size_t)len,
-                     "unknown variable %.*s: perfvar accepts PERFVAR_OUTPUT, PERFVAR_CALIBRATION, "
-                     "PERFVAR_CALIBRATION_BUDGET_MS, PERFVAR_CALIBRATION_{N,N_FLUSHED,P,Q,EPSILON,"
-                     "ALPHA,STATES}, PERFVAR_BUFFER_MB, PERFVAR_CLOCK_SYNC, "
-                     "PERFVAR_VERBOSE, PERFVAR_CLOCK, PERFVAR_BOUNDARIES, PERFVAR_PROBE, PERFVAR_INJECT, "
-                     "PERFVAR_CALLPATH, PERFVAR_KEEP_RECORDS, "
-                     "PERFVAR_PRELOAD_LIB, PERFVAR_MPI, and for the Python tools PERFVAR_LIB, "
-                     "PERFVAR_DEBUG, PERFVAR_READER",
-                     (int)n, *e);
-            return PERFVAR_ERR_CONFIG;
+    size_t m = strlen(known), row[64];
+    if (n >= 64 || m >= 64) return (size_t)-1;
+    for (size_t j = 0; j <= m; j++) row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (toupper((unsigned char)name[i - 1]) != known[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
         }
     }
+    return row[m];
+}
 
+/* Appends the NULL-terminated names, comma-separated, to msg (of len bytes, truncated there). */
+static void append_names(char *msg, int len, const char *const *names)
+{
+    for (int i = 0; names[i]; i++) {
+        size_t at = strlen(msg);
+        if (at + 1 >= (size_t)len) return;
+        snprintf(msg + at, (size_t)len - at, "%s%s", i ? ", " : "", names[i]);
+    }
+}
+
+/* PERFVAR_OK when every PERFVAR_* variable of the environment is one perfvar knows (exactly);
+ * else the message names the unknown one, every known one and the nearest (a misspelt variable
+ * would otherwise be silently ignored). */
+static int check_names(char *msg, int len)
+{
+    const char *const *lists[] = {layer_vars, tool_vars};
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "PERFVAR_", 8) != 0) continue;
+        size_t n = strcspn(*e, "="), best_d = (size_t)-1;
+        const char *best = layer_vars[0];
+        int known = 0;
+        for (int l = 0; l < 2; l++)
+            for (int i = 0; lists[l][i]; i++) {
+                const char *k = lists[l][i];
+                known |= strlen(k) == n && strncmp(*e, k, n) == 0;
+                size_t d = distance(*e, n, k);
+                if (d < best_d) best_d = d, best = k;
+            }
+        if (known) continue;
+        snprintf(msg, (size_t)len, "unknown variable %.*s: perfvar accepts ", (int)n, *e);
+        append_names(msg, len, layer_vars);
+        size_t at = strlen(msg);
+        snprintf(msg + at, (size_t)len - at, ", and for the Python tools ");
+        append_names(msg, len, tool_vars);
+        at = strlen(msg);
+        snprintf(msg + at, (size_t)len - at, " (the nearest: %s)", best);
+        return PERFVAR_ERR_CONFIG;
+    }
+    return PERFVAR_OK;
+}
+
+/* The start-up calibration's variables: PERFVAR_CALIBRATION, _BUDGET_MS, _N, _N_FLUSHED, _P, _Q,
+ * _STATES, _EPSILON, _ALPHA. */
+static int load_calibration(pv_config *cfg, char *msg, int len)
+{
     const char *v;
     long num;
-    if ((v = getenv("PERFVAR_OUTPUT"))) {
-        if (!v[0] || strlen(v) >= sizeof cfg->output)
-            return fail(msg, len, "PERFVAR_OUTPUT", v, "a directory path of 1..4095 bytes");
-        strcpy(cfg->output, v);
-    }
     if ((v = getenv("PERFVAR_CALIBRATION"))) {
         static const char *const modes[] = {"off", "quick", "full", NULL};
         int m = choice(v, modes);
@@ -213,22 +247,14 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         return fail(msg, len, "PERFVAR_CALIBRATION_EPSILON", v, "a number 0 < x < 1 (CV, paper: 0.01)");
     if ((v = getenv("PERFVAR_CALIBRATION_ALPHA")) && parse_open_interval(v, 0, 1, &cfg->calib_alpha))
         return fail(msg, len, "PERFVAR_CALIBRATION_ALPHA", v, "a number 0 < x < 1 (overlap, paper: 0.05)");
-    if ((v = getenv("PERFVAR_BUFFER_MB"))) {
-        if (parse_long(v, 1, 65536, &num))
-            return fail(msg, len, "PERFVAR_BUFFER_MB", v, "an integer 1..65536 (MiB)");
-        cfg->buffer_mb = (unsigned)num;
-    }
-    if ((v = getenv("PERFVAR_CLOCK_SYNC"))) {
-        static const char *const modes[] = {"auto", "pingpong", "none", NULL};
-        int m = choice(v, modes);
-        if (m < 0) return fail(msg, len, "PERFVAR_CLOCK_SYNC", v, "auto, pingpong or none");
-        cfg->clock_sync = (pv_sync_mode)m;
-    }
-    if ((v = getenv("PERFVAR_CLOCK"))) { /* read by the clock module (src/clock/clock.c) */
-        static const char *const clocks[] = {"auto", "tsc", "cntvct", "clock_monotonic_raw", NULL};
-        if (choice(v, clocks) < 0)
-            return fail(msg, len, "PERFVAR_CLOCK", v, "auto, tsc, cntvct or clock_monotonic_raw");
-    }
+    return PERFVAR_OK;
+}
+
+/* What is traced and how: PERFVAR_BOUNDARIES, _CALLPATH, _PROBE, _INJECT. */
+static int load_tracing(pv_config *cfg, char *msg, int len)
+{
+    const char *v;
+    long num;
     if ((v = getenv("PERFVAR_BOUNDARIES"))) {
         long mask = parse_groups(v);
         if (mask < 0) {
@@ -265,6 +291,36 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
                     "0 < X <= 1000 percent, SITE a substring of a call site's name, S seconds, "
                     "until > after)");
     }
+    return PERFVAR_OK;
+}
+
+/* Where and how the run is recorded: PERFVAR_OUTPUT, _BUFFER_MB, _CLOCK_SYNC, _CLOCK,
+ * _KEEP_RECORDS, _VERBOSE. */
+static int load_recording(pv_config *cfg, char *msg, int len)
+{
+    const char *v;
+    long num;
+    if ((v = getenv("PERFVAR_OUTPUT"))) {
+        if (!v[0] || strlen(v) >= sizeof cfg->output)
+            return fail(msg, len, "PERFVAR_OUTPUT", v, "a directory path of 1..4095 bytes");
+        strcpy(cfg->output, v);
+    }
+    if ((v = getenv("PERFVAR_BUFFER_MB"))) {
+        if (parse_long(v, 1, 65536, &num))
+            return fail(msg, len, "PERFVAR_BUFFER_MB", v, "an integer 1..65536 (MiB)");
+        cfg->buffer_mb = (unsigned)num;
+    }
+    if ((v = getenv("PERFVAR_CLOCK_SYNC"))) {
+        static const char *const modes[] = {"auto", "pingpong", "none", NULL};
+        int m = choice(v, modes);
+        if (m < 0) return fail(msg, len, "PERFVAR_CLOCK_SYNC", v, "auto, pingpong or none");
+        cfg->clock_sync = (pv_sync_mode)m;
+    }
+    if ((v = getenv("PERFVAR_CLOCK"))) { /* read by the clock module (src/clock/clock.c) */
+        static const char *const clocks[] = {"auto", "tsc", "cntvct", "clock_monotonic_raw", NULL};
+        if (choice(v, clocks) < 0)
+            return fail(msg, len, "PERFVAR_CLOCK", v, "auto, tsc, cntvct or clock_monotonic_raw");
+    }
     if ((v = getenv("PERFVAR_KEEP_RECORDS"))) {
         if (parse_long(v, 0, 1, &num)) return fail(msg, len, "PERFVAR_KEEP_RECORDS", v, "0 or 1");
         cfg->keep_records = (int)num;
@@ -274,6 +330,22 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
         cfg->verbose = (int)num;
     }
     return PERFVAR_OK;
+}
+
+int pv_config_load(pv_config *cfg, char *msg, int len)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->calibration = PV_CALIB_QUICK;
+    cfg->buffer_mb = 16;
+    cfg->clock_sync = PV_SYNC_AUTO;
+    cfg->boundaries = PV_BOUNDARIES_DEFAULT;
+    cfg->callpath = PV_CALLPATH_DEFAULT;
+    msg[0] = 0;
+    int rc = check_names(msg, len);
+    if (rc == PERFVAR_OK) rc = load_recording(cfg, msg, len);
+    if (rc == PERFVAR_OK) rc = load_calibration(cfg, msg, len);
+    if (rc == PERFVAR_OK) rc = load_tracing(cfg, msg, len);
+    return rc;
 }
 
 void pv_config_apply_calib(const pv_config *cfg, pv_calib_params *p)

@@ -285,7 +285,7 @@ static int write_definitions(char *why, size_t len)
 }
 
 /* The message a rank's configuration check leaves (config.h): what pv_config_load is given. */
-#define CONFIG_MESSAGE 512
+#define CONFIG_MESSAGE 1024 /* the unknown-variable message lists every variable */
 
 /* "1,3-5": the n ranks of r (increasing), as ranges. */
 static void format_ranks(char *out, size_t len, const int *r, int n)

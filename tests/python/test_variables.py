@@ -1,5 +1,5 @@
 """One namespace of PERFVAR_* variables: every one the Python package reads is one the
-C library knows (src/config/config.c known_vars), so exporting it for `perfvar
+C library knows (src/config/config.c layer_vars and tool_vars), so exporting it for `perfvar
 analyze` or `perfvar calibrate` does not make a traced program run uninstrumented."""
 
 import os
@@ -11,8 +11,9 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 def _known_to_the_library() -> set:
     with open(os.path.join(ROOT, "src", "config", "config.c")) as fh:
         text = fh.read()
-    table = re.search(r"known_vars\[\] = \{(.*?)NULL\}", text, re.S).group(1)
-    return set(re.findall(r'"(PERFVAR_[A-Z0-9_]+)"', table))
+    tables = re.findall(r"(?:layer|tool)_vars\[\] = \{(.*?)NULL\}", text, re.S)
+    assert len(tables) == 2, "layer_vars and tool_vars not found in config.c"
+    return set(re.findall(r'"(PERFVAR_[A-Z0-9_]+)"', "".join(tables)))
 
 
 def _read_by_the_package() -> set:

@@ -50,7 +50,7 @@ static int names_word(const char *s, const char *word)
 }
 
 static pv_config cfg;
-static char msg[512];
+static char msg[1024]; /* as the layer's (lifecycle.c CONFIG_MESSAGE) */
 
 static int load(void)
 {
@@ -349,6 +349,19 @@ static void check_unknown(void)
         CHECKF(strstr(msg, "PERFVAR_OUTPUT") && strstr(msg, "PERFVAR_VERBOSE") && strstr(msg, "PERFVAR_PROBE") &&
                    strstr(msg, "PERFVAR_MPI"),
                "message \"%s\" does not list the accepted variables", msg);
+    }
+    /* The nearest known name is suggested, letters compared without case. */
+    const char *misspelt[][2] = {{"PERFVAR_verbose", "PERFVAR_VERBOSE"},
+                                 {"PERFVAR_OUPTUT", "PERFVAR_OUTPUT"},
+                                 {"PERFVAR_CALLPATHS", "PERFVAR_CALLPATH"},
+                                 {"PERFVAR_READR", "PERFVAR_READER"}};
+    for (size_t i = 0; i < sizeof misspelt / sizeof misspelt[0]; i++) {
+        char want[80];
+        clear_env();
+        setenv(misspelt[i][0], "1", 1);
+        snprintf(want, sizeof want, "(the nearest: %s)", misspelt[i][1]);
+        CHECKF(load() == PERFVAR_ERR_CONFIG && strstr(msg, want), "%s: \"%s\" lacks %s", misspelt[i][0],
+               msg, want);
     }
     /* All known variables at once, valid. */
     clear_env();
