@@ -271,6 +271,50 @@ def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
     return decompose.to_json(dec, [prep.segment_ids[g] for g in order], ranks)
 
 
+def _read_serial(
+    directory: str, paper_check: bool, progress: Progress
+) -> tuple[TraceSamples, RunMeta, dict[int, list[str]], None, None]:
+    """The whole trace in this process: (trace with families merged, judged metadata,
+    families: representative segment -> member keys, no cells yet, no CPU use)."""
+    trace = read_trace(directory)
+    # Classes that differ only by the helper a rank calls (which neighbour) are
+    # judged as one family; the parallel parts keep the classes apart.
+    trace, families = merge_families(trace)
+    progress.step(
+        "checking the calibration" if paper_check else "reading the calibration"
+    )
+    meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check)
+    return trace, meta, families, None, None
+
+
+def _read_in_parts(
+    directory: str, eng: Any, ranks: list[int], paper_check: bool, progress: Progress
+) -> Optional[tuple[TraceSamples, RunMeta, dict[int, list[str]], dict, dict]]:
+    """The trace read, judged and filtered in parts by rank on ``eng``'s processes:
+    (trace, metadata, no families, the parts' cells, their CPU use); None on the MPI
+    processes that do not report."""
+    progress.step(f"reading, judging and filtering in {eng.size} processes")
+    blocks = partition.split(ranks or trace_ranks(directory), eng.size)
+    tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
+    parts = eng.map(partition.analyse_part, tasks)
+    if parts is None:
+        return None
+    trace = partition.merge(directory, parts)
+    meta = read_meta(directory, trace.ranks)
+    judged = {r: j for p in parts for r, j in p.judged.items()}
+    calibration_ranks.record(
+        directory, {k: v for p in parts for k, v in p.made.items()}
+    )
+    calibration_ranks.apply(meta, judged)
+    borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
+    meta.notes += usability_notes(meta)
+    cells = with_states_of(
+        {k: v for p in parts for k, v in p.cells.items()}, meta, borrowers
+    )
+    use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
+    return trace, meta, {}, cells, use
+
+
 def analyze(
     directory: str,
     alpha: float = 0.05,
@@ -310,37 +354,13 @@ def analyze(
     if eng.kind == "processes" and len(ranks) < PARALLEL_MIN_RANKS:
         eng = engine(1)
     ended = endings_json(read_endings(directory)) if eng.reports else None
-    cells = use = None  # made by the parts of a parallel analysis
-    families: dict[int, list[str]] = {}  # representative segment -> member keys
     if eng.kind == "serial":
-        trace = read_trace(directory)
-        # Classes that differ only by the helper a rank calls (which neighbour) are
-        # judged as one family; the parallel parts keep the classes apart.
-        trace, families = merge_families(trace)
-        progress.step(
-            "checking the calibration" if paper_check else "reading the calibration"
-        )
-        meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check)
+        read = _read_serial(directory, paper_check, progress)
     else:
-        progress.step(f"reading, judging and filtering in {eng.size} processes")
-        blocks = partition.split(ranks or trace_ranks(directory), eng.size)
-        tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
-        parts = eng.map(partition.analyse_part, tasks)
-        if parts is None:
+        read = _read_in_parts(directory, eng, ranks, paper_check, progress)
+        if read is None:
             return None  # an MPI process that does not report
-        trace = partition.merge(directory, parts)
-        meta = read_meta(directory, trace.ranks)
-        judged = {r: j for p in parts for r, j in p.judged.items()}
-        calibration_ranks.record(
-            directory, {k: v for p in parts for k, v in p.made.items()}
-        )
-        calibration_ranks.apply(meta, judged)
-        borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
-        meta.notes += usability_notes(meta)
-        cells = with_states_of(
-            {k: v for p in parts for k, v in p.cells.items()}, meta, borrowers
-        )
-        use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
+    trace, meta, families, cells, use = read
     order = _segment_order(trace)
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
@@ -369,38 +389,28 @@ def analyze(
     noise = detect_noisy_core.rank_noise(prep)
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
-    judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
     for seg, row in zip(order, segments):
         row["family"] = families.get(seg, [row["key"]])
-    seg_totals = np.bincount(
-        trace.samples["segment"],
-        weights=trace.samples["duration_ns"],
-        minlength=len(trace.segments),
-    )
-    status_counts = Counter(j.status for j in judgements)
-
-    def named(*kinds: str) -> list[int]:
-        return sorted({a.rank for a in anomalies if a.kind in kinds})
-
+    params_json = {
+        "min_samples": min_samples,
+        "peers": peers,
+        "alpha_meaning": "false discovery rate (Benjamini-Hochberg) per detector",
+        "segment_floor": params.segment_floor,
+        "core_floor": params.core_floor,
+        "noise_floor": params.noise_floor,
+        "phase_floor": params.phase_floor,
+        "min_cost": min_cost,
+        "min_samples_os_filter": MIN_SAMPLES_OS,
+        # How it ran (the one entry a parallel run may differ in).
+        "engine": eng.describe(),
+        "os_filter": f"isolation forest of {N_ESTIMATORS} trees, seed "
+        f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
+    }
     return {
         "generated_by": GENERATED_BY,
         "trace": os.path.abspath(directory),
         "alpha": alpha,
-        "params": {
-            "min_samples": min_samples,
-            "peers": peers,
-            "alpha_meaning": "false discovery rate (Benjamini-Hochberg) per detector",
-            "segment_floor": params.segment_floor,
-            "core_floor": params.core_floor,
-            "noise_floor": params.noise_floor,
-            "phase_floor": params.phase_floor,
-            "min_cost": min_cost,
-            "min_samples_os_filter": MIN_SAMPLES_OS,
-            # How it ran (the one entry a parallel run may differ in).
-            "engine": eng.describe(),
-            "os_filter": f"isolation forest of {N_ESTIMATORS} trees, seed "
-            f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
-        },
+        "params": params_json,
         "timer_resolution_hz": trace.timer_resolution_hz,
         "clock": meta.clock,
         "run": meta.run,
@@ -413,30 +423,55 @@ def analyze(
         "judgements": [j.to_json() for j in judgements],
         "decomposition": _decomposition(prep, order),
         "ended": ended,
-        "summary": {
-            "n_ranks": len(trace.ranks),
-            "unreadable_ranks": trace.broken_ranks,
-            "n_segment_classes": len(segments),
-            "n_segment_classes_judged": len(judged),
-            # Families: classes merged because they differ only by helper frames.
-            "n_segment_families": len(families),
-            "judged_compute_share": judged_share(
-                seg_totals, {seg for seg in order if segment_ids[seg] in judged}
-            ),
-            "judgements": dict(sorted(status_counts.items())),
-            "anomalous_ranks": named(*VERDICT_KINDS),
-            "minor_ranks": sorted(
-                {a.rank for a in ranked.minor} - set(named(*VERDICT_KINDS))
-            ),
-            "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
-            "cost_known": ranked.cost_known,
-            "slow_ranks": named("slow_segment"),
-            "slow_core_ranks": named("slow_core"),
-            "noisy_ranks": named("noisy_core"),
-            "slow_phase_ranks": named("slow_phase"),
-            "migrated_ranks": named("migrated"),
-            "shared_cpu_ranks": named("shared_cpu"),
-            "ended_early_ranks": ended["ended_early_ranks"],
-        },
+        "summary": _summary(trace, order, segment_ids, judgements, ranked, families)
+        | {"ended_early_ranks": ended["ended_early_ranks"]},
         "warnings": trace.warnings + meta.notes,
+    }
+
+
+def _summary(
+    trace: TraceSamples,
+    order: list[int],
+    segment_ids: dict[int, str],
+    judgements: list[Judgement],
+    ranked: Any,
+    families: dict[int, list[str]],
+) -> dict[str, Any]:
+    """analysis.json's summary: counts of ranks, classes and judgements, the judged
+    share of compute time, and the ranks of each kind of finding (``ranked``:
+    perfvar.headline.rank_findings' result)."""
+    anomalies = ranked.anomalies
+    judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
+    seg_totals = np.bincount(
+        trace.samples["segment"],
+        weights=trace.samples["duration_ns"],
+        minlength=len(trace.segments),
+    )
+
+    def named(*kinds: str) -> list[int]:
+        return sorted({a.rank for a in anomalies if a.kind in kinds})
+
+    return {
+        "n_ranks": len(trace.ranks),
+        "unreadable_ranks": trace.broken_ranks,
+        "n_segment_classes": len(order),
+        "n_segment_classes_judged": len(judged),
+        # Families: classes merged because they differ only by helper frames.
+        "n_segment_families": len(families),
+        "judged_compute_share": judged_share(
+            seg_totals, {seg for seg in order if segment_ids[seg] in judged}
+        ),
+        "judgements": dict(sorted(Counter(j.status for j in judgements).items())),
+        "anomalous_ranks": named(*VERDICT_KINDS),
+        "minor_ranks": sorted(
+            {a.rank for a in ranked.minor} - set(named(*VERDICT_KINDS))
+        ),
+        "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
+        "cost_known": ranked.cost_known,
+        "slow_ranks": named("slow_segment"),
+        "slow_core_ranks": named("slow_core"),
+        "noisy_ranks": named("noisy_core"),
+        "slow_phase_ranks": named("slow_phase"),
+        "migrated_ranks": named("migrated"),
+        "shared_cpu_ranks": named("shared_cpu"),
     }
