@@ -48,14 +48,7 @@ import numpy as np
 
 from perfvar.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.compare import fdr, log_ns, rel
-from perfvar.model import (
-    Anomaly,
-    Cell,
-    DetectorResult,
-    DetectParams,
-    Prepared,
-    cell_calibration,
-)
+from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 
 KIND = "slow_phase"
 MIN_SAMPLES = 400
@@ -197,26 +190,19 @@ def _windows_of_cell(
     return out
 
 
-def _small_cells(prep: Prepared, params: DetectParams) -> dict[int, list[Cell]]:
-    """rank -> its judgeable cells of fewer than MIN_SAMPLES samples."""
-    out: dict[int, list[Cell]] = {}
-    for cells in by_segment(prep).values():
-        for cell in cells.values():
-            reason, _ = unjudged_reason(prep, cell, params.min_samples)
-            if not reason and cell.n < MIN_SAMPLES:
-                out.setdefault(cell.rank, []).append(cell)
-    return out
+def _class_centre_log(prep: Prepared, segment: int) -> float:
+    """The median log-duration of a class over all its ranks, derived once."""
+    pool = class_pool(prep, segment)
+    if "centre_log" not in pool.memo:
+        pool.memo["centre_log"] = float(np.median(pool.samples_log))
+    return pool.memo["centre_log"]
 
 
 def _pooled(prep: Prepared, cells: list[Cell]) -> Cell:
     """One cell of ``cells``' samples in time order, each relative to its class's
     median over all ranks: exp(log-duration - that median)."""
     z = [
-        np.exp(
-            log_ns(c.samples_ns)
-            - float(np.median(class_pool(prep, c.segment).samples_log))
-        )
-        for c in cells
+        np.exp(log_ns(c.samples_ns) - _class_centre_log(prep, c.segment)) for c in cells
     ]
     start = np.concatenate([c.start_ns for c in cells])
     order = np.argsort(start, kind="stable")
@@ -243,24 +229,27 @@ def _class_excess(cells: dict[int, Cell], rank: int, start: float, end: float) -
     return float(x) if np.isfinite(x) else 0.0
 
 
-def _pooled_windows(prep: Prepared, params: DetectParams) -> list[_Window]:
-    """The windows of each rank's small classes pooled (at least MIN_SAMPLES
-    samples together, on two ranks or more). A window's excess is its classes'
-    excesses weighted by the rank's time in each inside it (the share of the
-    rank's time lost there); per segment, the time lost over the segments inside."""
-    small = _small_cells(prep, params)
-    pooled = {r: _pooled(prep, cells) for r, cells in small.items()
-              if sum(c.n for c in cells) >= MIN_SAMPLES}  # fmt: skip
+def _pooled_windows(
+    prep: Prepared, params: DetectParams, small: dict[int, list[tuple[Cell, float]]]
+) -> list[_Window]:
+    """The windows of each rank's small classes pooled (``small``: rank -> its
+    judgeable cells of fewer than MIN_SAMPLES samples, with their t_diff in ns; at
+    least MIN_SAMPLES samples together, on two ranks or more). A window's excess is
+    its classes' excesses weighted by the rank's time in each inside it (the share
+    of the rank's time lost there); per segment, the time lost over the segments
+    inside."""
+    pooled = {r: _pooled(prep, [c for c, _ in cells]) for r, cells in small.items()
+              if sum(c.n for c, _ in cells) >= MIN_SAMPLES}  # fmt: skip
     if len(pooled) < 2:
         return []
     classes = by_segment(prep)
     pool = ClassPool(pooled)
     out = []
     for rank, cell in pooled.items():
-        t_diff = max(float(cell_calibration(prep, c).t_diff_ns) for c in small[rank])
+        t_diff = max(td for _, td in small[rank])
         for w in _windows_of_cell(cell, pool, POOLED, t_diff, params.phase_floor):
             parts, times, count = [], [], 0
-            for c in small[rank]:
+            for c, _ in small[rank]:
                 inside = (c.start_ns >= w.start_ns) & (c.start_ns < w.end_ns)
                 t = float(c.samples_ns[inside].sum())
                 e = _class_excess(classes[c.segment], rank, w.start_ns, w.end_ns)
@@ -297,16 +286,21 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     params = params or DetectParams()
     result = DetectorResult()
     found: list[_Window] = []
+    small: dict[int, list[tuple[Cell, float]]] = {}  # pooled below (not the probes)
     for seg, cells in by_segment(prep, probes=True).items():
         for cell in cells.values():
             reason, cal = unjudged_reason(prep, cell, params.min_samples)
-            if reason or cell.n < MIN_SAMPLES:
+            if reason:
+                continue
+            if cell.n < MIN_SAMPLES:
+                if seg != prep.probe_segment:
+                    small.setdefault(cell.rank, []).append((cell, float(cal.t_diff_ns)))
                 continue
             found += _windows_of_cell(
                 cell, class_pool(prep, seg), prep.segment_ids[seg],
                 float(cal.t_diff_ns), params.phase_floor,
             )  # fmt: skip
-    found += _pooled_windows(prep, params)
+    found += _pooled_windows(prep, params, small)
     qs = fdr([w.p_value for w in found])
     kept = [
         (w, q)
