@@ -259,7 +259,6 @@ class Setup:
     run_env: dict
     analyze_env: dict
     keep_runs: bool = False  # keep real programs' run directories
-    last_steal_ms: dict[str, float] | None = None  # run_real's last run: CPU -> steal (ms)
 
 
 def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
@@ -277,7 +276,7 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
         with disturb.busy(cpus.split()[rank] if case.busy else None), host.Steal() as steal:
             p = subprocess.run(cmd, env=st.run_env, capture_output=True, text=True, timeout=600)
         tr.run_s = time.monotonic() - t0
-        tr.steal_ms = {str(c): ms for c, ms in steal.ms.items()}
+        tr.steal_ms = steal.ms
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
             raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
         t0 = time.monotonic()
@@ -300,9 +299,10 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
 
 
 def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list[str],
-             env: dict, disturbance) -> tuple[dict, float, float]:
+             env: dict, disturbance) -> tuple[dict, float, float, dict[str, float]]:
     """Runs prog with 2 ranks on cpus under perfvar-run (trace in out, its files in out's run
-    directory) beside disturbance, then analyses it: (analysis.json, run s, analysis s)."""
+    directory) beside disturbance, then analyses it: (analysis.json, run s, analysis s, the
+    host's steal per CPU while it ran, ms)."""
     rundir = out.with_name(out.name + "-run")
     prog.prepare(rundir)
     shutil.rmtree(out, ignore_errors=True)
@@ -313,7 +313,6 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
         p = subprocess.run(cmd, env=env, cwd=rundir, capture_output=True, text=True,
                            timeout=1200)
     run_s = time.monotonic() - t0
-    st.last_steal_ms = {str(c): ms for c, ms in steal.ms.items()}
     if p.returncode != 0:
         raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
     t0 = time.monotonic()
@@ -324,7 +323,7 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
     analysis = json.loads((out / "analysis.json").read_text())
     if not st.keep_runs:
         shutil.rmtree(rundir, ignore_errors=True)
-    return analysis, run_s, time.monotonic() - t0
+    return analysis, run_s, time.monotonic() - t0, steal.ms
 
 
 def real_env(st: Setup) -> dict:
@@ -370,8 +369,8 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
              else disturb.busy(None))
     args = prog.slowed_args if case.slowed and prog.slowed_args else []
     try:
-        analysis, tr.run_s, tr.analysis_s = run_real(st, prog, out, cpus, args, env, noise)
-        tr.steal_ms = st.last_steal_ms
+        analysis, tr.run_s, tr.analysis_s, tr.steal_ms = run_real(st, prog, out, cpus, args,
+                                                                  env, noise)
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None:
             tr.clean_ratio = ref.ratio[rank]

@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 STAT = Path("/proc/stat")
-STEAL = 8  # the field of a "cpuN" line, after the name: user nice system idle iowait irq softirq steal
+# The field of a "cpuN" line, after the name: user nice system idle iowait irq softirq steal.
+STEAL = 8
 
 
 def steal_ticks() -> dict[int, int]:
@@ -27,10 +28,11 @@ def steal_ticks() -> dict[int, int]:
 
 
 class Steal:
-    """Context manager: ``ms`` is, on exit, CPU -> steal time during the block (ms)."""
+    """Context manager: ``ms`` is, on exit, CPU (its number as a string, as in JSON) ->
+    steal time during the block (ms)."""
 
     def __init__(self) -> None:
-        self.ms: dict[int, float] = {}
+        self.ms: dict[str, float] = {}
         self._start: dict[int, int] = {}
 
     def __enter__(self) -> "Steal":
@@ -40,4 +42,4 @@ class Steal:
     def __exit__(self, *exc) -> None:
         tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
         end = steal_ticks()
-        self.ms = {c: (end[c] - self._start.get(c, end[c])) * tick_ms for c in sorted(end)}
+        self.ms = {str(c): (end[c] - self._start.get(c, end[c])) * tick_ms for c in sorted(end)}
