@@ -261,6 +261,20 @@ class Setup:
     keep_runs: bool = False  # keep real programs' run directories
 
 
+def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[dict, float]:
+    """`perfvar analyze` of the trace in out with the analysis under judgement (st.analyze_env),
+    its JSON into dest (default out/analysis.json): (analysis.json, seconds it took). The verdict
+    is read from the JSON; a 5 MB HTML report per trial would be of no use."""
+    dest = dest or out / "analysis.json"
+    t0 = time.monotonic()
+    q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", "--json",
+                        str(dest), str(out)],
+                       env=st.analyze_env, capture_output=True, text=True, timeout=1800)
+    if q.returncode != 0:
+        raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
+    return json.loads(dest.read_text()), time.monotonic() - t0
+
+
 def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
     """Runs and judges one trial with trial t's placement; number is what the report shows."""
     rank, cpus, lang = placement(t)
@@ -279,14 +293,7 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
         tr.steal_ms = steal.ms
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
             raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
-        t0 = time.monotonic()
-        # The verdict is read from analysis.json; a 5 MB report per trial would be of no use.
-        q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", str(out)],
-                           env=st.analyze_env, capture_output=True, text=True, timeout=1800)
-        tr.analysis_s = time.monotonic() - t0
-        if q.returncode != 0:
-            raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
-        analysis = json.loads((out / "analysis.json").read_text())
+        analysis, tr.analysis_s = analyze(st, out)
         trace = read_trace(str(out))
         a, b = class_ids(trace)
         by_step = {r: [step_samples(trace, c, r, st.steps) for c in (a, b)] for r in (0, 1)}
@@ -315,15 +322,10 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
     run_s = time.monotonic() - t0
     if p.returncode != 0:
         raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
-    t0 = time.monotonic()
-    q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", str(out)],
-                       env=st.analyze_env, capture_output=True, text=True, timeout=1800)
-    if q.returncode != 0:
-        raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
-    analysis = json.loads((out / "analysis.json").read_text())
+    analysis, analysis_s = analyze(st, out)
     if not st.keep_runs:
         shutil.rmtree(rundir, ignore_errors=True)
-    return analysis, run_s, time.monotonic() - t0, steal.ms
+    return analysis, run_s, analysis_s, steal.ms
 
 
 def real_env(st: Setup) -> dict:
@@ -424,15 +426,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
             raise TrialError(record.get("error") or f"{out}: no trace kept")
-        t0 = time.monotonic()
-        dest = out / "analysis.rejudged.json"
-        q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", "--quiet",
-                            "--json", str(dest), str(out)],
-                           env=st.analyze_env, capture_output=True, text=True, timeout=1800)
-        tr.analysis_s = time.monotonic() - t0
-        if q.returncode != 0:
-            raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
-        analysis = json.loads(dest.read_text())
+        analysis, tr.analysis_s = analyze(st, out, out / "analysis.rejudged.json")
         if tr.suite == "twins":
             trace = read_trace(str(out))
             a, b = class_ids(trace)
