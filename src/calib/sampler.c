@@ -326,8 +326,10 @@ uint64_t perfvar_cache_size(int level)
     return 0;
 }
 
-/* Every field of perfvar_clock_info in declaration order: one renamed or removed no longer compiles. */
-#define PV_CLOCK_INFO_FIELDS(X) X(name) X(hz_method) X(hz) X(hz_rel_error) X(serialized) X(has_cpu_id) X(note)
+/* Every field of perfvar_clock_info in declaration order: one renamed or removed no longer
+ * compiles, one added shows in the struct's size. */
+#define PV_CLOCK_INFO_FIELDS(X)                                                                    \
+    X(name) X(hz_method) X(hz) X(hz_rel_error) X(serialized) X(has_cpu_id) X(note)
 #define PV_CLOCK_INFO_OFFSET(F)                                                                    \
     if (strcmp(name, "perfvar_clock_info." #F) == 0) return (long)offsetof(perfvar_clock_info, F); \
     fields += strcmp(name, "perfvar_clock_info.#") == 0;

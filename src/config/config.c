@@ -174,32 +174,46 @@ static void append_names(char *msg, int len, const char *const *names)
     }
 }
 
+static const char *const *const var_lists[] = {layer_vars, tool_vars};
+
+/* 1 when name[0..n) is a variable perfvar knows, exactly. */
+static int is_known_var(const char *name, size_t n)
+{
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; var_lists[l][i]; i++)
+            if (strlen(var_lists[l][i]) == n && strncmp(name, var_lists[l][i], n) == 0) return 1;
+    return 0;
+}
+
+/* The known name nearest to name[0..n), by edit distance. */
+static const char *nearest_var(const char *name, size_t n)
+{
+    const char *best = layer_vars[0];
+    size_t best_d = (size_t)-1;
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; var_lists[l][i]; i++) {
+            size_t d = distance(name, n, var_lists[l][i]);
+            if (d < best_d) best_d = d, best = var_lists[l][i];
+        }
+    return best;
+}
+
 /* PERFVAR_OK when every PERFVAR_* variable of the environment is one perfvar knows (exactly);
  * else the message names the unknown one, every known one and the nearest (a misspelt variable
  * would otherwise be silently ignored). */
 static int check_names(char *msg, int len)
 {
-    const char *const *lists[] = {layer_vars, tool_vars};
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "PERFVAR_", 8) != 0) continue;
-        size_t n = strcspn(*e, "="), best_d = (size_t)-1;
-        const char *best = layer_vars[0];
-        int known = 0;
-        for (int l = 0; l < 2; l++)
-            for (int i = 0; lists[l][i]; i++) {
-                const char *k = lists[l][i];
-                known |= strlen(k) == n && strncmp(*e, k, n) == 0;
-                size_t d = distance(*e, n, k);
-                if (d < best_d) best_d = d, best = k;
-            }
-        if (known) continue;
+        size_t n = strcspn(*e, "=");
+        if (is_known_var(*e, n)) continue;
         snprintf(msg, (size_t)len, "unknown variable %.*s: perfvar accepts ", (int)n, *e);
         append_names(msg, len, layer_vars);
         size_t at = strlen(msg);
         snprintf(msg + at, (size_t)len - at, ", and for the Python tools ");
         append_names(msg, len, tool_vars);
         at = strlen(msg);
-        snprintf(msg + at, (size_t)len - at, " (the nearest: %s)", best);
+        snprintf(msg + at, (size_t)len - at, " (the nearest: %s)", nearest_var(*e, n));
         return PERFVAR_ERR_CONFIG;
     }
     return PERFVAR_OK;

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Every field, in declaration order: a field renamed or removed here no longer compiles. */
+/* Every field, in declaration order: a field renamed or removed no longer compiles, one added
+ * shows in the struct's size. */
 #define PV_FIELDS_RESULT(X)                                                                        \
     X(perfvar_read_result, evt_reader) X(perfvar_read_result, otf2_status)                         \
     X(perfvar_read_result, out_of_memory) X(perfvar_read_result, events_read)                      \
