@@ -370,6 +370,20 @@ def _class_entries(w: _Window, q_of: dict[int, float]) -> list[dict]:
     ]
 
 
+SHOWN_POOLED = 3  # pooled classes a report names for a window: those that lost the most
+
+
+def shown_classes(classes: list[dict]) -> tuple[list[dict], list[dict]]:
+    """A slow phase's evidence ``classes`` as the reports show them: (the classes
+    with a series of their own, the SHOWN_POOLED pooled ones that lost the most time,
+    most first)."""
+    own = [c for c in classes if not c.get("pooled")]
+    pooled = sorted(
+        (c for c in classes if c.get("pooled")), key=lambda c: -c["lost_ns"]
+    )
+    return own, pooled[:SHOWN_POOLED]
+
+
 def outside(prep: Prepared, phases: list[Anomaly]) -> Prepared:
     """``prep`` with each rank's kept samples inside its slow-phase windows left out."""
     windows: dict[int, list[tuple[float, float]]] = {}

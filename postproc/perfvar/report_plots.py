@@ -21,6 +21,7 @@ import numpy as np
 
 from perfvar.cache_state import label_order
 from perfvar.detect_noisy_core import RankNoise
+from perfvar.detect_slow_phase import shown_classes
 from perfvar.model import Cell, Prepared
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
@@ -131,12 +132,9 @@ def classes_to_plot(
     for a in list(result["anomalies"]) + apart:
         if a.get("kind") not in KIND_WORDS:
             continue
-        more = (a.get("evidence") or {}).get("classes", [])
-        pooled = sorted(
-            (c for c in more if c.get("pooled")), key=lambda c: -c["lost_ns"]
-        )
-        # A phase seen in many small classes together: the three that lost most.
-        more = [c for c in more if not c.get("pooled")] + pooled[:3]
+        # A phase seen in many small classes together: those that lost the most.
+        own, top = shown_classes((a.get("evidence") or {}).get("classes", []))
+        more = own + top
         ids = [a.get("segment")] + [c["segment"] for c in more]
         named += [s for s in ids if s and s not in named]
     order = [s["id"] for s in result["segments"]]  # by total time, descending

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from perfvar.detect_slow_phase import shown_classes
 from perfvar.model import VERDICT_KINDS
 from perfvar.units import compact_ranges, fmt_ns
 
@@ -39,16 +40,14 @@ def _hz(hz: float) -> str:
 def _phase_classes(classes: list[dict]) -> str:
     """Where a slow phase was seen: its classes, those judged together as one
     series (classes of too few segments each) summed up with the largest."""
-    own = [c["segment"] for c in classes if not c.get("pooled")]
-    pooled = sorted(
-        (c for c in classes if c.get("pooled")), key=lambda c: -c["lost_ns"]
-    )
-    parts = ["segments " + ", ".join(own)] if own else []
-    if pooled:
-        top = ", ".join(f"{c['segment']} {_pct(c['excess_rel'])}" for c in pooled[:3])
+    own, top = shown_classes(classes)
+    parts = ["segments " + ", ".join(c["segment"] for c in own)] if own else []
+    if top:
+        n_pooled = sum(1 for c in classes if c.get("pooled"))
+        lost = ", ".join(f"{c['segment']} {_pct(c['excess_rel'])}" for c in top)
         parts.append(
-            f"its {len(pooled)} classes of too few segments each for a series of "
-            f"their own, judged together (most time lost: {top})"
+            f"its {n_pooled} classes of too few segments each for a series of "
+            f"their own, judged together (most time lost: {lost})"
         )
     return "in " + " and ".join(parts)
 
