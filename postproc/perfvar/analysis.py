@@ -21,17 +21,12 @@ from perfvar import (
     calibration_ranks,
     cpu_use,
     decompose,
-    detect_migration,
-    detect_noisy_core,
-    detect_shared_cpu,
-    detect_slow_core,
-    detect_slow_phase,
-    detect_slow_segment,
     partition,
 )
 from perfvar.calibration_borrow import borrow_within_hosts
 from perfvar.cells import cell_inputs, make_cells, with_states_of
-from perfvar.headline import DEFAULT_MIN_COST, rank_findings
+from perfvar.detect import describe, kinds_json, run_all, verdict_kind, verdict_kinds
+from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.families import judged_share, merge_families
 from perfvar.filters import (
     MIN_SAMPLES_OS,
@@ -40,8 +35,8 @@ from perfvar.filters import (
     OsFilterInfo,
     filter_os_many,
 )
+from perfvar.headline import DEFAULT_MIN_COST, rank_findings
 from perfvar.model import (
-    VERDICT_KINDS,
     Anomaly,
     Cell,
     DetectParams,
@@ -189,7 +184,7 @@ def _rank_table(
     meta: RunMeta,
     judgements: list[Judgement],
     anomalies: list[Anomaly],
-    noise: dict[int, detect_noisy_core.RankNoise],
+    noise: dict[int, RankNoise],
 ) -> list[dict[str, Any]]:
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
     use = cpu_use.of(prep)
@@ -202,7 +197,7 @@ def _rank_table(
         statuses.setdefault(j.rank, Counter())[j.status] += 1
     kinds: dict[int, list[str]] = {}
     for a in anomalies:
-        if a.kind in VERDICT_KINDS and a.kind not in kinds.setdefault(a.rank, []):
+        if verdict_kind(a.kind) and a.kind not in kinds.setdefault(a.rank, []):
             kinds[a.rank].append(a.kind)
     migrated = {a.rank for a in anomalies if a.kind == "migrated"}
     rows = []
@@ -239,23 +234,12 @@ def _rank_table(
     return rows
 
 
-def detect_all(
-    prep: Prepared, params: DetectParams
-) -> tuple[list[Anomaly], list[Judgement]]:
-    """Every detector over the prepared cells: (anomalies, one judgement per cell).
-
-    Phases first: a window of the run is named as such, and the steady-state
-    detectors judge the rest of the run, so one phase is not also a slow core.
-    """
-    noisy = detect_noisy_core.detect(prep, params)
-    phases = detect_slow_phase.detect(prep, params)
-    steady = detect_slow_phase.outside(prep, phases.anomalies)
-    cores = detect_slow_core.detect(steady, params)
-    slow = detect_slow_segment.detect(steady, params, cores=cores.cores)
-    informative = detect_migration.detect(prep, params).anomalies
-    informative += detect_shared_cpu.detect(prep, params).anomalies
-    found = cores.anomalies + slow.anomalies + noisy.anomalies + phases.anomalies
-    return found + informative, slow.judgements
+def _described(anomalies: list[Anomaly], segments: list[dict]) -> list[dict]:
+    """The anomalies as analysis.json holds them, each with its sentence
+    (``description``, as the text report prints it)."""
+    labels = {s["id"]: s["label"] for s in segments}
+    out = [a.to_json() for a in anomalies]
+    return [a | {"description": describe(a, labels)} for a in out]
 
 
 def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
@@ -333,8 +317,8 @@ def analyze(
 
     ``alpha``: false discovery rate of each detector's family of tests;
     ``symbolize_sites``: run addr2line on call sites; ``peers``: "robust" or "all"
-    (see detect_slow_segment); ``min_samples``: filtered samples a (segment, rank)
-    needs to be judged; ``jobs``: local processes (perfvar.parallel: under mpiexec
+    (see perfvar.detect.slow_segment); ``min_samples``: filtered samples a (segment,
+    rank) needs to be judged; ``jobs``: local processes (perfvar.parallel: under mpiexec
     the MPI processes instead); ``paper_check``:
     t_min/t_diff by the paper's statistics over the stored calibration samples (else
     the C search's estimates); ``floors``: DetectParams floors to override
@@ -372,7 +356,7 @@ def analyze(
         alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
     )
     progress.step("detectors")
-    anomalies, judgements = detect_all(prep, params)
+    anomalies, judgements = run_all(prep, params)
     progress.step("wait states and delay costs")
     ranked = rank_findings(
         anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples
@@ -386,7 +370,7 @@ def analyze(
         sites += [site for site in (parsed.start, parsed.end) if site is not None]
     symbols = symbolize(sites, enabled=symbolize_sites)
 
-    noise = detect_noisy_core.rank_noise(prep)
+    noise = rank_noise(prep)
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
     for seg, row in zip(order, segments):
@@ -416,8 +400,9 @@ def analyze(
         "run": meta.run,
         "ranks": ranks,
         "segments": segments,
-        "anomalies": [a.to_json() for a in anomalies],
-        "minor": [a.to_json() for a in ranked.minor],
+        "kinds": kinds_json(),
+        "anomalies": _described(anomalies, segments),
+        "minor": _described(ranked.minor, segments),
         "consequences": ranked.consequences,
         "wait_states": ranked.waits,
         "judgements": [j.to_json() for j in judgements],
@@ -462,9 +447,9 @@ def _summary(
             seg_totals, {seg for seg in order if segment_ids[seg] in judged}
         ),
         "judgements": dict(sorted(Counter(j.status for j in judgements).items())),
-        "anomalous_ranks": named(*VERDICT_KINDS),
+        "anomalous_ranks": named(*verdict_kinds()),
         "minor_ranks": sorted(
-            {a.rank for a in ranked.minor} - set(named(*VERDICT_KINDS))
+            {a.rank for a in ranked.minor} - set(named(*verdict_kinds()))
         ),
         "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
         "cost_known": ranked.cost_known,

@@ -12,7 +12,7 @@ in each of q's segments it covers:
   the class's ``excess_rel``;
 * noisy_core: d - the class's median on that rank, for the segments beyond the
   far-out fence Q3 + 3 x max(IQR, 1 % of the median) of the class on the rank (the
-  interruptions, as detect_noisy_core counts them).
+  interruptions, as perfvar.detect.noisy_core counts them).
 
 The short-term delay cost charged at one wait state is min(waiting, excess of all
 q's findings in the delay), shared among q's findings in proportion to their
@@ -33,7 +33,8 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.model import VERDICT_KINDS, Anomaly
+from perfvar.detect import verdict_kind
+from perfvar.model import Anomaly
 from perfvar.wait_states import Timeline, WaitStates
 
 FENCE_IQR = 3.0
@@ -109,7 +110,7 @@ def costs(
         return out
     findings: dict[int, list[int]] = {}
     for k, a in enumerate(anomalies):
-        if a.kind in VERDICT_KINDS:
+        if verdict_kind(a.kind):
             out[k] = 0.0
             findings.setdefault(a.rank, []).append(k)
     for q, ks in findings.items():

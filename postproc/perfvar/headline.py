@@ -1,6 +1,6 @@
 """The headline: findings ranked by what they cost the job, symptoms apart.
 
-After the detectors (perfvar.analysis.detect_all), on the trace's call timeline:
+After the detectors (perfvar.detect.run_all), on the trace's call timeline:
 
 1. wait states (perfvar.wait_states) and each finding's delay cost
    (perfvar.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
@@ -30,7 +30,8 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from perfvar import delay_cost, wait_states
-from perfvar.model import VERDICT_KINDS, Anomaly
+from perfvar.detect import verdict_kind
+from perfvar.model import Anomaly
 from perfvar.reader_otf2 import TraceSamples
 
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
@@ -88,9 +89,7 @@ def consequence_of(
     long = w_mine > m_peers + excess
     within_p = None
     if long.sum() >= min_samples and (~long).sum() >= min_samples:
-        within_p = float(
-            mannwhitneyu(d[long], d[~long], alternative="greater").pvalue
-        )
+        within_p = float(mannwhitneyu(d[long], d[~long], alternative="greater").pvalue)
         if within_p >= alpha:
             return None  # as slow after short waits: not the waits' doing
     my_calls = calls[mine]
@@ -158,8 +157,8 @@ def rank_findings(
     for a, c in zip(kept, cost):
         a.cost_ns = c
         a.cost_share = delay_cost.cost_share(c, tl)
-    verdicts = [a for a in kept if a.kind in VERDICT_KINDS]
-    info = [a for a in kept if a.kind not in VERDICT_KINDS]
+    verdicts = [a for a in kept if verdict_kind(a.kind)]
+    info = [a for a in kept if not verdict_kind(a.kind)]
     head = [a for a in verdicts if a.cost_share is None or a.cost_share >= min_cost]
     minor = [a for a in verdicts if all(a is not h for h in head)]
     head.sort(key=lambda a: -(a.cost_ns or 0.0))

@@ -136,10 +136,6 @@ class DetectParams:
     phase_floor: float = 0.03  # slow_phase: excess over the rank's own baseline
 
 
-VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
-"""Kinds that name an anomalous rank; the others (migrated, shared_cpu) inform."""
-
-
 @dataclass
 class Anomaly:
     """One finding; ``excess_ns``/``segment`` are None where meaningless.
@@ -150,7 +146,7 @@ class Anomaly:
     slow_phase, ns since the trace's time origin.
     """
 
-    kind: str  # one of VERDICT_KINDS, "migrated", "shared_cpu"
+    kind: str  # a kind of perfvar.detect.KINDS
     rank: int
     host: Optional[str]
     cpu: Optional[int]

@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from perfvar.cache_state import label_order
-from perfvar.detect_noisy_core import RankNoise, interpretation, rank_noise
+from perfvar.detect import describe, is_verdict
+from perfvar.detect import word as kind_word
+from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.model import Prepared
 from perfvar.report_plots import (
-    KIND_WORDS,
     MAX_PEER_LINES,
     MIN_DRAWN,
     calibration_figure,
@@ -44,12 +45,10 @@ from perfvar.report_plots import (
     waits_figure,
 )
 from perfvar.report_text import (
-    describe_anomaly,
-    fmt_bytes,
     judged_share_lines,
     verdict_line,
 )
-from perfvar.units import compact_ranges, fmt_ns
+from perfvar.units import compact_ranges, fmt_bytes, fmt_ns
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
@@ -221,14 +220,14 @@ def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
     each with its badge, cost and sentence."""
     items = []
     for i, a in enumerate(result["anomalies"]):
-        informative = a["kind"] not in KIND_WORDS
-        word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
+        informative = not is_verdict(a)
+        word = kind_word(a)
         cls = "kind info" if informative else "kind"
         badge = f'<span class="{cls}">{_e(word)}</span>'
         items.append(
             f'<li class="anomaly" id="{_finding_id(i)}" data-kind="{_e(a["kind"])}" '
             f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
-            f"{badge}{cost_html(a)}{_e(describe_anomaly(a, labels))}</li>"
+            f"{badge}{cost_html(a)}{_e(describe(a, labels))}</li>"
         )
     summ = result["summary"]
     known = summ.get("cost_known")
@@ -260,12 +259,12 @@ def _minor(result: dict[str, Any], labels: dict[str, str]) -> str:
     below = f" below {_share(floor)} of wall time x ranks" if floor is not None else ""
     items = []
     for a in minor:
-        word = KIND_WORDS.get(a["kind"], a["kind"].replace("_", " "))
+        word = kind_word(a)
         items.append(
             f'<li class="minor" data-kind="{_e(a["kind"])}" data-rank="{a["rank"]}" '
             f'data-segment="{_e(a["segment"] or "")}">'
             f'<span class="kind minor">minor {_e(word)}</span>'
-            f"{cost_html(a, small=True)}{_e(describe_anomaly(a, labels))}</li>"
+            f"{cost_html(a, small=True)}{_e(describe(a, labels))}</li>"
         )
     return (
         '<h3 id="minor-findings">Minor</h3>'
@@ -282,10 +281,10 @@ def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
         return ""
     links = [
         f'<a href="#{_finding_id(i)}">'
-        f"{_e(KIND_WORDS.get(a['kind'], a['kind']))}"
+        f"{_e(kind_word(a))}"
         f"{' ' + _e(a['segment']) if a.get('segment') else ''}</a>"
         for i, a in enumerate(result["anomalies"])
-        if a["rank"] == cause and a["kind"] in KIND_WORDS
+        if a["rank"] == cause and is_verdict(a)
     ]
     if links:
         return f" Its cause: rank {cause}'s {', '.join(links)}."
@@ -325,7 +324,7 @@ def _consequences(result: dict[str, Any]) -> str:
 
 
 def _verdict(result: dict[str, Any]) -> str:
-    found = [a for a in result["anomalies"] if a["kind"] in KIND_WORDS]
+    found = [a for a in result["anomalies"] if is_verdict(a)]
     cls = "verdict found" if found else "verdict"
     out = [f'<p id="verdict-line" class="{cls}">{_e(verdict_line(result))}</p>']
     judged = judged_share_lines(result)
@@ -378,9 +377,7 @@ def _ranks(result: dict[str, Any]) -> str:
         )
         verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
         minor = [
-            KIND_WORDS.get(a["kind"], a["kind"])
-            for a in result.get("minor") or []
-            if a["rank"] == r["rank"]
+            kind_word(a) for a in result.get("minor") or [] if a["rank"] == r["rank"]
         ]
         if minor:
             verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
@@ -449,7 +446,7 @@ def _waits(result: dict[str, Any], figs: _Figures) -> str:
     ]
     per = waits_by_rank(result)
     rows, classes = [], []
-    named = {a["rank"] for a in result["anomalies"] if a["kind"] in KIND_WORDS}
+    named = {a["rank"] for a in result["anomalies"] if is_verdict(a)}
     for rank, v in per.items():
         causes = list(v["for"].items())
         whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes[:MAX_CAUSES])

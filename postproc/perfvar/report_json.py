@@ -1,10 +1,11 @@
 """Write the analysis result as JSON (DIR/analysis.json by default).
 
 Top-level keys: ``generated_by``, ``trace``, ``alpha``, ``params``,
-``timer_resolution_hz``, ``run``, ``ranks``, ``segments``, ``anomalies``,
-``judgements``, ``summary``, ``warnings``. Times are ns (keys end in ``_ns``).
-Non-finite floats are written as null so the file is strict JSON. Raises OSError when
-the file cannot be written.
+``timer_resolution_hz``, ``run``, ``ranks``, ``segments``, ``kinds`` (what each
+kind of finding is: perfvar.detect.KINDS), ``anomalies`` and ``minor`` (each with its
+``description``), ``judgements``, ``summary``, ``warnings``. Times are ns (keys end
+in ``_ns``). Non-finite floats are written as null so the file is strict JSON. Raises
+OSError when the file cannot be written.
 """
 
 from __future__ import annotations

@@ -41,24 +41,17 @@ import subprocess
 import sys
 from typing import Any, Optional
 
+from perfvar.detect import KINDS, describe, is_verdict
 from perfvar.installation import find_tool
 from perfvar.reader_otf2 import location_rank
-from perfvar.report_text import describe_anomaly
 from perfvar.units import fmt_ns
 
 TOOL = "perfvar-markers"
 GROUP = "perfvar"
-INFORMATIONAL = ("migrated", "shared_cpu")
 MINOR_SEVERITY = "LOW"
 CONSEQUENCE = "consequence of waiting"  # its category; severity NONE
 # (upper bound of the relative cost, severity), in order; above the last: HIGH.
 SEVERITY_STEPS = ((0.05, "LOW"), (0.20, "MEDIUM"))
-COST_KEY = {
-    "slow_segment": "excess_rel",
-    "slow_phase": "excess_rel",
-    "slow_core": "shift_rel",
-    "noisy_core": "lost_fraction",
-}
 
 
 def marker_tool() -> Optional[str]:
@@ -69,9 +62,9 @@ def marker_tool() -> Optional[str]:
 def severity(anomaly: dict[str, Any]) -> str:
     """NONE for an informational kind; else LOW, MEDIUM or HIGH by the relative cost
     (LOW when the evidence gives none)."""
-    if anomaly["kind"] in INFORMATIONAL:
+    if not is_verdict(anomaly):
         return "NONE"
-    cost = anomaly["evidence"].get(COST_KEY.get(anomaly["kind"], ""))
+    cost = anomaly["evidence"].get(KINDS[anomaly["kind"]].size_key or "")
     if cost is None:
         return "LOW"
     for bound, name in SEVERITY_STEPS:
@@ -110,7 +103,7 @@ def consequence_text(result: dict[str, Any], c: dict[str, Any]) -> str:
     head = [
         category(a, severity(a))
         for a in result.get("anomalies", [])
-        if a["rank"] == cause and a["kind"] not in INFORMATIONAL
+        if a["rank"] == cause and is_verdict(a)
     ]
     minor = [minor_category(a) for a in result.get("minor") or [] if a["rank"] == cause]
     if head:
@@ -169,14 +162,14 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         if not locs:
             continue
         sev = severity(a)
-        text = _one_line(describe_anomaly(a, labels) + cost_words(a))
+        text = _one_line(describe(a, labels) + cost_words(a))
         fields = [category(a, sev), sev, *_window(a), _scope(a, locs), text]
         lines.append("\t".join(fields))
     for a in result.get("minor") or []:
         locs = locations.get(a["rank"])
         if not locs:
             continue
-        text = _one_line(f"minor: {describe_anomaly(a, labels)}{cost_words(a)}")
+        text = _one_line(f"minor: {describe(a, labels)}{cost_words(a)}")
         fields = [minor_category(a), MINOR_SEVERITY, *_window(a), _scope(a, locs)]
         lines.append("\t".join([*fields, text]))
     for c in result.get("consequences") or []:

@@ -20,8 +20,9 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.cache_state import label_order
-from perfvar.detect_noisy_core import RankNoise
-from perfvar.detect_slow_phase import shown_classes
+from perfvar.detect import KINDS, is_verdict
+from perfvar.detect.noisy_core import RankNoise
+from perfvar.detect.slow_phase import shown_classes
 from perfvar.model import Cell, Prepared
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
@@ -60,12 +61,6 @@ MUTED = (
 PEER = "rgba(110, 110, 110, 0.45)"
 STATE_COLORS = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 TEMPLATE = "plotly_white"
-KIND_WORDS = {
-    "slow_segment": "slow segment",
-    "slow_core": "slow core",
-    "noisy_core": "noisy core",
-    "slow_phase": "slow phase",
-}
 
 
 def unit_of(value_ns: float) -> tuple[float, str]:
@@ -79,7 +74,7 @@ def unit_of(value_ns: float) -> tuple[float, str]:
 def rank_colors(result: dict[str, Any]) -> dict[int, str]:
     """rank -> its colour in every figure: the ranks a verdict names and, when
     there are at most len(MUTED) others, those too; the rest are drawn grey."""
-    named = sorted({a["rank"] for a in result["anomalies"] if a["kind"] in KIND_WORDS})
+    named = sorted({a["rank"] for a in result["anomalies"] if is_verdict(a)})
     out = {r: HIGHLIGHT[i % len(HIGHLIGHT)] for i, r in enumerate(named)}
     others = sorted(r["rank"] for r in result["ranks"] if r["rank"] not in out)
     if len(others) <= len(MUTED):
@@ -94,19 +89,12 @@ def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
     segment there)."""
     out: dict[int, list[str]] = {}
     for a in result["anomalies"]:
-        kind = a["kind"]
-        if kind not in KIND_WORDS:
+        if not is_verdict(a):
             continue
-        if kind == "slow_phase":
-            classes = [c["segment"] for c in a["evidence"].get("classes", [])]
-            hit = segment in classes or a["segment"] == segment
-        elif kind == "slow_segment":
-            hit = a["segment"] == segment
-        else:
-            hit = True
+        kind = KINDS[a["kind"]]
         words = out.setdefault(a["rank"], [])
-        if hit and KIND_WORDS[kind] not in words:
-            words.append(KIND_WORDS[kind])
+        if kind.in_class(a, segment) and kind.word not in words:
+            words.append(kind.word)
     for (rank, seg), mark in slow_cells_apart(result).items():
         words = out.setdefault(rank, [])
         word = "after waiting" if mark == "waited" else "minor"
@@ -130,7 +118,7 @@ def classes_to_plot(
     apart = list(result.get("minor") or [])
     apart += [c.get("anomaly") or c for c in result.get("consequences") or []]
     for a in list(result["anomalies"]) + apart:
-        if a.get("kind") not in KIND_WORDS:
+        if not is_verdict(a):
             continue
         # A phase seen in many small classes together: those that lost the most.
         own, top = shown_classes((a.get("evidence") or {}).get("classes", []))

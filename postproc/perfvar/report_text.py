@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect_slow_phase import shown_classes
-from perfvar.model import VERDICT_KINDS
-from perfvar.units import compact_ranges, fmt_ns
+from perfvar.detect import KINDS, describe, is_verdict
+from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct
 
 
 def _table(header: Sequence[str], rows: list[Sequence[str]], right: set[int]) -> list:
@@ -35,49 +34,6 @@ def _hz(hz: float) -> str:
         if hz >= scale:
             return f"{hz / scale:.3f} {unit}"
     return f"{hz:.0f} Hz"
-
-
-def _phase_classes(classes: list[dict]) -> str:
-    """Where a slow phase was seen: its classes, those judged together as one
-    series (classes of too few segments each) summed up with the largest."""
-    own, top = shown_classes(classes)
-    parts = ["segments " + ", ".join(c["segment"] for c in own)] if own else []
-    if top:
-        n_pooled = sum(1 for c in classes if c.get("pooled"))
-        lost = ", ".join(f"{c['segment']} {_pct(c['excess_rel'])}" for c in top)
-        parts.append(
-            f"its {n_pooled} classes of too few segments each for a series of "
-            f"their own, judged together (most time lost: {lost})"
-        )
-    return "in " + " and ".join(parts)
-
-
-def _where(a: dict[str, Any]) -> str:
-    host = a["host"] if a["host"] is not None else "?"
-    cpu = a["cpu"] if a["cpu"] is not None else "?"
-    return f"rank {a['rank']} (host {host}, cpu {cpu})"
-
-
-def fmt_bytes(n: Optional[int]) -> str:
-    """Bytes with a binary unit (B, KiB, MiB, GiB); "?" when unknown."""
-    if n is None:
-        return "?"
-    v = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if v < 1024:
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return f"{v:.1f} GiB"
-
-
-def _state_of(ev: dict[str, Any]) -> str:
-    """ ", flush-0 calibration" or ", 4xL2 calibration after 6.0 MiB moved" etc."""
-    state = ev.get("cache_state")
-    if state is None:
-        return ""
-    moved = ev.get("context_bytes")
-    after = f" after {fmt_bytes(moved)} moved" if moved is not None else ""
-    return f", {'flush-0' if state == '0' else state} calibration{after}"
 
 
 def _cycles_line(ranks: list[dict[str, Any]]) -> Optional[str]:
@@ -121,114 +77,6 @@ def _states(r: dict[str, Any]) -> str:
     return ",".join(out) or "-"
 
 
-def _pct(x: Optional[float], signed: bool = True) -> str:
-    """A relative effect (0.012) as a percentage ("+1.2%"); small ones keep digits."""
-    if x is None:
-        return "n/a"
-    v = 100 * x
-    digits = 2 if abs(v) < 1 else 1
-    return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
-
-
-def _stats(ev: dict[str, Any], ci_key: str) -> str:
-    """ "95% CI +0.8%..+1.3%, q 1e-12 < 0.05, steady in 19 of 20 blocks" from an
-    anomaly's evidence (the blocks' part where the test was over blocks of the run)."""
-    lo, hi = ev.get(ci_key) or (None, None)
-    text = f"95% CI {_pct(lo)}..{_pct(hi)}, q {ev['q_value']:.1g} < {ev['alpha']:g}"
-    if ev.get("blocks"):
-        text += f", steady in {ev['blocks_above_floor']} of {ev['blocks']} blocks"
-    return text
-
-
-def describe_anomaly(a: dict[str, Any], labels: dict[str, str]) -> str:
-    """One sentence with the evidence of an anomaly."""
-    ev = a["evidence"]
-    if a["kind"] == "slow_segment":
-        excluded = ev.get("peer_ranks_excluded") or []
-        peers = f"{ev['peer_ranks']} peer ranks" + (
-            f", {'rank' if len(excluded) == 1 else 'ranks'} "
-            f"{compact_ranges(excluded)} left out as already slow"
-            if excluded
-            else ""
-        )
-        core = ev.get("core_shift_rel") or 0.0
-        beyond = (
-            f", {_pct(ev['excess_rel'])} beyond its core's {_pct(core)}" if core else ""
-        )
-        return (
-            f"{_where(a)} is slow in segment {a['segment']} "
-            f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
-            f"vs peers {fmt_ns(ev['peers_median_ns'])}, "
-            f"{fmt_ns(a['excess_ns'], signed=True)} per segment "
-            f"({_pct(ev['shift_rel'])}{beyond}; {_stats(ev, 'excess_ci_rel')}); "
-            f"floor {fmt_ns(ev['floor_ns'])} = max(t_diff {fmt_ns(ev['t_diff_ns'])}, "
-            f"{_pct(ev['floor_rel'], signed=False)}){_state_of(ev)}; n={ev['n']}, "
-            f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
-            f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
-            f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
-        )
-    if a["kind"] == "slow_core":
-        classes = ", ".join(
-            f"{c['segment']} {_pct(c['shift_rel'])}" for c in ev["classes"][:6]
-        )
-        more = len(ev["classes"]) - 6
-        return (
-            f"{_where(a)} is a slow core: {_pct(ev['shift_rel'])} in all its segment "
-            f"classes ({_stats(ev, 'shift_ci_rel')}; floor "
-            f"{_pct(ev['floor_rel'], signed=False)}), "
-            f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
-            f"{classes}{f' and {more} more' if more > 0 else ''}"
-        )
-    if a["kind"] == "noisy_core":
-        cpu = f"cpu {a['cpu']}" if a["cpu"] is not None else "its CPU"
-        return (
-            f"{_where(a)} is a noisy core: {cpu} lost "
-            f"{_pct(ev['lost_fraction'], signed=False)} of its compute time "
-            f"({fmt_ns(ev['lost_ns'])} of {fmt_ns(ev['compute_ns'])}) in "
-            f"{ev['interruptions']} interruptions, half of it in ones of "
-            f"~{fmt_ns(ev['typical_ns'])} or longer: {ev['interpretation']} "
-            "(peers lost "
-            f"{_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
-            f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
-        )
-    if a["kind"] == "slow_phase":
-        where = (
-            f"in segment {a['segment']} [{labels.get(a['segment'], '?')}]"
-            if a["segment"]
-            else _phase_classes(ev["classes"])
-        )
-        q = min(c["q_value"] for c in ev["classes"])
-        return (
-            f"{_where(a)} was slow {where} from {fmt_ns(a['start_ns'])} to "
-            f"{fmt_ns(a['end_ns'])} (trace time; {fmt_ns(ev['duration_ns'])}): "
-            f"{_pct(ev['excess_rel'])} over its own baseline relative to its peers, "
-            f"{fmt_ns(a['excess_ns'], signed=True)} per segment (change points; "
-            f"q {q:.1g} < {ev['alpha']:g}, floor {_pct(ev['floor_rel'], signed=False)})"
-        )
-    if a["kind"] == "migrated":
-        thread = f" thread {ev['thread']}" if "thread" in ev else ""
-        return (
-            f"{_where(a)}{thread} migrated: its segments ran on CPUs "
-            f"{compact_ranges(ev['cpus'])} ({ev['segments_migrated_inside']} of "
-            f"{ev['segments']} segments began on one CPU and ended on another); "
-            "informational"
-        )
-    if a["kind"] == "shared_cpu":
-        others = [r for r in ev["ranks"] if r != a["rank"]]
-        mine = [t for r, t in ev.get("threads", []) if r == a["rank"]]
-        with_whom = []
-        if len(mine) > 1:
-            with_whom.append(f"between its threads {compact_ranges(mine)}")
-        if others:
-            with_whom.append(f"with rank(s) {compact_ranges(others)}")
-        return (
-            f"{_where(a)} shared CPU {ev['cpu']} {' and '.join(with_whom)}: "
-            "its segments include time-slicing, so wall-clock comparisons with this "
-            "rank mean little; run one rank (or thread) per core; informational"
-        )
-    return f"{_where(a)}: {a['kind']} {ev}"
-
-
 def _segment_state(s: dict[str, Any]) -> str:
     states = s.get("cache_states") or {}
     if len(states) > 1:  # ranks judged with different states (different caches)
@@ -242,16 +90,8 @@ def _plural(n: int, word: str, plural: str = "") -> str:
 
 def _finding(a: dict[str, Any]) -> str:
     """A short phrase for the verdict line."""
-    if a["kind"] == "slow_segment":
-        return f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}"
-    if a["kind"] == "slow_core":
-        return f"slow core {_pct(a['evidence']['shift_rel'])}"
-    if a["kind"] == "noisy_core":
-        return f"noisy core, {_pct(a['evidence']['lost_fraction'], signed=False)} lost"
-    return (
-        f"slow phase {fmt_ns(a['start_ns'])}-{fmt_ns(a['end_ns'])} "
-        f"{_pct(a['evidence']['excess_rel'])}"
-    )
+    kind = KINDS.get(a["kind"])
+    return kind.phrase(a) if kind is not None and kind.phrase else a["kind"]
 
 
 def _cost(a: dict[str, Any]) -> str:
@@ -259,7 +99,7 @@ def _cost(a: dict[str, Any]) -> str:
     if a.get("cost_ns") is None:
         return ""
     share = a.get("cost_share")
-    of = f" ({_pct(share, signed=False)} of wall time x ranks)" if share else ""
+    of = f" ({fmt_pct(share, signed=False)} of wall time x ranks)" if share else ""
     return f"; delay cost {fmt_ns(a['cost_ns'])}{of}"
 
 
@@ -269,13 +109,13 @@ def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
     minor = result.get("minor") or []
     if minor:
         floor = (result.get("params") or {}).get("min_cost")
-        below = f" below {_pct(floor, signed=False)}" if floor is not None else ""
+        below = f" below {fmt_pct(floor, signed=False)}" if floor is not None else ""
         out += [
             "",
             f"Minor (steady differences whose delay cost is{below}; "
             "they name no rank)",
         ]
-        out += [f"- {describe_anomaly(a, labels)}{_cost(a)}" for a in minor]
+        out += [f"- {describe(a, labels)}{_cost(a)}" for a in minor]
     consequences = result.get("consequences") or []
     if consequences:
         out += [
@@ -330,7 +170,7 @@ def verdict_line(result: dict[str, Any]) -> str:
     minor = summ.get("minor_ranks") or []
     if minor:  # named apart: below the delay cost a verdict needs
         unreadable += f"; minor: rank(s) {compact_ranges(minor)}"
-    found = [a for a in result["anomalies"] if a["kind"] in VERDICT_KINDS]
+    found = [a for a in result["anomalies"] if is_verdict(a)]
     ended = _ended_clause(result)
     if found:
         parts = []
@@ -414,7 +254,7 @@ def render(result: dict[str, Any]) -> str:
                 fmt_ns(r["timer_overhead_ns"]),
                 _states(r),
                 str(r["n_segments"]),
-                _pct(r.get("interrupted_fraction"), signed=False),
+                fmt_pct(r.get("interrupted_fraction"), signed=False),
                 verdict,
             ]
         )
@@ -458,9 +298,7 @@ def render(result: dict[str, Any]) -> str:
     labels = {s["id"]: s["label"] for s in result["segments"]}
     out.append("Anomalies")  # the headline, ranked by delay cost
     if result["anomalies"]:
-        out += [
-            f"- {describe_anomaly(a, labels)}{_cost(a)}" for a in result["anomalies"]
-        ]
+        out += [f"- {describe(a, labels)}{_cost(a)}" for a in result["anomalies"]]
     else:
         out.append("(none)")
     out += _minor_lines(result, labels)

@@ -1,4 +1,5 @@
-"""Formatting helpers for reports: durations with units, CPU/rank ranges.
+"""Formatting helpers for reports: durations with units, percentages, bytes, CPU and
+rank ranges.
 
 Pure functions, thread-safe.
 """
@@ -39,3 +40,25 @@ def compact_ranges(values: Iterable[int]) -> str:
         parts.append(str(vals[i]) if i == j else f"{vals[i]}-{vals[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def fmt_pct(x: Optional[float], signed: bool = True) -> str:
+    """A relative effect (0.012) as a percentage ("+1.2%"); small ones keep digits;
+    None gives ``"n/a"``."""
+    if x is None:
+        return "n/a"
+    v = 100 * x
+    digits = 2 if abs(v) < 1 else 1
+    return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
+
+
+def fmt_bytes(n: Optional[int]) -> str:
+    """Bytes with a binary unit (B, KiB, MiB, GiB); "?" when unknown."""
+    if n is None:
+        return "?"
+    v = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if v < 1024:
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return f"{v:.1f} GiB"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import make_prepared
-from perfvar import detect_slow_core, detect_slow_segment, stats_blocks
+from perfvar import stats_blocks
+from perfvar.detect import slow_core, slow_segment
 from perfvar.model import DetectParams
 
 N = 20_000  # samples per cell: a per-sample test calls +0.1 % significant
@@ -46,7 +47,7 @@ def test_a_wobble_in_two_blocks_of_twenty_is_not_a_slow_segment(seed):
     # nor steady.
     samples = _cells(seed, sigma=0.02)
     _slow_in(samples, (0, 1), (5, 13), 1.05)
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert result.anomalies == []
     j = _judgement(result, 1)
     assert (
@@ -64,7 +65,7 @@ def test_a_shift_in_part_of_the_run_is_unsteady_even_when_significant(seed):
     # host.
     samples = _cells(seed)
     _slow_in(samples, (0, 1), (1, 2, 5, 9, 11, 15, 16, 18), 1.03)
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert result.anomalies == []
     j = _judgement(result, 1)
     assert j.status == "unsteady" and j.shift_rel > 0.004
@@ -75,7 +76,7 @@ def test_a_shift_in_part_of_the_run_is_unsteady_even_when_significant(seed):
 def test_a_steady_one_percent_is_named_with_its_steadiness(seed):
     samples = _cells(seed)
     _slow_in(samples, (0, 1), range(20), 1.01)
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=1.0))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=1.0))
     assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
     ev = result.anomalies[0].evidence
     assert ev["steady_share"] >= 0.95 and ev["blocks"] == stats_blocks.BLOCKS
@@ -96,12 +97,12 @@ def test_a_slow_minute_of_the_host_on_every_rank_is_no_finding(seed):
     for key in samples:
         _slow_in(samples, key, (8, 9, 10), 1.08)
     for floors in ({}, {"segment_floor": 0.0005}):
-        result = detect_slow_segment.detect(
+        result = slow_segment.detect(
             make_prepared(samples, t_diff_ns=0.1), DetectParams(**floors)
         )
         assert result.anomalies == []
         assert {j.status for j in result.judgements} == {"ok"}
-    assert detect_slow_core.detect(make_prepared(samples)).anomalies == []
+    assert slow_core.detect(make_prepared(samples)).anomalies == []
 
 
 def test_a_cell_with_its_samples_in_too_few_blocks_is_not_tested():
@@ -109,7 +110,7 @@ def test_a_cell_with_its_samples_in_too_few_blocks_is_not_tested():
     # stretch of time tells a steady shift from a wobble no better than one sample.
     samples = _cells(0, n=2000)
     samples[(0, 1)] = samples[(0, 1)][:40] * 1.3
-    result = detect_slow_segment.detect(make_prepared(samples))
+    result = slow_segment.detect(make_prepared(samples))
     j = _judgement(result, 1)
     assert j.status == "too few blocks" and j.blocks < stats_blocks.MIN_BLOCKS
     assert result.anomalies == []
@@ -124,12 +125,12 @@ def test_a_core_slow_in_part_of_the_run_is_not_a_slow_core(seed):
     for seg in (0, 1):
         _slow_in(samples, (seg, 2), range(2, 10), 1.10, n=4000)
     params = DetectParams(core_floor=0.005)
-    assert detect_slow_core.detect(make_prepared(samples), params).anomalies == []
+    assert slow_core.detect(make_prepared(samples), params).anomalies == []
     # Steady over the run, the same core is named, with its steadiness.
     steady = _cells(seed, n=4000, sigma=0.01)
     for seg in (0, 1):
         steady[(seg, 2)] *= 1.01
-    found = detect_slow_core.detect(make_prepared(steady), params).anomalies
+    found = slow_core.detect(make_prepared(steady), params).anomalies
     assert [a.rank for a in found] == [2]
     assert found[0].evidence["steady_share"] >= 0.9
 
@@ -192,7 +193,7 @@ def test_a_core_drifting_against_its_peers_does_not_hide_a_steady_segment(seed):
         for b in range(stats_blocks.BLOCKS):
             x[b * block : (b + 1) * block] *= drift[b]
     samples[(0, 1)] *= 1.005
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
     assert result.anomalies[0].evidence["steady_share"] >= 0.8
     assert result.anomalies[0].evidence["excess_rel"] == pytest.approx(0.005, abs=0.001)
@@ -208,7 +209,7 @@ def test_a_slow_class_on_a_faster_core_is_told_from_the_rank_s_other_classes(see
     for seg in range(4):
         samples[(seg, 0)] *= 1.10
     samples[(0, 1)] *= 1.10
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert [(a.rank, a.segment) for a in result.anomalies] == [(1, "S0")]
     assert result.anomalies[0].evidence["excess_rel"] == pytest.approx(0.10, abs=0.01)
 
@@ -221,5 +222,5 @@ def test_with_one_other_class_a_faster_rank_is_not_taken_as_its_core(seed):
     for seg in range(2):
         samples[(seg, 0)] *= 1.10
     samples[(0, 1)] *= 1.10
-    result = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
+    result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert (1, "S0") not in [(a.rank, a.segment) for a in result.anomalies]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conftest import make_prepared
-from perfvar import detect_migration, detect_shared_cpu, detect_slow_segment
+from perfvar.detect import migration, shared_cpu, slow_segment
 from perfvar.model import DetectParams
 
 
@@ -22,7 +22,7 @@ def _statuses(result):
 
 def test_flags_the_shifted_rank_with_evidence():
     prep = make_prepared(_ranks(0, shift={2: 300.0}))
-    result = detect_slow_segment.detect(prep)
+    result = slow_segment.detect(prep)
     assert [(a.kind, a.rank, a.segment) for a in result.anomalies] == [
         ("slow_segment", 2, "S0")
     ]
@@ -44,14 +44,14 @@ def test_flags_the_shifted_rank_with_evidence():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_flags_nobody_when_all_ranks_share_a_distribution(seed):
-    result = detect_slow_segment.detect(make_prepared(_ranks(seed, nranks=6)))
+    result = slow_segment.detect(make_prepared(_ranks(seed, nranks=6)))
     assert result.anomalies == []
     assert set(_statuses(result).values()) == {"ok"}
 
 
 def test_refuses_judgement_below_t_min():
     prep = make_prepared(_ranks(0, shift={1: 300.0}), t_min_ns=5000.0)
-    result = detect_slow_segment.detect(prep)
+    result = slow_segment.detect(prep)
     assert result.anomalies == []
     assert set(_statuses(result).values()) == {"below precision"}
 
@@ -60,25 +60,25 @@ def test_shift_smaller_than_t_diff_is_not_flagged():
     # 40 ns apart with 2 ns noise: fully separated, but below t_diff = 50 ns.
     samples = _ranks(0, scale=2.0, shift={3: 40.0})
     assert (
-        detect_slow_segment.detect(make_prepared(samples, t_diff_ns=50.0)).anomalies
+        slow_segment.detect(make_prepared(samples, t_diff_ns=50.0)).anomalies
         == []
     )
     # The same data with a finer t_diff is flagged: the t_diff gate is what held it.
-    flagged = detect_slow_segment.detect(make_prepared(samples, t_diff_ns=10.0))
+    flagged = slow_segment.detect(make_prepared(samples, t_diff_ns=10.0))
     assert [a.rank for a in flagged.anomalies] == [3]
 
 
 def test_shift_within_the_noise_is_not_flagged():
     # 2 ns apart with 50 ns of noise and 200 samples: not significant.
     samples = _ranks(0, scale=50.0, shift={1: 2.0})
-    assert detect_slow_segment.detect(make_prepared(samples)).anomalies == []
+    assert slow_segment.detect(make_prepared(samples)).anomalies == []
 
 
 def test_overlap_no_longer_vetoes_a_shift_the_distribution_shows():
     # 4 % apart with 5 % noise: most samples overlap (the paper's overlap ~1), but
     # 2000 samples put the median shift far outside the noise.
     samples = _ranks(0, n=2000, scale=50.0, shift={1: 40.0})
-    result = detect_slow_segment.detect(make_prepared(samples))
+    result = slow_segment.detect(make_prepared(samples))
     assert [a.rank for a in result.anomalies] == [1]
     a = result.anomalies[0]
     assert a.evidence["overlap"] > 0.5
@@ -90,22 +90,22 @@ def test_significant_shift_below_the_relative_floor_is_not_flagged():
     # segment from its core, so the core floor (2 %) applies; lowered, it is named.
     samples = _ranks(0, scale=0.5, shift={2: 5.0})
     prep = make_prepared(samples, t_diff_ns=1.0)
-    assert detect_slow_segment.detect(prep).anomalies == []
-    judged = {j.rank: j for j in detect_slow_segment.detect(prep).judgements}
+    assert slow_segment.detect(prep).anomalies == []
+    judged = {j.rank: j for j in slow_segment.detect(prep).judgements}
     assert judged[2].q_value < 1e-4 and judged[2].floor_ns == pytest.approx(20, 0.01)
     low = DetectParams(core_floor=0.001)
-    assert [a.rank for a in detect_slow_segment.detect(prep, low).anomalies] == [2]
+    assert [a.rank for a in slow_segment.detect(prep, low).anomalies] == [2]
 
 
 def test_faster_rank_is_not_flagged():
     samples = _ranks(0, shift={0: -300.0})
-    assert detect_slow_segment.detect(make_prepared(samples)).anomalies == []
+    assert slow_segment.detect(make_prepared(samples)).anomalies == []
 
 
 def test_cells_without_samples_or_calibration_are_counted_not_judged():
     samples = _ranks(0, shift={1: 300.0, 3: 300.0})
     samples[(0, 2)] = samples[(0, 2)][:5]
-    result = detect_slow_segment.detect(make_prepared(samples, calibrated={0, 2}))
+    result = slow_segment.detect(make_prepared(samples, calibrated={0, 2}))
     st = _statuses(result)
     assert st[("S0", 2)] == "too few samples"
     assert st[("S0", 1)] == "no calibration" and st[("S0", 3)] == "no calibration"
@@ -114,18 +114,18 @@ def test_cells_without_samples_or_calibration_are_counted_not_judged():
 
 def test_segment_on_a_single_rank_is_not_judged():
     prep = make_prepared({(0, 0): np.random.default_rng(0).normal(1000, 5, 50)})
-    result = detect_slow_segment.detect(prep)
+    result = slow_segment.detect(prep)
     assert _statuses(result) == {("S0", 0): "single rank"}
 
 
 def test_several_slow_ranks_do_not_mask_each_other():
     samples = _ranks(4, nranks=8, shift={5: 300.0, 6: 310.0})
-    robust = detect_slow_segment.detect(make_prepared(samples))
+    robust = slow_segment.detect(make_prepared(samples))
     assert sorted(a.rank for a in robust.anomalies) == [5, 6]
     assert [a.evidence["peer_ranks"] for a in robust.anomalies] == [6, 6]
     # Pooling every other rank: the median of the peer medians is not moved by
     # them either (the paper's max(peers) was).
-    pooled = detect_slow_segment.detect(
+    pooled = slow_segment.detect(
         make_prepared(samples), DetectParams(peers="all")
     )
     assert sorted(a.rank for a in pooled.anomalies) == [5, 6]
@@ -137,10 +137,10 @@ def test_alpha_is_the_false_discovery_rate():
     # 5 ns of noise: the test is over the run's 40 blocks of 5 samples each.)
     samples = _ranks(1, scale=5.0, shift={0: 0.6})
     floors = dict(segment_floor=0.0, core_floor=0.0)
-    strict = detect_slow_segment.detect(
+    strict = slow_segment.detect(
         make_prepared(samples, t_diff_ns=0.0), DetectParams(alpha=0.05, **floors)
     )
-    loose = detect_slow_segment.detect(
+    loose = slow_segment.detect(
         make_prepared(samples, t_diff_ns=0.0), DetectParams(alpha=0.5, **floors)
     )
     q = {j.rank: j.q_value for j in strict.judgements}
@@ -157,7 +157,7 @@ def test_migration_detector():
     cpus = np.where(np.arange(mine.sum()) % 4 == 0, 7, 1)
     prep.samples["cpu_enter"][mine] = cpus
     prep.samples["cpu_leave"][mine] = 1
-    result = detect_migration.detect(prep)
+    result = migration.detect(prep)
     assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [("migrated", 1, 1)]
     ev = result.anomalies[0].evidence
     assert ev["cpus"] == [1, 7]
@@ -179,15 +179,15 @@ def _threads(prep, nthreads):
 def test_threads_on_their_own_cpus_are_not_a_migration_nor_shared():
     prep = _threads(make_prepared(_ranks(0, nranks=3)), 4)
     prep.hosts = {r: "node" for r in prep.hosts}
-    assert detect_migration.detect(prep).anomalies == []
-    assert detect_shared_cpu.detect(prep).anomalies == []
+    assert migration.detect(prep).anomalies == []
+    assert shared_cpu.detect(prep).anomalies == []
     # Thread 2 of rank 1 moves between CPUs 21 and 30 (another rank's thread's CPU
     # only now and then: its main CPU stays 21).
     s = prep.samples
     moving = np.nonzero((s["rank"] == 1) & (s["thread"] == 2))[0]
     s["cpu_enter"][moving[::5]] = 30
     prep.cpu_use = None  # the samples changed: their CPU table is made again
-    result = detect_migration.detect(prep)
+    result = migration.detect(prep)
     assert [(a.rank, a.cpu, a.evidence["thread"]) for a in result.anomalies] == [
         (1, 21, 2)
     ]
@@ -198,7 +198,7 @@ def test_shared_cpu_detector_names_threads_of_a_rank_on_one_cpu():
     prep = _threads(make_prepared(_ranks(0, nranks=2)), 3)
     s = prep.samples
     s["cpu_enter"][s["rank"] == 1] = 1  # rank 1 bound to one core, its threads share it
-    result = detect_shared_cpu.detect(prep)
+    result = shared_cpu.detect(prep)
     assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [("shared_cpu", 1, 1)]
     assert result.anomalies[0].evidence == {
         "cpu": 1,
@@ -210,26 +210,26 @@ def test_shared_cpu_detector_names_threads_of_a_rank_on_one_cpu():
 def test_shared_cpu_detector_names_ranks_on_one_cpu_of_one_host():
     prep = make_prepared(_ranks(0, nranks=4))
     prep.hosts = {r: "node" for r in prep.hosts}
-    assert detect_shared_cpu.detect(prep).anomalies == []  # one CPU per rank
+    assert shared_cpu.detect(prep).anomalies == []  # one CPU per rank
     prep.samples["cpu_enter"][
         prep.samples["rank"] == 3
     ] = 1  # rank 3 joins rank 1's CPU
     prep.cpu_use = None  # the samples changed: their CPU table is made again
-    result = detect_shared_cpu.detect(prep)
+    result = shared_cpu.detect(prep)
     assert [(a.kind, a.rank, a.cpu) for a in result.anomalies] == [
         ("shared_cpu", 1, 1),
         ("shared_cpu", 3, 1),
     ]
     assert result.anomalies[0].evidence == {"cpu": 1, "ranks": [1, 3]}
     prep.hosts[3] = "other-host"  # the same CPU number on another host is not shared
-    assert detect_shared_cpu.detect(prep).anomalies == []
+    assert shared_cpu.detect(prep).anomalies == []
 
 
 def test_noisy_ranks_are_not_left_out_as_already_slow():
     # Segment noise (500 ns) far above t_diff (4.1 ns): rank medians differ by tens
     # of ns, which must not make a normal rank "already slow".
     samples = _ranks(9, nranks=8, loc=540_000.0, scale=500.0, shift={2: 1e5, 7: 1e5})
-    result = detect_slow_segment.detect(make_prepared(samples))
+    result = slow_segment.detect(make_prepared(samples))
     assert sorted(a.rank for a in result.anomalies) == [2, 7]
     for a in result.anomalies:
         assert a.evidence["peer_ranks_excluded"] == [7 if a.rank == 2 else 2]
@@ -244,7 +244,7 @@ def test_a_cell_whose_peers_are_below_t_min_is_not_judged():
         (0, 0): rng.normal(130.0, 5.0, 200),
         (0, 1): rng.normal(1300.0, 5.0, 200),
     }
-    result = detect_slow_segment.detect(make_prepared(samples, t_min_ns=500.0))
+    result = slow_segment.detect(make_prepared(samples, t_min_ns=500.0))
     assert result.anomalies == []
     assert set(_statuses(result).values()) == {"below precision"}
 
@@ -296,14 +296,14 @@ def test_a_slow_rank_is_named_with_capped_peer_pools(monkeypatch):
 
     monkeypatch.setattr(cells_mod, "PEER_CAP", 150)  # 7 peers x 200 samples: capped
     prep = make_prepared(_ranks(5, nranks=8, shift={6: 100.0}))
-    result = detect_slow_segment.detect(prep)
+    result = slow_segment.detect(prep)
     assert [(a.rank, a.segment) for a in result.anomalies] == [(6, "S0")]
 
 
 def test_noisy_cores_t_test_from_sums_is_welchs_over_the_samples():
     from scipy.stats import ttest_ind
 
-    from perfvar.detect_noisy_core import RankNoise, _more_lost, totals
+    from perfvar.detect.noisy_core import RankNoise, _more_lost, totals
 
     rng = np.random.default_rng(8)
 

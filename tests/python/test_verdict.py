@@ -1,11 +1,11 @@
 """The verdict on synthetic cells: slow segment beyond the core, slow core, noisy
-core, slow phase, and clean runs that name nobody (perfvar.analysis.detect_all)."""
+core, slow phase, and clean runs that name nobody (perfvar.detect.run_all)."""
 
 import numpy as np
 import pytest
 
 from conftest import STEP_NS, make_prepared
-from perfvar.analysis import detect_all
+from perfvar.detect import run_all
 from perfvar.model import DetectParams
 
 
@@ -24,7 +24,7 @@ def _cells(seed, nranks=2, n=1000, classes=(20_000.0, 20_000.0), cv=0.01, slow=N
 
 
 def _named(samples, **kw):
-    found, _ = detect_all(make_prepared(samples, t_diff_ns=10.0), DetectParams(**kw))
+    found, _ = run_all(make_prepared(samples, t_diff_ns=10.0), DetectParams(**kw))
     return found
 
 
@@ -195,7 +195,7 @@ def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
     # Probes as fast as the peer's: the segment.
     samples = {k: v for k, v in _cells(8, classes=(20_000.0,)).items()}
     samples[(0, 1)] = samples[(0, 1)] * 1.03
-    found, judgements = detect_all(
+    found, judgements = run_all(
         _with_probe_class(samples, probe_factor), DetectParams()
     )
     assert "probe" not in {j.segment for j in judgements}
@@ -222,7 +222,7 @@ def test_phase_change_points_are_those_of_pelt_with_the_l2_cost():
     # must be PELT's with the L2 cost, as the method states.
     import ruptures
 
-    from perfvar.detect_slow_phase import MIN_SIZE, _stretches
+    from perfvar.detect.slow_phase import MIN_SIZE, _stretches
 
     rng = np.random.default_rng(11)
     for _ in range(20):

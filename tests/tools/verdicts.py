@@ -22,14 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-VERDICT_KINDS = ("slow_segment", "slow_core", "noisy_core", "slow_phase")
+from perfvar.detect import is_verdict
 
 
 @dataclass(frozen=True)
 class Injected:
     """One injected anomaly, as a verdict should name it."""
 
-    kind: str  # one of VERDICT_KINDS, or "any": any verdict kind naming the rank
+    kind: str  # a verdict kind, or "any": any verdict kind naming the rank
     rank: int
     segment: Optional[str] = None  # slow_segment: the class's canonical segment key
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
@@ -97,7 +97,7 @@ def score(
         if id(an) not in verdicts:
             out.info.append(text + " (minor)")
             continue
-        if an["kind"] not in VERDICT_KINDS:
+        if not is_verdict(an):
             out.info.append(text)
             continue
         out.named.append(text)

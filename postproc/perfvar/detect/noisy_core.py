@@ -37,7 +37,10 @@ import numpy as np
 
 from perfvar.cells import by_rank, median_without_each
 from perfvar.compare import fdr
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import where
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "noisy_core"
 MIN_INTERRUPTIONS = 3
@@ -233,3 +236,31 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
             )
         )
     return result
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a noisy core."""
+    ev = a["evidence"]
+    cpu = f"cpu {a['cpu']}" if a["cpu"] is not None else "its CPU"
+    return (
+        f"{where(a)} is a noisy core: {cpu} lost "
+        f"{fmt_pct(ev['lost_fraction'], signed=False)} of its compute time "
+        f"({fmt_ns(ev['lost_ns'])} of {fmt_ns(ev['compute_ns'])}) in "
+        f"{ev['interruptions']} interruptions, half of it in ones of "
+        f"~{fmt_ns(ev['typical_ns'])} or longer: {ev['interpretation']} "
+        "(peers lost "
+        f"{fmt_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
+        f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
+    )
+
+
+FINDING = FindingKind(
+    name=KIND,
+    verdict=True,
+    word="noisy core",
+    describe=describe,
+    phrase=lambda a: (
+        f"noisy core, {fmt_pct(a['evidence']['lost_fraction'], signed=False)} lost"
+    ),
+    size_key="lost_fraction",
+)

@@ -67,6 +67,8 @@ from perfvar.cells import (
     unjudged_reason,
 )
 from perfvar.compare import fdr, rel
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import state_of, stats, where
 from perfvar.model import (
     Anomaly,
     Cell,
@@ -78,6 +80,7 @@ from perfvar.model import (
 )
 from perfvar.stats import iqr, overlap
 from perfvar.stats_blocks import BlockTest, block_test, class_blocks
+from perfvar.units import compact_ranges, fmt_ns, fmt_pct
 
 KIND = "slow_segment"
 # Other judged classes of a rank from which a negative common shift is taken as its
@@ -472,3 +475,44 @@ def _anomaly(
             "context_bytes": cell.context_bytes,
         },
     )
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a slow segment."""
+    ev = a["evidence"]
+    excluded = ev.get("peer_ranks_excluded") or []
+    peers = f"{ev['peer_ranks']} peer ranks" + (
+        f", {'rank' if len(excluded) == 1 else 'ranks'} "
+        f"{compact_ranges(excluded)} left out as already slow"
+        if excluded
+        else ""
+    )
+    core = ev.get("core_shift_rel") or 0.0
+    beyond = (
+        f", {fmt_pct(ev['excess_rel'])} beyond its core's {fmt_pct(core)}"
+        if core
+        else ""
+    )
+    return (
+        f"{where(a)} is slow in segment {a['segment']} "
+        f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
+        f"vs peers {fmt_ns(ev['peers_median_ns'])}, "
+        f"{fmt_ns(a['excess_ns'], signed=True)} per segment "
+        f"({fmt_pct(ev['shift_rel'])}{beyond}; {stats(ev, 'excess_ci_rel')}); "
+        f"floor {fmt_ns(ev['floor_ns'])} = max(t_diff {fmt_ns(ev['t_diff_ns'])}, "
+        f"{fmt_pct(ev['floor_rel'], signed=False)}){state_of(ev)}; n={ev['n']}, "
+        f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
+        f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
+        f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
+    )
+
+
+FINDING = FindingKind(
+    name=KIND,
+    verdict=True,
+    word="slow segment",
+    describe=describe,
+    phrase=lambda a: f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}",
+    size_key="excess_rel",
+    in_class=lambda a, segment: a["segment"] == segment,
+)

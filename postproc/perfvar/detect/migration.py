@@ -14,7 +14,10 @@ from __future__ import annotations
 from typing import Optional
 
 from perfvar import cpu_use
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import where
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.units import compact_ranges
 
 KIND = "migrated"
 
@@ -48,3 +51,18 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
             )
         )
     return result
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a migration."""
+    ev = a["evidence"]
+    thread = f" thread {ev['thread']}" if "thread" in ev else ""
+    return (
+        f"{where(a)}{thread} migrated: its segments ran on CPUs "
+        f"{compact_ranges(ev['cpus'])} ({ev['segments_migrated_inside']} of "
+        f"{ev['segments']} segments began on one CPU and ended on another); "
+        "informational"
+    )
+
+
+FINDING = FindingKind(name=KIND, verdict=False, word="migrated", describe=describe)

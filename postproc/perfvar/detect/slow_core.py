@@ -17,7 +17,7 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   (a core slow for a minute is a phase or the host, not a slow core);
 * the shift is common: at least two classes, holding at least two thirds of r's
   compute time, are each shifted by more than the floor. A rank slow in one class
-  only is a slow segment, not a slow core (perfvar.detect_slow_segment), even on a
+  only is a slow segment, not a slow core (perfvar.detect.slow_segment), even on a
   core a little slower than its peer's (+10 % in one class and +1.5 % in the other
   pool to a shift above the floor, but only half the time is shifted by more than
   it), and even when that class holds most of its time (tripled, it outweighs the
@@ -29,7 +29,7 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
 
 ``excess_ns`` is the time the core loses per segment on average. A class slower
 still than the rest of a slow core is a slow segment as well
-(perfvar.detect_slow_segment judges each class beyond the rank's other classes).
+(perfvar.detect.slow_segment judges each class beyond the rank's other classes).
 Pure function; thread-safe.
 """
 
@@ -42,8 +42,11 @@ import numpy as np
 
 from perfvar.cells import by_segment, class_pool, peer_pool, unjudged_reason
 from perfvar.compare import TEST_CAP, evenly, fdr, log_ns, rel
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import stats, where
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.stats_blocks import block_test, class_blocks, weighted_blocks
+from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_core"
 COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
@@ -171,3 +174,33 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
             )
         )
     return result
+
+
+SHOWN_CLASSES = 6  # classes a description lists with their shift
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a slow core."""
+    ev = a["evidence"]
+    classes = ", ".join(
+        f"{c['segment']} {fmt_pct(c['shift_rel'])}"
+        for c in ev["classes"][:SHOWN_CLASSES]
+    )
+    more = len(ev["classes"]) - SHOWN_CLASSES
+    return (
+        f"{where(a)} is a slow core: {fmt_pct(ev['shift_rel'])} in all its segment "
+        f"classes ({stats(ev, 'shift_ci_rel')}; floor "
+        f"{fmt_pct(ev['floor_rel'], signed=False)}), "
+        f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
+        f"{classes}{f' and {more} more' if more > 0 else ''}"
+    )
+
+
+FINDING = FindingKind(
+    name=KIND,
+    verdict=True,
+    word="slow core",
+    describe=describe,
+    phrase=lambda a: f"slow core {fmt_pct(a['evidence']['shift_rel'])}",
+    size_key="shift_rel",
+)

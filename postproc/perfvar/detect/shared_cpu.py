@@ -16,7 +16,10 @@ from collections import defaultdict
 from typing import Optional
 
 from perfvar import cpu_use
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import where
 from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.units import compact_ranges
 
 KIND = "shared_cpu"
 
@@ -48,3 +51,23 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
                 )
             )
     return result
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a shared CPU."""
+    ev = a["evidence"]
+    others = [r for r in ev["ranks"] if r != a["rank"]]
+    mine = [t for r, t in ev.get("threads", []) if r == a["rank"]]
+    with_whom = []
+    if len(mine) > 1:
+        with_whom.append(f"between its threads {compact_ranges(mine)}")
+    if others:
+        with_whom.append(f"with rank(s) {compact_ranges(others)}")
+    return (
+        f"{where(a)} shared CPU {ev['cpu']} {' and '.join(with_whom)}: "
+        "its segments include time-slicing, so wall-clock comparisons with this "
+        "rank mean little; run one rank (or thread) per core; informational"
+    )
+
+
+FINDING = FindingKind(name=KIND, verdict=False, word="shared cpu", describe=describe)

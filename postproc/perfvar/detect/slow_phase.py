@@ -48,7 +48,10 @@ import numpy as np
 
 from perfvar.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.compare import fdr, log_ns, rel
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import where
 from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
+from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_phase"
 MIN_SAMPLES = 400
@@ -405,3 +408,59 @@ def outside(prep: Prepared, phases: list[Anomaly]) -> Prepared:
             )
         cells[key] = cell
     return replace(prep, cells=cells)
+
+
+def _where_seen(classes: list[dict]) -> str:
+    """Where a slow phase was seen: its classes, those judged together as one
+    series (classes of too few segments each) summed up with the largest."""
+    own, top = shown_classes(classes)
+    parts = ["segments " + ", ".join(c["segment"] for c in own)] if own else []
+    if top:
+        n_pooled = sum(1 for c in classes if c.get("pooled"))
+        lost = ", ".join(f"{c['segment']} {fmt_pct(c['excess_rel'])}" for c in top)
+        parts.append(
+            f"its {n_pooled} classes of too few segments each for a series of "
+            f"their own, judged together (most time lost: {lost})"
+        )
+    return "in " + " and ".join(parts)
+
+
+def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of a slow phase."""
+    ev = a["evidence"]
+    seen = (
+        f"in segment {a['segment']} [{labels.get(a['segment'], '?')}]"
+        if a["segment"]
+        else _where_seen(ev["classes"])
+    )
+    q = min(c["q_value"] for c in ev["classes"])
+    return (
+        f"{where(a)} was slow {seen} from {fmt_ns(a['start_ns'])} to "
+        f"{fmt_ns(a['end_ns'])} (trace time; {fmt_ns(ev['duration_ns'])}): "
+        f"{fmt_pct(ev['excess_rel'])} over its own baseline relative to its peers, "
+        f"{fmt_ns(a['excess_ns'], signed=True)} per segment (change points; "
+        f"q {q:.1g} < {ev['alpha']:g}, floor {fmt_pct(ev['floor_rel'], signed=False)})"
+    )
+
+
+def _phrase(a: AnomalyJson) -> str:
+    return (
+        f"slow phase {fmt_ns(a['start_ns'])}-{fmt_ns(a['end_ns'])} "
+        f"{fmt_pct(a['evidence']['excess_rel'])}"
+    )
+
+
+def _in_class(a: AnomalyJson, segment: str) -> bool:
+    classes = [c["segment"] for c in a["evidence"].get("classes", [])]
+    return segment in classes or a["segment"] == segment
+
+
+FINDING = FindingKind(
+    name=KIND,
+    verdict=True,
+    word="slow phase",
+    describe=describe,
+    phrase=_phrase,
+    size_key="excess_rel",
+    in_class=_in_class,
+)

@@ -1,0 +1,86 @@
+"""The detectors and the one table of the kinds of findings they make.
+
+Each module here finds one kind of finding in the prepared cells
+(perfvar.model.Prepared) and declares how it is reported (``FINDING``, a
+perfvar.detect.finding.FindingKind); ``KINDS`` registers them, in the order the
+reports list them. The reports, the markers and analysis.json read ``KINDS``; a new
+detector is a module with ``KIND``, ``detect()`` and ``FINDING``, added to
+``_MODULES`` and called in ``run_all``. Imports only the stages below it (read,
+calibration, statistics, model). Thread-safe: the table is immutable after import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfvar.detect import (
+    migration,
+    noisy_core,
+    shared_cpu,
+    slow_core,
+    slow_phase,
+    slow_segment,
+)
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import where
+from perfvar.model import Anomaly, DetectParams, Judgement, Prepared
+
+_MODULES = (slow_segment, slow_core, noisy_core, slow_phase, migration, shared_cpu)
+KINDS: dict[str, FindingKind] = {m.FINDING.name: m.FINDING for m in _MODULES}
+
+
+def verdict_kind(name: str) -> bool:
+    """Whether findings of kind ``name`` name their rank as anomalous; the others
+    (migrated, shared_cpu) inform, and so does a kind no detector declares."""
+    kind = KINDS.get(name)
+    return kind is not None and kind.verdict
+
+
+def verdict_kinds() -> tuple[str, ...]:
+    """The kinds that name an anomalous rank, in the table's order."""
+    return tuple(name for name in KINDS if verdict_kind(name))
+
+
+def is_verdict(anomaly: AnomalyJson) -> bool:
+    """Whether the finding (as analysis.json holds it) names its rank as anomalous."""
+    return verdict_kind(anomaly["kind"])
+
+
+def describe(anomaly: AnomalyJson, labels: dict[str, str]) -> str:
+    """One sentence with the evidence of ``anomaly``; labels: segment id -> class
+    label. A kind no detector declares (an analysis.json of another version) is
+    printed with its raw evidence."""
+    kind = KINDS.get(anomaly["kind"])
+    if kind is None:
+        return f"{where(anomaly)}: {anomaly['kind']} {anomaly['evidence']}"
+    return kind.describe(anomaly, labels)
+
+
+def word(anomaly: AnomalyJson) -> str:
+    """The kind's few words; an unknown kind's name with spaces."""
+    kind = KINDS.get(anomaly["kind"])
+    return kind.word if kind is not None else anomaly["kind"].replace("_", " ")
+
+
+def kinds_json() -> dict[str, Any]:
+    """analysis.json's ``kinds``: what each kind of finding is."""
+    return {name: k.to_json() for name, k in KINDS.items()}
+
+
+def run_all(
+    prep: Prepared, params: DetectParams
+) -> tuple[list[Anomaly], list[Judgement]]:
+    """Every detector over the prepared cells: (anomalies, one judgement per cell).
+
+    Phases first: a window of the run is named as such, and the steady-state
+    detectors judge the rest of the run, so one phase is not also a slow core.
+    """
+    noisy = noisy_core.detect(prep, params)
+    phases = slow_phase.detect(prep, params)
+    steady = slow_phase.outside(prep, phases.anomalies)
+    cores = slow_core.detect(steady, params)
+    slow = slow_segment.detect(steady, params, cores=cores.cores)
+    informative = migration.detect(prep, params).anomalies
+    informative += shared_cpu.detect(prep, params).anomalies
+    found = cores.anomalies + slow.anomalies + noisy.anomalies + phases.anomalies
+    return found + informative, slow.judgements

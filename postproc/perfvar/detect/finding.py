@@ -1,0 +1,45 @@
+"""What the reports know of a kind of finding, declared by the detector that finds it.
+
+Every detector module under perfvar.detect exports ``KIND`` (the ``kind`` string of
+its anomalies in analysis.json), ``detect(prep, params, ...)`` and ``FINDING``, a
+FindingKind: whether the kind names a rank as anomalous, its short word, how one of
+its anomalies is put in a sentence and in a phrase, which evidence key gives its
+relative size, and in which segment classes it shows. perfvar.detect registers them
+in one table; the text and HTML reports, the plots, the markers and analysis.json
+read that table instead of testing the kind themselves. Immutable; thread-safe.
+
+Each callable takes an anomaly as analysis.json holds it (``Anomaly.to_json()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
+
+AnomalyJson = dict[str, Any]
+
+
+def everywhere(anomaly: AnomalyJson, segment: str) -> bool:
+    """A finding of the whole rank (a core): it shows in every class."""
+    return True
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    name: str  # the anomaly's "kind"
+    verdict: bool  # names its rank as anomalous; False: informational
+    word: str  # a few words for badges, legends and marker categories
+    # One sentence with the evidence: (anomaly, segment id -> class label) -> text.
+    describe: Callable[[AnomalyJson, dict[str, str]], str]
+    # A short phrase for the verdict line ("S2 +660.8 us"); verdict kinds only.
+    phrase: Optional[Callable[[AnomalyJson], str]] = None
+    # The evidence key of its size relative to the work (0.05 = 5 %): the markers'
+    # severity. None: it has no size (informational kinds).
+    size_key: Optional[str] = None
+    # Whether it shows in segment class ``segment`` (display id), for the plots.
+    in_class: Callable[[AnomalyJson, str], bool] = everywhere
+
+    def to_json(self) -> dict[str, Any]:
+        """What analysis.json lists of the kind (``kinds``)."""
+        return {"verdict": self.verdict, "word": self.word, "size_key": self.size_key}
