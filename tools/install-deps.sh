@@ -6,7 +6,8 @@
 # (the HTML report's test); PyPI: numpy, scipy, statsmodels, ruptures, pandas,
 # matplotlib, plotly and rich (the report's plots, progress bars), scikit-learn (the reference
 # the isolation forest is tested against),
-# otf2 (trace reader used by the tests), mpi4py (perfvar calibrate under mpiexec); and, at the exact
+# otf2 (trace reader used by the tests), mpi4py (perfvar calibrate under mpiexec), import-linter
+# (the import contracts of the Python package); and, at the exact
 # versions src/pmpi/requirements.txt pins, pympistandard (MPI Forum API for wrapper generation).
 # Idempotent; safe to run as root (CI) or with sudo available.
 set -euo pipefail
@@ -16,7 +17,8 @@ apt_pkgs=(gfortran cmake ninja-build pkg-config
           libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux libunwind-dev
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user
           vite xvfb imagemagick chromium)
-py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pytest mpi4py)
+py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pytest mpi4py
+         import-linter)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -34,7 +36,7 @@ fi
 PYTHON=${PYTHON:-python3}
 py_missing=()
 for p in "${py_pkgs[@]}"; do
-    mod=${p//-/_}; [ "$p" = scikit-learn ] && mod=sklearn
+    mod=${p//-/_}; [ "$p" = scikit-learn ] && mod=sklearn; [ "$p" = import-linter ] && mod=importlinter
     "$PYTHON" -c "import $mod" 2>/dev/null || py_missing+=("$p")
 done
 if [ ${#py_missing[@]} -gt 0 ]; then

@@ -16,41 +16,37 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from perfvar import (
-    __version__,
-    calibration_ranks,
-    cpu_use,
-    decompose,
-    partition,
-)
-from perfvar.calibration_borrow import borrow_within_hosts
-from perfvar.cells import cell_inputs, make_cells, with_states_of
+from perfvar import __version__, partition
+from perfvar.calibration import ranks as calibration_ranks
+from perfvar.calibration.borrow import borrow_within_hosts
 from perfvar.detect import describe, kinds_json, run_all, verdict_kind, verdict_kinds
 from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.families import judged_share, merge_families
-from perfvar.filters import (
+from perfvar.parallel import engine
+from perfvar.progress import Progress
+from perfvar.reader_meta import RunMeta, read_meta, usability_notes
+from perfvar.reader_otf2 import TraceSamples, read_trace, trace_ranks
+from perfvar.recover import endings_json, ensure_trace, read_endings
+from perfvar.segments import parse_segment_key
+from perfvar.stats import cpu_use, decompose
+from perfvar.stats.cells import cell_inputs, make_cells, with_states_of
+from perfvar.stats.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
     RANDOM_STATE,
     OsFilterInfo,
     filter_os_many,
 )
-from perfvar.headline import DEFAULT_MIN_COST, rank_findings
-from perfvar.model import (
+from perfvar.stats.model import (
     Anomaly,
     Cell,
     DetectParams,
     Judgement,
     Prepared,
 )
-from perfvar.parallel import engine
-from perfvar.probes import with_probes
-from perfvar.progress import Progress
-from perfvar.reader_meta import RunMeta, read_meta, usability_notes
-from perfvar.reader_otf2 import TraceSamples, read_trace, trace_ranks
-from perfvar.recover import endings_json, ensure_trace, read_endings
-from perfvar.segments import parse_segment_key
+from perfvar.stats.probes import with_probes
 from perfvar.symbolize import Symbol, symbolize
+from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
 # Below this many ranks, local parts cost more to start than they save: one process
@@ -93,7 +89,7 @@ def prepare(
     """Group samples into (segment, rank) cells and filter each one.
 
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
-    applied per cell (see perfvar.filters), unless ``cells`` already holds every
+    applied per cell (see perfvar.stats.filters), unless ``cells`` already holds every
     cell (made where its samples were, perfvar.partition). Each cell gets the rank's
     calibrated cache state closest to its context (see perfvar.cache_state).
     ``progress`` counts the cells filtered.
@@ -243,7 +239,7 @@ def _described(anomalies: list[Anomaly], segments: list[dict]) -> list[dict]:
 
 
 def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
-    """Median polish of the cells' median log-durations (perfvar.decompose)."""
+    """Median polish of the cells' median log-durations (perfvar.stats.decompose)."""
     ranks = sorted({r for _, r in prep.cells})
     matrix = np.full((len(order), len(ranks)), np.nan)
     for i, seg in enumerate(order):
@@ -326,7 +322,7 @@ def analyze(
     ``progress``: told each step (perfvar.progress); ``on_prepared``: called once
     with the filtered cells, for reports that plot the samples (report_html);
     ``min_cost``: the delay cost, as a share of wall time x ranks, a finding needs
-    to be a headline finding (perfvar.headline; the others are minor).
+    to be a headline finding (perfvar.verdict.headline; the others are minor).
     """
     progress = progress or Progress.off()
     progress.step("reading the trace")
@@ -424,7 +420,7 @@ def _summary(
 ) -> dict[str, Any]:
     """analysis.json's summary: counts of ranks, classes and judgements, the judged
     share of compute time, and the ranks of each kind of finding (``ranked``:
-    perfvar.headline.rank_findings' result)."""
+    perfvar.verdict.headline.rank_findings' result)."""
     anomalies = ranked.anomalies
     judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
     seg_totals = np.bincount(

@@ -28,14 +28,14 @@ from typing import Any, Optional
 
 from perfvar import __version__
 from perfvar.cache_state import LABELS
-from perfvar.calibrate import (
+from perfvar.calibration.kernels import Kernels
+from perfvar.calibration.search import (
     CalibParams,
     Interrupted,
     StateResult,
     calibrate_state,
     timer_overhead,
 )
-from perfvar.kernels import Kernels
 from perfvar.progress import Progress
 
 STATES = LABELS  # the paper's cache states, as the analysis names them
@@ -159,7 +159,7 @@ def run(
 
     ``samples``: when given, filled with timer name -> every distribution the
     searches drew, as a calibration document (the form of the start-up samples,
-    calibration-rank-N.json) that perfvar.calibration_judge decides exactly as the
+    calibration-rank-N.json) that perfvar.calibration.judge decides exactly as the
     table reports.
 
     Every timer's overhead is measured first; then the states, largest flush first,

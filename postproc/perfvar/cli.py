@@ -78,7 +78,7 @@ def _render_html(result: dict, kept: list) -> Optional[str]:
             file=sys.stderr,
         )
         return None
-    from perfvar.report_html import render_html
+    from perfvar.report.html import render_html
 
     return render_html(result, kept[0] if kept else None)
 
@@ -87,9 +87,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from perfvar.analysis import analyze
     from perfvar.parallel import default_jobs
     from perfvar.progress import Progress
-    from perfvar.report_json import write_json
-    from perfvar.report_markers import write_markers
-    from perfvar.report_text import render
+    from perfvar.report.json import write_json
+    from perfvar.report.markers import write_markers
+    from perfvar.report.text import render
 
     kept: list = []  # the filtered cells, which the HTML report plots
     page = None
@@ -128,7 +128,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"analysis written to {path}")
     if page is not None:
-        from perfvar.report_html import default_path, write_html
+        from perfvar.report.html import default_path, write_html
 
         try:
             html = write_html(
@@ -192,11 +192,11 @@ def _positive_float(text: str) -> float:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     import json
 
-    from perfvar.calibrate import CalibParams
     from perfvar.calibrate_run import run, run_mpi
-    from perfvar.kernels import TIMERS
+    from perfvar.calibration.kernels import TIMERS
+    from perfvar.calibration.search import CalibParams
     from perfvar.parallel import mpi_launched
-    from perfvar.report_calibrate import render
+    from perfvar.report.calibrate import render
 
     params = CalibParams.quick() if args.quick else CalibParams()
     for name in ("n", "p", "q", "epsilon", "alpha"):
@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="false discovery rate of each detector's tests (Benjamini-Hochberg; "
         "default 0.05)",
     )
-    from perfvar.model import DetectParams
+    from perfvar.stats.model import DetectParams
 
     defaults = DetectParams()
     for name, what in (
@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"effect floor, %%, of {what} (default {default:g}); "
             "every effect must also exceed the rank's t_diff",
         )
-    from perfvar.headline import DEFAULT_MIN_COST
+    from perfvar.verdict.headline import DEFAULT_MIN_COST
 
     p.add_argument(
         "--min-cost",
@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_recover)
 
     from perfvar.calibrate_run import STATES
-    from perfvar.kernels import TIMERS
+    from perfvar.calibration.kernels import TIMERS
 
     c = sub.add_parser(
         "calibrate",

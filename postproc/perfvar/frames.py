@@ -35,8 +35,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfvar import calibration_ranks
 from perfvar.analysis import _segment_order, analyze, prepare
+from perfvar.calibration import ranks as calibration_ranks
 from perfvar.families import merge_families
 from perfvar.reader_meta import RunMeta, read_meta
 from perfvar.reader_otf2 import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples, read_trace
@@ -504,7 +504,7 @@ class Run:
 
         Columns: ``rank``, ``host``, ``state``, ``flush_bytes``, ``t_min_ns``,
         ``t_diff_ns``, ``usable`` (both known), ``status`` (the state's;
-        "borrowed": its host's other ranks' values, perfvar.calibration_borrow),
+        "borrowed": its host's other ranks' values, perfvar.calibration.borrow),
         ``source``, ``note``, ``mode``, ``timer_overhead_ns`` (the rank's), and
         ``problem`` (what was wrong with the rank's calibration, or None). A rank
         without a calibration has one row whose state is None.

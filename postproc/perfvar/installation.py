@@ -5,6 +5,7 @@ wherever they are. Thread-safe."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from typing import Optional
@@ -15,7 +16,9 @@ def installed_path(key: str) -> Optional[str]:
     "LIBPERFVAR_READ": the native trace reader), or None outside an installation or
     when the installation has no such file (empty, or recorded by an older one)."""
     try:
-        from perfvar import _install_paths
+        # By name: the module exists only in an installation (cmake --install writes
+        # it), and ``from perfvar import`` would read as an import of the whole package.
+        _install_paths = importlib.import_module("perfvar._install_paths")
     except ImportError:
         return None
     relative = getattr(_install_paths, key, "")

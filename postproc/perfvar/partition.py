@@ -4,8 +4,8 @@ A part is a contiguous block of the trace's ranks (all locations of a rank belon
 one part, so each (segment, rank) cell is whole in one part). Each part, where it
 runs (perfvar.parallel), reads only its ranks' event files, has the calibration
 judge decide its ranks, and makes its cells (filter_cost, filter_os, the cache state
-of each) and its threads' CPU table (perfvar.cpu_use): the costly steps, done where
-the samples are. The reporting process merges the parts into exactly what one
+of each) and its threads' CPU table (perfvar.stats.cpu_use): the costly steps, done
+where the samples are. The reporting process merges the parts into exactly what one
 process reading the whole trace would hold (locations in definition order, the same
 reports and warnings, the same cells: filter_os is deterministic) and runs the
 detectors, which compare ranks and so need them all.
@@ -21,12 +21,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar import calibration_ranks
-from perfvar.cells import cell_inputs, make_cells
-from perfvar.cpu_use import CpuUse, cpu_use
+from perfvar.calibration import ranks as calibration_ranks
 from perfvar.errors import TraceError
-from perfvar.filters import filter_os_many
-from perfvar.model import Cell
 from perfvar.reader_meta import read_meta
 from perfvar.reader_otf2 import (
     PROBE_DTYPE,
@@ -36,6 +32,10 @@ from perfvar.reader_otf2 import (
     reading_warnings,
     trace_locations,
 )
+from perfvar.stats.cells import cell_inputs, make_cells
+from perfvar.stats.cpu_use import CpuUse, cpu_use
+from perfvar.stats.filters import filter_os_many
+from perfvar.stats.model import Cell
 
 CellKey = tuple[int, int]  # (segment index, rank)
 

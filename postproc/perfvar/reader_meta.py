@@ -15,7 +15,7 @@ the run had probes off or the file predates them.
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
 reading: the t_min / t_diff read here are the C search's estimates, which
-perfvar.calibration_ranks replaces with the calibration judge's decisions.
+perfvar.calibration.ranks replaces with the calibration judge's decisions.
 Thread-safe.
 """
 
@@ -348,7 +348,7 @@ def _parse_cycles(raw: Any) -> CyclesCalibration:
 def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
     """Read DIR/perfvar/*.json for the given ranks (the ranks found in the trace).
 
-    The calibration is the C search's estimates; perfvar.calibration_ranks puts the
+    The calibration is the C search's estimates; perfvar.calibration.ranks puts the
     judge's decisions in their place, then :func:`usability_notes` says which ranks
     are judged with what."""
     meta_dir = os.path.join(directory, "perfvar")

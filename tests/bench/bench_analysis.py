@@ -76,7 +76,7 @@ def read_rate(trace: Path, reader: str, repeat: int) -> tuple[int, float, float]
 
 
 JUDGE = (
-    "import glob, sys, time; from perfvar.calibration_ranks import judge_files; "
+    "import glob, sys, time; from perfvar.calibration.ranks import judge_files; "
     "paths = sorted(glob.glob(sys.argv[1] + '/perfvar/calibration-rank-*.json')); "
     "t = time.process_time(); judge_files(paths); "
     "print(len(paths), time.process_time() - t)"

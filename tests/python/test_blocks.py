@@ -1,4 +1,4 @@
-"""Evidence over stretches of time (perfvar.stats_blocks) in the slow_segment and
+"""Evidence over stretches of time (perfvar.stats.blocks) in the slow_segment and
 slow_core detectors, on synthetic cells made here.
 
 make_prepared starts sample i of every cell at i x STEP_NS, so with n samples a
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import make_prepared
-from perfvar import stats_blocks
+from perfvar.stats import blocks as stats_blocks
 from perfvar.detect import slow_core, slow_segment
-from perfvar.model import DetectParams
+from perfvar.stats.model import DetectParams
 
 N = 20_000  # samples per cell: a per-sample test calls +0.1 % significant
 

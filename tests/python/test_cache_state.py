@@ -11,9 +11,9 @@ from test_calibration_judge import _doc
 from conftest import CALIBRATION, SEG_A, SEG_B, normal_durations
 from perfvar.analysis import analyze
 from perfvar.cache_state import CacheState, cell_context, choose
-from perfvar.calibration_ranks import judged_meta
+from perfvar.calibration.ranks import judged_meta
 from perfvar.reader_meta import read_meta
-from perfvar.report_text import render
+from perfvar.report.text import render
 
 KIB, MIB = 1024, 1024 * 1024
 L1, L2, L3 = 48 * KIB, 1 * MIB, 32 * MIB  # example L1, L2, L3 sizes

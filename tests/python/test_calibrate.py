@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from perfvar.calibrate import CalibParams, calibrate_state, timer_overhead
-from perfvar.calibration_judge import judge_document
-from perfvar.calibration_ranks import judged_meta
-from perfvar.filters import filter_cost, filter_os
-from perfvar.kernels import TIMERS
-from perfvar.stats import overlap
+from perfvar.calibration.search import CalibParams, calibrate_state, timer_overhead
+from perfvar.calibration.judge import judge_document
+from perfvar.calibration.ranks import judged_meta
+from perfvar.stats.filters import filter_cost, filter_os
+from perfvar.calibration.kernels import TIMERS
+from perfvar.stats.summary import overlap
 
 
 def synthetic(noise_ns=20.0, ns_per_add=0.5, seed=0, n=200):
@@ -82,7 +82,7 @@ def _kernels():
     lib = os.environ.get("PERFVAR_LIB")
     if not lib or not os.path.exists(lib):
         pytest.skip("PERFVAR_LIB does not name a built libperfvar.so")
-    from perfvar.kernels import Kernels
+    from perfvar.calibration.kernels import Kernels
 
     return Kernels(lib)
 
@@ -307,7 +307,7 @@ def test_ctrl_c_after_the_first_state_gives_partial_table_and_json(tmp_path):
 
 def test_cycles_figures_are_reported_in_cycles_never_as_ns():
     from perfvar.calibrate_run import in_unit
-    from perfvar.report_calibrate import render
+    from perfvar.report.calibrate import render
 
     state = in_unit(
         {"flush": 0, "flush_label": "0", "status": "complete", "t_min_ns": 3000.0}

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import perfvar.calibrate as calibrate
+import perfvar.calibration.search as calibrate
 import perfvar.calibrate_run as calibrate_run
-from perfvar.calibrate import CalibParams, StateResult, _Search, t_diff_search
+from perfvar.calibration.search import CalibParams, StateResult, _Search, t_diff_search
 from test_calibration_judge import recheck
 
 L3 = 32 << 20
@@ -121,7 +121,7 @@ def test_large_flush_state_stops_at_once_and_its_time_rolls_over(fake):
 
 
 def test_the_clock_is_in_the_document_and_the_fallback_is_not_called_serialized(fake):
-    from perfvar.report_calibrate import render
+    from perfvar.report.calibrate import render
 
     doc = _run(["0"], timers=("barrier", "cycles"))
     assert doc["clock"]["name"] == "clock_monotonic_raw"
@@ -133,7 +133,7 @@ def test_the_clock_is_in_the_document_and_the_fallback_is_not_called_serialized(
 
 
 def test_interrupt_marks_the_current_state_and_the_ones_not_reached(fake, monkeypatch):
-    from perfvar.report_calibrate import render
+    from perfvar.report.calibrate import render
 
     monkeypatch.setenv("PERFVAR_CALIBRATE_INTERRUPT_AFTER", "1")
     doc = _run(["0", "4xL1", "4xL2"])

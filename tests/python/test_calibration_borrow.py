@@ -1,12 +1,12 @@
 """A rank whose start-up calibration found no t_min/t_diff is judged with the largest
-of its host's other ranks (perfvar.calibration_borrow); alone on its host it is not."""
+of its host's other ranks (perfvar.calibration.borrow); alone on its host it is not."""
 
 import json
 import os
 
 from conftest import CALIBRATION, normal_durations, run_cli
 from perfvar.analysis import PARALLEL_MIN_RANKS, analyze
-from perfvar.calibration_ranks import judged_meta
+from perfvar.calibration.ranks import judged_meta
 from perfvar.partition import split
 
 # What a quick calibration cut short writes: 0 where its searches found nothing.

@@ -9,8 +9,8 @@ from test_calibration_judge import _doc, recheck
 
 from conftest import CALIBRATION, normal_durations
 from perfvar.analysis import analyze
-from perfvar.calibration_ranks import judged_meta
-from perfvar.report_text import render
+from perfvar.calibration.ranks import judged_meta
+from perfvar.report.text import render
 
 CYCLES_PER_NS = 2.5  # the stored cycle samples: the ns ones at 2.5 GHz
 

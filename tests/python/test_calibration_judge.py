@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from perfvar.calibration_judge import JudgeParams, decide
-from perfvar.calibration_ranks import judged_meta
+from perfvar.calibration.judge import JudgeParams, decide
+from perfvar.calibration.ranks import judged_meta
 from perfvar.reader_meta import read_meta
 
 

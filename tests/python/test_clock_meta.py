@@ -7,7 +7,7 @@ import re
 
 from conftest import run_cli
 from perfvar.reader_meta import HZ_AGREEMENT, RankMeta, clock_summary
-from perfvar.report_text import _clock_remarks
+from perfvar.report.text import _clock_remarks
 
 
 def _rank(rank, hz, cycles=False, why="no PMU"):

@@ -1,10 +1,10 @@
-"""perfvar.compare.rank_sum_greater against scipy's Mann-Whitney U."""
+"""perfvar.stats.compare.rank_sum_greater against scipy's Mann-Whitney U."""
 
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfvar.compare import rank_sum_greater
+from perfvar.stats.compare import rank_sum_greater
 
 
 def _scipy(x, y):

@@ -1,9 +1,9 @@
-"""perfvar.cpu_use: each thread's CPU table, against a direct count."""
+"""perfvar.stats.cpu_use: each thread's CPU table, against a direct count."""
 
 import numpy as np
 import pytest
 
-from perfvar import cpu_use
+from perfvar.stats import cpu_use
 from perfvar.reader_otf2 import CPU_UNKNOWN, SAMPLE_DTYPE
 
 

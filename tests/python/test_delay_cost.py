@@ -1,11 +1,15 @@
-"""Delay costs (perfvar.delay_cost) and the headline (perfvar.headline) on simulated
+"""Delay costs (perfvar.verdict.delay_cost) and the headline (perfvar.verdict.headline) on simulated
 runs: findings given by hand, so the rules are tested apart from the detectors."""
 
 import pytest
 from waits_sim import simulate
 
-from perfvar import delay_cost, headline, wait_states
-from perfvar.model import Anomaly
+from perfvar.verdict import delay_cost
+
+from perfvar.verdict import headline
+
+from perfvar.verdict import wait_states
+from perfvar.stats.model import Anomaly
 
 IDS = ["S0", "S1"]  # S0 = A (ends in the Allreduce), S1 = B (ends in the Waitall)
 

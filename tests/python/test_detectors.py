@@ -5,7 +5,7 @@ import pytest
 
 from conftest import make_prepared
 from perfvar.detect import migration, shared_cpu, slow_segment
-from perfvar.model import DetectParams
+from perfvar.stats.model import DetectParams
 
 
 def _ranks(seed, nranks=4, n=200, loc=1000.0, scale=5.0, shift=None):
@@ -250,7 +250,7 @@ def test_a_cell_whose_peers_are_below_t_min_is_not_judged():
 
 
 def test_peer_pools_over_the_cap_take_each_rank_evenly(monkeypatch):
-    from perfvar import cells as cells_mod
+    from perfvar.stats import cells as cells_mod
 
     sizes = np.array([200, 150, 200, 7, 200, 180])
     every = cells_mod.peer_shares(sizes)
@@ -282,7 +282,7 @@ def test_peer_pools_over_the_cap_take_each_rank_evenly(monkeypatch):
 
 
 def test_median_without_each_is_the_median_of_the_others():
-    from perfvar.cells import median_without_each
+    from perfvar.stats.cells import median_without_each
 
     rng = np.random.default_rng(0)
     for m in (2, 3, 4, 7, 10):
@@ -292,7 +292,7 @@ def test_median_without_each_is_the_median_of_the_others():
 
 
 def test_a_slow_rank_is_named_with_capped_peer_pools(monkeypatch):
-    from perfvar import cells as cells_mod
+    from perfvar.stats import cells as cells_mod
 
     monkeypatch.setattr(cells_mod, "PEER_CAP", 150)  # 7 peers x 200 samples: capped
     prep = make_prepared(_ranks(5, nranks=8, shift={6: 100.0}))
@@ -324,7 +324,7 @@ def test_noisy_cores_t_test_from_sums_is_welchs_over_the_samples():
 
 
 def test_pooled_median_without_a_rank_is_the_median_of_its_peers_pool(monkeypatch):
-    from perfvar import cells as cells_mod
+    from perfvar.stats import cells as cells_mod
 
     monkeypatch.setattr(cells_mod, "PEER_CAP", 300)  # shares, not whole cells
     rng = np.random.default_rng(3)

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from perfvar.filters import BETA_START, best_beta, filter_cost, filter_os
-from perfvar.stats import InsufficientSamples, iqr, median, overlap, summarize
+from perfvar.stats.filters import BETA_START, best_beta, filter_cost, filter_os
+from perfvar.stats.summary import InsufficientSamples, iqr, median, overlap, summarize
 
 
 def test_filter_cost_subtracts_overhead_and_clips_at_zero():

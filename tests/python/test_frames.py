@@ -20,7 +20,7 @@ from conftest import SEG_A, normal_durations, write_trace
 from perfvar import frames
 from perfvar.analysis import analyze
 from perfvar.reader_otf2 import read_trace
-from perfvar.report_json import write_json
+from perfvar.report.json import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = os.environ.get("PV_GOLDEN_TRACE")

@@ -1,11 +1,11 @@
-"""The verdict ranked by cost with symptoms apart (perfvar.headline.rank_findings):
+"""The verdict ranked by cost with symptoms apart (perfvar.verdict.headline.rank_findings):
 a symptom after a wait moves to the consequences, a costly slowdown stays a headline
 finding, a cheap shift becomes minor."""
 
 from waits_sim import simulate
 
-from perfvar import headline
-from perfvar.model import Anomaly
+from perfvar.verdict import headline
+from perfvar.stats.model import Anomaly
 
 IDS = ["S0", "S1"]
 

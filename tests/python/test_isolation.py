@@ -1,4 +1,4 @@
-"""perfvar.isolation against scikit-learn's IsolationForest, and its own contracts.
+"""perfvar.stats.isolation against scikit-learn's IsolationForest, and its own contracts.
 
 scikit-learn draws other random trees, so single scores differ; the expected score of a
 point under the algorithm does not. With many trees both forests' scores converge to it,
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sklearn.ensemble import IsolationForest
 
-from perfvar import isolation
-from perfvar.filters import filter_os, filter_os_many
+from perfvar.stats import isolation
+from perfvar.stats.filters import filter_os, filter_os_many
 
 
 def _sklearn_scores(x: np.ndarray, trees: int) -> np.ndarray:
@@ -40,7 +40,7 @@ def test_scores_converge_to_scikit_learns(n):
 
 
 def test_filter_os_keeps_what_scikit_learns_forest_keeps_on_clear_cases():
-    from perfvar.filters import best_beta
+    from perfvar.stats.filters import best_beta
 
     for seed in range(5):
         x = _noisy(500, seed)

@@ -9,7 +9,9 @@ import ctypes
 import numpy as np
 import pytest
 
-from perfvar import kernels, reader_native, reader_otf2
+from perfvar import reader_native, reader_otf2
+
+from perfvar.calibration import kernels
 
 
 def _kernels_lib():

@@ -17,9 +17,9 @@ import subprocess
 import pytest
 
 from conftest import RESOLUTION_HZ, normal_durations, run_cli
-from perfvar import headline
-from perfvar.model import Anomaly
-from perfvar.report_markers import (
+from perfvar.verdict import headline
+from perfvar.stats.model import Anomaly
+from perfvar.report.markers import (
     CONSEQUENCE,
     category,
     marker_lines,
@@ -289,7 +289,7 @@ def _slow(rank: int, segment: str, excess_ns: float, rel: float) -> Anomaly:
 
 
 def _ranked_result() -> dict:
-    """What perfvar.headline makes of the wait-state simulator's run where rank 1
+    """What perfvar.verdict.headline makes of the wait-state simulator's run where rank 1
     does 3x the work in S0: rank 0 waits 200 us in every MPI_Allreduce and its S1
     runs 20 % slower after it (a consequence of waiting); rank 0's +1 % in S0 is
     absorbed by the wait (no cost: minor)."""

@@ -13,7 +13,7 @@ from test_calibration_judge import _doc
 
 from conftest import POSTPROC, normal_durations, run_cli
 from perfvar.analysis import PARALLEL_MIN_RANKS, analyze
-from perfvar.calibration_ranks import CACHE_NAME
+from perfvar.calibration.ranks import CACHE_NAME
 from perfvar.partition import split
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.errors import TraceError
-from perfvar.calibration_ranks import judged_meta
+from perfvar.calibration.ranks import judged_meta
 from perfvar.reader_meta import read_meta
 from perfvar.reader_otf2 import read_trace
 

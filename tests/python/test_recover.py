@@ -10,7 +10,7 @@ import pytest
 
 from perfvar.errors import TraceError
 from perfvar.recover import endings_json, ensure_trace, has_records, read_endings
-from perfvar.report_text import _ended_clause, _ended_lines
+from perfvar.report.text import _ended_clause, _ended_lines
 
 
 def _write(tmp_path, rank, threads):

@@ -16,10 +16,10 @@ import perfvar.detect as detect
 from conftest import make_prepared, normal_durations, write_trace
 from perfvar.analysis import analyze
 from perfvar.detect.finding import FindingKind
-from perfvar.model import DetectParams
-from perfvar.report_html import render_html
-from perfvar.report_markers import marker_lines
-from perfvar.report_text import render
+from perfvar.stats.model import DetectParams
+from perfvar.report.html import render_html
+from perfvar.report.markers import marker_lines
+from perfvar.report.text import render
 
 HELPERS = {"finding", "words"}  # modules of the package that are no detector
 

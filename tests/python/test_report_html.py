@@ -20,11 +20,11 @@ import pytest
 from waits_sim import simulate
 
 from conftest import normal_durations, run_cli, write_trace
-from perfvar import headline
+from perfvar.verdict import headline
 from perfvar.cli import main
-from perfvar.model import Anomaly
-from perfvar.report_html import render_html
-from perfvar.report_plots import binned_medians, shift_heatmap, waits_by_rank
+from perfvar.stats.model import Anomaly
+from perfvar.report.html import render_html
+from perfvar.report.plots import binned_medians, shift_heatmap, waits_by_rank
 
 SLOW_RANK = 1
 # Injected at the top of <head> of a copy of the report: records what a person
@@ -238,7 +238,7 @@ def _slow_like(template: dict, rank: int, segment: str, excess_ns: float, rel: f
 @pytest.fixture(scope="module")
 def ranked(analysed):
     """The analysed trace's result with the headline, minor findings, consequences
-    and wait states perfvar.headline makes of the wait-state simulator's run: rank 1
+    and wait states perfvar.verdict.headline makes of the wait-state simulator's run: rank 1
     does 3x the work in S0, so rank 0 waits 200 us in every MPI_Allreduce and its
     S1 runs 20 % slower after it (a consequence); rank 0's +1 % in S0 is absorbed
     by the wait (no cost: minor)."""

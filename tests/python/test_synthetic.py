@@ -30,7 +30,7 @@ sys.path.insert(0, str(TOOLS))
 import synth  # noqa: E402
 from verdicts import score  # noqa: E402
 
-from perfvar.calibration_judge import judge_document  # noqa: E402
+from perfvar.calibration.judge import judge_document  # noqa: E402
 
 RANKS = int(os.environ.get("PV_SYNTH_RANKS", "1024"))
 # 500 steps of four segments: enough samples per cell and enough ~4 ms slices on the

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import STEP_NS, make_prepared
 from perfvar.detect import run_all
-from perfvar.model import DetectParams
+from perfvar.stats.model import DetectParams
 
 
 def _cells(seed, nranks=2, n=1000, classes=(20_000.0, 20_000.0), cv=0.01, slow=None):

@@ -1,10 +1,10 @@
-"""Wait states from the call timeline (perfvar.wait_states) on simulated runs."""
+"""Wait states from the call timeline (perfvar.verdict.wait_states) on simulated runs."""
 
 import numpy as np
 import pytest
 from waits_sim import LAT_NS, simulate
 
-from perfvar import wait_states as W
+from perfvar.verdict import wait_states as W
 
 
 def _states(trace):

@@ -30,7 +30,7 @@ takes K x ns_per_add (0.308 ns, the 2-vCPU VM's) plus Gaussian noise of 0.35 ns
 quantised to the clock's tick and a few OS-noise outliers, timer overhead removed;
 the distributions follow the C start-up search (src/calib/search.c): one at 64 and
 128 ADDs (not precise), p = 5 at 256 (t_min), and q = 5 pairs at step 32 from 256
-(t_diff). The paper's statistics (perfvar.calibration_judge) confirm t_min = 256
+(t_diff). The paper's statistics (perfvar.calibration.judge) confirm t_min = 256
 ADDs and t_diff = 32 ADDs from them. The flushed cache states are left out (status
 "skipped").
 

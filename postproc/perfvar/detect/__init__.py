@@ -1,7 +1,7 @@
 """The detectors and the one table of the kinds of findings they make.
 
 Each module here finds one kind of finding in the prepared cells
-(perfvar.model.Prepared) and declares how it is reported (``FINDING``, a
+(perfvar.stats.model.Prepared) and declares how it is reported (``FINDING``, a
 perfvar.detect.finding.FindingKind); ``KINDS`` registers them, in the order the
 reports list them. The reports, the markers and analysis.json read ``KINDS``; a new
 detector is a module with ``KIND``, ``detect()`` and ``FINDING``, added to
@@ -23,7 +23,7 @@ from perfvar.detect import (
 )
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import where
-from perfvar.model import Anomaly, DetectParams, Judgement, Prepared
+from perfvar.stats.model import Anomaly, DetectParams, Judgement, Prepared
 
 _MODULES = (slow_segment, slow_core, noisy_core, slow_phase, migration, shared_cpu)
 KINDS: dict[str, FindingKind] = {m.FINDING.name: m.FINDING for m in _MODULES}

@@ -35,11 +35,11 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_rank, median_without_each
-from perfvar.compare import fdr
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import where
-from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.stats.cells import by_rank, median_without_each
+from perfvar.stats.compare import fdr
+from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "noisy_core"

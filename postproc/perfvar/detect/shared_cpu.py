@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
-from perfvar import cpu_use
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import where
-from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.stats import cpu_use
+from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.units import compact_ranges
 
 KIND = "shared_cpu"

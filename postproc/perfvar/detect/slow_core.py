@@ -4,9 +4,9 @@ Each judged sample of rank r is expressed against its class: z = log-duration
 minus the median log-duration of the class on the other ranks (so classes of any
 length pool together), and the peers' samples likewise. Rank r is a slow core when
 
-* it has at least two judged classes (perfvar.cells.unjudged_reason);
+* it has at least two judged classes (perfvar.stats.cells.unjudged_reason);
 * its shift is significant over stretches of time, not samples
-  (perfvar.stats_blocks): per block of the run, r's shift against its peers' centre
+  (perfvar.stats.blocks): per block of the run, r's shift against its peers' centre
   in each class, averaged over its classes weighted by their compute time; a
   one-sided sign test across the blocks, q < alpha after
   Benjamini-Hochberg over the ranks tested (fewer than 5 usable blocks: not
@@ -22,7 +22,7 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   pool to a shift above the floor, but only half the time is shifted by more than
   it), and even when that class holds most of its time (tripled, it outweighs the
   rest in the time share and, with more samples, in the pooled median). The
-  fixed-work probes (perfvar.probes), where the run has them, are one more class
+  fixed-work probes (perfvar.stats.probes), where the run has them, are one more class
   that weighs as much as all the rank's segments: a core slow on fixed work and in its
   segments is a slow core even with one segment class; slow segments on a core
   whose probes are not slow are not.
@@ -40,12 +40,12 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import by_segment, class_pool, peer_pool, unjudged_reason
-from perfvar.compare import TEST_CAP, evenly, fdr, log_ns, rel
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import stats, where
-from perfvar.model import Anomaly, DetectorResult, DetectParams, Prepared
-from perfvar.stats_blocks import block_test, class_blocks, weighted_blocks
+from perfvar.stats.blocks import block_test, class_blocks, weighted_blocks
+from perfvar.stats.cells import by_segment, class_pool, peer_pool, unjudged_reason
+from perfvar.stats.compare import TEST_CAP, evenly, fdr, log_ns, rel
+from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_core"

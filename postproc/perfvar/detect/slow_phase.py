@@ -46,11 +46,11 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import ClassPool, by_segment, class_pool, unjudged_reason
-from perfvar.compare import fdr, log_ns, rel
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import where
-from perfvar.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
+from perfvar.stats.cells import ClassPool, by_segment, class_pool, unjudged_reason
+from perfvar.stats.compare import fdr, log_ns, rel
+from perfvar.stats.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_phase"

@@ -1,7 +1,7 @@
 """Detector "slow segment": a rank that runs one segment class slower than its peers.
 
 For each segment class present on at least two ranks, and each rank r of it that
-can be judged (perfvar.cells.unjudged_reason: enough samples, a calibration, a
+can be judged (perfvar.stats.cells.unjudged_reason: enough samples, a calibration, a
 median above t_min):
 
 1. peers: the pooled kept samples of the other ranks; with ``peers == "robust"``
@@ -12,7 +12,7 @@ median above t_min):
    rank's common shift (``_explained``): the larger slowdown explains the smaller
    one that it made the other rank seem to have.
 2. the rank's common shift kappa, the part a slower core explains: where the run
-   has fixed-work probes (perfvar.probes), their shift against the other ranks'
+   has fixed-work probes (perfvar.stats.probes), their shift against the other ranks'
    probes, which measure the core itself (so more work in every class is named per
    class, not explained away); else the median of its shifts in its other judged
    classes, each against the peers not found slow there (a class whose only peers
@@ -25,7 +25,7 @@ median above t_min):
    class, kappa is the rank's slow-core shift when the probes made it a slow
    core; else kappa is 0 and the floor below is at least ``core_floor``: a shift
    in the rank's only class cannot be told from a slower core.
-3. the test is over stretches of time, not samples (perfvar.stats_blocks): the
+3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
    class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels) minus r's common
    shift in the same block (_core_offset: a core drifting against its peers moves
@@ -48,7 +48,7 @@ median above t_min):
 The paper's overlap (fraction of r's samples below the peers' maximum) is reported
 as the per-sample resolution figure; it does not veto. ``excess_ns`` is the excess
 per segment; the evidence holds the statistics (shift, the blocks' interval, p,
-q, floor, the steadiness: perfvar.stats_blocks.BlockTest.evidence).
+q, floor, the steadiness: perfvar.stats.blocks.BlockTest.evidence).
 Pure function; thread-safe.
 """
 
@@ -60,16 +60,17 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.cells import (
+from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.words import state_of, stats, where
+from perfvar.stats.blocks import BlockTest, block_test, class_blocks
+from perfvar.stats.cells import (
     by_segment,
     median_without_each,
     peer_pool,
     unjudged_reason,
 )
-from perfvar.compare import fdr, rel
-from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import state_of, stats, where
-from perfvar.model import (
+from perfvar.stats.compare import fdr, rel
+from perfvar.stats.model import (
     Anomaly,
     Cell,
     DetectorResult,
@@ -78,8 +79,7 @@ from perfvar.model import (
     Prepared,
     cell_calibration,
 )
-from perfvar.stats import iqr, overlap
-from perfvar.stats_blocks import BlockTest, block_test, class_blocks
+from perfvar.stats.summary import iqr, overlap
 from perfvar.units import compact_ranges, fmt_ns, fmt_pct
 
 KIND = "slow_segment"
@@ -242,7 +242,7 @@ def _first_pass_slow(
     params: DetectParams,
 ) -> dict[int, set[int]]:
     """segment -> ranks significantly slower than all their peers beyond the floor
-    (the block test of perfvar.stats_blocks against all other ranks)."""
+    (the block test of perfvar.stats.blocks against all other ranks)."""
     keys, pvals = [], []
     floor = float(np.log1p(params.segment_floor))
     for seg, cells in classes.items():

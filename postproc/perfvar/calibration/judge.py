@@ -2,9 +2,9 @@
 
 Two searches sample and propose: the C start-up calibration (src/calib, which keeps
 every distribution it measured in perfvar/calibration-rank-N.json, overhead removed)
-and ``perfvar calibrate`` (perfvar.calibrate, which steers Algorithms 1 and 2 with
-:func:`precise` and :func:`separation` below and records its distributions in the same
-form). Neither decides. The judge decides from the recorded distributions alone, so
+and ``perfvar calibrate`` (perfvar.calibration.search, which steers Algorithms 1 and 2
+with :func:`precise` and :func:`separation` below and records its distributions in the
+same form). Neither decides. The judge decides from the recorded distributions alone, so
 the same samples give the same t_min / t_diff wherever they were measured:
 
 - a distribution is *precise* when the samples filter_os keeps have CV < epsilon
@@ -37,8 +37,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.filters import filter_os, filter_os_many
-from perfvar.stats import cv, overlap, separated
+from perfvar.stats.filters import filter_os, filter_os_many
+from perfvar.stats.summary import cv, overlap, separated
 
 TREES = (
     25  # forest size for documents that do not say: enough for a few hundred samples
@@ -158,8 +158,8 @@ def decide_many(
     kept_of: Optional[Sequence[Optional[dict[int, np.ndarray]]]] = None,
 ) -> list[Any]:
     """:func:`decide` of every case, the cases stepping together: each step filters
-    what all of them need next in one batch of forests (perfvar.isolation), so that
-    many ranks and states cost little more than their samples. A case whose
+    what all of them need next in one batch of forests (perfvar.stats.isolation), so
+    that many ranks and states cost little more than their samples. A case whose
     distributions are malformed gets the exception (KeyError, TypeError,
     ValueError, AttributeError) in place of its Decision; the others are decided
     as usual. ``kept_of``: each case's memo of kept samples (see decide), filled."""

@@ -10,7 +10,7 @@ of ``adds`` dependent ADDs:
   more times; each refinement restarts from the last failing length.
 - t_diff (Algorithm 2): the extra length d (steps 100, then /10 down to 1) is raised
   until all ``q`` pairs (t_min + (i-1) d, t_min + i d) are separated.
-"Precise" and "separated" are perfvar.calibration_judge's tests, and the search only
+"Precise" and "separated" are perfvar.calibration.judge's tests, and the search only
 steers: every distribution it draws (filter_cost applied: t_e,std subtracted) is
 recorded in the form the C start-up calibration stores (``StateResult.recorded``),
 and the reported t_min / t_diff are the judge's decision over them, the same one
@@ -31,8 +31,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from perfvar import calibration_judge as judge
-from perfvar.filters import N_ESTIMATORS, filter_cost
+from perfvar.calibration import judge
+from perfvar.stats.filters import N_ESTIMATORS, filter_cost
 
 Measure = Callable[[int], np.ndarray]  # adds -> the N samples of one distribution
 Sample = Callable[[int, int], np.ndarray]  # (adds, n) -> n samples

@@ -7,7 +7,7 @@ paper's β search (§5.4.2), implemented as follows:
 1. The wall-clock durations (ns), one column. An isolation forest splits between
    the samples' own min and max, so no scaling is needed.
 2. ``s`` = the isolation-forest score of every sample under a forest of 100 trees
-   grown on them (perfvar.isolation: scikit-learn's ``IsolationForest(
+   grown on them (perfvar.stats.isolation: scikit-learn's ``IsolationForest(
    n_estimators=100).score_samples`` algorithm, many distributions at once), in
    [-1, 0); lower = more anomalous.
 3. Thresholds β_k = -0.60 - 0.01 k for k = 0, 1, ... while β_k >= min(s).
@@ -36,7 +36,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar import isolation
+from perfvar.stats import isolation
 
 BETA_START = -0.6  # the paper's empirical upper bound of the β search
 BETA_STEP = 0.01

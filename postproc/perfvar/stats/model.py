@@ -13,8 +13,8 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from perfvar.cache_state import CacheState
-from perfvar.filters import OsFilterInfo
 from perfvar.reader_meta import Calibration
+from perfvar.stats.filters import OsFilterInfo
 
 
 @dataclass
@@ -83,8 +83,8 @@ class Cell:
 
     @cached_property
     def log_median(self) -> float:
-        """Median of the kept samples' log-durations (perfvar.compare.log_ns)."""
-        from perfvar.compare import log_ns
+        """Median of the kept samples' log-durations (perfvar.stats.compare.log_ns)."""
+        from perfvar.stats.compare import log_ns
 
         return float(np.median(log_ns(self.samples_ns)))
 
@@ -108,14 +108,15 @@ class Prepared:
     hosts: dict[int, Optional[str]]  # rank -> host name
     samples: np.ndarray  # raw samples (reader_otf2.SAMPLE_DTYPE), for CPU checks
     segment_ids: list[str]  # segment index -> display id ("S0", ...)
-    # The index of the fixed-work probes' pseudo-class (perfvar.probes), None without
-    # probes. Its cells are fixed work, so only the core and phase detectors use them.
+    # The index of the fixed-work probes' pseudo-class (perfvar.stats.probes), None
+    # without probes. Its cells are fixed work, so only the core and phase detectors
+    # use them.
     probe_segment: Optional[int] = None
-    # Each traced thread's use of the CPUs (perfvar.cpu_use.CpuUse), when the parts
-    # of a parallel analysis made it; else cpu_use.of makes it from ``samples``.
+    # Each traced thread's use of the CPUs (perfvar.stats.cpu_use.CpuUse), when the
+    # parts of a parallel analysis made it; else cpu_use.of makes it from ``samples``.
     cpu_use: Optional[dict[tuple[int, int], Any]] = None
-    # What the detectors derive from the cells once (perfvar.cells.class_pool); not
-    # an init field, so a Prepared made by dataclasses.replace starts empty.
+    # What the detectors derive from the cells once (perfvar.stats.cells.class_pool);
+    # not an init field, so a Prepared made by dataclasses.replace starts empty.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
 
 
@@ -155,8 +156,8 @@ class Anomaly:
     evidence: dict[str, Any]
     start_ns: Optional[float] = None
     end_ns: Optional[float] = None
-    # Delay cost (perfvar.delay_cost): the waiting it caused on the other ranks, ns,
-    # and that as a share of wall time x ranks; None when not measurable (one
+    # Delay cost (perfvar.verdict.delay_cost): the waiting it caused on the other
+    # ranks, ns, and that as a share of wall time x ranks; None when not measurable (one
     # rank, an unsynchronised timeline) or an informational kind.
     cost_ns: Optional[float] = None
     cost_share: Optional[float] = None

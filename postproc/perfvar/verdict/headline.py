@@ -2,8 +2,8 @@
 
 After the detectors (perfvar.detect.run_all), on the trace's call timeline:
 
-1. wait states (perfvar.wait_states) and each finding's delay cost
-   (perfvar.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
+1. wait states (perfvar.verdict.wait_states) and each finding's delay cost
+   (perfvar.verdict.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
 2. symptoms apart: a slow_segment of rank r in class S is a *consequence* when r
    waited before S longer than its peers did before S (median waiting of the
    calls that open S: r's minus the peers' at least the finding's excess per
@@ -29,10 +29,10 @@ from typing import Any, Optional
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from perfvar import delay_cost, wait_states
 from perfvar.detect import verdict_kind
-from perfvar.model import Anomaly
 from perfvar.reader_otf2 import TraceSamples
+from perfvar.stats.model import Anomaly
+from perfvar.verdict import delay_cost, wait_states
 
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
 # to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.

@@ -1,7 +1,7 @@
-"""The figures of report.html (perfvar.report_html), as plotly figures.
+"""The figures of report.html (perfvar.report.html), as plotly figures.
 
 Each ``*_figure`` function takes the analysis result (perfvar.analysis.analyze) and,
-where it plots samples, the filtered cells (perfvar.model.Prepared) and returns a
+where it plots samples, the filtered cells (perfvar.stats.model.Prepared) and returns a
 ``plotly.graph_objects.Figure``, or None when there is nothing to plot. Durations are
 ns in the data and shown with a unit chosen per figure; times are seconds since the
 trace's time origin (where Vampir's timeline starts). Figures stay small whatever the
@@ -23,7 +23,7 @@ from perfvar.cache_state import label_order
 from perfvar.detect import KINDS, is_verdict
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
-from perfvar.model import Cell, Prepared
+from perfvar.stats.model import Cell, Prepared
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
 TIMELINE_POINTS = 60_000  # points per timeline figure, over all ranks

@@ -16,8 +16,8 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.model import Prepared
 from perfvar.reader_otf2 import CPU_UNKNOWN
+from perfvar.stats.model import Prepared
 
 # Above this many (thread, CPU) bins the counts are made by sorting instead.
 _MAX_BINS = 1 << 26

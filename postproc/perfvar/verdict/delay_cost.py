@@ -1,6 +1,6 @@
 """Delay cost of each finding: the waiting it caused on the other ranks (Böhme et al.).
 
-A wait state (perfvar.wait_states) of rank p at a call, caused by rank q, has a
+A wait state (perfvar.verdict.wait_states) of rank p at a call, caused by rank q, has a
 delay: the segments q ran since its previous synchronising call (a matched
 collective or a blocking point-to-point call) up to the call whose entry released
 p. A finding of q (slow_segment, slow_core, noisy_core, slow_phase) has an excess
@@ -34,8 +34,8 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect import verdict_kind
-from perfvar.model import Anomaly
-from perfvar.wait_states import Timeline, WaitStates
+from perfvar.stats.model import Anomaly
+from perfvar.verdict.wait_states import Timeline, WaitStates
 
 FENCE_IQR = 3.0
 FENCE_MIN_SPREAD = 0.01

@@ -1,6 +1,6 @@
 """What the detectors share about cells: grouping, who may be judged, peer pools.
 
-A cell is one segment class on one rank (perfvar.model.Cell). Pure functions;
+A cell is one segment class on one rank (perfvar.stats.model.Cell). Pure functions;
 thread-safe.
 """
 
@@ -14,11 +14,11 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from perfvar.cache_state import CacheState, cell_context, choose
-from perfvar.compare import log_ns
-from perfvar.filters import OsFilterInfo, filter_cost
-from perfvar.model import Cell, Prepared, cell_calibration
 from perfvar.reader_meta import Calibration, RunMeta
 from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples
+from perfvar.stats.compare import log_ns
+from perfvar.stats.filters import OsFilterInfo, filter_cost
+from perfvar.stats.model import Cell, Prepared, cell_calibration
 
 
 def cell_inputs(
@@ -77,7 +77,7 @@ def with_states_of(
     """``cells`` with the cache state of the ``ranks``' cells chosen anew from
     ``meta``, as make_cells would have: for cells made before those ranks' states
     changed (a parallel analysis's parts, before a rank borrowed its host's
-    calibration: perfvar.calibration_borrow)."""
+    calibration: perfvar.calibration.borrow)."""
     out = dict(cells)
     for (seg, rank), cell in cells.items():
         if rank in ranks:

@@ -17,10 +17,10 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.filters import filter_os
-from perfvar.model import Cell, Prepared
 from perfvar.reader_meta import RunMeta
 from perfvar.reader_otf2 import TraceSamples
+from perfvar.stats.filters import filter_os
+from perfvar.stats.model import Cell, Prepared
 
 PROBE_ID = "probe"
 

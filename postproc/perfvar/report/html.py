@@ -1,6 +1,6 @@
 """Write an analysis as one self-contained HTML page (DIR/report.html by default).
 
-The page holds the verdicts in words (the sentences of perfvar.report_text): the
+The page holds the verdicts in words (the sentences of perfvar.report.text): the
 headline findings ranked by their delay cost (time, and share of wall time x ranks),
 the minor findings apart, the consequences of waiting under their cause, and the
 share of the compute time the verdict judged; then the ranks, the wait states per
@@ -10,9 +10,9 @@ peers, the distribution and the course over the run of the largest segment class
 per rank (the anomalous ranks highlighted, slow phases shaded), the compute time
 lost to interruptions per CPU and by length, the calibration of every rank per
 cache state, the segment classes and the warnings. Plots are plotly figures
-(perfvar.report_plots); plotly.js is inlined once, so the file opens anywhere
+(perfvar.report.plots); plotly.js is inlined once, so the file opens anywhere
 without a network (about 5 MB whatever the trace). The samples come from the
-filtered cells (perfvar.model.Prepared); without them (a report from analysis.json
+filtered cells (perfvar.stats.model.Prepared); without them (a report from analysis.json
 alone) those plots are left out and the page says so. Durations carry their unit.
 Needs plotly. Pure apart from :func:`write_html`, which raises OSError when the file
 cannot be written.
@@ -29,8 +29,7 @@ from perfvar.cache_state import label_order
 from perfvar.detect import describe, is_verdict
 from perfvar.detect import word as kind_word
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
-from perfvar.model import Prepared
-from perfvar.report_plots import (
+from perfvar.report.plots import (
     MAX_PEER_LINES,
     MIN_DRAWN,
     calibration_figure,
@@ -44,10 +43,11 @@ from perfvar.report_plots import (
     waits_by_rank,
     waits_figure,
 )
-from perfvar.report_text import (
+from perfvar.report.text import (
     judged_share_lines,
     verdict_line,
 )
+from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns
 
 REPORT_FILE = "report.html"

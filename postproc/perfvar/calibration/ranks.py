@@ -1,7 +1,7 @@
 """The calibration judge applied to a run: every rank's t_min / t_diff, decided once.
 
 perfvar.reader_meta reads each rank's C estimates; this module replaces them with
-what perfvar.calibration_judge decides from the rank's stored start-up samples
+what perfvar.calibration.judge decides from the rank's stored start-up samples
 (DIR/perfvar/calibration-rank-N.json), per cache state and for the cycle counter,
 where the judge confirms both values; elsewhere the estimates stay, labelled, and
 the notes say which ranks and states.
@@ -25,9 +25,9 @@ import os
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from perfvar import calibration_judge, filters, isolation, stats
-from perfvar.calibration_borrow import borrow_within_hosts
-from perfvar.calibration_judge import SOURCE, Decision
+from perfvar.calibration import judge as calibration_judge
+from perfvar.calibration.borrow import borrow_within_hosts
+from perfvar.calibration.judge import SOURCE, Decision
 from perfvar.reader_meta import (
     RankMeta,
     RunMeta,
@@ -35,6 +35,8 @@ from perfvar.reader_meta import (
     read_meta,
     usability_notes,
 )
+from perfvar.stats import filters, isolation
+from perfvar.stats import summary as stats
 from perfvar.units import compact_ranges
 
 CACHE_NAME = "calibration-judged.json"
@@ -211,7 +213,7 @@ def judge_run(directory: str, meta: RunMeta) -> RunMeta:
 def judged_meta(directory: str, ranks: Iterable[int], judge: bool = True) -> RunMeta:
     """read_meta with every rank's calibration decided (unless ``judge`` is False:
     the C search's estimates), a rank with none of its own given its host's
-    (perfvar.calibration_borrow), and the notes on which ranks can be judged."""
+    (perfvar.calibration.borrow), and the notes on which ranks can be judged."""
     meta = read_meta(directory, ranks)
     if judge:
         judge_run(directory, meta)

@@ -48,11 +48,11 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from perfvar.cells import median_without_each
-from perfvar.compare import log_ns
+from perfvar.stats.cells import median_without_each
+from perfvar.stats.compare import log_ns
 
 if TYPE_CHECKING:
-    from perfvar.model import Cell, Prepared
+    from perfvar.stats.model import Cell, Prepared
 
 BLOCKS = 40  # equal stretches of a class's time span
 MIN_BLOCKS = 5  # usable blocks (both sides with samples) a test needs
@@ -218,7 +218,7 @@ def weighted_blocks(
 class ClassBlocks:
     """The block medians of every rank of one segment class, derived once: the
     class's time span in BLOCKS stretches, each rank's block medians of its kept
-    log-durations (rows in rank order, as perfvar.cells.ClassPool.ranks) and each
+    log-durations (rows in rank order, as perfvar.stats.cells.ClassPool.ranks) and each
     rank's peers' centre per block (the other ranks' block medians' median)."""
 
     def __init__(self, cells: dict[int, Cell]) -> None:
@@ -262,7 +262,7 @@ class ClassBlocks:
 
 def class_blocks(prep: Prepared, segment: int) -> ClassBlocks:
     """The ClassBlocks of one segment class (the probes' too) of a
-    perfvar.model.Prepared, derived once per Prepared."""
+    perfvar.stats.model.Prepared, derived once per Prepared."""
     key = ("class_blocks", segment)
     if key not in prep.derived:
         cells = {r: c for (s, r), c in prep.cells.items() if s == segment}
