@@ -145,6 +145,142 @@ def _interrupt_after() -> Optional[int]:
     return int(text) if text and text.isdigit() else None
 
 
+def _rows(
+    k: Kernels,
+    timers: list[str],
+    states: list[str],
+    sizes: dict[str, int],
+    clock: Optional[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One row per timer, every state "not measured" until it is; an unavailable
+    timer says why and has no states."""
+    rows = []
+    for timer in timers:
+        ok, why = k.available(timer)
+        unit = k.unit(timer)
+        entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
+        if timer == "barrier" and clock is not None:
+            entry.update(clock=clock["name"], serialized=clock["serialized"])
+        entry.update(overhead_ns=None, fluctuation_ns=None)
+        if ok:
+            entry["states"] = [_not_measured(sizes[st], st, unit) for st in states]
+        else:
+            entry.update(why=why, states=[])
+        rows.append(entry)
+    return rows
+
+
+def _measure_overheads(
+    k: Kernels, rows: list[dict[str, Any]], n_overhead: int
+) -> dict[str, float]:
+    """Each available timer's overhead (filter_cost), written into its row too."""
+    overheads: dict[str, float] = {}
+    for entry in rows:
+        if entry["available"]:
+            timer = entry["name"]
+            overhead, fluct = timer_overhead(k.sample(timer, 0, 0, n_overhead))
+            entry.update(overhead_ns=overhead, fluctuation_ns=fluct)
+            overheads[timer] = overhead
+    return overheads
+
+
+class _Budget:
+    """Each (timer, state)'s share of the time: the time left divided by the pairs
+    left when it starts, so time one leaves unused rolls over to the next ones (and
+    an overrun is taken from them); params.budget_s each without a total."""
+
+    def __init__(self, total_s: Optional[float], pairs: int, each_s: float) -> None:
+        self.deadline = time.monotonic() + total_s if total_s else None
+        self.left, self.each_s = pairs, each_s
+        self.started = 0  # pairs started so far (the interrupt hook counts them)
+
+    def next_share(self) -> float:
+        share = self.each_s
+        if self.deadline is not None:
+            share = max(self.deadline - time.monotonic(), 0.0) / max(self.left, 1)
+        self.left, self.started = self.left - 1, self.started + 1
+        return share
+
+
+def _measure_state(
+    k: Kernels,
+    entry: dict[str, Any],
+    i: int,
+    state: str,
+    flush: int,
+    overhead: float,
+    params: CalibParams,
+    budget: _Budget,
+    hook: Optional[int],
+) -> StateResult:
+    """One (timer, state): its t_min / t_diff searches, written into row ``entry``
+    at state index ``i`` (also when Ctrl-C interrupts it, which is re-raised)."""
+    timer, unit = entry["name"], entry["unit"]
+    share, no = budget.next_share(), budget.started
+
+    def sample(adds: int, n: int) -> Any:
+        if hook is not None and no > hook:
+            os.kill(os.getpid(), signal.SIGINT)
+        return k.sample(timer, adds, flush, n)
+
+    try:
+        r = calibrate_state(
+            None,
+            overhead,
+            flush,
+            state,
+            dataclasses.replace(params, budget_s=share),
+            sample=sample,
+        )
+    except Interrupted as exc:
+        entry["states"][i] = in_unit(exc.result.to_json(), unit)
+        raise
+    if state != "0" and flush == 0:
+        r.notes.append("cache size unknown (sysfs): nothing flushed")
+    entry["states"][i] = in_unit(r.to_json(), unit)
+    return r
+
+
+def _measure_states(
+    k: Kernels,
+    rows: list[dict[str, Any]],
+    states: list[str],
+    sizes: dict[str, int],
+    params: CalibParams,
+    budget: _Budget,
+    overheads: dict[str, float],
+    progress: _Steps,
+    samples: Optional[dict[str, Any]],
+    hook: Optional[int],
+) -> None:
+    """Every (timer, state) into ``rows``, and its distributions into ``samples``."""
+    # The largest flush first: a state whose single distribution does not fit its
+    # share stops at once, and its time rolls over to every state after it.
+    order = sorted(range(len(states)), key=lambda i: -sizes[states[i]])
+    for i in order:
+        state = states[i]
+        for entry in (e for e in rows if e["available"]):
+            timer = entry["name"]
+            label = f"{timer} flush {state}"
+            progress.step(label)
+            r = _measure_state(
+                k,
+                entry,
+                i,
+                state,
+                sizes[state],
+                overheads[timer],
+                params,
+                budget,
+                hook,
+            )
+            if samples is not None:
+                _keep_samples(
+                    samples, timer, entry["unit"], overheads[timer], params, r
+                )
+            progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
+
+
 def run(
     timers: list[str],
     states: list[str],
@@ -164,8 +300,7 @@ def run(
 
     Every timer's overhead is measured first; then the states, largest flush first,
     each for every timer. With total_budget_s, each (timer, state) gets the time left
-    divided by the states left when it starts, so time one state leaves unused rolls
-    over to the next ones (and an overrun is taken from them). Ctrl-C
+    divided by the states left when it starts (_Budget). Ctrl-C
     (KeyboardInterrupt) ends the run early but still returns the document: the state
     being measured is "interrupted", the ones not reached "not measured", and the top
     level says "interrupted": true, "complete": false."""
@@ -175,86 +310,28 @@ def run(
         os.sched_setaffinity(0, {cpu})
     sizes = flush_sizes(k)
     clock = k.clock_info()
-    found = {t: k.available(t) for t in timers}
-    usable = [t for t in timers if found[t][0]]
-    pairs = len(usable) * len(states)
+    rows = _rows(k, timers, states, sizes, clock)
+    pairs = sum(1 for e in rows if e["available"]) * len(states)
     if total_budget_s:
         params.budget_s = total_budget_s / max(pairs, 1)
     hook = _interrupt_after()
     progress = _Steps(pairs, quiet)
-    out_timers: list[dict[str, Any]] = []
-    for timer in timers:  # every row first "not measured"; filled in as measured
-        ok, why = found[timer]
-        unit = k.unit(timer)
-        entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
-        if timer == "barrier" and clock is not None:
-            entry.update(clock=clock["name"], serialized=clock["serialized"])
-        entry.update(overhead_ns=None, fluctuation_ns=None)
-        if ok:
-            entry["states"] = [_not_measured(sizes[st], st, unit) for st in states]
-        else:
-            entry.update(why=why, states=[])
-        out_timers.append(entry)
     interrupted = False
     began = time.monotonic()
     try:
         progress.bar.step("timer overheads")
-        deadline = began + total_budget_s if total_budget_s else None
-        left, started = pairs, 0
-        overheads: dict[str, float] = {}
-        for entry in out_timers:
-            if entry["available"]:
-                timer = entry["name"]
-                overhead, fluct = timer_overhead(k.sample(timer, 0, 0, n_overhead))
-                entry.update(overhead_ns=overhead, fluctuation_ns=fluct)
-                overheads[timer] = overhead
-        # The largest flush first: a state whose single distribution does not fit its
-        # share stops at once, and its time rolls over to every state after it.
-        order = sorted(range(len(states)), key=lambda i: -sizes[states[i]])
-        for i in order:
-            state = states[i]
-            for entry in out_timers:
-                if not entry["available"]:
-                    continue
-                timer, unit = entry["name"], entry["unit"]
-                label = f"{timer} flush {state}"
-                progress.step(label)
-                flush = sizes[state]
-                share = params.budget_s
-                if deadline is not None:
-                    share = max(deadline - time.monotonic(), 0.0) / max(left, 1)
-                left, started = left - 1, started + 1
-
-                def sample(adds: int, n: int, timer=timer, flush=flush, no=started):
-                    if hook is not None and no > hook:
-                        os.kill(os.getpid(), signal.SIGINT)
-                    return k.sample(timer, adds, flush, n)
-
-                try:
-                    r = calibrate_state(
-                        None,
-                        overheads[timer],
-                        flush,
-                        state,
-                        dataclasses.replace(params, budget_s=share),
-                        sample=sample,
-                    )
-                except Interrupted as exc:
-                    entry["states"][i] = in_unit(exc.result.to_json(), unit)
-                    raise
-                if samples is not None:
-                    _keep_samples(samples, timer, unit, overheads[timer], params, r)
-                if state != "0" and flush == 0:
-                    r.notes.append("cache size unknown (sysfs): nothing flushed")
-                entry["states"][i] = in_unit(r.to_json(), unit)
-                progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
+        budget = _Budget(total_budget_s, pairs, params.budget_s)
+        overheads = _measure_overheads(k, rows, n_overhead)
+        _measure_states(
+            k, rows, states, sizes, params, budget, overheads, progress, samples, hook
+        )
     except KeyboardInterrupt:
         interrupted = True
     finally:
         progress.close()  # an error too must erase the bar and give the cursor back
-    out_timers = [in_unit(entry, entry["unit"]) for entry in out_timers]
+    rows = [in_unit(entry, entry["unit"]) for entry in rows]
     complete = not interrupted and all(
-        s["status"] == "complete" for t in out_timers for s in t["states"]
+        s["status"] == "complete" for t in rows for s in t["states"]
     )
     return {
         "generated_by": f"perfvar {__version__} calibrate",
@@ -268,7 +345,7 @@ def run(
         "elapsed_s": time.monotonic() - began,
         "complete": complete,
         "interrupted": interrupted,
-        "timers": out_timers,
+        "timers": rows,
     }
 
 
