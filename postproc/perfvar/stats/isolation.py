@@ -3,7 +3,7 @@
 The algorithm of Liu, Ting and Zhou (ICDM 2008) with the choices of scikit-learn's
 ``IsolationForest(n_estimators=T, max_samples="auto").score_samples``, so that the
 scores have the same distribution as scikit-learn's (not the same bits: the random
-draws differ; tests/python/test_isolation.py compares the two):
+draws differ; tests/python/stats/test_isolation.py compares the two):
 
 - each of the T trees sees psi = min(256, n) of the n samples, drawn without
   replacement;

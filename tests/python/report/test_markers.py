@@ -1,4 +1,4 @@
-"""OTF2 markers of ``perfvar analyze`` (perfvar/report_markers.py and the C tool
+"""OTF2 markers of ``perfvar analyze`` (perfvar/report/markers.py and the C tool
 perfvar-markers): written into the analysed trace, read back with OTF2's own
 ``otf2-marker``, replaced (not added to) when the trace is analysed again, other
 groups' markers kept, the trace still valid for ``otf2-print -Werror``.
