@@ -1,33 +1,12 @@
 /*
- * cycles.h — setting up the CPU-cycle counter for user-level reads (internal).
+ * cycles.h — the CPU-cycle counter of each thread that asks (internal side of
+ * perfvar_cycles_open / perfvar_cycles_close in perfvar_clock.h).
  *
- * The read itself is inline in include/perfvar_clock.h (perfvar_cycles_read). On x86-64 it needs a
- * perf_event PERF_COUNT_HW_CPU_CYCLES on the calling thread, pinned (so it never leaves its counter
- * while the thread runs) and counting user mode only, whose mmap page the kernel allows rdpmc on.
- * The probe (probe.c) uses pv_cycles_event_open once to decide whether the counter is readable;
- * perfvar_cycles_open (cycles.c) opens one such event per thread that asks.
+ * perfvar_cycles_open first initialises the clock, whose probe decides once whether any thread
+ * can read the counter, then opens the calling thread's event (perf_event.h).
  */
 #ifndef PV_CLOCK_CYCLES_H
 #define PV_CLOCK_CYCLES_H
-#include <stddef.h>
-#include <stdint.h>
-
-typedef struct pv_cycles_event {
-    int fd;       /* -1 when not open */
-    void *page;   /* the event's mmap page (struct perf_event_mmap_page), NULL when not mapped */
-} pv_cycles_event;
-
-/* perf_event_open(type, config) on the calling thread, any CPU, user mode only; pinned if asked.
- * Returns the fd or -1 (errno set). Thread-safe. x86-64 and Armv8 Linux. */
-int pv_perf_open(uint32_t type, uint64_t config, int pinned);
-
-/* Open the calling thread's cycles event and map its page. Returns 0 when the kernel allows user
- * rdpmc on it (cap_user_rdpmc and a counter index), else -1 with the reason in why. ev->page is
- * set whenever the page was mapped, even if rdpmc is not allowed (its time fields are still
- * useful); release with pv_cycles_event_close. Thread-safe; x86-64 only (elsewhere: -1). */
-int pv_cycles_event_open(pv_cycles_event *ev, char *why, size_t why_len);
-void pv_cycles_event_close(pv_cycles_event *ev);
-
 /* Whether perfvar_cycles_open has opened the calling thread's counter (and it is not closed). */
 int pv_cycles_thread_open(void);
 

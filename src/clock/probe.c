@@ -1,7 +1,7 @@
 /* probe.c — see probe.h. */
 #define _GNU_SOURCE
 #include "probe.h"
-#include "cycles.h"
+#include "perf_event.h"
 #include "perfvar_clock.h"
 
 #include <errno.h>

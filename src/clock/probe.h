@@ -5,7 +5,7 @@
  * the TSC frequency where the hardware or hypervisor states
  * it (CPUID 0x15 crystal ratio, hypervisor leaf 0x40000010), the kernel's own TSC->ns conversion
  * (perf_event mmap page, cap_user_time), and whether the CPU-cycle counter can be read at user level
- * with rdpmc (the pinned user-mode cycles event of cycles.h whose mmap page allows it; the real read
+ * with rdpmc (the pinned user-mode cycles event of perf_event.h whose mmap page allows it; the real read
  * path, perfvar_cycles_read, is then tried under a SIGSEGV/SIGILL guard). Armv8: whether
  * pmccntr_el0 is readable at EL0 (perfvar_cycles_read tried under a SIGILL guard).
  * Every "no" comes with the reason. Not thread-safe (installs signal handlers briefly): call it once,
