@@ -5,7 +5,7 @@
  * (src/recorder). When the job ends normally its MPI_Finalize converts them into DIR/traces.otf2;
  * when it is killed (a batch system's SIGTERM at the wall-time limit, kill -9, MPI_Abort, a crash)
  * the records are on disk up to the moment of death and this tool converts them: one process per
- * rank, forked here and joined by a socket communicator (src/trace/comm_fork.h), each running the
+ * rank, forked here and joined by a socket communicator (src/recover/comm_fork.h), each running the
  * same conversion MPI_Finalize runs (src/trace/convert.h). Nothing here needs MPI.
  *
  * It writes DIR/perfvar/ended-rank-R.json per rank: how each thread's records ended (closed at
@@ -19,7 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "../recorder/records.h"
-#include "../trace/comm_fork.h"
+#include "comm_fork.h"
 #include "../trace/convert.h"
 #include "perfvar.h"
 

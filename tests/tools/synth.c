@@ -43,7 +43,7 @@
  */
 #define _GNU_SOURCE
 #include "../../src/recorder/recorder.h"
-#include "../../src/trace/comm_fork.h"
+#include "../../src/recover/comm_fork.h"
 #include "../../src/trace/convert.h"
 #include "perfvar.h"
 

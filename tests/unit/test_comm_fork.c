@@ -1,4 +1,4 @@
-/* test_comm_fork.c — the forked communicator (src/trace/comm_fork.h) with 4 ranks: gatherv of
+/* test_comm_fork.c — the forked communicator (src/recover/comm_fork.h) with 4 ranks: gatherv of
  * unequal and of socket-buffer-exceeding payloads, scatterv back, allreduce min/max; the OTF2
  * callbacks called directly (roots other than 0, which OTF2 itself never uses, local communicators,
  * bad types); a child that exits early and a rank 0 that quits early give errors, not hangs; and a
@@ -9,7 +9,7 @@
  * fork, so every rank sets its own). */
 #define _GNU_SOURCE
 #include "check.h"
-#include "trace/comm_fork.h"
+#include "recover/comm_fork.h"
 
 #include <dlfcn.h>
 #include <ftw.h>

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "recorder/recorder.h"
 #include "recorder/replay.h"
-#include "trace/comm_fork.h"
+#include "recover/comm_fork.h"
 #include "trace/convert.h"
 
 #include <errno.h>

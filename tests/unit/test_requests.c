@@ -19,7 +19,7 @@
  * Usage: unit_requests DIR (created). Needs otf2-print (skipped with status 77 without it). */
 #include "check.h"
 #include "recorder/recorder.h"
-#include "trace/comm_fork.h"
+#include "recover/comm_fork.h"
 #include "trace/convert.h"
 
 #include <stdio.h>

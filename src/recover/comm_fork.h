@@ -24,7 +24,7 @@
  */
 #ifndef PV_COMM_FORK_H
 #define PV_COMM_FORK_H
-#include "trace.h"
+#include "../trace/trace.h"
 
 /* Fork n-1 children; returns in each process (parent = rank 0, children 1..n-1) with *comm set for
  * that rank (rank, size = n, the callbacks). Stdio buffers are flushed before forking. It returns
