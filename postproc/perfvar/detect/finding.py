@@ -29,7 +29,7 @@ def everywhere(anomaly: AnomalyJson, segment: str) -> bool:
 class FindingKind:
     name: str  # the anomaly's "kind"
     verdict: bool  # names its rank as anomalous; False: informational
-    word: str  # a few words for badges, legends and marker categories
+    word: str  # a few words for badges, legends and the rank tables
     # One sentence with the evidence: (anomaly, segment id -> class label) -> text.
     describe: Callable[[AnomalyJson, dict[str, str]], str]
     # A short phrase for the verdict line ("S2 +660.8 us"); verdict kinds only.
