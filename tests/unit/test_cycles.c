@@ -8,6 +8,7 @@
 #include "calib/add_chain.h"
 #include "clock/clock.h"
 #include "clock/cycles.h"
+#include "clock/perf_event.h"
 #include "perfvar.h"
 #include "perfvar_calib.h"
 #include "perfvar_clock.h"
