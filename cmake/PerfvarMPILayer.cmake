@@ -36,9 +36,17 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/rank_meta.c ${PROJECT_SOURCE_DIR}/src/pmpi/threads.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c ${PROJECT_SOURCE_DIR}/src/pmpi/roll_call.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/inject.c
+    ${PROJECT_SOURCE_DIR}/src/metrics/events.c ${PROJECT_SOURCE_DIR}/src/metrics/counting.c
     $<TARGET_OBJECTS:perfvar_recorder_trace>)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
+  # PERFVAR_METRICS counts PAPI events when PAPI was found (CMakeLists.txt); without it the layer
+  # builds and records no counters.
+  if(PERFVAR_HAVE_PAPI)
+    target_compile_definitions(${t} PRIVATE PERFVAR_HAVE_PAPI)
+    target_include_directories(${t} PRIVATE ${PERFVAR_PAPI_INCLUDE})
+    target_link_libraries(${t} PRIVATE ${PERFVAR_PAPI_LIBRARY})
+  endif()
   # MPI is private: the application links its own MPI, which must be the same flavour.
   target_link_libraries(${t} PUBLIC perfvar
                         PRIVATE ${c_target} ${f_target} PkgConfig::OTF2 ${CMAKE_DL_LIBS} m)

@@ -283,14 +283,19 @@ class Run:
         trace's origin), ``duration_ns``, ``cpu`` (CPU at its start), ``cpu_end``
         (at its end), ``migrated`` (both known and different), ``context_bytes``
         (what the MPI call that opened the segment sent + received, <NA> when that
-        call left no message record).
+        call left no message record). A trace with counters (PERFVAR_METRICS) adds one
+        float column per counter, named as PAPI names it (``perf::TASK-CLOCK``...):
+        what it counted from the previous read to the end of this segment, on the
+        rows of the segments whose end read the counters (NaN on the others, whose
+        counts are in the next read's), and ``metrics_first``: the row of the first
+        segment that read covers (<NA> on rows without a read).
         """
         s = self.trace.samples
         codes = self._position[s["segment"]]
         start = self.trace.trace_ns(s["start_ticks"])
         cpu, cpu_end = s["cpu_enter"], s["cpu_leave"]
         known = (cpu != CPU_UNKNOWN) & (cpu_end != CPU_UNKNOWN)
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             {
                 "segment": pd.Categorical.from_codes(codes, dtype=self._segment_ids()),
                 "name": _categories(list(self.classes["name"]), codes),
@@ -307,6 +312,23 @@ class Run:
                 ),
             }
         )
+        return self._with_metrics(frame)
+
+    def _with_metrics(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``segments`` with the counter columns, when the trace has counters."""
+        names = self.trace.metric_names
+        if not names:
+            return frame
+        m = self.trace.metrics
+        rows = m["sample"]
+        for column, name in enumerate(names):
+            values = np.full(len(frame), np.nan)
+            values[rows] = m["values"][:, column]
+            frame[name] = values
+        first = np.full(len(frame), -1, dtype=np.int64)
+        first[rows] = m["first"]
+        frame["metrics_first"] = _nullable(first, -1, "Int64")
+        return frame
 
     @cached_property
     def calls(self) -> pd.DataFrame:

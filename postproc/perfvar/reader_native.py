@@ -33,6 +33,8 @@ import numpy as np
 from perfvar.errors import TraceError
 from perfvar.installation import installed_path
 from perfvar.reader_otf2 import (
+    METRIC_DTYPE,
+    METRICS_MAX,
     PROBE_DTYPE,
     SAMPLE_DTYPE,
     LocationRead,
@@ -71,6 +73,8 @@ class _Result(ctypes.Structure):
         ("first_probe", ctypes.c_int64),
         ("nprobes", ctypes.c_int64),
         ("overrun", ctypes.c_int),
+        ("first_metric", ctypes.c_int64),
+        ("nmetrics", ctypes.c_int64),
     ]
 
 
@@ -112,6 +116,8 @@ def _load(paths: tuple[str, ...]) -> Optional[ctypes.CDLL]:
         if lib.perfvar_read_sample_size() != SAMPLE_DTYPE.itemsize:
             continue  # built for other dtypes: never read records through it
         if lib.perfvar_read_probe_size() != PROBE_DTYPE.itemsize:
+            continue
+        if lib.perfvar_read_metric_size() != METRIC_DTYPE.itemsize:
             continue
         return lib
     return None
@@ -159,6 +165,16 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.perfvar_read_close.restype = ctypes.c_int
     lib.perfvar_read_sample_size.restype = ctypes.c_size_t
     lib.perfvar_read_probe_size.restype = ctypes.c_size_t
+    lib.perfvar_read_metric_size.restype = ctypes.c_size_t
+    lib.perfvar_read_set_metrics.argtypes = [
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_uint32),
+        ctypes.POINTER(ctypes.c_int32),
+        ctypes.c_size_t,
+    ]
+    lib.perfvar_read_set_metrics.restype = ctypes.c_int
+    lib.perfvar_read_take_metrics.argtypes = [ctypes.c_void_p, vpp, i64p]
+    lib.perfvar_read_take_metrics.restype = ctypes.c_int
 
 
 def choice() -> str:
@@ -280,9 +296,11 @@ def read_locations(
             f"cannot read OTF2 archive {defs.anchor}: {detail} (truncated or corrupt?)"
         )
     out: list[Optional[LocationRead]] = []
-    kept: list[tuple[int, int, int, int, int]] = []  # index, sample and probe rows
+    # index, sample, probe and metric rows
+    kept: list[tuple[int, int, int, int, int, int, int]] = []
     result = _Result()
     try:
+        _set_metrics(lib, handle, defs)
         for (loc_id, name, events, rank, thread), whole_chunk in zip(chosen, whole):
             report = LocationReport(rank, loc_id, name, events, thread)
             out.append((report, None, None))
@@ -299,6 +317,8 @@ def read_locations(
                         result.nsamples,
                         result.first_probe,
                         result.nprobes,
+                        result.first_metric,
+                        result.nmetrics,
                     )
                 )
             else:
@@ -307,13 +327,15 @@ def read_locations(
                     settle_location(
                         report, whole_chunk, ReadFailure([], None, MemoryError())
                     )
-        samples, probes = _take(lib, handle)
+        samples, probes, metrics = _take(lib, handle)
     finally:
         lib.perfvar_read_close(handle)
         cerr.take()
-    for i, s0, ns, p0, np_ in kept:
+    for i, s0, ns, p0, np_, m0, nm in kept:
         report = out[i][0]
         report.segments, report.probes = ns, np_
+        if defs.metric_columns:
+            report.metric_rows = metrics[m0 : m0 + nm]
         out[i] = (report, samples[s0 : s0 + ns], probes[p0 : p0 + np_])
     return NativeRead(out, samples, probes)
 
@@ -355,7 +377,26 @@ def _settle(
     return True
 
 
-def _take(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> tuple[np.ndarray, np.ndarray]:
+def _set_metrics(
+    lib: ctypes.CDLL, handle: ctypes.c_void_p, defs: TraceDefinitions
+) -> None:
+    """Tell the C loop which metric classes give rows and their members' columns
+    (nothing when the trace has no counters: it then skips Metric events unread)."""
+    if not defs.metric_columns:
+        return
+    n = len(defs.metric_columns)
+    refs = (ctypes.c_uint32 * n)(*defs.metric_columns.keys())
+    flat = []
+    for columns in defs.metric_columns.values():
+        flat += columns + [-1] * (METRICS_MAX - len(columns))
+    cols = (ctypes.c_int32 * len(flat))(*flat)
+    if lib.perfvar_read_set_metrics(handle, refs, cols, n):
+        raise MemoryError("perfvar_read_set_metrics")
+
+
+def _take(
+    lib: ctypes.CDLL, handle: ctypes.c_void_p
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every row the handle read and kept, handed over as numpy arrays."""
     sp, pp = ctypes.c_void_p(), ctypes.c_void_p()
     ns, np_ = ctypes.c_int64(), ctypes.c_int64()
@@ -365,4 +406,7 @@ def _take(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> tuple[np.ndarray, np.nda
         raise TraceError("perfvar_read_take refused its arguments")
     samples = _adopt(lib, sp.value, ns.value, SAMPLE_DTYPE)
     probes = _adopt(lib, pp.value, np_.value, PROBE_DTYPE)
-    return samples, probes
+    mp, nm = ctypes.c_void_p(), ctypes.c_int64()
+    if lib.perfvar_read_take_metrics(handle, ctypes.byref(mp), ctypes.byref(nm)):
+        raise TraceError("perfvar_read_take_metrics refused its arguments")
+    return samples, probes, _adopt(lib, mp.value, nm.value, METRIC_DTYPE)

@@ -15,6 +15,16 @@ MpiCollectiveEnd/NonBlockingCollectiveComplete records between the previous segm
 and this one on the same location (-1 when there was none; see perfvar.cache_state for
 what they are used for).
 
+Counters (``PERFVAR_METRICS``): perfvar writes, per location, Metric events of running
+totals (OTF2_METRIC_ACCUMULATED_START): zeros where counting started, then the totals at
+the end of each segment long enough to read them (right after its Leave). Each Metric
+event after a location's first, when at least one segment ended since the previous one,
+gives one row of ``TraceSamples.metrics`` (METRIC_DTYPE): the deltas of the counters
+since that previous event, and which segments they cover (``first`` .. ``sample``,
+indexes into ``samples``; a short segment's counts are in the row of the next read).
+Columns follow ``TraceSamples.metric_names`` (every counter of the trace, by name); a
+location whose ranks count fewer has NaN in the others. Only UINT64 members are read.
+
 Events are matched per location with a stack, so user timer regions
 (``perfvar:user:...``) nested in segments, and MPI regions between them, are skipped.
 
@@ -84,6 +94,21 @@ PROBE_DTYPE = np.dtype(
         ("cpu", np.int32),  # CPU at Enter and Leave, -1 = unknown or migrated
     ]
 )
+METRICS_MAX = 16  # counter columns at most, as src/read/read.h bounds them
+# "sample" and "first": in a location's rows, among its own samples; in
+# TraceSamples.metrics, indexes into its samples.
+METRIC_DTYPE = np.dtype(
+    [
+        ("rank", np.int32),
+        ("thread", np.int32),
+        ("sample", np.int64),  # the segment whose end read them (the last covered)
+        ("first", np.int64),  # the first segment the deltas cover
+        ("time_ticks", np.uint64),  # the read's time (the segment's Leave)
+        ("since_ticks", np.uint64),  # the previous read's: the interval's start
+        ("values", np.float64, (METRICS_MAX,)),  # delta per metric_names column or NaN
+    ]
+)
+_UINT64 = 4  # OTF2_TYPE_UINT64
 CPU_UNKNOWN = -1
 CPU_UNKNOWN_VALUE = 0xFFFFFFFF  # a ``cpu`` attribute saying: unknown from here on
 CONTEXT_UNKNOWN = -1
@@ -109,6 +134,9 @@ class LocationReport:
     probes: int = 0  # matched perfvar:probe Enter/Leave pairs
     # Its event file broke off after some events (read up to there).
     cut: Optional[str] = None
+    # Its counter reads (METRIC_DTYPE, "sample"/"first" among its own samples); None
+    # when the trace has no counters or the location is not intact.
+    metric_rows: Optional[np.ndarray] = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -132,6 +160,24 @@ class TraceSamples:
     # Fixed-work probes of the intact locations (PROBE_DTYPE), grouped by location;
     # empty when the run had PERFVAR_PROBE off.
     probes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=PROBE_DTYPE))
+    # The counters (PERFVAR_METRICS) of the trace, the columns of metrics["values"].
+    metric_names: list[str] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> np.ndarray:
+        """The counter reads of the intact locations (METRIC_DTYPE), grouped by
+        location as the samples are, "sample" and "first" indexing ``samples``."""
+        parts, at = [], 0
+        for rep in self.locations:
+            if not rep.ok:
+                continue
+            if rep.metric_rows is not None and len(rep.metric_rows):
+                rows = rep.metric_rows.copy()
+                rows["sample"] += at
+                rows["first"] += at
+                parts.append(rows)
+            at += rep.segments
+        return np.concatenate(parts) if parts else np.empty(0, dtype=METRIC_DTYPE)
 
     def trace_ns(self, ticks: np.ndarray) -> np.ndarray:
         """Timestamps (ticks) as ns since the trace's time origin (float64)."""
@@ -269,7 +315,7 @@ def _set_raw_callbacks(callbacks: Any, scanner: Any) -> bool:
                 getattr(cb, f"_EvtReaderCallback_FP_{name}"),
                 getattr(scanner, m),
             )
-            for name, m in _EVENTS
+            for name, m in scanner.events
         ]
         keep = []
         for name, proto, method in pairs:
@@ -300,6 +346,7 @@ class _LocationScanner:
         user_regions: set[int],
         cpu_attr: Optional[tuple[int, Any]],
         probe_regions: frozenset[int] = frozenset(),
+        metric_columns: Optional[dict[int, list[int]]] = None,
     ) -> None:
         import _otf2
         from otf2.enums import Type
@@ -323,6 +370,14 @@ class _LocationScanner:
         self.probe_start: list[int] = []
         self.probe_ticks: list[int] = []
         self.probe_cpu: list[int] = []
+        # Counters: class ref -> its members' columns; the location's last totals,
+        # their time and the samples read by then (None: no Metric event yet).
+        self.metric_columns = metric_columns or {}
+        self.events = _EVENTS + ((("Metric", "metric"),) if self.metric_columns else ())
+        self.base: Optional[list[int]] = None
+        self.base_time = 0
+        self.base_samples = 0
+        self.metric_rows: list[tuple] = []
         self.failure: Optional[BaseException] = None
         self.c_callbacks: list[Any] = []  # keeps C callback objects alive
         self._u32 = ctypes.c_uint32()
@@ -418,6 +473,47 @@ class _LocationScanner:
             self._moved(coll[3] + coll[4])
         except BaseException as exc:  # noqa: BLE001 - must not escape to C
             self.failure = self.failure or exc
+
+    def metric(self, location, time, position, user, attributes, metric, *rest) -> None:
+        """A Metric event: one row of the deltas since the location's previous one,
+        when a segment ended in between (see the module docstring)."""
+        try:
+            if len(rest) == 3:  # the raw callback: count, type and value arrays
+                n, types, values = rest[0], rest[1], rest[2]
+            else:  # the binding's wrapper: lists
+                types, values = rest
+                n = len(values)
+            columns = self.metric_columns.get(int(metric))
+            if columns is None or n > METRICS_MAX:
+                return
+            if any(
+                int(getattr(types[i], "value", types[i])) != _UINT64 for i in range(n)
+            ):
+                return
+            totals = [int(values[i].unsigned_int) for i in range(n)]
+            nseg = len(self.seg)
+            if self.base is not None:
+                if nseg == self.base_samples:
+                    return  # no segment ended since: its counts go to the next read
+                row = [np.nan] * METRICS_MAX
+                for i, col in enumerate(columns[:n]):
+                    row[col] = float((totals[i] - self.base[i]) & 0xFFFFFFFFFFFFFFFF)
+                self.metric_rows.append(
+                    (nseg - 1, self.base_samples, int(time), self.base_time, row)
+                )
+            self.base, self.base_time, self.base_samples = totals, int(time), nseg
+        except BaseException as exc:  # noqa: BLE001 - must not escape to C
+            self.failure = self.failure or exc
+
+    def metrics_array(self) -> np.ndarray:
+        out = np.empty(len(self.metric_rows), dtype=METRIC_DTYPE)
+        out["rank"] = self.report.rank
+        out["thread"] = self.report.thread
+        for i, (sample, first, t, since, values) in enumerate(self.metric_rows):
+            out[i]["sample"], out[i]["first"] = sample, first
+            out[i]["time_ticks"], out[i]["since_ticks"] = t, since
+            out[i]["values"] = values
+        return out
 
     def leave(self, location, time, position, user, attributes, region) -> None:
         try:
@@ -574,7 +670,7 @@ def _read_location(
     try:
         callbacks = _otf2.EvtReaderCallbacks_New()
         if not _set_raw_callbacks(callbacks, scanner):
-            for name, method in _EVENTS:
+            for name, method in scanner.events:
                 setter = getattr(_otf2, f"EvtReaderCallbacks_Set{name}Callback")
                 setter(callbacks, getattr(scanner, method))
         _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
@@ -605,6 +701,10 @@ class TraceDefinitions:
     # Every location in definition order: (location id, name, events announced,
     # rank, thread).
     locations: list[tuple[int, str, int, int, int]]
+    # Counters: every MetricMember's name (the columns), and per MetricClass ref the
+    # columns of its members; empty without counters.
+    metric_names: list[str] = field(default_factory=list)
+    metric_columns: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def ns_per_tick(self) -> float:
@@ -655,6 +755,7 @@ def _definitions(reader: Any, anchor: str) -> TraceDefinitions:
     if not locations:
         raise TraceError(f"{anchor}: the archive defines no locations")
     offset = int(getattr(defs.clock_properties, "global_offset", 0) or 0)
+    metric_names, metric_columns = _metric_definitions(defs)
     return TraceDefinitions(
         anchor,
         resolution,
@@ -665,7 +766,26 @@ def _definitions(reader: Any, anchor: str) -> TraceDefinitions:
         frozenset(probe_regions),
         cpu_attr,
         locations,
+        metric_names,
+        metric_columns,
     )
+
+
+def _metric_definitions(defs: Any) -> tuple[list[str], dict[int, list[int]]]:
+    """The counters' names, one column per MetricMember (at most METRICS_MAX), and
+    each MetricClass's members as columns."""
+    column: dict[int, int] = {}
+    names: list[str] = []
+    for member in defs.metric_members:
+        if len(names) < METRICS_MAX:
+            column[member._ref] = len(names)
+            names.append(str(member.name))
+    classes = {}
+    for cls in defs.metric_classes:
+        members = [column.get(m._ref) for m in cls.members]
+        if members and None not in members:
+            classes[int(cls._ref)] = members
+    return names, classes
 
 
 def _anchor(directory: str) -> str:
@@ -875,6 +995,7 @@ def _read_events(
                 defs.user_regions,
                 defs.cpu_attr,
                 defs.probe_regions,
+                defs.metric_columns,
             )
             _read_location(handle, loc_id, scanner, cerr, whole_chunk)
             if not report.ok:
@@ -885,6 +1006,8 @@ def _read_events(
             report.segments = len(arr)
             probe_arr = scanner.probes_array(ns_per_tick)
             report.probes = len(probe_arr)
+            if defs.metric_columns:
+                report.metric_rows = scanner.metrics_array()
             out.append((report, arr, probe_arr))
     finally:
         _otf2.Reader_CloseEvtFiles(handle)
@@ -934,6 +1057,7 @@ def _trace_samples(
         warnings,
         defs.offset,
         probes,
+        defs.metric_names,
     )
 
 

@@ -22,7 +22,7 @@ static const char *const layer_vars[] = {
     "PERFVAR_CALIBRATION_STATES", "PERFVAR_BUFFER_MB",
     "PERFVAR_CLOCK_SYNC", "PERFVAR_VERBOSE", "PERFVAR_PRELOAD_LIB", "PERFVAR_MPI",
     "PERFVAR_BOUNDARIES", "PERFVAR_PROBE", "PERFVAR_INJECT", "PERFVAR_CALLPATH",
-    "PERFVAR_CLOCK", "PERFVAR_KEEP_RECORDS", NULL};
+    "PERFVAR_CLOCK", "PERFVAR_KEEP_RECORDS", "PERFVAR_METRICS", "PERFVAR_METRICS_MIN_US", NULL};
 static const char *const tool_vars[] = {
     "PERFVAR_LIB", "PERFVAR_DEBUG", "PERFVAR_CALIBRATE_INTERRUPT_AFTER", "PERFVAR_READER", NULL};
 
@@ -264,6 +264,40 @@ static int load_calibration(pv_config *cfg, char *msg, int len)
     return PERFVAR_OK;
 }
 
+/* A PERFVAR_METRICS list: "none", or names separated by single commas, each of printable
+ * characters without spaces (PAPI's names: PAPI_TOT_INS, perf::CONTEXT-SWITCHES, pmu:event:mask).
+ * Whether an event exists is PAPI's to say, at start-up (src/metrics). */
+static int valid_metrics(const char *s)
+{
+    if (!s[0] || strlen(s) >= PV_METRICS_SPEC_MAX) return 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == ',' && (p == s || p[1] == ',' || p[1] == 0)) return 0;
+        if (*p <= ' ' || *p > '~') return 0;
+    }
+    return 1;
+}
+
+/* PERFVAR_METRICS, PERFVAR_METRICS_MIN_US. */
+static int load_metrics(pv_config *cfg, char *msg, int len)
+{
+    const char *v;
+    long num;
+    if ((v = getenv("PERFVAR_METRICS"))) {
+        if (!valid_metrics(v))
+            return fail(msg, len, "PERFVAR_METRICS", v,
+                        "none, or a comma-separated list of PAPI event names (e.g. "
+                        "PAPI_TOT_INS,perf::CONTEXT-SWITCHES)");
+        strcpy(cfg->metrics, v);
+    }
+    if ((v = getenv("PERFVAR_METRICS_MIN_US"))) {
+        if (parse_long(v, 0, PV_METRICS_MIN_US_MAX, &num))
+            return fail(msg, len, "PERFVAR_METRICS_MIN_US", v,
+                        "an integer 0.." PV_STR(PV_METRICS_MIN_US_MAX) " (microseconds)");
+        cfg->metrics_min_us = (unsigned)num;
+    }
+    return PERFVAR_OK;
+}
+
 /* What is traced and how: PERFVAR_BOUNDARIES, _CALLPATH, _PROBE, _INJECT. */
 static int load_tracing(pv_config *cfg, char *msg, int len)
 {
@@ -354,11 +388,13 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
     cfg->clock_sync = PV_SYNC_AUTO;
     cfg->boundaries = PV_BOUNDARIES_DEFAULT;
     cfg->callpath = PV_CALLPATH_DEFAULT;
+    cfg->metrics_min_us = PV_METRICS_MIN_US_DEFAULT;
     msg[0] = 0;
     int rc = check_names(msg, len);
     if (rc == PERFVAR_OK) rc = load_recording(cfg, msg, len);
     if (rc == PERFVAR_OK) rc = load_calibration(cfg, msg, len);
     if (rc == PERFVAR_OK) rc = load_tracing(cfg, msg, len);
+    if (rc == PERFVAR_OK) rc = load_metrics(cfg, msg, len);
     return rc;
 }
 

@@ -43,6 +43,12 @@
  *                                         finish; 0 (default): remove them once the archive is
  *                                         written and checked (they are always kept when a rank
  *                                         died or the conversion failed: perfvar-recover needs them)
+ *   PERFVAR_METRICS=none|EVENT,...        PAPI events counted per traced thread (src/metrics): none,
+ *                                         or a comma list of PAPI preset or native names; unset:
+ *                                         the software events the machine can count
+ *                                         (PV_METRICS_DEFAULT)
+ *   PERFVAR_METRICS_MIN_US=N              0..10000000, the shortest compute segment (us) whose end
+ *                                         reads the counters (default PV_METRICS_MIN_US_DEFAULT)
  *   PERFVAR_PRELOAD_LIB, PERFVAR_MPI      used by the perfvar-run launcher; accepted, not read here
  * Any other PERFVAR_* name, or a value outside the accepted set, is a configuration error: the caller
  * prints the message and runs uninstrumented. Not thread-safe (call once at start-up).
@@ -80,6 +86,16 @@ typedef struct pv_inject_spec {
 #define PV_STR_(x) #x
 #define PV_STR(x) PV_STR_(x)
 
+/* PERFVAR_METRICS_MIN_US: a read at the end of every segment just over the threshold costs at most
+ * 1 % of the run. The read of the four default software events, measured on a 2-vCPU KVM guest:
+ * 1.2-1.5 us back to back, 3-4 us (90th percentile) after 200 us of other work
+ * (tests/bench/bench_metrics_read.c), 5.8 us when both ranks of the per-call benchmark read at
+ * every call (tests/bench/bench_recorder.py); the largest, 5.8 us / 1 % = 580 us, rounded up to
+ * 1 ms (docs/tracing.md). */
+#define PV_METRICS_MIN_US_DEFAULT 1000
+#define PV_METRICS_MIN_US_MAX 10000000
+#define PV_METRICS_SPEC_MAX 1024
+
 typedef struct pv_config {
     char output[4096];          /* empty: use the timestamped default */
     pv_calib_mode calibration;
@@ -95,6 +111,8 @@ typedef struct pv_config {
     int callpath;               /* frames per call site, 1..PV_CALLPATH_MAX (PERFVAR_CALLPATH) */
     pv_inject_spec inject;      /* PERFVAR_INJECT; inject.pct 0: off */
     int keep_records;           /* PERFVAR_KEEP_RECORDS: 1 keeps perfvar/records after a clean finish */
+    char metrics[PV_METRICS_SPEC_MAX]; /* PERFVAR_METRICS as given; empty: unset (the default set) */
+    unsigned metrics_min_us;    /* PERFVAR_METRICS_MIN_US */
 } pv_config;
 
 /* Fill *cfg from the environment. Returns 0, or PERFVAR_ERR_CONFIG with one line in msg naming the

@@ -280,8 +280,42 @@ static int write_definitions(char *why, size_t len)
     bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", PV_FN_COUNT + PV_REGION_PROBE,
                             (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
                             PV_REC_EV_NONE, "perfvar:probe");
+    /* The counters, in the order of a METRIC unit's values. */
+    for (int i = 0; i < pv_metrics_count(); i++) {
+        char unit[64], desc[256];
+        pv_rec_defs_clean(unit, sizeof unit, pv_metrics_unit(i));
+        pv_rec_defs_clean(desc, sizeof desc, pv_metrics_description(i));
+        bad |= pv_rec_defs_line("metric\t%d\t%s\t%s\t%s", i, pv_metrics_name(i), unit, desc);
+    }
     if (bad) snprintf(why, len, "%.400s/perfvar/records: %s", pv_rt.dir, strerror(errno));
     return !bad;
+}
+
+/* PERFVAR_METRICS: open this rank's counters, and say once which events could not be (rank 0's
+ * line for the job; a rank whose line differs prints its own). Collective. */
+static void start_metrics(void)
+{
+    char why[600], line[700] = "", root[700];
+    int n = pv_metrics_init(pv_rt.cfg.metrics[0] ? pv_rt.cfg.metrics : NULL, why, sizeof why);
+    if (why[0]) {
+        size_t at = (size_t)snprintf(line, sizeof line, "PERFVAR_METRICS: cannot count %s; ", why);
+        for (int i = 0; i < n && at < sizeof line; i++)
+            at += (size_t)snprintf(line + at, sizeof line - at, "%s%s", i ? "," : "counting ",
+                                   pv_metrics_name(i));
+        if (!n && at < sizeof line) snprintf(line + at, sizeof line - at, "no counters recorded");
+    }
+    memcpy(root, line, sizeof root);
+    PMPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (pv_rt.rank == 0 && line[0])
+        pv_message(1, "%s", line);
+    else if (pv_rt.rank != 0 && strcmp(root, line))
+        pv_message(0, "%s", line[0] ? line : "PERFVAR_METRICS: every event counted here");
+    /* The default set says nothing of what the machine lacks, unless asked to. */
+    if (!n && !pv_rt.cfg.metrics[0] && pv_rt.cfg.verbose >= 1)
+        pv_message(0, "PERFVAR_METRICS: no software event can be counted here (perf events closed: "
+                      "/proc/sys/kernel/perf_event_paranoid, a container?); no counters recorded");
+    pv_rt.metrics_min_ticks =
+        (uint64_t)((double)pv_rt.cfg.metrics_min_us * 1e3 * pv_clock_ticks_per_ns());
 }
 
 /* The message a rank's configuration check leaves (config.h): what pv_config_load is given. */
@@ -395,6 +429,7 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     /* Fixed-work probes: K from this rank's own calibration, the period in this clock's ticks. */
     pv_rt.probe_adds = pv_work_probe_adds(&pv_rt.calib, &pv_rt.probe_adds_calibrated);
     pv_rt.probe_period_ticks = pv_work_probe_period_ticks(pv_rt.cfg.probe_ms, pv_clock_ticks_per_ns());
+    start_metrics();
 
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin, &pv_rt.sync.offset_begin,
                   &pv_rt.sync.stddev_begin);

@@ -155,6 +155,26 @@ static void write_probe(FILE *f)
     fprintf(f, "]},\n");
 }
 
+/* "metrics": the counters this rank records (PERFVAR_METRICS) and how often its threads read
+ * them, or null when none could be opened (or PERFVAR_METRICS=none). */
+static void write_metrics(FILE *f)
+{
+    int n = pv_metrics_count();
+    if (!n) {
+        fprintf(f, "  \"metrics\": null,\n");
+        return;
+    }
+    fprintf(f, "  \"metrics\": {\"events\": [");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_str(f, pv_metrics_name(i));
+    }
+    uint64_t reads = 0;
+    for (int i = 0; i < pv_rt.conv.nthreads; i++) reads += pv_rt.conv.threads[i].metric_reads;
+    fprintf(f, "], \"min_us\": %u, \"reads\": %llu},\n", pv_rt.cfg.metrics_min_us,
+            (unsigned long long)reads);
+}
+
 int pv_write_rank_meta(void)
 {
     char name[64];
@@ -237,6 +257,7 @@ int pv_write_rank_meta(void)
     uint64_t nsegments;
     write_threads(f, &nsegments);
     write_probe(f);
+    write_metrics(f);
     fprintf(f,
             "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
             "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu,\n"

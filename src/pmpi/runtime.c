@@ -42,9 +42,32 @@ static __attribute__((noinline, cold)) void work_probe(pv_thread *t, uint64_t t_
     t->probe_deadline = pv_work_probe_deadline(s.t_begin, pv_rt.probe_period_ticks);
 }
 
-/* The begin of a call whose entry read reached the thread's probe deadline: on a PERFVAR_INJECT
- * rank (deadline held at 0: every call) the extra work first, which moves the entry read; then the
- * CALL record, then the fixed-work probe when its own deadline is due. */
+_Static_assert(PV_METRICS_MAX <= PV_REC_METRIC_MAX, "a METRIC unit holds every counter");
+
+/* Read thread t's counters at the entry (t_entry) of a call that ends a long enough segment, and
+ * record their deltas after its CALL unit. Right after the entry read, so the interval ends with
+ * the segment; the read's own cost falls inside the call's region. */
+static __attribute__((noinline, cold)) void metrics_read(pv_thread *t, uint64_t t_entry)
+{
+    uint64_t delta[PV_METRICS_MAX];
+    int n = pv_metrics_read(&t->metrics, delta);
+    if (!n) return; /* a failed read: its counts go to the next one */
+    pv_rec_metric(t->rec, t->metrics_since, delta, (unsigned)n);
+    t->metrics_since = t_entry;
+}
+
+/* Whether the segment that ends at t_entry is long enough to read the counters at its end. A
+ * thread's first call (last_exit 0) passes too, and its cold path reads nothing: no segment ends
+ * there. */
+static inline int metrics_due(const pv_thread *t, uint64_t t_entry)
+{
+    return t_entry - t->rec->last_exit >= t->metrics_min_ticks;
+}
+
+/* The begin of a call whose entry read reached the thread's probe deadline or ends a segment long
+ * enough to read the counters: on a PERFVAR_INJECT rank (deadline held at 0: every call) the extra
+ * work first, which moves the entry read; then the CALL record, the counters, then the fixed-work
+ * probe when its own deadline is due. */
 static __attribute__((noinline, cold)) void call_begin_cold(pv_thread *t, pv_call *c)
 {
     uint64_t probe_deadline = t->probe_deadline;
@@ -52,7 +75,9 @@ static __attribute__((noinline, cold)) void call_begin_cold(pv_thread *t, pv_cal
         c->t_entry = pv_inject_run(t, c->site_id, c->t_entry, &c->cpu_entry);
         probe_deadline = t->inject.probe_deadline;
     }
+    int read = t->rec->last_exit && metrics_due(t, c->t_entry);
     c->unit = pv_rec_call_begin(t->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
+    if (read) metrics_read(t, c->t_entry);
     if (pv_work_probe_due(c->t_entry, probe_deadline)) {
         work_probe(t, c->t_entry);
         if (t->inject.on) t->inject.probe_deadline = t->probe_deadline, t->probe_deadline = 0;
@@ -65,7 +90,9 @@ void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint
     const char *name = pv_region_name(handle);
     int site_id = pv_site_user(self, handle, is_stop, name ? name : "?", site);
     if (site_id < 0 || !pv_user_region_defined(handle)) return;
+    int read = self->rec->last_exit && metrics_due(self, t);
     pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t, cpu);
+    if (read) metrics_read(self, t);
     int cpu_exit;
     uint64_t t_exit = pv_now_cpu(&cpu_exit); /* last: starts the next segment */
     pv_rec_call_end(self->rec, u, t, t_exit, cpu_exit);
@@ -97,7 +124,10 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     c->thread = self;
     c->site_id = pv_site_id(self, fn, site);
     if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: not traced */
-    if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline), 0))
+    /* One branch for both rare cases: a probe due, a segment long enough to read counters. */
+    if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline) |
+                             metrics_due(self, c->t_entry),
+                         0))
         call_begin_cold(self, c);
     else
         c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);

@@ -29,6 +29,7 @@
 #include "../config/config.h"
 #include "../core/message.h"
 #include "../core/u64map.h"
+#include "../metrics/metrics.h"
 #include "../recorder/recorder.h"
 #include "../trace/convert.h"
 #include "perfvar.h"
@@ -70,6 +71,10 @@ typedef struct pv_thread {
     uint64_t probe_deadline; /* clock tick from which its next traced call runs a fixed-work probe
                                 (PV_WORK_PROBE_NEVER when probes are off) */
     pv_inject_thread inject; /* PERFVAR_INJECT (inject.h): on its rank, probe_deadline is held at 0 */
+    uint64_t metrics_min_ticks; /* a traced call whose segment lasted this long reads the counters
+                                   (PERFVAR_METRICS_MIN_US); UINT64_MAX when it counts nothing */
+    uint64_t metrics_since;  /* entry ticks of the call of its last read (first: counting's start) */
+    pv_metrics_thread metrics; /* its PAPI counters (src/metrics) */
     pv_u64map sites;        /* caches of the shared maps below: key -> id; at call-path depth > 1,
                                per (fn, return address): what its call paths showed (sites.c) */
     pv_u64map user_sites;
@@ -94,6 +99,7 @@ typedef struct pv_runtime {
     uint64_t probe_period_ticks;
     uint64_t probe_adds;           /* K, the chain length of one probe */
     int probe_adds_calibrated;     /* K is the calibration's flush-0 t_min (else the default) */
+    uint64_t metrics_min_ticks;    /* PERFVAR_METRICS_MIN_US in ticks (threads copy it) */
 
     /* MPI_Finalize entered through a wrapper on this thread: its CALL is ended at the stop */
     pv_thread *finalizer;

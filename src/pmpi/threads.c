@@ -26,6 +26,10 @@ static pv_thread *thread_new(void)
     uint64_t now = pv_now();
     t->probe_deadline = pv_work_probe_deadline(now, pv_rt.probe_period_ticks);
     pv_inject_thread_init(t, now); /* PERFVAR_INJECT's rank: every call takes the cold path */
+    /* Its counters run from now; a thread PAPI refuses is traced without them. */
+    t->metrics_min_ticks = UINT64_MAX;
+    if (pv_metrics_count() && pv_metrics_thread_start(&t->metrics) == 0)
+        t->metrics_min_ticks = pv_rt.metrics_min_ticks, t->metrics_since = now;
     pthread_mutex_lock(&pv_rt.defs_lock);
     t->index = pv_rt.nthreads;
     t->rec = pv_rec_open(pv_rt.dir, (uint32_t)pv_rt.rank, (uint32_t)t->index,

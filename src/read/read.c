@@ -49,6 +49,16 @@ struct perfvar_read {
     size_t nsamples, samples_cap, first_sample;
     perfvar_read_probe *probes;
     size_t nprobes, probes_cap, first_probe;
+    /* Counters: the classes that give metric rows, their members' columns (set_metrics). */
+    uint32_t *metric_classes;
+    int32_t *metric_columns;
+    size_t nmetric_classes;
+    perfvar_read_metric *metrics;
+    size_t nmetrics, metrics_cap, first_metric;
+    int have_base;           /* the location's first Metric event was met */
+    uint64_t base[PERFVAR_READ_METRICS_MAX]; /* the totals of its last one, */
+    uint64_t base_time;      /* its time, */
+    size_t base_samples;     /* and the location's samples then */
     perfvar_read_result *result;
     uint64_t announced; /* events the definitions announce for the location being read, 0 = unknown */
 };
@@ -300,6 +310,58 @@ static OTF2_CallbackCode on_nb_collective(OTF2_LocationRef l, OTF2_TimeStamp t, 
     return on_collective(l, t, p, user, a, op, comm, root, sent, received);
 }
 
+/* A Metric event: a row of the deltas since the location's previous one (read.h). */
+static OTF2_CallbackCode on_metric(OTF2_LocationRef l, OTF2_TimeStamp t, uint64_t p, void *user,
+                                   OTF2_AttributeList *a, OTF2_MetricRef metric, uint8_t n,
+                                   const OTF2_Type *types, const OTF2_MetricValue *values)
+{
+    (void)l, (void)a;
+    perfvar_read *r = user;
+    if (past_end(r, p)) return OTF2_CALLBACK_INTERRUPT;
+    size_t c = 0;
+    while (c < r->nmetric_classes && r->metric_classes[c] != metric) c++;
+    if (c == r->nmetric_classes || n > PERFVAR_READ_METRICS_MAX) return OTF2_CALLBACK_SUCCESS;
+    for (uint8_t i = 0; i < n; i++)
+        if (types[i] != OTF2_TYPE_UINT64) return OTF2_CALLBACK_SUCCESS;
+    size_t nseg = r->nsamples - r->first_sample;
+    if (r->have_base && nseg == r->base_samples) return OTF2_CALLBACK_SUCCESS; /* to the next */
+    if (r->have_base) {
+        if (reserve_rows((void **)&r->metrics, &r->metrics_cap, r->nmetrics,
+                         sizeof(perfvar_read_metric))) {
+            r->result->out_of_memory = 1;
+            return OTF2_CALLBACK_INTERRUPT;
+        }
+        perfvar_read_metric *m = &r->metrics[r->nmetrics++];
+        m->rank = r->rank, m->thread = r->thread;
+        m->sample = (int64_t)nseg - 1, m->first = (int64_t)r->base_samples;
+        m->time_ticks = t, m->since_ticks = r->base_time;
+        for (int j = 0; j < PERFVAR_READ_METRICS_MAX; j++) m->values[j] = NAN;
+        const int32_t *col = &r->metric_columns[c * PERFVAR_READ_METRICS_MAX];
+        for (uint8_t i = 0; i < n; i++)
+            if (col[i] >= 0 && col[i] < PERFVAR_READ_METRICS_MAX)
+                m->values[col[i]] = (double)(values[i].unsigned_int - r->base[i]);
+    }
+    for (uint8_t i = 0; i < n; i++) r->base[i] = values[i].unsigned_int;
+    r->have_base = 1, r->base_time = t, r->base_samples = nseg;
+    return OTF2_CALLBACK_SUCCESS;
+}
+
+int perfvar_read_set_metrics(perfvar_read *r, const uint32_t *class_refs, const int32_t *columns,
+                             size_t nclasses)
+{
+    if (!r || (nclasses && (!class_refs || !columns))) return PERFVAR_ERR_INVALID_ARG;
+    free(r->metric_classes), free(r->metric_columns);
+    r->metric_classes = NULL, r->metric_columns = NULL, r->nmetric_classes = 0;
+    if (!nclasses) return PERFVAR_OK;
+    r->metric_classes = malloc(nclasses * sizeof *r->metric_classes);
+    r->metric_columns = malloc(nclasses * PERFVAR_READ_METRICS_MAX * sizeof *r->metric_columns);
+    if (!r->metric_classes || !r->metric_columns) return PERFVAR_ERR_NO_MEMORY;
+    memcpy(r->metric_classes, class_refs, nclasses * sizeof *r->metric_classes);
+    memcpy(r->metric_columns, columns, nclasses * PERFVAR_READ_METRICS_MAX * sizeof *columns);
+    r->nmetric_classes = nclasses;
+    return PERFVAR_OK;
+}
+
 typedef struct region_pair {
     uint32_t ref;
     int32_t kind;
@@ -421,6 +483,8 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     r->depth = 0;
     r->first_sample = r->nsamples;
     r->first_probe = r->nprobes;
+    r->first_metric = r->nmetrics;
+    r->have_base = 0;
     r->result = result;
     OTF2_EvtReader *evt = OTF2_Reader_GetEvtReader(r->reader, location);
     if (!evt) return PERFVAR_OK;
@@ -438,6 +502,8 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, on_isend);
     OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, on_collective);
     OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, on_nb_collective);
+    /* Only when the trace has counters: a trace without them reads at the same rate as before. */
+    if (r->nmetric_classes) OTF2_EvtReaderCallbacks_SetMetricCallback(cb, on_metric);
     OTF2_ErrorCode st = OTF2_Reader_RegisterEvtCallbacks(r->reader, evt, cb, r);
     OTF2_EvtReaderCallbacks_Delete(cb);
     uint64_t n = 0;
@@ -452,6 +518,8 @@ int perfvar_read_events(perfvar_read *r, uint64_t location, int32_t rank, int32_
     result->nsamples = (int64_t)(r->nsamples - r->first_sample);
     result->first_probe = (int64_t)r->first_probe;
     result->nprobes = (int64_t)(r->nprobes - r->first_probe);
+    result->first_metric = (int64_t)r->first_metric;
+    result->nmetrics = (int64_t)(r->nmetrics - r->first_metric);
     r->result = NULL;
     return PERFVAR_OK;
 }
@@ -474,6 +542,17 @@ int perfvar_read_drop(perfvar_read *r)
     if (!r) return PERFVAR_ERR_INVALID_ARG;
     r->nsamples = r->first_sample;
     r->nprobes = r->first_probe;
+    r->nmetrics = r->first_metric;
+    return PERFVAR_OK;
+}
+
+int perfvar_read_take_metrics(perfvar_read *r, perfvar_read_metric **rows, int64_t *nrows)
+{
+    if (!r || !rows || !nrows) return PERFVAR_ERR_INVALID_ARG;
+    *rows = handed_over(r->metrics, r->metrics_cap, r->nmetrics, sizeof(perfvar_read_metric));
+    *nrows = *rows ? (int64_t)r->nmetrics : 0;
+    r->metrics = NULL;
+    r->nmetrics = r->metrics_cap = r->first_metric = 0;
     return PERFVAR_OK;
 }
 
@@ -512,9 +591,12 @@ int perfvar_read_close(perfvar_read *r)
     free(r->stack);
     unmap_rows(r->samples, r->samples_cap, sizeof(perfvar_read_sample));
     unmap_rows(r->probes, r->probes_cap, sizeof(perfvar_read_probe));
+    unmap_rows(r->metrics, r->metrics_cap, sizeof(perfvar_read_metric));
+    free(r->metric_classes), free(r->metric_columns);
     free(r);
     return PERFVAR_OK;
 }
 
 size_t perfvar_read_sample_size(void) { return sizeof(perfvar_read_sample); }
 size_t perfvar_read_probe_size(void) { return sizeof(perfvar_read_probe); }
+size_t perfvar_read_metric_size(void) { return sizeof(perfvar_read_metric); }

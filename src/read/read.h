@@ -5,8 +5,11 @@
  * What it reads is specified by postproc/perfvar/reader_otf2.py (the Python reader it speeds up
  * and must match record for record): per location, Enter/Leave are matched with a stack; a matched
  * pair of a segment region gives one sample, of the probe region one probe row, of a
- * perfvar:user region a count. The caller classifies the regions (from the global definitions it
- * has read) and says which attribute is the CPU; this code only walks events.
+ * perfvar:user region a count; a Metric event of a class the caller named (counter totals,
+ * PERFVAR_METRICS) gives one metric row of the deltas since the location's previous one, for the
+ * segments that ended in between. The caller classifies the regions and metric classes (from the
+ * global definitions it has read) and says which attribute is the CPU; this code only walks
+ * events.
  *
  * Units: timestamps and durations in timer ticks as OTF2 stores them (after the clock offsets of
  * the location's local definitions); duration_ns = ticks * ns_per_tick as the caller gives it;
@@ -52,6 +55,23 @@ typedef struct __attribute__((packed)) perfvar_read_probe {
     int32_t cpu;
 } perfvar_read_probe;
 
+/* One counter read, laid out as reader_otf2.METRIC_DTYPE (packed, 168 bytes): the counters' totals
+ * at a Metric event minus those at the location's previous one, covering its segments FIRST ..
+ * SAMPLE (indexes among the location's own samples, in reading order; SAMPLE is the segment whose
+ * end the event follows). A location's first Metric event (the counters' start) and one after
+ * which no segment ended (its counts are left to the next) give no row. */
+#define PERFVAR_READ_METRICS_MAX 16 /* counter columns at most */
+typedef struct __attribute__((packed)) perfvar_read_metric {
+    int32_t rank;
+    int32_t thread;
+    int64_t sample;
+    int64_t first;
+    uint64_t time_ticks;  /* the Metric event's timestamp */
+    uint64_t since_ticks; /* the previous one's: the interval's start */
+    double values[PERFVAR_READ_METRICS_MAX]; /* the delta of each counter column, NaN for columns
+                                                 the event's class does not have */
+} perfvar_read_metric;
+
 /* What reading one location's events gave. Its rows are appended to the handle's arrays (rows
  * FIRST_SAMPLE .. FIRST_SAMPLE + NSAMPLES - 1, and likewise the probes), which perfvar_read_take
  * hands over once every location is read: one array per kind for the whole read, no copy. */
@@ -72,6 +92,8 @@ typedef struct perfvar_read_result {
     int overrun; /* 1 if an event came past the count the definitions announce: OTF2 was decoding a
                     buffer it did not fill (a file cut inside a chunk); the read stopped there and
                     nothing else in the result may be trusted */
+    int64_t first_metric; /* the location's metric rows, as its samples */
+    int64_t nmetrics;
 } perfvar_read_result;
 
 typedef struct perfvar_read perfvar_read; /* one open archive */
@@ -88,6 +110,14 @@ int perfvar_read_open(const char *anchor, const uint64_t *locations, size_t nloc
                       const uint32_t *region_refs, const int32_t *region_kinds, size_t nregions,
                       int cpu_attr_type, uint32_t cpu_attr_ref, double ns_per_tick,
                       perfvar_read **out, int *otf2_status, int *stage, int *def_files);
+
+/* The metric classes whose Metric events give metric rows: CLASS_REFS[i] (OTF2 metric class
+ * references, global) has its member j in column COLUMNS[i * PERFVAR_READ_METRICS_MAX + j] (0 ..
+ * PERFVAR_READ_METRICS_MAX - 1; -1 past its members). Events of other classes, or with a value
+ * that is not UINT64, are skipped. Without this call no Metric event is looked at. Errors:
+ * PERFVAR_ERR_INVALID_ARG, PERFVAR_ERR_NO_MEMORY. */
+int perfvar_read_set_metrics(perfvar_read *r, const uint32_t *class_refs, const int32_t *columns,
+                             size_t nclasses);
 
 /* Read the local definitions (mapping tables, clock offsets) of LOCATION, if it has any: their
  * absence or failure is not an error (durations do not need them). */
@@ -110,6 +140,10 @@ int perfvar_read_drop(perfvar_read *r);
 int perfvar_read_take(perfvar_read *r, perfvar_read_sample **samples, int64_t *nsamples,
                       perfvar_read_probe **probes, int64_t *nprobes);
 
+/* Hand over the metric rows read since the last perfvar_read_take_metrics, as perfvar_read_take
+ * does the samples (perfvar_read_metric_size for perfvar_read_free). */
+int perfvar_read_take_metrics(perfvar_read *r, perfvar_read_metric **rows, int64_t *nrows);
+
 /* Free an array perfvar_read_take handed over, with the row count it gave and the row's size
  * (perfvar_read_sample_size or perfvar_read_probe_size). NULL is accepted. Thread-safe. */
 void perfvar_read_free(void *rows, int64_t nrows, size_t row_size);
@@ -122,10 +156,11 @@ int perfvar_read_close(perfvar_read *r);
  * them. Thread-safe. */
 size_t perfvar_read_sample_size(void);
 size_t perfvar_read_probe_size(void);
+size_t perfvar_read_metric_size(void);
 
 /* The layout of the structs above as compiled, for the Python side's copies of them
- * (reader_native._Result, reader_otf2.SAMPLE_DTYPE and PROBE_DTYPE): "perfvar_read_result" (or
- * _sample, _probe) gives its size in bytes, "perfvar_read_result.events_read" a field's offset,
+ * (reader_native._Result, reader_otf2.SAMPLE_DTYPE, PROBE_DTYPE and METRIC_DTYPE):
+ * "perfvar_read_result" (or _sample, _probe, _metric) gives its size in bytes, "perfvar_read_result.events_read" a field's offset,
  * "perfvar_read_result.#" its number of fields; -1 for a name it does not know. Thread-safe. */
 long perfvar_read_layout(const char *name);
 

@@ -31,6 +31,9 @@
  *                                 user timer start (REGION = -1) / stop (REGION = -2) of HANDLE
  *   user HANDLE NAME              user timer region HANDLE's name
  *   comm ID N R0 ... RN-1         communicator ID (> 0) by its members' ranks in the job
+ *   metric I NAME UNIT DESCRIPTION
+ *                                 counter I (0, 1, ... in the order of a METRIC unit's values): its
+ *                                 PAPI event name, unit ("" for a count) and description
  * Names contain no tab or newline (they are replaced by spaces).
  */
 #ifndef PV_RECORDER_H
@@ -241,6 +244,11 @@ static inline void pv_rec_inner(pv_rec_stream *s, uint16_t kind, uint64_t t_entr
     w->x = x, w->y = 0;
     w->tag = kind;
 }
+
+/* A METRIC unit for the current CALL and its n values (n <= PV_REC_METRIC_MAX): the deltas read
+ * at its entry, counted since the read at the CALL whose entry was t_prev (records.h). Out of
+ * line: it follows a counter read, which costs a thousand times more. */
+void pv_rec_metric(pv_rec_stream *s, uint64_t t_prev, const uint64_t *values, unsigned n);
 
 /* ---- definitions (thread-safe) ---- */
 

@@ -5,7 +5,7 @@
  * One file per traced thread, DIR/perfvar/records/rank-<R>.thread-<T>.pvr: a 4096-byte header page
  * (pv_rec_header), then 16-byte units, little-endian, written in order by that thread alone. Units
  * are grouped: a CALL unit, then the units that belong to it (SPAN64, PROBE, NESTED, CPU_OUT,
- * FACT, REQUEST, COMPLETE), then the next TIME or CALL unit. A unit whose tag is 0 ends the data (the file is
+ * FACT, REQUEST, COMPLETE, METRIC), then the next TIME or CALL unit. A unit whose tag is 0 ends the data (the file is
  * extended ahead of the writer and reads as zeros), so a reader finds the end of a thread that died
  * without any count having been written. Ticks are the rank's clock (perfvar_clock.h).
  *
@@ -22,6 +22,14 @@
  *
  * What a CALL's facts mean depends on its region's event role (PV_REC_EV_*, given per region in the
  * definitions file): where the message or collective events go, at the call's entry or its exit.
+ *
+ * Counters (PERFVAR_METRICS, src/metrics) are read at the entry of a call whose compute segment
+ * lasted at least PERFVAR_METRICS_MIN_US, right after its entry read: a METRIC unit follows the CALL
+ * with the number n of values and the entry ticks of the call at which the previous read was made
+ * (the first read: the ticks at which the thread started counting), then ceil(n / 2) raw units of
+ * two uint64 deltas each, in the order of the rank's `metric` definitions: what each event counted
+ * from the previous read to this one, so the interval a delta covers runs from that call's entry
+ * (its segment's end) to this call's entry.
  *
  * Requests are matched by their MPI handle, when the records are read, not while they are made: a
  * call that starts a non-blocking operation (Isend, Irecv, Imrecv, I-collectives) is followed by a
@@ -60,7 +68,10 @@
                                    call); x = a STATUS fact of its status, 0 where none was decoded */
 #define PV_REC_SKIP 0xFFF8u     /* a = number of units after this one to skip (end of a window) */
 #define PV_REC_REQUEST 0xFFF7u  /* ab = the handle of the request the CALL started */
-#define PV_REC_MIN_KIND 0xFFF7u
+#define PV_REC_METRIC 0xFFF6u   /* counter deltas read at the CALL's entry: ab = entry ticks of the
+                                   previous read's CALL, x = n values; ceil(n / 2) raw units follow */
+#define PV_REC_MIN_KIND 0xFFF6u
+#define PV_REC_METRIC_MAX 16u   /* values a METRIC unit carries at most (a reader's bound) */
 
 /* CALL unit fields. b while the call has not returned: */
 #define PV_REC_SPAN_OPEN 0xFFFFFFFFu

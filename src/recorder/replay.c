@@ -99,6 +99,8 @@ static const pv_rec_unit *next_call_unit(pv_rec_reader *r)
             if (r->at + 1 >= r->end) return NULL;
             define_fact(r, u);
             r->at += 2;
+        } else if (u->tag == PV_REC_METRIC) { /* of a call we did not see begin: with its raw units */
+            r->at += 1 + ((size_t)u->x + 1) / 2;
         } else if (u->tag >= PV_REC_MIN_KIND) { /* a unit of a call we did not see begin */
             r->at++;
         } else {
@@ -160,6 +162,15 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
             if (r->at + 1 >= r->end) break;
             define_fact(r, v);
             r->at++; /* its raw second unit */
+            continue;
+        }
+        if (v->tag == PV_REC_METRIC) {
+            size_t raw = ((size_t)v->x + 1) / 2;
+            if (raw > (size_t)(r->end - r->at - 1)) break; /* cut by the end of the file */
+            c->nmetrics = v->x < PV_REC_METRIC_MAX ? v->x : (int)PV_REC_METRIC_MAX;
+            c->metric_since = ab(v);
+            memcpy(c->metrics, v + 1, (size_t)c->nmetrics * sizeof *c->metrics);
+            r->at += raw; /* its raw units */
             continue;
         }
         switch (v->tag) {

@@ -40,6 +40,9 @@ typedef struct pv_rec_call {
     pv_rec_inner_span inner[4];
     size_t ncompleted;
     pv_rec_completion *completed; /* owned by the reader, valid until the next call */
+    int nmetrics;           /* counter deltas read at the call's entry (METRIC unit); 0: none */
+    uint64_t metric_since;  /* entry ticks of the call of the previous read (or the counting start) */
+    uint64_t metrics[PV_REC_METRIC_MAX];
 } pv_rec_call;
 
 typedef struct pv_rec_reader {

@@ -238,3 +238,15 @@ uint16_t pv_rec_fact_define(pv_rec_stream *s, const pv_rec_fact_def *f, uint16_t
     memcpy((char *)v + 8, &f->bytes2, 8);
     return slot;
 }
+
+void pv_rec_metric(pv_rec_stream *s, uint64_t t_prev, const uint64_t *values, unsigned n)
+{
+    pv_rec_unit *u = pv_rec_add(s);
+    pv_rec_put_ab(u, t_prev);
+    u->cpu = 0, u->x = (uint16_t)n, u->y = 0;
+    u->tag = PV_REC_METRIC;
+    for (unsigned i = 0; i < n; i += 2) {
+        uint64_t pair[2] = {values[i], i + 1 < n ? values[i + 1] : 0};
+        memcpy(pv_rec_add(s), pair, sizeof pair); /* raw: the reader knows it follows */
+    }
+}

@@ -38,6 +38,9 @@ typedef struct rank_defs {
     int nuser;
     uint32_t *comm_ids;      /* definitions id -> trace communicator id (0: world) */
     int ncomms;
+    const char *metric_name[PV_TRACE_METRICS_MAX], *metric_unit[PV_TRACE_METRICS_MAX],
+        *metric_desc[PV_TRACE_METRICS_MAX]; /* counter i of METRIC units (PERFVAR_METRICS) */
+    int nmetrics;
     char *text;              /* the file, split into lines and fields in place */
     char **lines;
     int nlines;
@@ -133,6 +136,11 @@ static int parse_line(rank_defs *d, char *line, caps *cap)
         if (h < 0 || grow(&d->user_names, &cap->user, h, sizeof *d->user_names)) return -1;
         d->user_names[h] = f[2];
         if (h >= d->nuser) d->nuser = h + 1;
+    } else if (!strcmp(k, "metric") && n >= 5) {
+        int i = atoi(f[1]);
+        if (i != d->nmetrics || i >= PV_TRACE_METRICS_MAX) return -1; /* dense, in order */
+        d->metric_name[i] = f[2], d->metric_unit[i] = f[3], d->metric_desc[i] = f[4];
+        d->nmetrics++;
     } else if (!strcmp(k, "comm") && n >= 3) {
         int id = atoi(f[1]);
         if (id <= 0 || grow(&d->comm_ids, &cap->comms, id, sizeof *d->comm_ids)) return -1;
@@ -373,6 +381,7 @@ typedef struct thread_replay {
     uint32_t open_user[64];
     int nopen;
     silences quiet;
+    uint64_t metric_totals[PV_TRACE_METRICS_MAX]; /* the counters' running totals on this thread */
 } thread_replay;
 
 static void read_ahead(thread_replay *tr)
@@ -400,12 +409,25 @@ static void replay_call(converter *cv, thread_replay *tr)
     if ((int)c->site >= d->nsites) return; /* its definition was lost with the process */
     const site_def *s = &d->sites[c->site];
     note_cpu(cv, c->cpu_in), note_cpu(cv, c->cpu_out);
+    /* Counters run from the thread's start: their totals are 0 at its first call. */
+    if (th->calls == 1 && d->nmetrics) pv_trace_metric(l, c->t_entry, tr->metric_totals);
+    int segment = 0;
     if (tr->prev_site >= 0) {
         uint32_t seg = segment_region(cv, tr->prev_site, (int)c->site);
         if (seg != UINT32_MAX) {
             pv_trace_enter(l, tr->prev_exit, seg, tr->prev_cpu);
             pv_trace_leave(l, c->t_entry, seg, c->cpu_in);
             th->segments++;
+            segment = 1;
+        }
+    }
+    if (c->nmetrics && c->nmetrics == d->nmetrics) {
+        for (int i = 0; i < c->nmetrics; i++) tr->metric_totals[i] += c->metrics[i];
+        /* At the end of the segment it read; a read that ended none (after perfvar's own
+         * region) is only added up: the next event's totals include it. */
+        if (segment) {
+            pv_trace_metric(l, c->t_entry, tr->metric_totals);
+            th->metric_reads++;
         }
     }
     uint64_t t_region = c->t_entry;
@@ -612,6 +634,8 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
     }
     converter cv = {.d = &d, .out = out};
     if (defs_parse(&d, 1, &cap, why, len)) rc = PERFVAR_ERR_IO;
+    if (pv_trace_metrics_define(d.nmetrics, d.metric_name, d.metric_unit, d.metric_desc))
+        rc = PERFVAR_ERR_NO_MEMORY;
     int rc2 = convert_threads(&cv, dir, rank, why, len);
     if (rc == PERFVAR_OK) rc = rc2;
     /* A rank that died measured its clock offset once: it holds to the end of its records (OTF2

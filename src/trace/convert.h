@@ -6,7 +6,9 @@
  * of DIR/traces.otf2 through the trace writer (trace.h): per call, the compute segment that the
  * previous call's exit and this call's entry imply (a region named by the two call sites, with the
  * CPU at either end: the `cpu` attribute where it changed), the fixed-work probe if one ran, the
- * MPI or user region and the message and collective events the call's facts stand for. It runs at
+ * MPI or user region and the message and collective events the call's facts stand for; where the
+ * call read the counters (PERFVAR_METRICS), a Metric event of their running totals at its entry,
+ * after the segment's Leave (and one of zeros at the thread's first call, where they started). It runs at
  * MPI_Finalize with the job's communicator, and after a job died from `perfvar-recover` with a
  * forked one (comm_fork.h).
  *
@@ -31,6 +33,7 @@ typedef struct pv_convert_thread {
     uint64_t calls;          /* traced calls (and user timer starts/stops) recorded */
     uint64_t segments;       /* compute segments written */
     uint64_t probes, probe_ticks; /* fixed-work probes and the ticks they measured */
+    uint64_t metric_reads;   /* counter reads (PERFVAR_METRICS) written as Metric events */
     uint64_t events;         /* OTF2 events written on its location */
     uint32_t state;          /* PV_REC_RUNNING / CLOSED / SIGNAL / FAILED (records.h) */
     int signal;              /* state SIGNAL: which */

@@ -83,6 +83,20 @@ uint32_t pv_trace_region_define(const char *canonical, const char *display, OTF2
  * become one communicator of the trace. Thread-safe. */
 uint32_t pv_trace_comm_define(const uint32_t *world_ranks, uint32_t n);
 
+/* The counters this rank's locations record (PERFVAR_METRICS), in the order of pv_trace_metric's
+ * values: PAPI event name, unit ("" for a count, "ns" for nanoseconds) and description of each.
+ * They are the rank's one metric class; ranks with the same counters share one in the trace, and
+ * each counter (by name) is one MetricMember whatever rank records it. Call once, before any
+ * pv_trace_metric; n 0: none. 0, or -1 out of memory. Not thread-safe. */
+#define PV_TRACE_METRICS_MAX 16 /* counters a rank records at most */
+int pv_trace_metrics_define(int n, const char *const *names, const char *const *units,
+                            const char *const *descriptions);
+
+/* A Metric event on location l at t: the running totals of the rank's counters since the thread
+ * started counting (OTF2_METRIC_ACCUMULATED_START, as Score-P writes PAPI counters), one per
+ * counter pv_trace_metrics_define gave. */
+void pv_trace_metric(pv_trace_loc *l, uint64_t t, const uint64_t *totals);
+
 /* Events on location l. region: a rank-local region id (static or pv_trace_region_define's); the
  * event file numbers the regions a location uses in the order it first uses them (small ids are
  * the shortest in OTF2's compressed integers), and its mapping table gives their global ids.

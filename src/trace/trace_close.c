@@ -5,7 +5,10 @@
  * each distinct canonical name and each distinct member list one global id, returns each rank its
  * local->global maps, and writes the global definitions. The threads of a rank share its
  * regions, so each rank writes the same mapping table and clock offsets into the local definition
- * file of each of its locations (written even when empty: readers expect one per location). */
+ * file of each of its locations (written even when empty: readers expect one per location).
+ * Counters (PERFVAR_METRICS) may differ between ranks (an event one node's kernel refuses): each
+ * counter name is one MetricMember, each distinct list of them one MetricClass, and a rank's
+ * events name its class through OTF2_MAPPING_METRIC. */
 #include "trace_internal.h"
 #include "perfvar.h"
 
@@ -101,6 +104,8 @@ typedef struct rank_report {
     const char *dyn;  /* ndyn records: role u8, paradigm u8, canonical\0, display\0 */
     uint32_t ncomms;
     const char *comms; /* ncomms records: n u32, world ranks u32[n] (unaligned) */
+    uint32_t nmetrics;
+    const char *metrics; /* nmetrics records: name\0, unit\0, description\0 */
 } rank_report;
 
 #define LOC_RECORD (sizeof(uint32_t) + sizeof(uint64_t))
@@ -134,6 +139,10 @@ static int serialise_local(bytes *b, const char *host)
         if (put(b, &c->n, sizeof c->n) || put(b, c->world_ranks, c->n * sizeof *c->world_ranks))
             return -1;
     }
+    uint32_t nmetrics = (uint32_t)pv_trace.nmetrics;
+    if (put(b, &nmetrics, sizeof nmetrics)) return -1;
+    for (int i = 0; i < 3 * pv_trace.nmetrics; i++)
+        if (put_str(b, pv_trace.metric_text[i])) return -1;
     return 0;
 }
 
@@ -154,6 +163,14 @@ static void parse_report(const char *p, rank_report *r)
     }
     memcpy(&r->ncomms, p, sizeof r->ncomms);
     r->comms = p + sizeof r->ncomms;
+    p = r->comms;
+    for (uint32_t i = 0; i < r->ncomms; i++) {
+        uint32_t n;
+        memcpy(&n, p, sizeof n);
+        p += sizeof n + (size_t)n * sizeof(uint32_t);
+    }
+    memcpy(&r->nmetrics, p, sizeof r->nmetrics);
+    r->metrics = p + sizeof r->nmetrics;
 }
 
 /* Rank 0: build global regions and per-rank maps (concatenated uint64 arrays, byte counts in
@@ -167,6 +184,10 @@ typedef struct unify {
     strtab comm_keys;          /* "w0,w1,...": global comm id = 1 + key id (0 = MPI_COMM_WORLD) */
     char **keys;               /* the key strings (owned), by key id */
     uint32_t nkeys_cap;
+    strtab metric_names;       /* global MetricMember id = name id */
+    const char **metric_unit, **metric_desc; /* by member id: from the first rank that has it */
+    strtab class_keys;         /* "m0,m1,...": global MetricClass id = key id */
+    char **class_key;          /* the key strings (owned), by class id */
 } unify;
 
 /* Global id of the communicator whose members (world ranks, unaligned) are m[0..n); UINT32_MAX on
@@ -221,6 +242,67 @@ static uint32_t add_region(unify *u, const char *name, const char *canonical, OT
     return u->nregions++;
 }
 
+/* The global MetricClass of a rank's counters (report r), made of one MetricMember per counter name;
+ * UINT64_MAX for a rank without counters or out of memory. */
+static uint64_t add_metric_class(unify *u, const rank_report *r)
+{
+    if (!r->nmetrics) return UINT64_MAX;
+    char *key = malloc((size_t)r->nmetrics * 11 + 1), *k = key;
+    if (!key) return UINT64_MAX;
+    k[0] = 0;
+    const char *p = r->metrics;
+    for (uint32_t i = 0; i < r->nmetrics; i++) {
+        const char *name = p, *unit = name + strlen(name) + 1, *desc = unit + strlen(unit) + 1;
+        p = desc + strlen(desc) + 1;
+        uint32_t before = u->metric_names.n, m = strtab_id(&u->metric_names, name);
+        if (m == UINT32_MAX) goto fail;
+        if (m >= before) { /* a new member: keep its unit and description */
+            const char **un = realloc(u->metric_unit, (m + 1) * sizeof *un);
+            if (un) u->metric_unit = un;
+            const char **de = realloc(u->metric_desc, (m + 1) * sizeof *de);
+            if (de) u->metric_desc = de;
+            if (!un || !de) goto fail;
+            un[m] = unit, de[m] = desc;
+        }
+        k += sprintf(k, i ? ",%u" : "%u", m);
+    }
+    uint32_t before = u->class_keys.n, id = strtab_id(&u->class_keys, key);
+    if (id == UINT32_MAX) goto fail;
+    if (id < before) { /* known: the table holds another copy */
+        free(key);
+        return id;
+    }
+    char **keys = realloc(u->class_key, (id + 1) * sizeof *keys);
+    if (!keys) goto fail;
+    u->class_key = keys, keys[id] = key;
+    return id;
+fail:
+    free(key);
+    return UINT64_MAX;
+}
+
+/* MetricMember and MetricClass definitions; s_name etc.: the member strings' ids. PAPI's "ns" (the
+ * task clock) becomes unit "s" with exponent -9, a count unit "#" (Score-P's). */
+static int write_metric_defs(OTF2_GlobalDefWriter *w, const unify *u, const uint32_t *s_name,
+                             const uint32_t *s_desc, const uint32_t *s_unit)
+{
+    for (uint32_t m = 0; m < u->metric_names.n; m++)
+        OTF2_GlobalDefWriter_WriteMetricMember(w, m, s_name[m], s_desc[m], OTF2_METRIC_TYPE_PAPI,
+                                               OTF2_METRIC_ACCUMULATED_START, OTF2_TYPE_UINT64,
+                                               OTF2_BASE_DECIMAL,
+                                               strcmp(u->metric_unit[m], "ns") ? 0 : -9, s_unit[m]);
+    for (uint32_t c = 0; c < u->class_keys.n; c++) {
+        OTF2_MetricMemberRef members[PV_TRACE_METRICS_MAX];
+        uint8_t n = 0;
+        for (const char *p = u->class_key[c]; *p && n < PV_TRACE_METRICS_MAX; p += *p == ',')
+            members[n++] = (OTF2_MetricMemberRef)strtoul(p, (char **)&p, 10);
+        /* Written at some region boundaries (segment ends long enough), not at all of them. */
+        OTF2_GlobalDefWriter_WriteMetricClass(w, c, n, members, OTF2_METRIC_SYNCHRONOUS,
+                                              OTF2_RECORDER_KIND_CPU);
+    }
+    return 0;
+}
+
 static int write_global_defs(unify *u, const rank_report *reps, int nranks, double hz,
                              uint64_t offset, uint64_t length, uint64_t realtime)
 {
@@ -232,6 +314,14 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     uint32_t s_cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
     uint32_t s_machine = strtab_id(s, "machine"), s_node = strtab_id(s, "node");
     uint32_t s_world = strtab_id(s, "MPI_COMM_WORLD");
+    uint32_t nmembers = u->metric_names.n;
+    uint32_t *s_metric = calloc(3 * (size_t)nmembers + 1, sizeof *s_metric);
+    for (uint32_t m = 0; s_metric && m < nmembers; m++) {
+        const char *unit = u->metric_unit[m];
+        s_metric[m] = strtab_id(s, u->metric_names.strs[m]);
+        s_metric[nmembers + m] = strtab_id(s, u->metric_desc[m]);
+        s_metric[2 * nmembers + m] = strtab_id(s, !strcmp(unit, "ns") ? "s" : unit[0] ? unit : "#");
+    }
     uint32_t ncomms = u->comm_keys.n;
     char (*comm_names)[32] = calloc(ncomms + 1, sizeof *comm_names);
     uint32_t *s_comm = calloc(ncomms + 1, sizeof *s_comm);
@@ -255,7 +345,7 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     uint32_t *node_of_string = NULL;
     int rc = -1;
     if (!s_host || !s_group || !group_names || !members || !thread_names || !s_thread ||
-        !comm_names || !s_comm)
+        !comm_names || !s_comm || !s_metric)
         goto out;
     for (uint32_t k = 0; k < nthreads; k++) {
         if (k)
@@ -305,6 +395,7 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
         OTF2_GlobalDefWriter_WriteRegion(w, i, g->name, g->canonical, s_empty, g->role, g->paradigm,
                                          OTF2_REGION_FLAG_NONE, s_empty, 0, 0);
     }
+    write_metric_defs(w, u, s_metric, s_metric + nmembers, s_metric + 2 * nmembers);
     /* Communication locations first, then MPI_COMM_WORLD's group: peers are world ranks. */
     OTF2_GlobalDefWriter_WriteGroup(w, 0, s_empty, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
                                     OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
@@ -329,7 +420,7 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, doub
     rc = 0;
 out:
     free(s_host), free(s_group), free(group_names), free(members), free(node_of_string);
-    free(thread_names), free(s_thread), free(comm_names), free(s_comm);
+    free(thread_names), free(s_thread), free(comm_names), free(s_comm), free(s_metric);
     return rc;
 }
 
@@ -370,6 +461,10 @@ static int unify_and_write(const char *all, const int *counts, int nranks, doubl
             if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
             c += sizeof n + (size_t)n * sizeof(uint32_t);
         }
+        uint64_t metric_class = add_metric_class(&u, &reps[r]);
+        if ((reps[r].nmetrics && metric_class == UINT64_MAX) ||
+            put(&out, &metric_class, sizeof metric_class))
+            goto out;
         mc[r] = (int)(out.n - before);
         p += counts[r];
     }
@@ -381,8 +476,12 @@ out:
     free(out.p), free(mc), free(reps), free(u.regions), free(u.canon_to_region);
     for (uint32_t i = 0; i < u.comm_keys.n && u.keys; i++) free(u.keys[i]);
     free(u.keys);
+    for (uint32_t i = 0; i < u.class_keys.n && u.class_key; i++) free(u.class_key[i]);
+    free(u.class_key), free(u.metric_unit), free(u.metric_desc);
     strtab_free(&u.strings);
     strtab_free(&u.comm_keys);
+    strtab_free(&u.metric_names);
+    strtab_free(&u.class_keys);
     return rc;
 }
 
@@ -432,12 +531,25 @@ static int write_region_mapping(OTF2_DefWriter *w, const pv_trace_loc *l, const 
     return rc;
 }
 
+/* OTF2_MAPPING_METRIC: the rank's metric class (PV_METRIC_CLASS_LOCAL) -> its global one. */
+static int write_metric_mapping(OTF2_DefWriter *w, uint64_t global_class)
+{
+    if (!pv_trace.nmetrics || global_class == PV_METRIC_CLASS_LOCAL) return 0;
+    uint64_t map[1] = {global_class};
+    OTF2_IdMap *idmap = OTF2_IdMap_CreateFromUint64Array(1, map, true);
+    if (!idmap) return -1;
+    OTF2_DefWriter_WriteMappingTable(w, OTF2_MAPPING_METRIC, idmap);
+    OTF2_IdMap_Free(idmap);
+    return 0;
+}
+
 static int write_local_defs(const pv_trace_loc *l, const uint64_t *dyn_map,
                             const pv_trace_clock_sync *sync)
 {
     OTF2_DefWriter *w = OTF2_Archive_GetDefWriter(pv_trace.archive, l->id);
     if (!w) return -1;
     if (write_comm_mapping(w, dyn_map + pv_trace.ndyn)) return -1;
+    if (write_metric_mapping(w, dyn_map[pv_trace.ndyn + pv_trace.ncomms])) return -1;
     if (write_region_mapping(w, l, dyn_map)) return -1;
     OTF2_DefWriter_WriteClockOffset(w, sync->t_begin, sync->offset_begin, sync->stddev_begin);
     OTF2_DefWriter_WriteClockOffset(w, sync->t_end, sync->offset_end, sync->stddev_end);
@@ -498,7 +610,7 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     if (c->rank == 0 && all &&
         unify_and_write(all, counts, c->size, hz, offset, length, realtime, &maps, &map_counts))
         rc = -1;
-    int nmap = pv_trace.ndyn + pv_trace.ncomms; /* regions, then communicators */
+    int nmap = pv_trace.ndyn + pv_trace.ncomms + 1; /* regions, communicators, metric class */
     uint64_t *dyn_map = calloc((size_t)nmap + 1, sizeof *dyn_map);
     if (!dyn_map || c->scatterv(c->ctx, maps, map_counts, dyn_map, nmap * (int)sizeof *dyn_map))
         rc = -1;
@@ -524,5 +636,8 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     for (int i = 0; i < pv_trace.ncomms; i++) free(pv_trace.comms[i].world_ranks);
     free(pv_trace.comms);
     pv_trace.comms = NULL, pv_trace.ncomms = pv_trace.comms_cap = 0;
+    for (int i = 0; i < 3 * pv_trace.nmetrics; i++) free(pv_trace.metric_text[i]);
+    free(pv_trace.metric_text);
+    pv_trace.metric_text = NULL, pv_trace.nmetrics = 0;
     return rc ? PERFVAR_ERR_IO : PERFVAR_OK;
 }

@@ -49,6 +49,8 @@ typedef struct pv_trace_state {
     int nlocs, locs_cap;
     pv_local_comm *comms;     /* local comm id = 1 + index (0 = MPI_COMM_WORLD); under lock */
     int ncomms, comms_cap;
+    int nmetrics;             /* the rank's counters (pv_trace_metrics_define): local metric class 0 */
+    char **metric_text;       /* per counter: its name, unit and description, 3 strings each */
 } pv_trace_state;
 
 extern pv_trace_state pv_trace;
@@ -61,5 +63,7 @@ extern pv_trace_state pv_trace;
 #define PV_ATTR_CPU 0
 #define PV_CPU_UNKNOWN_VALUE UINT32_MAX
 #define PV_COMM_WORLD 0
+/* The rank's metric class in its event files (mapped to the global one, OTF2_MAPPING_METRIC). */
+#define PV_METRIC_CLASS_LOCAL 0
 
 #endif

@@ -401,3 +401,34 @@ void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_Co
     t = ordered(l, t);
     check(l, OTF2_EvtWriter_MpiCollectiveEnd(l->evt, NULL, t, op, comm, root, sent, received));
 }
+
+int pv_trace_metrics_define(int n, const char *const *names, const char *const *units,
+                            const char *const *descriptions)
+{
+    if (n <= 0) return 0;
+    if (n > PV_TRACE_METRICS_MAX) n = PV_TRACE_METRICS_MAX;
+    char **text = calloc((size_t)n * 3, sizeof *text);
+    if (!text) return -1;
+    for (int i = 0; i < n; i++) {
+        text[3 * i] = strdup(names[i]), text[3 * i + 1] = strdup(units[i]);
+        text[3 * i + 2] = strdup(descriptions[i]);
+        if (!text[3 * i] || !text[3 * i + 1] || !text[3 * i + 2]) {
+            for (int j = 0; j < 3 * n; j++) free(text[j]);
+            free(text);
+            return -1;
+        }
+    }
+    pv_trace.metric_text = text, pv_trace.nmetrics = n;
+    return 0;
+}
+
+void pv_trace_metric(pv_trace_loc *l, uint64_t t, const uint64_t *totals)
+{
+    if (refused(l) || pv_trace.nmetrics <= 0) return;
+    OTF2_Type types[PV_TRACE_METRICS_MAX];
+    OTF2_MetricValue values[PV_TRACE_METRICS_MAX];
+    int n = pv_trace.nmetrics < PV_TRACE_METRICS_MAX ? pv_trace.nmetrics : PV_TRACE_METRICS_MAX;
+    for (int i = 0; i < n; i++) types[i] = OTF2_TYPE_UINT64, values[i].unsigned_int = totals[i];
+    t = ordered(l, t);
+    check(l, OTF2_EvtWriter_Metric(l->evt, NULL, t, PV_METRIC_CLASS_LOCAL, (uint8_t)n, types, values));
+}

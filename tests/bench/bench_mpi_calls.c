@@ -45,30 +45,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
+
 typedef int (*test_fn)(MPI_Request *, int *, MPI_Status *);
 typedef int (*isend_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*irecv_fn)(void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request *);
 typedef int (*waitall_fn)(int, MPI_Request *, MPI_Status *);
 typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* The reads' results go somewhere the compiler cannot drop (the asm is volatile anyway). */
 static volatile uint64_t sink;
@@ -77,12 +60,12 @@ static volatile uint64_t sink;
 static double fenced_block(int n)
 {
     uint64_t acc = 0;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
         uint64_t a = perfvar_clock_read();
         acc += perfvar_clock_read() - a;
     }
-    double t = (now_ns() - t0) / n;
+    double t = (bench_now_ns() - t0) / n;
     sink += acc;
     return t;
 }
@@ -92,9 +75,9 @@ static double fenced_block(int n)
 static inline __attribute__((always_inline)) double test_block(test_fn test, MPI_Request req, int n)
 {
     int flag;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) test(&req, &flag, MPI_STATUS_IGNORE);
-    return (now_ns() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 /* One MPI_Test call site reached by two call paths (via_a, via_b); noipa keeps the compiler from
@@ -111,9 +94,9 @@ static __attribute__((noipa)) void via_b(test_fn test) { test_once(test); }
 /* ns per MPI_Test at a site whose call path alternates between two. */
 static double paths_block(test_fn test, int n)
 {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) (i & 1 ? via_a : via_b)(test);
-    return (now_ns() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 /* ns per 0-byte exchange with the other rank; the barrier lines the ranks up so neither block
@@ -122,13 +105,13 @@ static double ping_block(isend_fn isend, irecv_fn irecv, waitall_fn waitall, int
 {
     MPI_Request r[2];
     PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) {
         irecv(NULL, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, &r[0]);
         isend(NULL, 0, MPI_BYTE, peer, 5, MPI_COMM_WORLD, &r[1]);
         waitall(2, r, MPI_STATUSES_IGNORE);
     }
-    return (now_ns() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 /* ns per Allreduce step of one double. */
@@ -136,9 +119,9 @@ static double allreduce_block(allreduce_fn allreduce, int n)
 {
     double x = 1.0, y;
     PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++) allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return (now_ns() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 /* Which unwinder the run's call paths used: perfvar loads libunwind on the first call path it
@@ -239,7 +222,7 @@ int main(int argc, char **argv)
             }
         }
         double m[NSERIES];
-        for (int s = 0; s < NSERIES; s++) m[s] = median(t[s], rounds);
+        for (int s = 0; s < NSERIES; s++) m[s] = bench_median(t[s], rounds);
         if (rank == 0) {
             printf("bench_mpi_calls: %d rounds (+1 warm-up), traced/plain order alternating; per block "
                    "%d calls (Test, fenced pair), %d exchanges/steps (ping, Allreduce); medians of "

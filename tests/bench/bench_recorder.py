@@ -11,6 +11,10 @@ built in DIR/tests and linked with perfvar's MPI layer (as ctest bench.mpi_calls
                             persistent request, a 0-byte Isend/Irecv/Waitall exchange, an Allreduce
   bench_mpi_calls_f_FL      (bench_mpi_calls_f.f90) the same measures from `use mpi`, but the
                             fenced pair
+  bench_mpi_calls_FL        again with PERFVAR_METRICS=none (counters off) and with
+                            PERFVAR_METRICS_MIN_US=0 (the counters read at every call's entry:
+                            the worst case, every segment just over the threshold); the run above
+                            keeps the default (counters on, MPI_Test's segments too short to read)
   bench_mpi_calls_FL only test|allreduce N, and the same with N = 0: trace bytes per traced call.
 Every time is a median over rounds of per-call ns from whole blocks (see the programs' headers);
 "added ns" = traced - plain; the ratio divides it by the fenced pair of the C run, the floor that a
@@ -50,7 +54,7 @@ COUNT = re.compile(r"^bench-count kind=(\S+) calls_per_rank=(\d+) ranks=(\d+)", 
 
 # Records format (src/recorder/records.h at the time of writing).
 REC_HEADER, REC_UNIT = 4096, 16
-REC_END, REC_FACT, REC_SKIP = 0x0000, 0xFFFA, 0xFFF8
+REC_END, REC_FACT, REC_SKIP, REC_METRIC = 0x0000, 0xFFFA, 0xFFF8, 0xFFF6
 REC_CLOSED = 1  # pv_rec_header.state; units (offset 40) is then valid
 
 
@@ -59,7 +63,8 @@ def cache_value(build: Path, name: str) -> str | None:
     return m.group(1) if m and m.group(1) and not m.group(1).endswith("NOTFOUND") else None
 
 
-def run(mpi: list[str], prog: list[str], out: Path, keep_records: bool = False) -> str:
+def run(mpi: list[str], prog: list[str], out: Path, keep_records: bool = False,
+        extra: dict[str, str] | None = None) -> str:
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFVAR_")}
@@ -67,10 +72,12 @@ def run(mpi: list[str], prog: list[str], out: Path, keep_records: bool = False) 
     env.update(PERFVAR_CALIBRATION="off", PERFVAR_OUTPUT=str(out))
     if keep_records:  # the count runs measure the records too
         env.update(PERFVAR_KEEP_RECORDS="1")
+    env.update(extra or {})
     if os.geteuid() == 0:  # Open MPI refuses root without both; MPICH ignores them
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = mpi + prog
     keep = "PERFVAR_KEEP_RECORDS=1 " if keep_records else ""
+    keep += "".join(f"{k}={v} " for k, v in (extra or {}).items())
     print(f"$ {keep}PERFVAR_CALIBRATION=off PERFVAR_OUTPUT={out} {' '.join(cmd)}", flush=True)
     p = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
@@ -107,17 +114,19 @@ def counted(out: Path, expect: dict[str, int]) -> str | None:
 
 def records_used(path: Path, notes: list[str]) -> int:
     """Bytes of a records file in use. A unit whose tag is 0 where a unit group may start ends the
-    data. Not simply the first all-zero unit: the raw second unit of a FACT (a 0-byte message's) and
-    the padding a SKIP jumps over (end of a mapped window) may be all zeros, so they are stepped over
-    as the reader (src/recorder/replay.c) does. A closed file's header counts its units: compared."""
+    data. Not simply the first all-zero unit: the raw second unit of a FACT (a 0-byte message's),
+    the raw units of a METRIC (ceil(x / 2) after it, x its values) and the padding a SKIP jumps
+    over (end of a mapped window) may be all zeros, so they are stepped over as the reader
+    (src/recorder/replay.c) does. A closed file's header counts its units: compared."""
     data = path.read_bytes()
     n = max(0, (len(data) - REC_HEADER) // REC_UNIT)
     i = 0
     while i < n:
-        a, _b, tag = struct.unpack_from("<IIH", data, REC_HEADER + i * REC_UNIT)
+        a, _b, tag, _cpu, x = struct.unpack_from("<IIHHH", data, REC_HEADER + i * REC_UNIT)
         if tag == REC_END:
             break
-        i += 2 if tag == REC_FACT else 1 + a if tag == REC_SKIP else 1
+        i += (2 if tag == REC_FACT else 1 + a if tag == REC_SKIP
+              else 1 + (x + 1) // 2 if tag == REC_METRIC else 1)
     i = min(i, n)
     if len(data) >= 48 and data[:8] == b"PVREC01\n":
         state, units = struct.unpack_from("<I", data, 24)[0], struct.unpack_from("<Q", data, 40)[0]
@@ -185,6 +194,47 @@ def buffer_moves(out: Path) -> str:
     return "; ".join(said) or "no flush count found"
 
 
+def metric_events(out: Path) -> list[str]:
+    """The counters rank 0 recorded (perfvar/rank-0.json metrics.events); [] when none."""
+    try:
+        meta = json.loads((out / "perfvar" / "rank-0.json").read_text())
+        return list((meta.get("metrics") or {}).get("events") or [])
+    except (OSError, ValueError):
+        return []
+
+
+def default_min_us() -> int | None:
+    """PV_METRICS_MIN_US_DEFAULT of the source tree (src/config/config.h)."""
+    header = Path(__file__).resolve().parents[2] / "src" / "config" / "config.h"
+    m = re.search(r"#define PV_METRICS_MIN_US_DEFAULT (\d+)", header.read_text())
+    return int(m.group(1)) if m else None
+
+
+def metrics_table(r: dict, metrics: dict, out: Path, pair: float) -> None:
+    """MPI_Test's added cost with the counters off, on (no read: its segments are short) and read
+    at every call, and what that read costs a run whose every segment is just over the threshold."""
+    print("\n| MPI_Test (MPI_REQUEST_NULL), C, counters (PERFVAR_METRICS) | added ns "
+          "| ratio to fenced pair |")
+    print("| --- | ---: | ---: |")
+    added = {}
+    for key, label, rr in (("off", "off (none)", metrics["off"]),
+                           ("on", "on, default threshold: no read", r),
+                           ("every", "read at every call (PERFVAR_METRICS_MIN_US=0)",
+                            metrics["every"])):
+        added[key] = float(rr["test_null"]["traced_ns"]) - float(rr["test_null"]["plain_ns"])
+        print(f"| {label} | {added[key]:.1f} | {added[key] / pair:.2f} |")
+    events = metric_events(out / "c-metrics-every")
+    if not events:
+        print("counters: none could be opened here (see the [stderr] lines): on = off")
+        return
+    read_ns = added["every"] - added["on"]
+    print(f"counters: {','.join(events)}; one read adds {read_ns:.0f} ns a call")
+    min_us = default_min_us()
+    if min_us:
+        print(f"worst case at the default threshold ({min_us} us): every segment just over it "
+              f"pays one read: {100 * read_ns / (min_us * 1e3):.2f} % of the run time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", type=Path, required=True, help="a configured and built perfvar tree")
@@ -219,6 +269,12 @@ def main() -> None:
                          (("allreduce",), {"MPI_Allreduce": blocks * comm})):
         why = counted(out / "c", expect)
         invalid.update({k: why for k in keys if why})
+    # Counters (PERFVAR_METRICS): off, and read at every call (threshold 0); the run above has them
+    # at their default (on, read only after segments of PERFVAR_METRICS_MIN_US).
+    metrics = {"off": rows(run(mpi, [str(c_prog), str(calls), str(rounds)], out / "c-metrics-off",
+                               extra={"PERFVAR_METRICS": "none"})),
+               "every": rows(run(mpi, [str(c_prog), str(calls), str(rounds)], out / "c-metrics-every",
+                                 extra={"PERFVAR_METRICS_MIN_US": "0"}))}
     r.update(rows(run(mpi, [str(f_prog), str(calls), str(rounds)], out / "fortran")))
     for keys, expect in ((("test_null_f", "test_inactive_f"), {"MPI_Test": 2 * blocks * calls}),
                          (("ping_f",), {"MPI_Isend": blocks * comm, "MPI_Waitall": blocks * comm}),
@@ -264,6 +320,7 @@ def main() -> None:
         print(f"n/a {key}: {why}")
     for what in ("c", "fortran"):
         print(f"{what} run, rank 0: {buffer_moves(out / what)}")
+    metrics_table(r, metrics, out, pair)
 
     def test_ns(key: str) -> str:
         if key in invalid:

@@ -28,10 +28,10 @@ POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
 # demo does that) must not shadow the code under test.
 sys.path.insert(0, os.path.abspath(POSTPROC))
 
-from perfvar.stats.filters import filter_cost, filter_os  # noqa: E402
-from perfvar.stats.model import Cell, Prepared  # noqa: E402
 from perfvar.reader_meta import Calibration  # noqa: E402
 from perfvar.reader_otf2 import SAMPLE_DTYPE  # noqa: E402
+from perfvar.stats.filters import filter_cost, filter_os  # noqa: E402
+from perfvar.stats.model import Cell, Prepared  # noqa: E402
 
 RESOLUTION_HZ = 2_500_000_000  # 2.5 GHz TSC
 APP = "/opt/app/bin/stencil"
@@ -49,6 +49,42 @@ CpuSpec = Union[int, Callable[[int], int]]
 STEP_NS = 100_000.0  # time between the samples of one cell in make_prepared
 
 
+def _metric_classes(defs, metrics: Mapping[int, list[str]]) -> dict:
+    """rank -> the MetricClass of its counters (as perfvar defines them: PAPI counters,
+    running totals, one member per name, one class per distinct list)."""
+    from otf2.enums import (
+        MetricMode,
+        MetricOccurrence,
+        MetricType,
+        RecorderKind,
+        Type,
+    )
+
+    members: dict = {}
+    classes: dict = {}
+    out = {}
+    for rank, names in metrics.items():
+        for name in names:
+            if name not in members:
+                members[name] = defs.metric_member(
+                    name,
+                    name,
+                    metric_type=MetricType.PAPI,
+                    metric_mode=MetricMode.ACCUMULATED_START,
+                    value_type=Type.UINT64,
+                    unit="#",
+                )
+        key = tuple(names)
+        if key not in classes:
+            classes[key] = defs.metric_class(
+                [members[n] for n in names],
+                occurrence=MetricOccurrence.SYNCHRONOUS,
+                recorder_kind=RecorderKind.CPU,
+            )
+        out[rank] = classes[key]
+    return out
+
+
 def write_trace(
     path: str,
     durations: Mapping[int, Mapping[str, np.ndarray]],
@@ -58,6 +94,8 @@ def write_trace(
     moved: Optional[Mapping[str, tuple[int, int]]] = None,
     threads: int = 1,
     cpu_every_event: bool = False,
+    metrics: Optional[Mapping[int, list[str]]] = None,
+    metric_every: int = 3,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -72,6 +110,12 @@ def write_trace(
     each writing the rank's durations; thread k runs on CPU ``cpus[rank] + 10 * k``.
     ``cpu_every_event``: the ``cpu`` attribute on every segment Enter/Leave, not only
     where the location's CPU changed (docs/trace-format.md: both read the same).
+    ``metrics[rank]``: the counters (PERFVAR_METRICS) that rank records, written as
+    perfvar writes them (docs/trace-format.md): a Metric event of zeros at each of its
+    locations' first event, then the running totals after the Leave of every
+    ``metric_every``-th segment (i % metric_every == metric_every - 1), counter c of
+    the rank having counted (c + 1) * (segment ticks) over each segment; the counters
+    that ranks share are one MetricMember.
     """
     import otf2
     from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole, Type
@@ -108,6 +152,7 @@ def write_trace(
             )
             for k in keys
         }
+        metric_classes = _metric_classes(defs, metrics or {})
         locations = {}
         for rank in ranks:
             group = defs.location_group(
@@ -145,6 +190,10 @@ def write_trace(
                 last_cpu[0] = cpu
                 return {cpu_attr: cpu}
 
+            metric_class = metric_classes.get(rank)
+            totals = [0] * (len(metric_class.members) if metric_class else 0)
+            if metric_class is not None:
+                writer.metric(t, metric_class, list(totals))
             per = durations[rank]
             n = max(len(v) for v in per.values())
             order = [
@@ -161,6 +210,10 @@ def write_trace(
                 writer.leave(t + 2, user)
                 t += ticks
                 writer.leave(t, regions[key], attributes=cpu_attrs(cpu))
+                if metric_class is not None:
+                    totals = [v + (c + 1) * ticks for c, v in enumerate(totals)]
+                    if i % metric_every == metric_every - 1:
+                        writer.metric(t, metric_class, list(totals))
                 writer.enter(t, mpi)
                 following = order[i + 1][0] if i + 1 < len(order) else None
                 if world is not None and following in moved:

@@ -8,9 +8,7 @@ import ctypes
 
 import numpy as np
 import pytest
-
 from perfvar import reader_native, reader_otf2
-
 from perfvar.calibration import kernels
 
 
@@ -62,6 +60,7 @@ def test_reader_result_and_rows_are_laid_out_as_in_c():
     for c_name, dtype in (
         ("perfvar_read_sample", reader_otf2.SAMPLE_DTYPE),
         ("perfvar_read_probe", reader_otf2.PROBE_DTYPE),
+        ("perfvar_read_metric", reader_otf2.METRIC_DTYPE),
     ):
         _check(fn, c_name, dtype.itemsize, _dtype_layout(dtype))
     assert _ask(fn, "perfvar_read_sample.no_such_field") == -1

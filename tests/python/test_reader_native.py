@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar import reader_native
 from perfvar import reader_otf2 as reader
@@ -41,6 +40,10 @@ def assert_same(a, b):
         assert np.array_equal(a.samples[name], b.samples[name]), name
     for name in a.probes.dtype.names:
         assert np.array_equal(a.probes[name], b.probes[name]), name
+    ma, mb = a.metrics, b.metrics
+    assert ma.dtype == mb.dtype and a.metric_names == b.metric_names
+    for name in ma.dtype.names:
+        assert np.array_equal(ma[name], mb[name], equal_nan=name == "values"), name
     assert a.locations == b.locations
     assert a.warnings == b.warnings
     assert (a.path, a.timer_resolution_hz, a.segments, a.global_offset_ticks) == (
@@ -121,6 +124,17 @@ def test_probe_traces_read_alike(tmp_path, monkeypatch):
     none = str(tmp_path / "none")
     write_probe_trace(none, with_probes=False)
     assert len(both(monkeypatch, none).probes) == 0
+
+
+@native_only
+def test_metric_traces_read_alike(trace_factory, monkeypatch):
+    durations = normal_durations(seed=5, nranks=3, n=20)
+    metrics = {0: ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"], 1: ["perf::PAGE-FAULTS"]}
+    t = both(monkeypatch, trace_factory("m", durations, metrics=metrics, threads=2))
+    assert t.metric_names == ["perf::TASK-CLOCK", "perf::PAGE-FAULTS"]
+    assert set(t.metrics["rank"].tolist()) == {0, 1}  # rank 2 counts nothing
+    none = both(monkeypatch, trace_factory("n", durations))
+    assert none.metric_names == [] and len(none.metrics) == 0
 
 
 @native_only

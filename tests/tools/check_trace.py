@@ -19,6 +19,12 @@
    traced call skipped a due probe (its entry is before the previous probe's start + P), hence
    at least span / (P + longest gap between calls) - 1 probes on a thread whose traced calls span
    `span`. No duration is asserted.
+5. counters (PERFVAR_METRICS): each location's first Metric event is all zeros (where counting
+   started), every later one comes at a segment's end (right after its Leave, same time) with
+   totals that never decrease; rank-N.json's "metrics" names the members of the rank's metric
+   class and counts its reads. With --metrics NAMES|none (and --metrics-rank R=NAMES|none for a rank
+   configured otherwise) the counters each rank recorded; --min-metric-reads / --max-metric-reads
+   bound the reads per location.
 
 A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
 the location id (k << 32) | rank (docs/trace-format.md).
@@ -36,7 +42,6 @@ import sys
 from pathlib import Path
 
 import otf2
-
 
 # K is capped in the C library; read the cap from its header rather than copy it.
 PROBE_MAX_ADDS = int(re.search(
@@ -99,6 +104,53 @@ def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, peri
     return errors
 
 
+def check_metric(ev, prev, where: str, last: dict, loc) -> list[str]:
+    """A Metric event: zeros first on its location, then at a segment's end, never decreasing."""
+    values = list(ev.values)
+    before = last.get(loc)
+    if before is None:
+        return [] if not any(values) else [f"{where}: first counters at {ev.time} are not 0: {values}"]
+    errors = []
+    if any(v < b for v, b in zip(values, before)):
+        errors.append(f"{where}: counters went back at {ev.time}: {before} -> {values}")
+    if not (isinstance(prev, otf2.events.Leave) and prev.time == ev.time
+            and prev.region.canonical_name.startswith(SEGMENT)):
+        errors.append(f"{where}: counters at {ev.time} not at a segment's end")
+    return errors
+
+
+def check_metrics_meta(args, nranks: int, locs: dict, names: dict, reads) -> list[str]:
+    """rank-N.json "metrics" against the trace, and the counters the command line expects."""
+    want = {r: args.metrics for r in range(nranks)}
+    for item in args.metrics_rank:
+        r, _, spec = item.partition("=")
+        want[int(r)] = spec
+    errors = []
+    for r in range(nranks):
+        meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
+        doc = json.loads(meta.read_text()) if meta.exists() else {}
+        said = (doc.get("metrics") or {}).get("events") or []
+        seen = sorted(names.get(r, ()))
+        if seen and [list(x) for x in seen] != [said]:
+            errors.append(f"rank {r}: counters {seen} in the trace, rank-{r}.json says {said}")
+        total = sum(reads[(r, k)] for k in locs.get(r, ()))
+        # A rebuilt trace's rank-N.json is the one the start wrote: no reads counted yet.
+        if doc.get("metrics") and doc.get("complete") and doc["metrics"].get("reads") != total:
+            errors.append(f"rank {r}: {total} counter reads in the trace, rank-{r}.json says "
+                          f"{doc['metrics'].get('reads')}")
+        if want[r] is not None:
+            expect = [] if want[r] == "none" else want[r].split(",")
+            if said != expect:
+                errors.append(f"rank {r}: counters {said}, expected {expect}")
+        for k in locs.get(r, ()):
+            n = reads[(r, k)]
+            if n < args.min_metric_reads or (args.max_metric_reads is not None
+                                             and n > args.max_metric_reads):
+                errors.append(f"rank {r} thread {k}: {n} counter reads, expected "
+                              f"{args.min_metric_reads}..{args.max_metric_reads}")
+    return errors
+
+
 def check_records(trace_dir: Path, nranks: int, expect: str | None) -> list[str]:
     """The raw records against what rank-N.json says of them ("records_kept") and, when given,
     against expect: removed, none of them (nor their directory) is left; kept, every rank's
@@ -149,6 +201,11 @@ def main() -> int:
     ap.add_argument("--min-probes", type=int, default=0, help="probes per rank, at least")
     ap.add_argument("--probe-k-source", choices=("calibration t_min", "default"),
                     help="where every rank's probe length K must come from")
+    ap.add_argument("--metrics", help="the counters every rank records, comma list, or none")
+    ap.add_argument("--metrics-rank", action="append", default=[],
+                    help="R=NAMES|none: rank R's counters, where they differ from --metrics")
+    ap.add_argument("--min-metric-reads", type=int, default=0, help="per location")
+    ap.add_argument("--max-metric-reads", type=int, help="per location")
     ap.add_argument("--records", choices=("removed", "kept"),
                     help="the raw records (DIR/perfvar/records) after the run: removed (a clean "
                          "finish) or kept (PERFVAR_KEEP_RECORDS=1, or a rank died)")
@@ -183,6 +240,9 @@ def main() -> int:
     after_probe: dict[tuple[int, int], int] = {}  # a probe's Leave time, until the next event
     probe_start: dict[tuple[int, int], int] = {}  # the open or last probe's Enter time
     call_entries: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
+    metric_names: dict[int, set] = collections.defaultdict(set)  # rank -> its classes' members
+    metric_last: dict[tuple[int, int], list[int]] = {}  # the location's last totals
+    metric_reads: collections.Counter = collections.Counter()
     period = None
     resolution = 0.0
     try:
@@ -206,12 +266,18 @@ def main() -> int:
                 if not lo <= t <= hi:
                     errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
                 prev = prev_ev.get(loc)
+                where = f"rank {r} thread {loc[1]}"
+                if isinstance(ev, otf2.events.Metric):  # not an event the others are placed by
+                    errors += check_metric(ev, prev, where, metric_last, loc)
+                    metric_names[r].add(tuple(m.name for m in ev.metric.members))
+                    metric_reads[loc] += loc in metric_last  # the first is the zeros
+                    metric_last[loc] = list(ev.values)
+                    continue
                 prev_ev[loc] = ev
                 if isinstance(ev, (otf2.events.Enter, otf2.events.Leave)):
                     for attr, value in (ev.attributes or {}).items():
                         if attr.name == "cpu":  # written where it changed, carried forward
                             cpu_now[loc] = value
-                where = f"rank {r} thread {loc[1]}"
                 if loc in after_probe:  # the event right after a probe: its MPI call's Enter
                     left = after_probe.pop(loc)
                     if not (isinstance(ev, otf2.events.Enter)
@@ -405,6 +471,7 @@ def main() -> int:
         if described != threads:
             errors.append(f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
                           f"{threads}")
+    errors += check_metrics_meta(args, nranks, locs, metric_names, metric_reads)
     errors += check_records(args.trace_dir, nranks, args.records)
     if args.messages and not sum(sends.values()):
         errors.append("no messages recorded")

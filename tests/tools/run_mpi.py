@@ -89,8 +89,19 @@ def main() -> None:
                     help="clean runs repeated, CPUs alternating, before a named rank fails")
     ap.add_argument("--gross", type=float, default=0.10,
                     help="clean runs: the least excess (relative to the peers' median) that counts")
+    ap.add_argument("--skip-unless-metrics",
+                    help="a probe (bench_metrics_read EVENTS 1 1): exit 77 (skipped) when it says "
+                         "no event of EVENTS can be counted here")
     ap.add_argument("program", nargs=argparse.REMAINDER)
     a = ap.parse_args()
+    if a.skip_unless_metrics:  # perf events may be closed to us (perf_event_paranoid, a container)
+        probe = subprocess.run(shlex.split(a.skip_unless_metrics), capture_output=True, text=True,
+                               check=False)
+        said = re.search(r"^metrics-read (none: .*)$", probe.stdout, re.MULTILINE)
+        if probe.returncode != 0 or said or "metrics-read ns=" not in probe.stdout:
+            why = said.group(1) if said else f"the probe exited {probe.returncode}"
+            print(f"run_mpi: SKIPPED: no counter can be opened here ({why})", flush=True)
+            sys.exit(77)
     program = a.program[1:] if a.program[:1] == ["--"] else a.program
     mpi = mpiexec_cmd(a.mpiexec, a.np)
     env = dict(os.environ)

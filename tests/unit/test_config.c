@@ -327,6 +327,33 @@ static void check_keep_records(void)
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_KEEP_RECORDS", invalid[i], acc);
 }
 
+/* PERFVAR_METRICS: none or a list of PAPI names (which exist is PAPI's to say at start-up);
+ * PERFVAR_METRICS_MIN_US: microseconds, 0..PV_METRICS_MIN_US_MAX. */
+static void check_metrics(void)
+{
+    clear_env();
+    CHECK(load() == PERFVAR_OK && cfg.metrics[0] == 0 && cfg.metrics_min_us == PV_METRICS_MIN_US_DEFAULT);
+    const char *valid[] = {"none", "PAPI_TOT_INS", "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES",
+                           "no_such_event", "amd64_fam17h::RETIRED_INSTRUCTIONS:u"};
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        ok("PERFVAR_METRICS", valid[i]);
+        CHECKF(!strcmp(cfg.metrics, valid[i]), "PERFVAR_METRICS=%s kept as %s", valid[i], cfg.metrics);
+        CHECK(cfg.calibration == PV_CALIB_QUICK && cfg.buffer_mb == 16); /* others keep defaults */
+    }
+    static const char *const acc[] = {"none", "PAPI event names", NULL};
+    const char *invalid[] = {"", ",", "PAPI_TOT_INS,", ",PAPI_TOT_INS", "A,,B", "PAPI_TOT_INS, perf::X",
+                             "a b"};
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) bad("PERFVAR_METRICS", invalid[i], acc);
+    ok("PERFVAR_METRICS_MIN_US", "0");
+    CHECK(cfg.metrics_min_us == 0);
+    ok("PERFVAR_METRICS_MIN_US", "1000");
+    CHECK(cfg.metrics_min_us == 1000);
+    static const char *const acc_us[] = {"0.." PV_STR(PV_METRICS_MIN_US_MAX), "microseconds", NULL};
+    const char *invalid_us[] = {"-1", "", "1e3", "10000001", "fast", "100 "};
+    for (size_t i = 0; i < sizeof invalid_us / sizeof invalid_us[0]; i++)
+        bad("PERFVAR_METRICS_MIN_US", invalid_us[i], acc_us);
+}
+
 static void check_launcher_vars(void)
 {
     ok("PERFVAR_PRELOAD_LIB", "/usr/lib/libperfvar_mpi.so");
@@ -471,6 +498,7 @@ int main(int argc, char **argv)
     check_probe();
     check_callpath();
     check_keep_records();
+    check_metrics();
     check_inject();
     check_boundaries();
     check_launcher_vars();

@@ -4,7 +4,9 @@
  * the Python reader's test (tests/python/test_golden_trace.py) with what it must read in
  * DIR/golden.json. Checked here: the conversion's own figures (calls, segments, events, messages),
  * a records file read back unit by unit, a call that never returned (closed at the signal's
- * time), and a longer run whose event files span several chunks (DIR/long).
+ * time), a longer run whose event files span several chunks (DIR/long), and counters
+ * (PERFVAR_METRICS) that differ between the ranks (DIR/metrics, with what the readers must find
+ * in DIR/metrics/expected.json for tests/python/test_reader_metrics.py).
  *
  * Usage: unit_convert DIR (created; must not exist yet as an archive). */
 #include "check.h"
@@ -22,6 +24,18 @@
 enum { R_INIT, R_SEND, R_RECV, R_ALLREDUCE, R_FINALIZE, R_CALIB, R_PROBE, NREGIONS };
 enum { STEPS = 10, LONG_STEPS = 30000 };
 
+/* Open rank's definitions file with what every rank of these runs says first: a 1 GHz clock,
+ * no offset, host "golden". */
+static void open_defs(const char *dir, int rank)
+{
+    CHECK(pv_rec_defs_open(dir, (uint32_t)rank) == 0);
+    pv_rec_defs_line("rank\t%d\t2", rank);
+    pv_rec_defs_line("host\tgolden");
+    pv_rec_defs_line("clock\t1000000000.000");
+    pv_rec_defs_line("sync\t0\t0\t0");
+    pv_rec_defs_line("realtime\t1700000000000000000\t0");
+}
+
 /* The run of one rank: Init, then STEPS x (compute, Allreduce, compute, Send or Recv), Finalize.
  * Returns the end tick. Segment k of step i lasts 1000 + 100 i + 50 rank (+ 300 for the second). */
 static uint64_t record_rank(const char *dir, int rank, FILE *golden, int steps)
@@ -35,12 +49,7 @@ static uint64_t record_rank(const char *dir, int rank, FILE *golden, int steps)
     static const unsigned events[NREGIONS] = {PV_REC_EV_NONE, PV_REC_EV_SEND, PV_REC_EV_RECV,
                                               PV_REC_EV_COLL, PV_REC_EV_NONE, PV_REC_EV_NONE,
                                               PV_REC_EV_NONE};
-    CHECK(pv_rec_defs_open(dir, (uint32_t)rank) == 0);
-    pv_rec_defs_line("rank\t%d\t2", rank);
-    pv_rec_defs_line("host\tgolden");
-    pv_rec_defs_line("clock\t1000000000.000");
-    pv_rec_defs_line("sync\t0\t0\t0");
-    pv_rec_defs_line("realtime\t1700000000000000000\t0");
+    open_defs(dir, rank);
     for (int i = 0; i < NREGIONS; i++)
         pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, roles[i],
                          i < R_CALIB ? OTF2_PARADIGM_MPI : OTF2_PARADIGM_MEASUREMENT_SYSTEM, events[i],
@@ -176,6 +185,118 @@ static void check_dead_call(const char *parent)
     CHECK(pv_fork_comm_finish(&comm, check_failures ? 1 : 0) == 0);
 }
 
+/* DIR/metrics: rank 0 counts two counters, rank 1 one of them (as on a node whose kernel refuses
+ * the other); the Allreduce of every odd step reads them. Each read's deltas: counter k of the
+ * rank counted 10^k (i + 1) + rank in step i's read. */
+enum { METRIC_STEPS = 6 };
+static const char *const metric_names[2][2] = {{"perf::TASK-CLOCK", "perf::PAGE-FAULTS"},
+                                               {"perf::PAGE-FAULTS", NULL}};
+
+static void record_metrics_rank(const char *dir, int rank, FILE *expected)
+{
+    open_defs(dir, rank);
+    pv_rec_defs_line("region\t0\t%d\t%d\t0\tMPI_Init", OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI);
+    pv_rec_defs_line("region\t1\t%d\t%d\t0\tMPI_Allreduce", OTF2_REGION_ROLE_COLL_ALL2ALL,
+                     OTF2_PARADIGM_MPI);
+    pv_rec_defs_line("site\t0\t0\t-1\tMPI_Init@/m+0x10\tMPI_Init@m+0x10");
+    pv_rec_defs_line("site\t1\t1\t-1\tMPI_Allreduce@/m+0x20\tMPI_Allreduce@m+0x20");
+    int n = rank == 0 ? 2 : 1;
+    for (int k = 0; k < n; k++)
+        pv_rec_defs_line("metric\t%d\t%s\t%s\ttest counter", k, metric_names[rank][k],
+                         k == 0 && rank == 0 ? "ns" : "");
+    pv_rec_stream *s = pv_rec_open(dir, (uint32_t)rank, 0, 64 << 10);
+    CHECK(s != NULL);
+    uint64_t t = 1000, since = 1000;
+    pv_rec_unit *u = pv_rec_call_begin(s, 0, t, rank);
+    pv_rec_call_end(s, u, t, t + 1000, rank);
+    t += 1000;
+    int first = 0;
+    for (int i = 0; i < METRIC_STEPS; i++) {
+        t += 1000 + 100 * (uint64_t)i;
+        u = pv_rec_call_begin(s, 1, t, rank);
+        if (i % 2) { /* segment i (Init's exit is segment 0's start) ends with a read */
+            uint64_t v[2];
+            fprintf(expected, "%s\n  {\"rank\": %d, \"sample\": %d, \"first\": %d, \"values\": {",
+                    ftell(expected) > 2 ? "," : "", rank, i, first);
+            for (int k = 0; k < n; k++) {
+                v[k] = (uint64_t)(k ? 10 : 1) * (uint64_t)(i + 1) + (uint64_t)rank;
+                fprintf(expected, "%s\"%s\": %llu", k ? ", " : "", metric_names[rank][k],
+                        (unsigned long long)v[k]);
+            }
+            fprintf(expected, "}}");
+            pv_rec_metric(s, since, v, (unsigned)n);
+            since = t, first = i + 1;
+        }
+        pv_rec_call_end(s, u, t, t + 500, rank);
+        t += 500;
+    }
+    CHECK(pv_rec_close(s, t) == 0);
+    pv_rec_defs_close();
+}
+
+/* The METRIC units read back as written, and the conversion's Metric events: zeros, then one per
+ * read. */
+static void check_metrics(const char *parent)
+{
+    char dir[4400], meta[4500], part[4600];
+    snprintf(dir, sizeof dir, "%s/metrics", parent);
+    snprintf(meta, sizeof meta, "%s/perfvar", dir);
+    mkdir(dir, 0755);
+    mkdir(meta, 0755);
+    pv_trace_comm comm;
+    int rank = pv_fork_comm_start(2, &comm);
+    CHECK(rank >= 0);
+    snprintf(part, sizeof part, "%s/expected.rank%d.part", dir, rank);
+    FILE *expected = fopen(part, "w");
+    CHECK(expected != NULL);
+    fputs("  ", expected); /* ftell > 2: a row before */
+    record_metrics_rank(dir, rank, expected);
+    fclose(expected);
+    pv_convert_result res;
+    char why[512];
+    CHECK(pv_convert_rank(dir, rank, &comm, 1, &res, why, sizeof why) == 0);
+    CHECK(res.threads[0].metric_reads == METRIC_STEPS / 2);
+    /* Per call and segment: Enter/Leave; the Allreduces carry no facts here; Metric events. */
+    CHECK(res.threads[0].events == 2 * (1 + METRIC_STEPS) + 2 * METRIC_STEPS + 1 + METRIC_STEPS / 2);
+    pv_convert_free(&res);
+    CHECK(pv_fork_comm_finish(&comm, check_failures ? 1 : 0) == 0);
+
+    char path[4600];
+    snprintf(path, sizeof path, "%s/perfvar/records/rank-0.thread-0.pvr", dir);
+    pv_rec_reader r;
+    CHECK(pv_rec_reader_open(&r, path, why, sizeof why) == 0);
+    pv_rec_call c;
+    int calls = 0, reads = 0;
+    uint64_t since = 1000;
+    while (pv_rec_reader_next(&r, &c)) {
+        if (c.nmetrics) {
+            CHECK(c.nmetrics == 2 && c.metric_since == since);
+            CHECK(c.metrics[0] == (uint64_t)calls && c.metrics[1] == 10 * (uint64_t)calls);
+            since = c.t_entry, reads++;
+        }
+        calls++;
+    }
+    CHECK(calls == 1 + METRIC_STEPS && reads == METRIC_STEPS / 2);
+    pv_rec_reader_close(&r);
+
+    snprintf(path, sizeof path, "%s/expected.json", dir);
+    FILE *out = fopen(path, "w");
+    CHECK(out != NULL);
+    fprintf(out, "{\"reads\": [");
+    for (int k = 0; k < 2; k++) {
+        char buf[8192];
+        snprintf(part, sizeof part, "%s/expected.rank%d.part", dir, k);
+        FILE *in = fopen(part, "r");
+        CHECK(in != NULL);
+        size_t n = fread(buf, 1, sizeof buf, in);
+        fclose(in);
+        remove(part);
+        fprintf(out, "%s%.*s", k ? "," : "", (int)(n > 2 ? n - 2 : 0), buf + 2);
+    }
+    fprintf(out, "\n]}\n");
+    fclose(out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -238,5 +359,6 @@ int main(int argc, char **argv)
     check_replay(dir);
     check_dead_call(dir);
     write_long(dir);
+    check_metrics(dir);
     return check_result();
 }
