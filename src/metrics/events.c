@@ -65,10 +65,13 @@ static void keep(const char *name)
             snprintf(d->description, sizeof d->description, "%.*s", (int)sizeof d->description - 1,
                      info.long_descr);
     }
-    /* PAPI gives the kernel's clocks no unit; they count nanoseconds (perf_event_open(2)). */
-    size_t n = strlen(name);
-    if (!d->unit[0] && ((n >= 10 && !strcmp(name + n - 10, "TASK-CLOCK")) ||
-                        (n >= 9 && !strcmp(name + n - 9, "CPU-CLOCK"))))
+    /* PAPI gives the kernel's clocks no unit; they count nanoseconds (perf_event_open(2)). The
+     * event's own name ends before its modifiers ("perf::TASK-CLOCK:k=1"). */
+    const char *pmu = strstr(name, "::");
+    const char *mods = strchr(pmu ? pmu + 2 : name, ':');
+    size_t n = mods ? (size_t)(mods - name) : strlen(name);
+    if (!d->unit[0] && ((n >= 10 && !strncmp(name + n - 10, "TASK-CLOCK", 10)) ||
+                        (n >= 9 && !strncmp(name + n - 9, "CPU-CLOCK", 9))))
         snprintf(d->unit, sizeof d->unit, "ns");
 }
 #endif
@@ -101,6 +104,16 @@ int pv_metrics_init(const char *spec, char *why, size_t len)
         }
         if (strlen(name) >= PV_METRICS_NAME_MAX) {
             if (explicit) note_failure(why, len, name, "name too long");
+            continue;
+        }
+        /* The default software events count in the kernel too (":k=1"): a context switch or a
+         * migration happens there, and in the user domain alone it counts 0. Where the kernel
+         * domain is refused (perf_event_paranoid) the plain event, as PAPI's default domain. */
+        char with_kernel[PV_METRICS_NAME_MAX];
+        if (!explicit && snprintf(with_kernel, sizeof with_kernel, "%s:k=1", name) <
+                             (int)sizeof with_kernel &&
+            try_event(with_kernel) == PAPI_OK) {
+            keep(with_kernel);
             continue;
         }
         rc = try_event(name);
