@@ -31,6 +31,9 @@ its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1
 Each seg trial also measures from the trace how much longer the class ran on the rank
 ("class x": its median over the other rank's in the same run; "clean x": the same in the
 reference run, the ranks' own difference in that class).
+Where the run read the counters (PERFVAR_METRICS), each trial of a real program also prints each
+rank's measured share of time off its CPU ("off CPU r0 1.2%, r1 48.0%"; analysis.json
+ranks[].cpu_time).
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
@@ -166,6 +169,7 @@ class Trial:
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
+    off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
 
 
 class TrialError(Exception):
@@ -381,6 +385,14 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
     return tr
 
 
+def off_cpu(analysis: dict) -> dict[str, float] | None:
+    """rank -> the share of its time the counters measured off its CPU (analysis.json
+    ranks[].cpu_time), None when the run read no counters."""
+    out = {str(r["rank"]): r["cpu_time"]["off_cpu_fraction"]
+           for r in analysis.get("ranks", []) if r.get("cpu_time")}
+    return out or None
+
+
 def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     """Sets tr.hit, tr.found, tr.wrong, tr.named, tr.info (and for a seg case the class's
     measured ratio) from a real program's analysis.json and trace (tr.trace); ``pattern``
@@ -410,6 +422,7 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
     tr.hit = not s.named if case.kind is None else bool(s.hits)
     tr.found = found(injected, analysis, labels, case)
+    tr.off_cpu = off_cpu(analysis)
     if case.ratio and not (tr.class_ratio is not None
                            and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
         tr.hit = False  # the injection itself did not show: a miss
@@ -453,6 +466,9 @@ def trial_line(tr: Trial) -> str:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
     if tr.class_ratio is not None:
         named += f"; class x{tr.class_ratio:.3f} (clean x{tr.clean_ratio or 0:.3f})"
+    if tr.off_cpu:
+        named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
+                                          for r, f in tr.off_cpu.items())
     if tr.steal_ms and any(ms > 0 for ms in tr.steal_ms.values()):
         named += "; host steal " + ", ".join(f"cpu{c} {ms:.0f} ms"
                                              for c, ms in tr.steal_ms.items())

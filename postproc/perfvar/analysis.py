@@ -28,7 +28,7 @@ from perfvar.reader_meta import RunMeta, read_meta, usability_notes
 from perfvar.reader_otf2 import TraceSamples, read_trace, trace_ranks
 from perfvar.recover import endings_json, ensure_trace, read_endings
 from perfvar.segments import parse_segment_key
-from perfvar.stats import cpu_use, decompose
+from perfvar.stats import cpu_time, cpu_use, decompose
 from perfvar.stats.cells import cell_inputs, make_cells, with_states_of
 from perfvar.stats.filters import (
     MIN_SAMPLES_OS,
@@ -223,6 +223,10 @@ def _rank_table(
                 "interruptions": rn.count if rn else 0,
                 "interrupted_ns": rn.lost_ns if rn else 0.0,
                 "interrupted_fraction": rn.fraction if rn else 0.0,
+                # What the counters measured of its time off the CPU (None: no reads).
+                "cpu_time": (
+                    prep.cpu_time[rank].to_json() if rank in prep.cpu_time else None
+                ),
                 "judgements": dict(sorted(mine.items())),
                 "problem": errors.get(rank) or m.problem,
             }
@@ -345,6 +349,9 @@ def analyze(
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
     prep.cpu_use = use
+    prep.cpu_time = cpu_time.of_reads(
+        trace.metrics, trace.metric_names, trace.timer_resolution_hz / 1e9
+    )
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)

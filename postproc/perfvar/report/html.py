@@ -45,6 +45,7 @@ from perfvar.report.plots import (
 )
 from perfvar.report.text import (
     judged_share_lines,
+    off_cpu_words,
     verdict_line,
 )
 from perfvar.stats.model import Prepared
@@ -369,6 +370,7 @@ def _verdict(result: dict[str, Any]) -> str:
 def _ranks(result: dict[str, Any]) -> str:
     colors = rank_colors(result)
     rows, classes = [], []
+    measured = any(r.get("cpu_time") for r in result["ranks"])
     for r in result["ranks"]:
         swatch = (
             f'<span class="swatch" style="background:{colors[r["rank"]]}"></span>'
@@ -397,14 +399,15 @@ def _ranks(result: dict[str, Any]) -> str:
                 _e(fmt_ns(r["t_min_ns"])),
                 _e(fmt_ns(r["t_diff_ns"])),
                 _e(_pct(r.get("interrupted_fraction"))),
-                _e(verdict),
-                _e(r.get("problem") or ""),
             ]
+            + ([_e(off_cpu_words(r.get("cpu_time")))] if measured else [])
+            + [_e(verdict), _e(r.get("problem") or "")]
         )
         classes.append("anomalous" if r.get("anomalies") else "")
-    header = ["rank", "host", "cpus", "segments", "t_min", "t_diff"]
-    header += ["interrupted", "verdict", "problem"]
-    return _table(header, rows, numeric=[0, 3, 4, 5, 6], classes=classes)
+    header = ["rank", "host", "cpus", "segments", "t_min", "t_diff", "interrupted"]
+    header += (["off CPU (counters)"] if measured else []) + ["verdict", "problem"]
+    numeric = [0, 3, 4, 5, 6] + ([7] if measured else [])
+    return _table(header, rows, numeric=numeric, classes=classes)
 
 
 def _waits(result: dict[str, Any], figs: _Figures) -> str:

@@ -88,6 +88,16 @@ def _plural(n: int, word: str, plural: str = "") -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
+def off_cpu_words(cpu_time: Optional[dict[str, Any]]) -> str:
+    """ "48.0% (1900 cs)": a rank's measured share off its CPU and its context
+    switches; "-" where the counters did not measure it."""
+    if not cpu_time:
+        return "-"
+    share = fmt_pct(cpu_time["off_cpu_fraction"], signed=False)
+    cs = cpu_time.get("context_switches")
+    return share + (f" ({cs:.0f} cs)" if cs is not None else "")
+
+
 def _finding(a: dict[str, Any]) -> str:
     """A short phrase for the verdict line."""
     kind = KINDS.get(a["kind"])
@@ -242,30 +252,41 @@ def render(result: dict[str, Any]) -> str:
     out.append("")
     out.append("Ranks")
     rows = []
+    measured = any(r.get("cpu_time") for r in result["ranks"])
     for r in result["ranks"]:
         verdict = r["verdict"] + (" (migrated)" if r["migrated"] else "")
-        rows.append(
-            [
-                str(r["rank"]),
-                r["host"] if r["host"] is not None else "?",
-                compact_ranges(r["cpus"]),
-                fmt_ns(r["t_min_ns"]),
-                fmt_ns(r["t_diff_ns"]),
-                fmt_ns(r["timer_overhead_ns"]),
-                _states(r),
-                str(r["n_segments"]),
-                fmt_pct(r.get("interrupted_fraction"), signed=False),
-                verdict,
-            ]
-        )
+        row = [
+            str(r["rank"]),
+            r["host"] if r["host"] is not None else "?",
+            compact_ranges(r["cpus"]),
+            fmt_ns(r["t_min_ns"]),
+            fmt_ns(r["t_diff_ns"]),
+            fmt_ns(r["timer_overhead_ns"]),
+            _states(r),
+            str(r["n_segments"]),
+            fmt_pct(r.get("interrupted_fraction"), signed=False),
+        ]
+        if measured:
+            row.append(off_cpu_words(r.get("cpu_time")))
+        rows.append(row + [verdict])
     header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
-    header += ["segments", "interrupted", "verdict"]
-    out += _table(header, rows, right={0, 3, 4, 5, 7, 8})
+    header += ["segments", "interrupted"] + (["off CPU"] if measured else [])
+    header += ["verdict"]
+    out += _table(
+        header, rows, right={0, 3, 4, 5, 7, 8, 9} if measured else {0, 3, 4, 5, 7, 8}
+    )
     out.append(
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
         "known); 'partial' ones are not final, 'borrowed' ones are the largest of "
         "the host's other ranks (this rank's own found none). interrupted: share of "
         "the compute time lost in segments the OS-noise filter took out."
+        + (
+            " off CPU: share of the time its counter reads covered (long compute "
+            "segments and the calls between them) that the rank was off its CPU, "
+            "wall time minus the task clock (PERFVAR_METRICS)."
+            if measured
+            else ""
+        )
     )
     cycles = _cycles_line(result["ranks"])
     if cycles:

@@ -115,6 +115,9 @@ class Prepared:
     # Each traced thread's use of the CPUs (perfvar.stats.cpu_use.CpuUse), when the
     # parts of a parallel analysis made it; else cpu_use.of makes it from ``samples``.
     cpu_use: Optional[dict[tuple[int, int], Any]] = None
+    # Each rank's time off its CPU measured by the counters (perfvar.stats.cpu_time,
+    # rank -> RankCpuTime); empty when the run read no task clock.
+    cpu_time: dict[int, Any] = field(default_factory=dict)
     # What the detectors derive from the cells once (perfvar.stats.cells.class_pool);
     # not an init field, so a Prepared made by dataclasses.replace starts empty.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)

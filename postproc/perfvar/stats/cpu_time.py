@@ -1,0 +1,118 @@
+"""Each rank's time off its CPU, measured by the counters (PERFVAR_METRICS).
+
+The recorder reads the counters at the end of long compute segments, as deltas since
+the thread's previous read (perfvar.reader_otf2.METRIC_DTYPE: the interval from
+``since_ticks`` to ``time_ticks``, its compute segments and the MPI calls between
+them). The kernel's task clock counts the ns the thread ran on a CPU, so over an
+interval wall time minus task clock is the time it was off its CPU: another runnable
+process took it (a time slice), or the thread slept or blocked. Per rank (all its
+threads' reads), summed over the intervals the reads cover:
+
+* covered_ns, on_cpu_ns and off_cpu_ns = covered - on (each interval's floored at 0:
+  the task clock and the trace clock are read a few ns apart);
+* the context switches, CPU migrations and page faults counted, where the run had
+  those events;
+* per read, the share of its interval spent off the CPU (the samples a test compares).
+
+A rank without a task clock column (PERFVAR_METRICS=none, or the event could not be
+opened) has no entry. Pure functions over arrays; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+# What each column of interest is called, by the end of its name without the PMU and
+# the modifiers (PAPI's perf_event component names the kernel's software events
+# perf::TASK-CLOCK etc.; perfvar's default set counts them in the kernel too, :k=1).
+TASK_CLOCK = "TASK-CLOCK"
+SWITCHES = "CONTEXT-SWITCHES"
+MIGRATIONS = "CPU-MIGRATIONS"
+PAGE_FAULTS = "PAGE-FAULTS"
+
+
+@dataclass(frozen=True)
+class RankCpuTime:
+    """What the counters say of one rank's time on and off its CPU (ns, counts)."""
+
+    rank: int
+    reads: int
+    covered_ns: float
+    on_cpu_ns: float
+    off_cpu_ns: float
+    off_share_per_read: np.ndarray  # off / covered of each read's interval
+    switches: Optional[float] = None
+    migrations: Optional[float] = None
+    page_faults: Optional[float] = None
+
+    @property
+    def off_fraction(self) -> float:
+        return self.off_cpu_ns / self.covered_ns if self.covered_ns > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "reads": self.reads,
+            "covered_ns": self.covered_ns,
+            "on_cpu_ns": self.on_cpu_ns,
+            "off_cpu_ns": self.off_cpu_ns,
+            "off_cpu_fraction": self.off_fraction,
+            "context_switches": self.switches,
+            "migrations": self.migrations,
+            "page_faults": self.page_faults,
+        }
+
+
+def column(names: list[str], which: str) -> Optional[int]:
+    """The column of ``names`` whose normalised name ends in ``which``, or None."""
+    for i, name in enumerate(names):
+        # "perf::TASK-CLOCK:k=1" -> "TASK-CLOCK": after the PMU, before the modifiers
+        norm = name.split("::")[-1].split(":")[0].upper().replace("_", "-")
+        if norm.endswith(which):
+            return i
+    return None
+
+
+def of_reads(
+    metrics: np.ndarray, names: list[str], ticks_per_ns: float
+) -> dict[int, RankCpuTime]:
+    """rank -> its RankCpuTime, from the counter reads (METRIC_DTYPE rows) whose
+    columns are ``names``; {} without a task clock column or reads."""
+    clock = column(names, TASK_CLOCK)
+    if clock is None or metrics.size == 0 or ticks_per_ns <= 0:
+        return {}
+    counted = {
+        "switches": column(names, SWITCHES),
+        "migrations": column(names, MIGRATIONS),
+        "page_faults": column(names, PAGE_FAULTS),
+    }
+    out = {}
+    for rank in np.unique(metrics["rank"]):
+        rows = metrics[metrics["rank"] == rank]
+        on = rows["values"][:, clock]
+        wall = (rows["time_ticks"] - rows["since_ticks"]).astype(
+            np.float64
+        ) / ticks_per_ns
+        keep = np.isfinite(on) & (wall > 0)
+        if not keep.any():
+            continue
+        on, wall = on[keep], wall[keep]
+        off = np.maximum(wall - on, 0.0)
+        sums = {
+            key: (
+                float(np.nansum(rows["values"][keep, col])) if col is not None else None
+            )
+            for key, col in counted.items()
+        }
+        out[int(rank)] = RankCpuTime(
+            rank=int(rank),
+            reads=int(keep.sum()),
+            covered_ns=float(wall.sum()),
+            on_cpu_ns=float(np.minimum(on, wall).sum()),
+            off_cpu_ns=float(off.sum()),
+            off_share_per_read=off / wall,
+            **sums,
+        )
+    return out

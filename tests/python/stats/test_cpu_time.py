@@ -1,0 +1,84 @@
+"""perfvar.stats.cpu_time: each rank's time off its CPU from the counter reads, and the
+noisy-core verdict that rests on it (perfvar.detect.noisy_core), on reads made here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import make_prepared
+from perfvar.detect import noisy_core
+from perfvar.reader_otf2 import METRIC_DTYPE
+from perfvar.stats.cpu_time import of_reads
+
+NAMES = ["perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"]
+TICKS_PER_NS = 2.5  # a 2.5 GHz clock
+INTERVAL_NS = 10e6
+
+
+def reads(off: dict[int, float], n: int = 50, ranks: int = 4, seed: int = 0) -> np.ndarray:
+    """``n`` reads per rank of 10 ms intervals; rank r off its CPU ``off[r]`` of each
+    (1 % by default, give or take 0.2 %), one context switch per ms off."""
+    rng = np.random.default_rng(seed)
+    rows = np.zeros(n * ranks, dtype=METRIC_DTYPE)
+    rows["values"] = np.nan
+    for r in range(ranks):
+        part = rows[r * n : (r + 1) * n]
+        part["rank"] = r
+        since = np.arange(n, dtype=np.uint64) * np.uint64(INTERVAL_NS * TICKS_PER_NS)
+        part["since_ticks"] = since
+        part["time_ticks"] = since + np.uint64(INTERVAL_NS * TICKS_PER_NS)
+        share = np.clip(off.get(r, 0.01) + rng.normal(0, 0.002, n), 0, 1)
+        part["values"][:, 0] = INTERVAL_NS * (1 - share)
+        part["values"][:, 1] = np.round(share * INTERVAL_NS / 1e6)
+        part["values"][:, 2] = 0
+        rows[r * n : (r + 1) * n] = part
+    return rows
+
+
+def test_off_cpu_time_is_the_interval_minus_the_task_clock():
+    times = of_reads(reads({1: 0.5}), NAMES, TICKS_PER_NS)
+    assert sorted(times) == [0, 1, 2, 3]
+    one = times[1]
+    assert one.reads == 50
+    assert one.covered_ns == pytest.approx(50 * INTERVAL_NS)
+    assert one.off_fraction == pytest.approx(0.5, abs=0.005)
+    assert one.on_cpu_ns + one.off_cpu_ns == pytest.approx(one.covered_ns)
+    assert one.switches == pytest.approx(50 * 5, abs=10) and one.migrations == 0
+    assert one.page_faults is None  # not among the columns
+    assert times[0].off_fraction == pytest.approx(0.01, abs=0.002)
+
+
+def test_without_a_task_clock_nothing_is_measured():
+    assert of_reads(reads({1: 0.5}), ["perf::CONTEXT-SWITCHES"], TICKS_PER_NS) == {}
+    assert of_reads(np.zeros(0, dtype=METRIC_DTYPE), NAMES, TICKS_PER_NS) == {}
+
+
+def _quiet_prepared():
+    """Four ranks whose segments' durations show no interruption at all."""
+    rng = np.random.default_rng(4)
+    return make_prepared(
+        {(0, r): rng.normal(1e6, 1e3, 400) for r in range(4)}, t_diff_ns=10.0
+    )
+
+
+def test_a_rank_the_counters_see_off_its_cpu_is_a_noisy_core():
+    prep = _quiet_prepared()
+    assert noisy_core.detect(prep).anomalies == []  # the durations alone: nobody
+    prep.cpu_time = of_reads(reads({1: 0.48}), NAMES, TICKS_PER_NS)
+    (found,) = noisy_core.detect(prep).anomalies
+    assert found.rank == 1
+    ev = found.evidence
+    assert ev["named_by"] == ["time off its CPU (counters)"]
+    assert ev["measured"]["off_cpu_fraction"] == pytest.approx(0.48, abs=0.005)
+    assert ev["peers_off_cpu_fraction"] == pytest.approx(0.01, abs=0.002)
+    text = noisy_core.describe(found.to_json(), {})
+    assert "off its CPU 48.0% of the time its counter reads covered" in text
+    assert "context switches" in text
+    assert noisy_core.FINDING.phrase(found.to_json()) == "noisy core, 48.0% off its CPU"
+
+
+def test_ranks_off_their_cpus_alike_name_nobody():
+    prep = _quiet_prepared()
+    prep.cpu_time = of_reads(reads({r: 0.3 for r in range(4)}), NAMES, TICKS_PER_NS)
+    assert noisy_core.detect(prep).anomalies == []
