@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
-from perfvar.reader_otf2 import read_trace  # noqa: E402
+from perfvar.read.trace import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402

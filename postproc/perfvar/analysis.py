@@ -21,13 +21,16 @@ from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.borrow import borrow_within_hosts
 from perfvar.detect import describe, kinds_json, run_all, verdict_kind, verdict_kinds
 from perfvar.detect.noisy_core import RankNoise, rank_noise
-from perfvar.families import judged_share, merge_families
 from perfvar.parallel import engine
 from perfvar.progress import Progress
-from perfvar.reader_meta import RunMeta, read_meta, usability_notes
-from perfvar.reader_otf2 import TraceSamples, read_trace, trace_ranks
-from perfvar.recover import endings_json, ensure_trace, read_endings
-from perfvar.segments import parse_segment_key
+from perfvar.read.families import judged_share, merge_families
+from perfvar.read.meta import RunMeta, read_meta, usability_notes
+from perfvar.read.otf2 import trace_ranks
+from perfvar.read.recover import endings_json, ensure_trace, read_endings
+from perfvar.read.samples import TraceSamples
+from perfvar.read.segments import parse_segment_key
+from perfvar.read.symbolize import Symbol, symbolize
+from perfvar.read.trace import read_trace
 from perfvar.stats import cpu_time, cpu_use, decompose
 from perfvar.stats.cells import cell_inputs, make_cells, with_states_of
 from perfvar.stats.filters import (
@@ -45,7 +48,6 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
-from perfvar.symbolize import Symbol, symbolize
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -91,7 +93,7 @@ def prepare(
     filter_cost uses the rank's own timer_overhead_ns (0 when unknown); filter_os is
     applied per cell (see perfvar.stats.filters), unless ``cells`` already holds every
     cell (made where its samples were, perfvar.partition). Each cell gets the rank's
-    calibrated cache state closest to its context (see perfvar.cache_state).
+    calibrated cache state closest to its context (see perfvar.read.cache_state).
     ``progress`` counts the cells filtered.
     """
     if cells is None:

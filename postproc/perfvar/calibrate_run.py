@@ -27,7 +27,6 @@ import time
 from typing import Any, Optional
 
 from perfvar import __version__
-from perfvar.cache_state import LABELS
 from perfvar.calibration.kernels import Kernels
 from perfvar.calibration.search import (
     CalibParams,
@@ -37,6 +36,7 @@ from perfvar.calibration.search import (
     timer_overhead,
 )
 from perfvar.progress import Progress
+from perfvar.read.cache_state import LABELS
 
 STATES = LABELS  # the paper's cache states, as the analysis names them
 

@@ -142,7 +142,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace) -> int:
-    from perfvar.recover import (
+    from perfvar.read.recover import (
         complete_archive,
         endings_json,
         has_records,

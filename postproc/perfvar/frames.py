@@ -37,11 +37,12 @@ import pandas as pd
 
 from perfvar.analysis import _segment_order, analyze, prepare
 from perfvar.calibration import ranks as calibration_ranks
-from perfvar.families import merge_families
-from perfvar.reader_meta import RunMeta, read_meta
-from perfvar.reader_otf2 import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples, read_trace
-from perfvar.recover import ensure_trace
-from perfvar.segments import CallSite, SegmentKey, parse_segment_key
+from perfvar.read.families import merge_families
+from perfvar.read.meta import RunMeta, read_meta
+from perfvar.read.recover import ensure_trace
+from perfvar.read.samples import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples
+from perfvar.read.segments import CallSite, SegmentKey, parse_segment_key
+from perfvar.read.trace import read_trace
 
 ANALYSIS_FILE = "analysis.json"
 # pandas >= 3 has a string dtype ("str", NaN when missing); before, strings are objects.
@@ -174,7 +175,7 @@ class Run:
     @cached_property
     def trace(self) -> TraceSamples:
         """``read_trace(DIR)`` with its classes merged into families as ``perfvar
-        analyze`` judges them (perfvar.families: each family's samples carry its
+        analyze`` judges them (perfvar.read.families: each family's samples carry its
         largest member's index); a job that died is first rebuilt from its records,
         as ``perfvar analyze`` does (``recover=False`` reads the archive as it is)."""
         if self.recover:

@@ -23,15 +23,10 @@ import numpy as np
 
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.errors import TraceError
-from perfvar.reader_meta import read_meta
-from perfvar.reader_otf2 import (
-    PROBE_DTYPE,
-    SAMPLE_DTYPE,
-    TraceSamples,
-    read_trace,
-    reading_warnings,
-    trace_locations,
-)
+from perfvar.read.meta import read_meta
+from perfvar.read.otf2 import trace_locations
+from perfvar.read.samples import PROBE_DTYPE, SAMPLE_DTYPE, TraceSamples
+from perfvar.read.trace import read_trace, reading_warnings
 from perfvar.stats.cells import cell_inputs, make_cells
 from perfvar.stats.cpu_use import CpuUse, cpu_use
 from perfvar.stats.filters import filter_os_many

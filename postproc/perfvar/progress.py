@@ -10,7 +10,7 @@ never a reason to fail.
 
 The bar writes to a duplicate of file descriptor 2 taken when it starts, because the
 OTF2 reader redirects descriptor 2 while it runs to capture the C library's messages
-(perfvar.reader_otf2): the bar must neither vanish into that capture nor end up in
+(perfvar.read.trace): the bar must neither vanish into that capture nor end up in
 an error message. Methods may be called from one thread; the display refreshes
 itself from rich's own thread unless ``animate`` is False: a measurement (perfvar
 calibrate, pinned to one CPU) must not have a thread of its own process wake up on

@@ -46,7 +46,7 @@ PEAK = (
     "sys.exit(rc)"
 )
 READ = (
-    "import sys, time; from perfvar.reader_otf2 import read_trace; "
+    "import sys, time; from perfvar.read.trace import read_trace; "
     "t, c = time.perf_counter(), time.process_time(); s = read_trace(sys.argv[1]); "
     "dt, dc = time.perf_counter() - t, time.process_time() - c; "
     "print(sum(r.events_read for r in s.locations), dt, dc)"

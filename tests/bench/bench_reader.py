@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "postproc"))
 
 from perfvar import reader_native  # noqa: E402
-from perfvar.reader_otf2 import read_trace  # noqa: E402
+from perfvar.read.trace import read_trace  # noqa: E402
 
 
 def measure(directory: str, mode: str, repeat: int):

@@ -28,8 +28,8 @@ POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
 # demo does that) must not shadow the code under test.
 sys.path.insert(0, os.path.abspath(POSTPROC))
 
-from perfvar.reader_meta import Calibration  # noqa: E402
-from perfvar.reader_otf2 import SAMPLE_DTYPE  # noqa: E402
+from perfvar.read.meta import Calibration  # noqa: E402
+from perfvar.read.samples import SAMPLE_DTYPE  # noqa: E402
 from perfvar.stats.filters import filter_cost, filter_os  # noqa: E402
 from perfvar.stats.model import Cell, Prepared  # noqa: E402
 

@@ -6,7 +6,7 @@ import os
 import re
 
 from conftest import run_cli
-from perfvar.reader_meta import HZ_AGREEMENT, RankMeta, clock_summary
+from perfvar.read.meta import HZ_AGREEMENT, RankMeta, clock_summary
 from perfvar.report.text import _clock_remarks
 
 

@@ -19,7 +19,7 @@ import perfvar
 from conftest import SEG_A, normal_durations, write_trace
 from perfvar import frames
 from perfvar.analysis import analyze
-from perfvar.reader_otf2 import read_trace
+from perfvar.read.trace import read_trace
 from perfvar.report.json import write_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfvar.reader_otf2 import read_trace
-from perfvar.segments import parse_segment_key
+from perfvar.read.trace import read_trace
+from perfvar.read.segments import parse_segment_key
 
 GOLDEN = os.environ.get("PV_GOLDEN_TRACE")
 pytestmark = pytest.mark.skipif(

@@ -8,8 +8,9 @@ import ctypes
 
 import numpy as np
 import pytest
-from perfvar import reader_native, reader_otf2
 from perfvar.calibration import kernels
+from perfvar.read import native as reader_native
+from perfvar.read import samples
 
 
 def _kernels_lib():
@@ -58,9 +59,9 @@ def test_reader_result_and_rows_are_laid_out_as_in_c():
     result = reader_native._Result
     _check(fn, "perfvar_read_result", ctypes.sizeof(result), _ctypes_layout(result))
     for c_name, dtype in (
-        ("perfvar_read_sample", reader_otf2.SAMPLE_DTYPE),
-        ("perfvar_read_probe", reader_otf2.PROBE_DTYPE),
-        ("perfvar_read_metric", reader_otf2.METRIC_DTYPE),
+        ("perfvar_read_sample", samples.SAMPLE_DTYPE),
+        ("perfvar_read_probe", samples.PROBE_DTYPE),
+        ("perfvar_read_metric", samples.METRIC_DTYPE),
     ):
         _check(fn, c_name, dtype.itemsize, _dtype_layout(dtype))
     assert _ask(fn, "perfvar_read_sample.no_such_field") == -1

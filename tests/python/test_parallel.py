@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from test_calibration_judge import _doc
+from calib_docs import _doc
 
 from conftest import POSTPROC, normal_durations, run_cli
 from perfvar.analysis import PARALLEL_MIN_RANKS, analyze

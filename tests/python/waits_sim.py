@@ -9,7 +9,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from perfvar.reader_otf2 import SAMPLE_DTYPE, TraceSamples
+from perfvar.read.samples import SAMPLE_DTYPE, TraceSamples
 
 APP = "/opt/app/bin/stencil"
 SEG_A = f"perfvar:segment:MPI_Waitall@{APP}+0x10;MPI_Allreduce@{APP}+0x20"

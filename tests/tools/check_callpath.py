@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
 
 from run_mpi import mpiexec_cmd, run  # noqa: E402
 
-from perfvar.reader_otf2 import read_trace  # noqa: E402
-from perfvar.segments import parse_segment_key  # noqa: E402
+from perfvar.read.trace import read_trace  # noqa: E402
+from perfvar.read.segments import parse_segment_key  # noqa: E402
 
 
 def barrier_classes(trace_dir: Path) -> dict[int, set[str]]:

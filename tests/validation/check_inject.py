@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
-from perfvar.reader_otf2 import read_trace  # noqa: E402
+from perfvar.read.trace import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation.classes import Pattern, median_ratio  # noqa: E402
 

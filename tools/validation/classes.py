@@ -5,8 +5,8 @@ trace shows them on one rank.
 A class is selected as the C side does (src/pmpi/inject.c): by substrings of the
 labels of its closing and opening call sites, "MPI_Fn@module+0xoffset" with the
 module's base name, then "<module+0xoffset" per caller frame (call paths), so the
-exact labels select one class. Keys are parsed with perfvar.segments. Pure functions over
-a trace read by perfvar.reader_otf2; thread-safe.
+exact labels select one class. Keys are parsed with perfvar.read.segments. Pure functions over
+a trace read by perfvar.read.trace; thread-safe.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from perfvar.segments import CallSite, parse_segment_key
+from perfvar.read.segments import CallSite, parse_segment_key
 
 
 def site_name(site: CallSite) -> str:

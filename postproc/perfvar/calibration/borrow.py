@@ -8,16 +8,16 @@ borrows from the other ranks on its host (the same machine: its clock and, mostl
 cores): in each cache state, the largest t_min and the largest t_diff any of them
 measured, so its effect floor and its precision limit are no finer than any of theirs.
 What was borrowed, and from whom, is in the state's status ("borrowed") and source, in
-the rank's ``problem`` and in the run's notes. A rank alone on its host, or whose host is
-unknown, keeps nothing and is not judged (reader_meta.usability_notes says so).
+the rank's ``problem`` and in the run's notes. A rank alone on its host, or whose host
+is unknown, keeps nothing and is not judged (read.meta.usability_notes says so).
 
 Times in ns. Pure over a RunMeta (changed in place); not thread-safe.
 """
 
 from __future__ import annotations
 
-from perfvar.cache_state import CacheState, label_order
-from perfvar.reader_meta import RankMeta, RunMeta
+from perfvar.read.cache_state import CacheState, label_order
+from perfvar.read.meta import RankMeta, RunMeta
 from perfvar.units import compact_ranges
 
 BORROWED = "borrowed"

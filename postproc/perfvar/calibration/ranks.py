@@ -1,6 +1,6 @@
 """The calibration judge applied to a run: every rank's t_min / t_diff, decided once.
 
-perfvar.reader_meta reads each rank's C estimates; this module replaces them with
+perfvar.read.meta reads each rank's C estimates; this module replaces them with
 what perfvar.calibration.judge decides from the rank's stored start-up samples
 (DIR/perfvar/calibration-rank-N.json), per cache state and for the cycle counter,
 where the judge confirms both values; elsewhere the estimates stay, labelled, and
@@ -11,7 +11,7 @@ by the SHA-256 of each rank's sample file and of the judge's own code (the modul
 that decide: calibration_judge, filters, isolation, stats), so a later analysis
 of the same trace reads them instead of growing the forests again, and a changed
 file or rule is judged anew. Ranks still to judge are judged where they are read,
-all together (calibration_judge.judge_documents): each part of a split analysis
+all together (calibration.judge.judge_documents): each part of a split analysis
 (perfvar.partition) judges its own ranks. An unwritable directory only costs the
 reuse.
 Not thread-safe (writes the cache file).
@@ -28,7 +28,7 @@ from typing import Any, Optional
 from perfvar.calibration import judge as calibration_judge
 from perfvar.calibration.borrow import borrow_within_hosts
 from perfvar.calibration.judge import SOURCE, Decision
-from perfvar.reader_meta import (
+from perfvar.read.meta import (
     RankMeta,
     RunMeta,
     load_json,

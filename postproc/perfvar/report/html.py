@@ -25,10 +25,10 @@ import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.cache_state import label_order
 from perfvar.detect import describe, is_verdict
 from perfvar.detect import word as kind_word
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
+from perfvar.read.cache_state import label_order
 from perfvar.report.plots import (
     MAX_PEER_LINES,
     MIN_DRAWN,

@@ -43,7 +43,7 @@ from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_verdict
 from perfvar.installation import find_tool
-from perfvar.reader_otf2 import location_rank
+from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
 
 TOOL = "perfvar-markers"
@@ -117,7 +117,7 @@ def consequence_text(result: dict[str, Any], c: dict[str, Any]) -> str:
 
 def rank_locations(anchor: str) -> dict[int, list[int]]:
     """Each rank's location ids, thread 0 first, from the trace's definitions, ranks
-    and threads told as the trace reader tells them (reader_otf2.location_rank)."""
+    and threads told as the trace reader tells them (read.otf2.location_rank)."""
     import otf2
 
     out: dict[int, list[int]] = {}

@@ -19,10 +19,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.cache_state import label_order
 from perfvar.detect import KINDS, is_verdict
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
+from perfvar.read.cache_state import label_order
 from perfvar.stats.model import Cell, Prepared
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution

@@ -13,9 +13,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from perfvar.cache_state import CacheState, cell_context, choose
-from perfvar.reader_meta import Calibration, RunMeta
-from perfvar.reader_otf2 import CPU_UNKNOWN, TraceSamples
+from perfvar.read.cache_state import CacheState, cell_context, choose
+from perfvar.read.meta import Calibration, RunMeta
+from perfvar.read.samples import CPU_UNKNOWN, TraceSamples
 from perfvar.stats.compare import log_ns
 from perfvar.stats.filters import OsFilterInfo, filter_cost
 from perfvar.stats.model import Cell, Prepared, cell_calibration
@@ -49,7 +49,7 @@ def make_cells(
     """The cells of ``inputs`` (as cell_inputs gives them) with filter_os's
     ``results`` for each (kept mask, info): kept and removed samples, start times in
     ns since the trace's origin, CPUs, and the rank's calibrated cache state closest
-    to the cell's context (perfvar.cache_state)."""
+    to the cell's context (perfvar.read.cache_state)."""
     cells: dict[tuple[int, int], Cell] = {}
     for ((seg, rank), chunk, values), (mask, info) in zip(inputs, results):
         rmeta = meta.ranks.get(rank)

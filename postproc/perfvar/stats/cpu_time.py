@@ -1,7 +1,7 @@
 """Each rank's time off its CPU, measured by the counters (PERFVAR_METRICS).
 
 The recorder reads the counters at the end of long compute segments, as deltas since
-the thread's previous read (perfvar.reader_otf2.METRIC_DTYPE: the interval from
+the thread's previous read (perfvar.read.samples.METRIC_DTYPE: the interval from
 ``since_ticks`` to ``time_ticks``, its compute segments and the MPI calls between
 them). The kernel's task clock counts the ns the thread ran on a CPU, so over an
 interval wall time minus task clock is the time it was off its CPU: another runnable

@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.reader_otf2 import CPU_UNKNOWN
+from perfvar.read.samples import CPU_UNKNOWN
 from perfvar.stats.model import Prepared
 
 # Above this many (thread, CPU) bins the counts are made by sorting instead.
@@ -45,7 +45,7 @@ CpuUse = dict[tuple[int, int], ThreadCpus]  # (rank, thread) -> its use, ascendi
 
 
 def cpu_use(samples: np.ndarray) -> CpuUse:
-    """The table of these samples (reader_otf2.SAMPLE_DTYPE rows)."""
+    """The table of these samples (read.samples.SAMPLE_DTYPE rows)."""
     if samples.size == 0:
         return {}
     unit = (samples["rank"].astype(np.int64) << 32) | samples["thread"].astype(np.int64)

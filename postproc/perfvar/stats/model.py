@@ -12,8 +12,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from perfvar.cache_state import CacheState
-from perfvar.reader_meta import Calibration
+from perfvar.read.cache_state import CacheState
+from perfvar.read.meta import Calibration
 from perfvar.stats.filters import OsFilterInfo
 
 
@@ -27,8 +27,8 @@ class Cell:
     samples_ns: np.ndarray  # kept samples, ns (timer overhead already subtracted)
     os_info: OsFilterInfo
     cpu: Optional[int] = None  # the CPU most of these segments started on
-    # The cache state it is judged with (perfvar.cache_state; None: the rank's flush-0
-    # calibration, as when no state was chosen) and the context that chose it.
+    # The cache state it is judged with (perfvar.read.cache_state; None: the rank's
+    # flush-0 calibration, as when no state was chosen) and the context that chose it.
     state: Optional[CacheState] = None
     state_target: Optional[str] = None  # the state the context asked for
     context_bytes: Optional[int] = None  # median bytes the preceding MPI call moved
@@ -106,7 +106,7 @@ class Prepared:
     cells: dict[tuple[int, int], Cell]  # (segment, rank) -> Cell
     calibration: dict[int, Calibration]  # rank -> its calibration (may be unknown)
     hosts: dict[int, Optional[str]]  # rank -> host name
-    samples: np.ndarray  # raw samples (reader_otf2.SAMPLE_DTYPE), for CPU checks
+    samples: np.ndarray  # raw samples (read.samples.SAMPLE_DTYPE), for CPU checks
     segment_ids: list[str]  # segment index -> display id ("S0", ...)
     # The index of the fixed-work probes' pseudo-class (perfvar.stats.probes), None
     # without probes. Its cells are fixed work, so only the core and phase detectors

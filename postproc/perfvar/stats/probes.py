@@ -17,8 +17,8 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.reader_meta import RunMeta
-from perfvar.reader_otf2 import TraceSamples
+from perfvar.read.meta import RunMeta
+from perfvar.read.samples import TraceSamples
 from perfvar.stats.filters import filter_os
 from perfvar.stats.model import Cell, Prepared
 

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from perfvar.detect import verdict_kind
-from perfvar.reader_otf2 import TraceSamples
+from perfvar.read.samples import TraceSamples
 from perfvar.stats.model import Anomaly
 from perfvar.verdict import delay_cost, wait_states
 

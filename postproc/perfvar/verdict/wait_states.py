@@ -53,7 +53,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from perfvar.segments import parse_segment_key
+from perfvar.read.segments import parse_segment_key
 
 NXN = frozenset(
     {
@@ -163,7 +163,7 @@ def build_timeline(
     trace_ns: Callable[[np.ndarray], np.ndarray],
     probes: Optional[np.ndarray] = None,
 ) -> Timeline:
-    """The master threads' MPI calls from segment samples (reader_otf2.SAMPLE_DTYPE).
+    """The master threads' MPI calls from segment samples (read.samples.SAMPLE_DTYPE).
 
     ``segment_keys``: the canonical key of each segment index; ``trace_ns``: ticks ->
     ns since the origin (TraceSamples.trace_ns); ``probes`` (PROBE_DTYPE): a

@@ -11,7 +11,7 @@ import pytest
 import perfvar.calibration.search as calibrate
 import perfvar.calibrate_run as calibrate_run
 from perfvar.calibration.search import CalibParams, StateResult, _Search, t_diff_search
-from test_calibration_judge import recheck
+from calib_docs import recheck
 
 L3 = 32 << 20
 

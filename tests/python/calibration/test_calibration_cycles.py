@@ -5,7 +5,7 @@ judge segments."""
 
 import json
 
-from test_calibration_judge import _doc, recheck
+from calib_docs import _doc, recheck
 
 from conftest import CALIBRATION, normal_durations
 from perfvar.analysis import analyze

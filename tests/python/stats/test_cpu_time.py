@@ -8,7 +8,7 @@ import pytest
 
 from conftest import make_prepared
 from perfvar.detect import noisy_core
-from perfvar.reader_otf2 import METRIC_DTYPE
+from perfvar.read.samples import METRIC_DTYPE
 from perfvar.stats.cpu_time import of_reads
 
 NAMES = ["perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"]

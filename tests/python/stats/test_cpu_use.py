@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from perfvar.stats import cpu_use
-from perfvar.reader_otf2 import CPU_UNKNOWN, SAMPLE_DTYPE
+from perfvar.read.samples import CPU_UNKNOWN, SAMPLE_DTYPE
 
 
 def _samples(seed: int) -> np.ndarray:

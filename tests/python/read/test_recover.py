@@ -9,7 +9,7 @@ import json
 import pytest
 
 from perfvar.errors import TraceError
-from perfvar.recover import endings_json, ensure_trace, has_records, read_endings
+from perfvar.read.recover import endings_json, ensure_trace, has_records, read_endings
 from perfvar.report.text import _ended_clause, _ended_lines
 
 
@@ -122,7 +122,7 @@ def test_missing_tool_is_one_clear_error(tmp_path, monkeypatch):
     records = tmp_path / "perfvar" / "records"
     records.mkdir(parents=True)
     (records / "rank-0.defs").write_text("rank\t0\t1\n")
-    monkeypatch.setattr("perfvar.recover.recover_tool", lambda: None)
+    monkeypatch.setattr("perfvar.read.recover.recover_tool", lambda: None)
     with pytest.raises(TraceError, match="perfvar-recover"):
         ensure_trace(str(tmp_path))
 

@@ -1,4 +1,4 @@
-"""Cache states: which calibrated state judges a segment (perfvar.cache_state), how
+"""Cache states: which calibrated state judges a segment (perfvar.read.cache_state), how
 the per-state calibration is read from rank-N.json and calibration-rank-N.json, and
 that perfvar analyze judges each segment with the state its context chose."""
 
@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from test_calibration_judge import _doc
+from calib_docs import _doc
 
 from conftest import CALIBRATION, SEG_A, SEG_B, normal_durations
 from perfvar.analysis import analyze
-from perfvar.cache_state import CacheState, cell_context, choose
+from perfvar.read.cache_state import CacheState, cell_context, choose
 from perfvar.calibration.ranks import judged_meta
-from perfvar.reader_meta import read_meta
+from perfvar.read.meta import read_meta
 from perfvar.report.text import render
 
 KIB, MIB = 1024, 1024 * 1024

@@ -10,8 +10,8 @@ import pytest
 from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.errors import TraceError
 from perfvar.calibration.ranks import judged_meta
-from perfvar.reader_meta import read_meta
-from perfvar.reader_otf2 import read_trace
+from perfvar.read.meta import read_meta
+from perfvar.read.trace import read_trace
 
 
 def test_reads_every_segment_with_ns_durations_and_cpus(trace_factory):
@@ -154,7 +154,7 @@ def test_meta_takes_the_c_searchs_zero_as_not_found(tmp_path):
 
 def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
     # Rank 0 has no flush-0 values but a calibrated 4xL1 state: it is judged with that
-    # state (perfvar.cache_state), so the note must not say it is not judged. Rank 1
+    # state (perfvar.read.cache_state), so the note must not say it is not judged. Rank 1
     # has nothing usable: it is not judged.
     os.makedirs(tmp_path / "perfvar")
     none_found = {"t_min_ns": 0.0, "t_diff_ns": 0.0}
@@ -176,7 +176,7 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
 
 
 def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
-    import perfvar.reader_otf2 as reader
+    import perfvar.read.python_loop as reader
 
     monkeypatch.setenv("PERFVAR_READER", "python")  # the Python event loop's paths
     moved = {SEG_A: (1000, 5000), SEG_B: (64, 0)}  # sends and collectives

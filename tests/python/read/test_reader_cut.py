@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfvar.reader_otf2 import read_trace
+from perfvar.read.trace import read_trace
 
 GOLDEN = os.environ.get("PV_GOLDEN_TRACE")
 LONG = Path(GOLDEN or "/nonexistent") / "long"

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Optional
 
-from perfvar.segments import CallSite, Frame
+from perfvar.read.segments import CallSite, Frame
 
 ADDR2LINE_TIMEOUT_S = 60.0
 

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from perfvar.segments import CallSite, Frame, parse_segment_key, segment_families
-from perfvar.symbolize import FrameSymbol, Symbol, short_function, symbolize
+from perfvar.read.segments import CallSite, Frame, parse_segment_key, segment_families
+from perfvar.read.symbolize import FrameSymbol, Symbol, short_function, symbolize
 
 # The tests that compile a program and symbolize it need these.
 NEEDS_TOOLCHAIN = pytest.mark.skipif(

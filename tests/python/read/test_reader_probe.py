@@ -12,13 +12,9 @@ import os
 import numpy as np
 
 from conftest import RESOLUTION_HZ, SEG_A, SEG_B
-from perfvar.reader_meta import read_meta
-from perfvar.reader_otf2 import (
-    PROBE_DTYPE,
-    SAMPLE_DTYPE,
-    TraceSamples,
-    read_trace,
-)
+from perfvar.read.meta import read_meta
+from perfvar.read.samples import PROBE_DTYPE, SAMPLE_DTYPE, TraceSamples
+from perfvar.read.trace import read_trace
 
 TICK_NS = 1e9 / RESOLUTION_HZ
 
@@ -171,7 +167,7 @@ def test_probes_do_not_disturb_segments(tmp_path):
 
 
 def test_public_callback_path_reads_the_same_probes(tmp_path, monkeypatch):
-    import perfvar.reader_otf2 as reader
+    import perfvar.read.python_loop as reader
 
     path = str(tmp_path / "t")
     write_probe_trace(path, threads=2, migrate=(0, 2))

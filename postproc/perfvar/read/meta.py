@@ -5,7 +5,7 @@ Per rank: host, CPUs, clock, and the calibration the detectors judge against:
 (precision: shortest duration whose measurement CV < 1 %, ns) and ``t_diff_ns``
 (sensitivity: smallest difference detectable with overlap < 5 %, ns), at flush 0 and,
 in ``Calibration.states``, per cache state (flush 0, 4xL1, 4xL2, 4xL3; files written
-before cache states existed give flush 0 only). perfvar.cache_state picks the state
+before cache states existed give flush 0 only). perfvar.read.cache_state picks the state
 each segment is judged with. ``Calibration.cycles`` holds the pass on the CPU-cycle
 counter (flush 0, in cycles) where the counter was readable, or why it was not.
 ``RankMeta.probe`` is rank-N.json's ``probe`` object (PERFVAR_PROBE's fixed-work probes:
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from perfvar.cache_state import CacheState
+from perfvar.read.cache_state import CacheState
 from perfvar.units import compact_ranges
 
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
@@ -408,7 +408,8 @@ def usability_notes(meta: RunMeta) -> list[str]:
     result = meta.ranks
     uncal = [r for r, m in result.items() if m.source and not m.calibrated]
     # Without flush 0, a rank's segments are still judged with its nearest calibrated
-    # cache state (perfvar.cache_state.choose); only a rank with none is not judged.
+    # cache state (perfvar.read.cache_state.choose); only a rank with none is not
+    # judged.
     elsewhere = [
         r for r in uncal if any(st.usable for st in result[r].calibration.states)
     ]

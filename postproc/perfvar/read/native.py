@@ -1,10 +1,10 @@
 """The trace reader's event loop in C: libperfvar_read (src/read/read.h) through ctypes.
 
-:func:`perfvar.reader_otf2.read_trace` reads the global definitions with the ``otf2``
+:func:`perfvar.read.trace.read_trace` reads the global definitions with the ``otf2``
 package and hands the events to :func:`read_locations` when :func:`library` finds the
-library; the C loop does what ``reader_otf2._LocationScanner`` does (same matching,
-same samples, same counts; tests/python/test_reader_native.py compares them) about
-ten times faster, and the failure rules are shared (``reader_otf2.settle_location``).
+library; the C loop does what ``read.python_loop._LocationScanner`` does (same matching,
+same samples, same counts; tests/python/read/test_reader_native.py compares them) about
+ten times faster, and the failure rules are shared (``read.otf2.settle_location``).
 
 ``PERFVAR_READER`` chooses: unset or empty, the native loop when the library is found
 and the Python one otherwise; ``native``, the native loop or an error when the library
@@ -32,18 +32,20 @@ import numpy as np
 
 from perfvar.errors import TraceError
 from perfvar.installation import installed_path
-from perfvar.reader_otf2 import (
+from perfvar.read.otf2 import (
+    ReadFailure,
+    TraceDefinitions,
+    _CStderr,
+    _otf2_detail,
+    settle_location,
+)
+from perfvar.read.samples import (
     METRIC_DTYPE,
     METRICS_MAX,
     PROBE_DTYPE,
     SAMPLE_DTYPE,
     LocationRead,
     LocationReport,
-    ReadFailure,
-    TraceDefinitions,
-    _CStderr,
-    _otf2_detail,
-    settle_location,
 )
 
 ENV = "PERFVAR_READER"
@@ -258,8 +260,8 @@ def read_locations(
 ) -> NativeRead:
     """Read the events of the ``chosen`` locations (``(id, name, events announced,
     rank, thread)``, ``whole[i]``: location i's event file holds a whole chunk) as
-    ``reader_otf2._read_events`` does: per location, its report and, when intact, its
-    samples and probes; None for a location past whose cut OTF2 3.0 decoded more
+    ``read.python_loop._read_events`` does: per location, its report and, when intact,
+    its samples and probes; None for a location past whose cut OTF2 3.0 decoded more
     events than the definitions announce (the caller reads it with the Python loop,
     whose OTF2 stops at the cut). Raises TraceError when the archive or its event
     files cannot be opened."""

@@ -2,7 +2,7 @@
 
 A code that talks to its left and right neighbours from two helper routines makes two
 segment classes for the same work, each present on the ranks that have that neighbour
-only; neither can be judged against its peers. perfvar.segments.segment_families
+only; neither can be judged against its peers. perfvar.read.segments.segment_families
 groups them; here a trace's samples are relabelled so that each family is one class
 (its largest member's index), before cells are made. The original keys stay in
 ``trace.segments``. Pure apart from copying the samples array; thread-safe.
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perfvar.segments import segment_families
+from perfvar.read.segments import segment_families
 
 
 def merge_families(trace: Any) -> tuple[Any, dict[int, list[str]]]:

@@ -195,7 +195,9 @@ def endings_json(endings: list[RankEnding]) -> dict:
     recent silence)."""
     early = [e for e in endings if e.ended_early]
     first = (
-        min(early, key=lambda e: (e.cause_class, e.latest_end_utc_ns)) if early else None
+        min(early, key=lambda e: (e.cause_class, e.latest_end_utc_ns))
+        if early
+        else None
     )
     t0 = min((e.end_utc_ns - e.end_s * 1e9 for e in endings), default=0.0)
     return {

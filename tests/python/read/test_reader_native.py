@@ -1,4 +1,4 @@
-"""The native event loop (libperfvar_read, perfvar.reader_native) gives exactly what the
+"""The native event loop (libperfvar_read, perfvar.read.native) gives exactly what the
 Python one gives: the same samples and probes, the same per-location reports, the same
 warnings, on every trace the reader tests make (broken, cut, missing files, probes,
 threads, unbalanced regions) and on subsets of locations; and the package falls back to
@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
-from perfvar import reader_native
-from perfvar import reader_otf2 as reader
+from perfvar.read import native as reader_native
+from perfvar.read import trace as reader
 from perfvar.errors import TraceError
-from perfvar.reader_otf2 import read_trace, trace_locations, trace_ranks
+from perfvar.read.otf2 import trace_locations, trace_ranks
+from perfvar.read.trace import read_trace
 from test_reader_probe import write_probe_trace
 
 GOLDEN = os.environ.get("PV_GOLDEN_TRACE")

@@ -13,8 +13,8 @@ import numpy as np
 import perfvar
 import pytest
 from conftest import RESOLUTION_HZ, SEG_A, SEG_B
-from perfvar import reader_native
-from perfvar.reader_otf2 import read_trace
+from perfvar.read import native as reader_native
+from perfvar.read.trace import read_trace
 
 HAVE_NATIVE = reader_native._load(tuple(reader_native.candidates())) is not None
 

@@ -1,0 +1,189 @@
+"""What reading a perfvar OTF2 archive (DIR/traces.otf2) gives: the samples and their
+types (perfvar.read.trace.read_trace fills them).
+
+One sample per matched Enter/Leave pair of a region whose canonical name starts with
+``perfvar:segment:``: (segment index, rank, thread, start in ticks, duration in ns, CPU
+at Enter, CPU at Leave, context bytes). Ticks are converted with the ClockProperties
+timer resolution (Hz): ``ns = ticks * 1e9 / resolution``. The CPU comes from the integer
+attribute named ``cpu`` on the Enter/Leave events of segment, probe and user timer
+regions, carried forward: perfvar writes it only where the CPU changed, so such an
+event without it has the CPU the last one with it on its location gave (-1 before the
+first; the value 0xFFFFFFFF: unknown from there on). Traces that carry it on every
+event read the same. The context bytes
+are what the MPI call before the segment moved: the sum of the message sizes of the
+MpiSend/MpiRecv/MpiIsend/MpiIrecv records and of the sent + received sizes of the
+MpiCollectiveEnd/NonBlockingCollectiveComplete records between the previous segment
+and this one on the same location (-1 when there was none; see perfvar.read.cache_state
+for what they are used for).
+
+Counters (``PERFVAR_METRICS``): perfvar writes, per location, Metric events of running
+totals (OTF2_METRIC_ACCUMULATED_START): zeros where counting started, then the totals at
+the end of each segment long enough to read them (right after its Leave). Each Metric
+event after a location's first, when at least one segment ended since the previous one,
+gives one row of ``TraceSamples.metrics`` (METRIC_DTYPE): the deltas of the counters
+since that previous event, and which segments they cover (``first`` .. ``sample``,
+indexes into ``samples``; a short segment's counts are in the row of the next read).
+Columns follow ``TraceSamples.metric_names`` (every counter of the trace, by name); a
+location whose ranks count fewer has NaN in the others. Only UINT64 members are read.
+
+Fixed-work probes (``PERFVAR_PROBE``): each matched Enter/Leave of the region whose
+canonical name is ``perfvar:probe`` (between a segment's Leave and the next MPI
+region's Enter) gives one row of ``TraceSamples.probes`` (PROBE_DTYPE): rank, thread,
+start in ticks, duration in ns, and the CPU it ran on (the ``cpu`` attribute of its
+Enter, or -1 when its Leave names another CPU: a probe that migrated belongs to no
+core). Every probe runs the same number of ADDs on a rank (rank-N.json ``probe.adds``).
+The rank of a location is the id of its LocationGroup (perfvar writes one group per
+MPI rank with id = rank). A location is one thread of its rank: the thread index is
+the location's position in its group, in definition order (perfvar writes thread k of
+a rank, 0 = the thread that initialised MPI, as the group's k-th location), so
+segments are per (rank, thread).
+
+Pure data; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+SAMPLE_DTYPE = np.dtype(
+    [
+        ("segment", np.int32),  # index into TraceSamples.segments
+        ("rank", np.int32),
+        ("thread", np.int32),  # index of the thread in its rank, 0 = master thread
+        ("start_ticks", np.uint64),  # Enter timestamp, timer ticks
+        ("duration_ns", np.float64),  # Leave - Enter, ns
+        ("cpu_enter", np.int32),  # CPU at Enter, -1 = unknown
+        ("cpu_leave", np.int32),  # CPU at Leave, -1 = unknown
+        ("context_bytes", np.int64),  # bytes the preceding MPI call moved, -1 = unknown
+    ]
+)
+
+
+PROBE_DTYPE = np.dtype(
+    [
+        ("rank", np.int32),
+        ("thread", np.int32),  # index of the thread in its rank, 0 = master thread
+        ("start_ticks", np.uint64),  # Enter timestamp, timer ticks
+        ("duration_ns", np.float64),  # Leave - Enter, ns
+        ("cpu", np.int32),  # CPU at Enter and Leave, -1 = unknown or migrated
+    ]
+)
+
+
+METRICS_MAX = 16  # counter columns at most, as src/read/read.h bounds them
+
+
+# "sample" and "first": in a location's rows, among its own samples; in
+# TraceSamples.metrics, indexes into its samples.
+METRIC_DTYPE = np.dtype(
+    [
+        ("rank", np.int32),
+        ("thread", np.int32),
+        ("sample", np.int64),  # the segment whose end read them (the last covered)
+        ("first", np.int64),  # the first segment the deltas cover
+        ("time_ticks", np.uint64),  # the read's time (the segment's Leave)
+        ("since_ticks", np.uint64),  # the previous read's: the interval's start
+        ("values", np.float64, (METRICS_MAX,)),  # delta per metric_names column or NaN
+    ]
+)
+
+
+CPU_UNKNOWN = -1
+
+
+CPU_UNKNOWN_VALUE = 0xFFFFFFFF  # a ``cpu`` attribute saying: unknown from here on
+
+
+CONTEXT_UNKNOWN = -1
+
+
+CPU_ATTRIBUTE = "cpu"
+
+
+PROBE_REGION = "perfvar:probe"  # canonical name of the fixed-work probe region
+
+
+@dataclass
+class LocationReport:
+    """What was read from one OTF2 location (one thread of an MPI rank)."""
+
+    rank: int
+    location: int  # OTF2 location id
+    name: str
+    events_defined: int  # number of events the definitions announce
+    thread: int = 0  # position in the rank's location group
+    events_read: int = 0
+    segments: int = 0  # matched segment Enter/Leave pairs
+    user_regions: int = 0  # matched perfvar:user Enter/Leave pairs
+    unclosed: int = 0  # Enter without Leave (trace cut short?)
+    unmatched_leaves: int = 0  # Leave without its Enter
+    error: Optional[str] = None  # set when the location's events are unreadable
+    probes: int = 0  # matched perfvar:probe Enter/Leave pairs
+    # Its event file broke off after some events (read up to there).
+    cut: Optional[str] = None
+    # Its counter reads (METRIC_DTYPE, "sample"/"first" among its own samples); None
+    # when the trace has no counters or the location is not intact.
+    metric_rows: Optional[np.ndarray] = field(default=None, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class TraceSamples:
+    """Segment samples of a whole archive (see SAMPLE_DTYPE) and how reading went."""
+
+    path: str  # the anchor file
+    timer_resolution_hz: float
+    segments: list[str]  # canonical segment keys; samples["segment"] indexes this
+    samples: np.ndarray  # structured array of SAMPLE_DTYPE, grouped by location
+    locations: list[LocationReport]
+    warnings: list[str] = field(default_factory=list)
+    # ClockProperties global offset (ticks): the trace's time 0, where Vampir's
+    # timeline starts. Windows in the analysis are ns since this origin.
+    global_offset_ticks: int = 0
+
+    # Fixed-work probes of the intact locations (PROBE_DTYPE), grouped by location;
+    # empty when the run had PERFVAR_PROBE off.
+    probes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=PROBE_DTYPE))
+    # The counters (PERFVAR_METRICS) of the trace, the columns of metrics["values"].
+    metric_names: list[str] = field(default_factory=list)
+
+    @property
+    def metrics(self) -> np.ndarray:
+        """The counter reads of the intact locations (METRIC_DTYPE), grouped by
+        location as the samples are, "sample" and "first" indexing ``samples``."""
+        parts, at = [], 0
+        for rep in self.locations:
+            if not rep.ok:
+                continue
+            if rep.metric_rows is not None and len(rep.metric_rows):
+                rows = rep.metric_rows.copy()
+                rows["sample"] += at
+                rows["first"] += at
+                parts.append(rows)
+            at += rep.segments
+        return np.concatenate(parts) if parts else np.empty(0, dtype=METRIC_DTYPE)
+
+    def trace_ns(self, ticks: np.ndarray) -> np.ndarray:
+        """Timestamps (ticks) as ns since the trace's time origin (float64)."""
+        rel = np.asarray(ticks, dtype=np.float64) - float(self.global_offset_ticks)
+        return rel * (1e9 / self.timer_resolution_hz)
+
+    @property
+    def ranks(self) -> list[int]:
+        """Every rank defined in the archive, ascending (readable or not)."""
+        return sorted({loc.rank for loc in self.locations})
+
+    @property
+    def broken_ranks(self) -> list[int]:
+        """Ranks at least one of whose locations could not be read."""
+        return sorted({loc.rank for loc in self.locations if not loc.ok})
+
+
+# One location's outcome: its report, and its samples and probes when it is intact.
+LocationRead = tuple[LocationReport, Optional[np.ndarray], Optional[np.ndarray]]
