@@ -122,4 +122,5 @@ def merge(directory: str, parts: list[Part]) -> TraceSamples:
         reading_warnings(reports, first.segments),
         first.global_offset_ticks,
         np.concatenate(probes) if probes else np.empty(0, dtype=PROBE_DTYPE),
+        first.metric_names,  # every part read the same global definitions
     )

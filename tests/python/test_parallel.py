@@ -67,6 +67,23 @@ def test_local_processes_give_the_serial_result(wide_trace):
     assert rows[3]["calibration_source"].startswith("C estimate")
 
 
+def test_local_processes_give_the_serial_result_with_counters(trace_factory):
+    """The counters' columns reach the merged trace: the time off the CPU is measured
+    (ranks[].cpu_time) alike in one process and in parts."""
+    path = trace_factory(
+        "counters",
+        normal_durations(seed=6, nranks=NRANKS),
+        metrics={
+            r: ["perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES"] for r in range(NRANKS)
+        },
+    )
+    serial = analyze(path, symbolize_sites=False, jobs=1)
+    assert all(r["cpu_time"] for r in serial["ranks"])
+    parallel = analyze(path, symbolize_sites=False, jobs=2)
+    assert parallel["params"]["engine"]["kind"] == "processes"
+    assert _without_engine(parallel) == _without_engine(serial)
+
+
 def test_the_judge_decides_once_and_a_changed_sample_file_anew(wide_trace):
     first = analyze(wide_trace, symbolize_sites=False, jobs=1)
     cache = os.path.join(wide_trace, "perfvar", CACHE_NAME)
