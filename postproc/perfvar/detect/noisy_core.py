@@ -153,25 +153,33 @@ def totals(noises: list[RankNoise]) -> Totals:
     )
 
 
-def _more_lost(mine: RankNoise, peers: Totals) -> float:
-    """p value that ``mine`` loses more ns per segment on average than its peers
-    pooled (Welch's t test over lost_per_sample, from the sums: the peers' samples
-    are never concatenated)."""
+def _moments(t: Totals) -> tuple[int, float, float]:
+    """(n, mean, standard deviation) from (n, sum, sum of squares)."""
+    n, s1, s2 = t
+    var = (s2 - s1 * s1 / n) / (n - 1) if n > 1 else 0.0
+    return n, s1 / n if n else 0.0, float(np.sqrt(max(var, 0.0)))
+
+
+def _greater(mine: Totals, peers: Totals) -> float:
+    """p value that the mean of ``mine`` exceeds that of ``peers`` (one-sided Welch t
+    test from their sums, so the peers' values are never concatenated); 1.0 with
+    fewer than two values a side, both sums 0, or no finite statistic."""
     from scipy.stats import ttest_ind_from_stats
 
-    def moments(t: Totals) -> tuple[int, float, float]:
-        n, s1, s2 = t
-        var = (s2 - s1 * s1 / n) / (n - 1) if n > 1 else 0.0
-        return n, s1, float(np.sqrt(max(var, 0.0)))
-
-    n1, s1, sd1 = moments(totals([mine]))
-    n2, s2, sd2 = moments(peers)
-    if n1 < 2 or n2 < 2 or (s1 == 0.0 and s2 == 0.0):
+    n1, m1, sd1 = _moments(mine)
+    n2, m2, sd2 = _moments(peers)
+    if n1 < 2 or n2 < 2 or (mine[1] == 0.0 and peers[1] == 0.0):
         return 1.0
     res = ttest_ind_from_stats(
-        s1 / n1, sd1, n1, s2 / n2, sd2, n2, equal_var=False, alternative="greater"
+        m1, sd1, n1, m2, sd2, n2, equal_var=False, alternative="greater"
     )
     return float(res.pvalue) if np.isfinite(res.pvalue) else 1.0
+
+
+def _more_lost(mine: RankNoise, peers: Totals) -> float:
+    """p value that ``mine`` loses more ns per segment on average than its peers
+    pooled (Welch's t test over lost_per_sample)."""
+    return _greater(totals([mine]), peers)
 
 
 MIN_READS = 3  # counter reads a rank needs for its time off the CPU to be tested
@@ -182,24 +190,25 @@ def _measured_tests(prep: Prepared) -> dict[int, tuple[Any, float, float]]:
     intervals off the CPU than its peers' reads, the peers' median off-CPU fraction),
     for the ranks the counters measured (perfvar.stats.cpu_time); {} with fewer than
     two such ranks."""
-    from scipy.stats import ttest_ind
-
     measured = [t for _, t in sorted(prep.cpu_time.items()) if t.reads >= MIN_READS]
     if len(measured) < 2:
         return {}
     others = median_without_each(np.array([t.off_fraction for t in measured]))
+    # Each rank's shares as sums: its peers' are the whole's minus its own.
+    sums = [
+        (x.size, float(x.sum()), float(np.dot(x, x)))
+        for x in (t.off_share_per_read for t in measured)
+    ]
+    whole = tuple(map(sum, zip(*sums)))
     out = {}
     for i, mine in enumerate(measured):
-        theirs = np.concatenate(
-            [t.off_share_per_read for t in measured if t.rank != mine.rank]
-        )
-        if np.ptp(mine.off_share_per_read) == 0 and np.ptp(theirs) == 0:
-            p = 0.0 if mine.off_fraction > float(theirs.mean()) else 1.0
+        own = sums[i]
+        peers = (whole[0] - own[0], whole[1] - own[1], whole[2] - own[2])
+        (_, m1, sd1), (_, m2, sd2) = _moments(own), _moments(peers)
+        if sd1 == 0 and sd2 == 0:  # every read alike on both sides: no test needed
+            p = 0.0 if m1 > m2 else 1.0
         else:
-            res = ttest_ind(
-                mine.off_share_per_read, theirs, equal_var=False, alternative="greater"
-            )
-            p = float(res.pvalue) if np.isfinite(res.pvalue) else 1.0
+            p = _greater(own, peers)
         out[mine.rank] = (mine, p, float(others[i]))
     return out
 
