@@ -22,8 +22,12 @@ A rank is a noisy core when it loses more time per segment than its peers
 (one-sided Welch t test on the time each segment lost, 0 for the uninterrupted:
 the count alone would weigh a 4 ms time slice like a 2 us tick; q < alpha after
 Benjamini-Hochberg over the ranks) and its lost fraction exceeds both
-``noise_floor`` plus the peers' median fraction and twice that median. The CPU
-named is the one that lost the most time. Pure function; thread-safe.
+``noise_floor`` plus the peers' median fraction and twice that median. Where the
+counters (PERFVAR_METRICS) measured the ranks' time off their CPU
+(perfvar.stats.cpu_time), the same test on that share of each counter read's
+interval names the rank instead: a measurement overrules the shape, which a
+virtual CPU's host also gives. The CPU named is the one that lost the most time.
+Pure function; thread-safe.
 """
 
 from __future__ import annotations
@@ -244,7 +248,10 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
     for rank in sorted(set(by_shape) | set(measured)):
         shape, q = by_shape.get(rank, (None, 1.0))
         named_by = []
-        if shape is not None and q < params.alpha:
+        # Where the counters measured the rank's time off its CPU, they decide: the
+        # durations' shape only infers it, and on a virtual CPU the host's hiccups
+        # take the same shape without the rank ever leaving its CPU.
+        if shape is not None and q < params.alpha and rank not in measured:
             mine, _, peer_fraction, _, _ = shape
             if _beyond(mine.fraction, peer_fraction, params):
                 named_by.append("interruptions in its segments' durations")

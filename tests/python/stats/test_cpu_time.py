@@ -82,3 +82,21 @@ def test_ranks_off_their_cpus_alike_name_nobody():
     prep = _quiet_prepared()
     prep.cpu_time = of_reads(reads({r: 0.3 for r in range(4)}), NAMES, TICKS_PER_NS)
     assert noisy_core.detect(prep).anomalies == []
+
+
+def test_counters_that_see_no_more_time_off_the_cpu_overrule_the_durations():
+    # Rank 1's segments take 5 ms time slices, 1 in 10: by their shape alone it is
+    # a noisy core. The counters measured it off its CPU like its peers (as when the
+    # host, not the guest's scheduler, delays a virtual CPU): nobody is named.
+    rng = np.random.default_rng(5)
+    durations = {(0, r): rng.normal(1e6, 1e3, 400) for r in range(4)}
+    durations[(0, 1)][::10] += 5e6
+    prep = make_prepared(durations, t_diff_ns=10.0)
+    (by_shape,) = noisy_core.detect(prep).anomalies
+    assert by_shape.rank == 1
+    assert by_shape.evidence["named_by"] == ["interruptions in its segments' durations"]
+    prep.cpu_time = of_reads(reads({r: 0.02 for r in range(4)}), NAMES, TICKS_PER_NS)
+    assert noisy_core.detect(prep).anomalies == []
+    prep.cpu_time = of_reads(reads({1: 0.35}), NAMES, TICKS_PER_NS)
+    (both,) = noisy_core.detect(prep).anomalies
+    assert both.evidence["named_by"] == ["time off its CPU (counters)"]
