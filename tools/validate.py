@@ -16,9 +16,11 @@ window overlaps the injected one by half of each). Trials alternate the injected
 placement and the language (C / Fortran) independently.
 
 A trial hits when the expected (rank, kind[, segment A or window]) is among the anomalies. Any
-other verdict (slow_segment, slow_core, noisy_core, slow_phase: another rank, kind or segment) is a
-wrong name; a slow_phase of the right rank with another window is only a miss. Other kinds
-(migrated, shared_cpu...) are shown as information.
+other verdict (slow_segment, slow_core, noisy_core: another rank, kind or segment) is a wrong
+name. A slow_phase is a transient (a shift that came and went names no anomalous core): it hits
+an injected phase of its rank with its window, and is otherwise listed apart ("trials with
+other transients": on a shared host, its hiccups), neither a hit nor a wrong name. Other kinds
+(migrated, shared_cpu...) are shown as information. The rules are tests/tools/verdicts.py's.
 
 Real programs (tools/validation/programs.py) are injected from outside, the binary unchanged:
 PERFVAR_INJECT (docs/tracing.md) adds work of x % of a segment's own duration on one rank, in one
@@ -160,6 +162,7 @@ class Trial:
     wrong: bool = False
     named: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
+    transients: list[str] = field(default_factory=list)  # shifts that came and went, unmatched
     window_ns: tuple[float, float] | None = None  # injected, trace time
     run_s: float = 0.0
     analysis_s: float = 0.0
@@ -248,7 +251,7 @@ def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None
         injected.append(Injected(case.kind, tr.rank,
                                  a_key if case.kind == "slow_segment" else None, tr.window_ns))
     s = score(injected, analysis, {a_key: "A", b_key: "B"})
-    tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
+    tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
     tr.hit = not s.named if case.kind is None else bool(s.hits)
     tr.found = found(injected, analysis, {a_key: "A", b_key: "B"}, case)
 
@@ -419,7 +422,7 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
         injected = [Injected(case.kind, rank, None,
                              tuple(tr.window_ns) if tr.window_ns else None)]
     s = score(injected, analysis, labels)
-    tr.named, tr.info, tr.wrong = s.named, s.info, s.wrong
+    tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
     tr.hit = not s.named if case.kind is None else bool(s.hits)
     tr.found = found(injected, analysis, labels, case)
     tr.off_cpu = off_cpu(analysis)
@@ -434,7 +437,8 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     """A trial of an earlier run (a record of its --json) judged again: its kept trace analysed
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
-    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[], error=None))
+    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[],
+                      transients=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -460,6 +464,8 @@ def trial_line(tr: Trial) -> str:
     named = ", ".join(tr.named) or "nothing"
     if tr.info:
         named += f" (info: {', '.join(tr.info)})"
+    if tr.transients:
+        named += f" (transient: {', '.join(tr.transients)})"
     if tr.wrong:
         named += " [wrong]"
     if tr.window_ns:
@@ -480,7 +486,8 @@ def trial_line(tr: Trial) -> str:
 
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
-            "trials with wrong names", "target", "met", "hits with minor"]
+            "trials with wrong names", "target", "met", "hits with minor",
+            "trials with other transients"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -491,7 +498,7 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
         met = hits >= 1 if short else rate >= case.target - 1e-9
         cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
                  sum(t.wrong for t in done), case.target_text, "yes" if met else "no",
-                 sum(t.found for t in done)]
+                 sum(t.found for t in done), sum(bool(t.transients) for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
 

@@ -19,7 +19,14 @@ import numpy as np
 from perfvar import __version__, partition
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.borrow import borrow_within_hosts
-from perfvar.detect import describe, kinds_json, run_all, verdict_kind, verdict_kinds
+from perfvar.detect import (
+    describe,
+    kinds_json,
+    naming_kinds,
+    run_all,
+    transient_kinds,
+    verdict_kind,
+)
 from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.parallel import engine
 from perfvar.progress import Progress
@@ -452,9 +459,11 @@ def _summary(
             seg_totals, {seg for seg in order if segment_ids[seg] in judged}
         ),
         "judgements": dict(sorted(Counter(j.status for j in judgements).items())),
-        "anomalous_ranks": named(*verdict_kinds()),
+        "anomalous_ranks": named(*naming_kinds()),
+        # Ranks with a shift that came and went: reported, not named anomalous.
+        "transient_ranks": named(*transient_kinds()),
         "minor_ranks": sorted(
-            {a.rank for a in ranked.minor} - set(named(*verdict_kinds()))
+            {a.rank for a in ranked.minor} - set(named(*naming_kinds()))
         ),
         "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
         "cost_known": ranked.cost_known,

@@ -2,16 +2,17 @@
 tools/validate.py (real runs of the twin programs) and tests/python/test_synthetic.py
 (synthetic traces) judge by.
 
-An anomaly of a verdict kind (slow_segment, slow_core, noisy_core, slow_phase) that is
+An anomaly of a kind that names its rank (slow_segment, slow_core, noisy_core) that is
 a verdict (``verdict_anomalies``: not flagged minor) is
 *named*. A named anomaly hits an injected one of the same kind and rank
-(slow_segment: and the same segment class, by its canonical key; slow_phase: and a
-window overlapping the injected one by half of each). Any other named anomaly is a
-wrong name, except a slow_phase of an injected rank with another window, which is
-only a miss. An injected anomaly of kind "any" (a disturbance whose verdict may take
-several forms: a busy process on the rank's CPU) is hit by any verdict naming its rank.
-Other kinds (migrated, shared_cpu...) are information, neither hits nor
-wrong names.
+(slow_segment: and the same segment class, by its canonical key). Any other named
+anomaly is a wrong name. A transient (slow_phase: a shift that came and went, which
+names no anomalous core) hits an injected slow_phase of its rank whose window
+overlaps its own by half of each; otherwise it is reported, neither a hit nor a wrong
+name (``transients``). An injected anomaly of kind "any" (a disturbance whose verdict
+may take several forms: a busy process on the rank's CPU) is hit by any verdict
+naming its rank. Other kinds (migrated, shared_cpu...) are information, neither hits
+nor wrong names.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from perfvar.detect import is_verdict
+from perfvar.detect import is_transient, is_verdict
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Score:
     named: list[str] = field(default_factory=list)  # the verdicts, in words
     wrong_names: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds, in words
+    transients: list[str] = field(default_factory=list)  # transients that hit nothing
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -100,6 +102,14 @@ def score(
         if not is_verdict(an):
             out.info.append(text)
             continue
+        if is_transient(an):
+            hit = _phase_hit(injected, an)
+            if hit is None:
+                out.transients.append(text)
+            else:
+                out.hits.add(hit)
+                out.named.append(text)
+            continue
         out.named.append(text)
         same = [
             i
@@ -118,12 +128,19 @@ def score(
             out.wrong = True
             out.wrong_names.append(text)
             continue
-        for i in same:
-            win = injected[i].window_ns
-            if injected[i].kind == "slow_phase" and not (
-                win is not None and overlap_ok(win, (an["start_ns"], an["end_ns"]))
-            ):
-                # the right rank and kind, another window: a miss, not a wrong name
-                continue
-            out.hits.add(i)
+        out.hits.update(same)
     return out
+
+
+def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[int]:
+    """The index of the injected slow_phase that the transient ``an`` hits (its rank,
+    windows overlapping by half of each), or None."""
+    for i, inj in enumerate(injected):
+        if (
+            inj.kind == "slow_phase"
+            and inj.rank == an["rank"]
+            and inj.window_ns is not None
+            and overlap_ok(inj.window_ns, (an["start_ns"], an["end_ns"]))
+        ):
+            return i
+    return None

@@ -30,20 +30,49 @@ KINDS: dict[str, FindingKind] = {m.FINDING.name: m.FINDING for m in _MODULES}
 
 
 def verdict_kind(name: str) -> bool:
-    """Whether findings of kind ``name`` name their rank as anomalous; the others
-    (migrated, shared_cpu) inform, and so does a kind no detector declares."""
+    """Whether findings of kind ``name`` are findings of a rank (drawn, marked and
+    costed); the others (migrated, shared_cpu) inform, and so does a kind no
+    detector declares."""
     kind = KINDS.get(name)
     return kind is not None and kind.verdict
 
 
 def verdict_kinds() -> tuple[str, ...]:
-    """The kinds that name an anomalous rank, in the table's order."""
+    """The kinds of findings of a rank, in the table's order."""
     return tuple(name for name in KINDS if verdict_kind(name))
 
 
+def naming_kind(name: str) -> bool:
+    """Whether findings of kind ``name`` name their rank as anomalous: the verdict
+    kinds but the transients (a shift that came and went is a phase or the host,
+    not an anomalous core)."""
+    kind = KINDS.get(name)
+    return kind is not None and kind.verdict and not kind.transient
+
+
+def naming_kinds() -> tuple[str, ...]:
+    """The kinds that name an anomalous rank, in the table's order."""
+    return tuple(name for name in KINDS if naming_kind(name))
+
+
+def transient_kinds() -> tuple[str, ...]:
+    """The verdict kinds that came and went: reported, naming no anomalous core."""
+    return tuple(name for name in verdict_kinds() if not naming_kind(name))
+
+
 def is_verdict(anomaly: AnomalyJson) -> bool:
-    """Whether the finding (as analysis.json holds it) names its rank as anomalous."""
+    """Whether the finding (as analysis.json holds it) is a finding of its rank."""
     return verdict_kind(anomaly["kind"])
+
+
+def names_rank(anomaly: AnomalyJson) -> bool:
+    """Whether the finding names its rank as anomalous (a verdict, not a transient)."""
+    return naming_kind(anomaly["kind"])
+
+
+def is_transient(anomaly: AnomalyJson) -> bool:
+    """Whether the finding is a transient: a finding of its rank that names it not."""
+    return verdict_kind(anomaly["kind"]) and not naming_kind(anomaly["kind"])
 
 
 def describe(anomaly: AnomalyJson, labels: dict[str, str]) -> str:

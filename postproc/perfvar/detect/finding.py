@@ -2,7 +2,9 @@
 
 Every detector module under perfvar.detect exports ``KIND`` (the ``kind`` string of
 its anomalies in analysis.json), ``detect(prep, params, ...)`` and ``FINDING``, a
-FindingKind: whether the kind names a rank as anomalous, its short word, how one of
+FindingKind: whether the kind is a finding of a rank (drawn, marked, costed) or
+information, whether it came and went (a transient, which names no anomalous core),
+its short word, how one of
 its anomalies is put in a sentence and in a phrase, which evidence key gives its
 relative size, and in which segment classes it shows. perfvar.detect registers them
 in one table; the text and HTML reports, the plots, the markers and analysis.json
@@ -28,7 +30,7 @@ def everywhere(anomaly: AnomalyJson, segment: str) -> bool:
 @dataclass(frozen=True)
 class FindingKind:
     name: str  # the anomaly's "kind"
-    verdict: bool  # names its rank as anomalous; False: informational
+    verdict: bool  # a finding of its rank (drawn, marked, costed); False: information
     word: str  # a few words for badges, legends and the rank tables
     # One sentence with the evidence: (anomaly, segment id -> class label) -> text.
     describe: Callable[[AnomalyJson, dict[str, str]], str]
@@ -39,7 +41,15 @@ class FindingKind:
     size_key: Optional[str] = None
     # Whether it shows in segment class ``segment`` (display id), for the plots.
     in_class: Callable[[AnomalyJson, str], bool] = everywhere
+    # A shift that came and went (a phase of the program, or the host taking the
+    # CPU): reported with its window and cost, it names no anomalous core.
+    transient: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """What analysis.json lists of the kind (``kinds``)."""
-        return {"verdict": self.verdict, "word": self.word, "size_key": self.size_key}
+        return {
+            "verdict": self.verdict,
+            "transient": self.transient,
+            "word": self.word,
+            "size_key": self.size_key,
+        }

@@ -463,4 +463,5 @@ FINDING = FindingKind(
     phrase=_phrase,
     size_key="excess_rel",
     in_class=_in_class,
+    transient=True,
 )

@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import describe, is_verdict
+from perfvar.detect import describe, is_verdict, names_rank
 from perfvar.detect import word as kind_word
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.read.cache_state import label_order
@@ -325,7 +325,7 @@ def _consequences(result: dict[str, Any]) -> str:
 
 
 def _verdict(result: dict[str, Any]) -> str:
-    found = [a for a in result["anomalies"] if is_verdict(a)]
+    found = [a for a in result["anomalies"] if names_rank(a)]
     cls = "verdict found" if found else "verdict"
     out = [f'<p id="verdict-line" class="{cls}">{_e(verdict_line(result))}</p>']
     judged = judged_share_lines(result)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import KINDS, describe, is_verdict
+from perfvar.detect import KINDS, describe, is_transient, names_rank
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct
 
 
@@ -165,9 +165,21 @@ def _ended_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def _by_rank(findings: list[dict[str, Any]]) -> list[str]:
+    """ "rank 1 (host h, cpu 3: what; what)" per rank of ``findings``, in rank order."""
+    parts = []
+    for rank in sorted({a["rank"] for a in findings}):
+        mine = [a for a in findings if a["rank"] == rank]
+        host = mine[0]["host"] if mine[0]["host"] is not None else "?"
+        cpu = next((a["cpu"] for a in mine if a["cpu"] is not None), "?")
+        what = "; ".join(_finding(a) for a in mine)
+        parts.append(f"rank {rank} (host {host}, cpu {cpu}: {what})")
+    return parts
+
+
 def verdict_line(result: dict[str, Any]) -> str:
     """The last line: the anomalous ranks and what they are, or that there are none;
-    how much was judged."""
+    how much was judged; the transients (shifts that came and went), apart."""
     summ = result["summary"]
     judged = summ["n_segment_classes_judged"]
     scope = (
@@ -180,16 +192,13 @@ def verdict_line(result: dict[str, Any]) -> str:
     minor = summ.get("minor_ranks") or []
     if minor:  # named apart: below the delay cost a verdict needs
         unreadable += f"; minor: rank(s) {compact_ranges(minor)}"
-    found = [a for a in result["anomalies"] if is_verdict(a)]
+    found = [a for a in result["anomalies"] if names_rank(a)]
+    transients = [a for a in result["anomalies"] if is_transient(a)]
+    if transients:  # came and went: a phase or the host, named apart
+        unreadable += f"; transient: {'; '.join(_by_rank(transients))}"
     ended = _ended_clause(result)
     if found:
-        parts = []
-        for rank in sorted({a["rank"] for a in found}):
-            mine = [a for a in found if a["rank"] == rank]
-            host = mine[0]["host"] if mine[0]["host"] is not None else "?"
-            cpu = next((a["cpu"] for a in mine if a["cpu"] is not None), "?")
-            what = "; ".join(_finding(a) for a in mine)
-            parts.append(f"rank {rank} (host {host}, cpu {cpu}: {what})")
+        parts = _by_rank(found)
         noun = _plural(len(parts), "anomalous rank")
         return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable}){ended}"
     if summ["n_segment_classes_judged"] == 0:

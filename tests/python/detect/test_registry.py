@@ -114,6 +114,7 @@ def test_a_kind_added_to_the_table_alone_reaches_every_report(tmp_path, hot_cach
 
     assert json.loads(json.dumps(detect.kinds_json()))["hot_cache"] == {
         "verdict": True,
+        "transient": False,
         "word": "hot cache",
         "size_key": "heat",
     }
