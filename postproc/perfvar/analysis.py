@@ -361,6 +361,9 @@ def analyze(
     prep.cpu_time = cpu_time.of_reads(
         trace.metrics, trace.metric_names, trace.timer_resolution_hz / 1e9
     )
+    prep.counters = cpu_time.reads_by_rank(
+        trace.metrics, trace.metric_names, trace.trace_ns
+    )
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)

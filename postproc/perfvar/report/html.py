@@ -34,6 +34,7 @@ from perfvar.report.plots import (
     MIN_DRAWN,
     calibration_figure,
     classes_to_plot,
+    counter_timeline_figure,
     distribution_figure,
     noise_by_cpu_figure,
     noise_lengths_figure,
@@ -696,6 +697,16 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
             '<p class="note">Per segment class, each rank\'s segment durations over '
             "the run (median per time bin for long runs): a slow phase is a bump on "
             "one rank; shaded windows are the slow phases found.</p>" + line + rest
+        )
+        line += figs.div(
+            counter_timeline_figure(result, prep),
+            "counters",
+            "Per rank, the counters read at the end of long segments "
+            "(PERFVAR_METRICS), as rates over each read's interval (per traced "
+            "thread; per time bin for long runs): the share of wall time off the "
+            "CPU (1 - task clock / wall time) and each counter's count per second. "
+            "A rank another process shares a CPU with is off it more and switches "
+            "context more often.",
         )
         noise_html = figs.div(
             noise_by_cpu_figure(result, noise),

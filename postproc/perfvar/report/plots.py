@@ -6,7 +6,8 @@ where it plots samples, the filtered cells (perfvar.stats.model.Prepared) and re
 ns in the data and shown with a unit chosen per figure; times are seconds since the
 trace's time origin (where Vampir's timeline starts). Figures stay small whatever the
 trace: distributions are drawn from at most ``ECDF_POINTS`` quantiles per rank and
-timelines from per-bin medians (at most ``TIMELINE_POINTS`` points per figure), and
+timelines from per-bin medians (at most ``TIMELINE_POINTS`` points per figure; the
+counters' timeline from per-bin rates: counts over the bin's intervals), and
 more than ``MAX_PEER_LINES`` ranks that no verdict names become one band. Pure
 functions; thread-safe.
 """
@@ -23,6 +24,7 @@ from perfvar.detect import KINDS, is_verdict
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
+from perfvar.stats.cpu_time import RankReads
 from perfvar.stats.model import Cell, Prepared
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
@@ -328,24 +330,35 @@ def _split(
     return _draw_order([r for r in ranks if r not in grey], notes), grey
 
 
-def _band(fig: Any, pct: np.ndarray, along: np.ndarray, n: int, axis: str) -> None:
+def _band(
+    fig: Any,
+    pct: np.ndarray,
+    along: np.ndarray,
+    n: int,
+    axis: str,
+    row: Optional[int] = None,
+) -> None:
     """The grey ranks as one band: ``pct`` rows are their 5th, 50th and 95th
     percentiles at each point of ``along``; ``axis``: the axis ``pct`` is on
-    ("x" for a distribution, "y" for a course over time)."""
+    ("x" for a distribution, "y" for a course over time); ``row``: the subplot
+    row of a figure of several (its legend entry only in the first)."""
     import plotly.graph_objects as go
 
     name = f"other ranks ({n}): median, 5-95%"
-    low, mid, high = (row.astype(np.float32) for row in pct)
+    low, mid, high = (values.astype(np.float32) for values in pct)
     fill = "tonextx" if axis == "x" else "tonexty"
     common = {"mode": "lines", "legendgroup": "band", "hoverinfo": "skip"}
+    mid_style = {"line": {"color": PEER, "width": 1.5}, "name": name}
     for values, extra in (
         (high, {"line": {"width": 0}, "showlegend": False}),
         (low, {"line": {"width": 0}, "fill": fill, "showlegend": False}),
-        (mid, {"line": {"color": PEER, "width": 1.5}, "name": name}),
+        (mid, mid_style | {"showlegend": row in (None, 1)}),
     ):
         xy = {"x": values, "y": along} if axis == "x" else {"x": along, "y": values}
         fig.add_trace(
-            go.Scatter(**xy, fillcolor="rgba(110, 110, 110, 0.2)", **common, **extra)
+            go.Scatter(**xy, fillcolor="rgba(110, 110, 110, 0.2)", **common, **extra),
+            row=row,
+            col=None if row is None else 1,
         )
 
 
@@ -379,6 +392,15 @@ def binned_medians(
     return centres[has], 0.5 * (values[lo] + values[hi])
 
 
+def time_bins(t0: float, t1: float, per_rank: int, traces: int) -> np.ndarray:
+    """Edges of the time bins of a timeline from ``t0`` to ``t1`` (ns): about four
+    values of a rank per bin, within TIMELINE_BINS, and at most TIMELINE_POINTS
+    points over the figure's ``traces`` traces (a band counts three)."""
+    budget = TIMELINE_POINTS // max(traces, 1)
+    nbins = int(np.clip(min(per_rank // 4, budget), *TIMELINE_BINS))
+    return np.linspace(t0, t1 if t1 > t0 else t0 + 1.0, nbins + 1)
+
+
 def timeline_figure(
     result: dict[str, Any], prep: Prepared, segment: str
 ) -> Optional[Any]:
@@ -393,11 +415,10 @@ def timeline_figure(
     notes, colors = flagged(result, segment), rank_colors(result)
     lines, grey = _split(cells, notes, colors)
     starts = np.concatenate([c.start_ns for c in cells.values()])
-    t0, t1 = float(starts.min()), float(starts.max())
     per_rank = max(c.n for c in cells.values())
-    budget = TIMELINE_POINTS // (len(lines) + 3 * bool(grey))
-    nbins = int(np.clip(min(per_rank // 4, budget), *TIMELINE_BINS))
-    edges = np.linspace(t0, t1 if t1 > t0 else t0 + 1.0, nbins + 1)
+    traces = len(lines) + 3 * bool(grey)
+    edges = time_bins(float(starts.min()), float(starts.max()), per_rank, traces)
+    nbins = len(edges) - 1
     pooled_median = float(np.median([np.median(c.samples_ns) for c in cells.values()]))
     scale, unit = unit_of(pooled_median)
     fig = go.Figure()
@@ -456,6 +477,199 @@ def timeline_figure(
         "time since the trace's origin (s)",
         f"segment duration ({unit})",
     )
+    return fig
+
+
+def binned_ratio(
+    x: np.ndarray, num: np.ndarray, den: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centres, sum of ``num`` / sum of ``den`` per bin) over the bins whose
+    ``den`` sums above 0; ``x`` outside ``edges`` goes to the first or last bin.
+    A rate over several reads weighs each by its interval, as one long read would."""
+    nbins = len(edges) - 1
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, nbins - 1)
+    top = np.bincount(which, weights=num, minlength=nbins)
+    bottom = np.bincount(which, weights=den, minlength=nbins)
+    has = bottom > 0
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    return centres[has], top[has] / bottom[has]
+
+
+def verdict_words(result: dict[str, Any]) -> dict[int, list[str]]:
+    """rank -> the words of the verdicts that name it, whatever their class (for
+    figures of whole ranks)."""
+    out: dict[int, list[str]] = {}
+    for a in result["anomalies"]:
+        if not is_verdict(a):
+            continue
+        kind = KINDS.get(a["kind"])
+        word = kind.word if kind is not None else a["kind"]
+        words = out.setdefault(a["rank"], [])
+        if word not in words:
+            words.append(word)
+    return out
+
+
+OFF_CPU = None  # the panel of the share of wall time off the CPU (the task clock)
+
+
+def _counter_panels(counters: dict[int, RankReads]) -> list[Optional[str]]:
+    """The panels of the counter timeline: the off-CPU share when a rank counted
+    a task clock, then each counter in the trace's column order."""
+    panels: list[Optional[str]] = []
+    if any(r.off_cpu_ns is not None for r in counters.values()):
+        panels.append(OFF_CPU)
+    for reads in counters.values():
+        panels += [name for name in reads.deltas if name not in panels]
+    return panels
+
+
+def _counter_reads(
+    reads: RankReads, panel: Optional[str]
+) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(interval midpoints ns, what the panel counts in each, interval ns) of one
+    rank's reads: the time off the CPU or a counter's delta. None when the rank
+    did not count it."""
+    num = reads.off_cpu_ns if panel is OFF_CPU else reads.deltas.get(panel)
+    if num is None:
+        return None
+    keep = np.isfinite(num)  # a thread of the rank that did not count it
+    if not keep.any():
+        return None
+    mid = 0.5 * (reads.since_ns + reads.end_ns)
+    return mid[keep], num[keep], reads.wall_ns[keep]
+
+
+def _counter_course(
+    reads: RankReads, panel: Optional[str], edges: np.ndarray, binned: bool
+) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(times s, values) of one rank in one panel, per time bin or (``binned``
+    False) per read: the share off the CPU or the count per second of wall time."""
+    got = _counter_reads(reads, panel)
+    if got is None:
+        return None
+    mid, num, wall = got
+    x, y = binned_ratio(mid, num, wall, edges) if binned else (mid, num / wall)
+    return x / 1e9, y * (1.0 if panel is OFF_CPU else 1e9)
+
+
+def _counter_band(
+    fig: Any,
+    counters: dict[int, RankReads],
+    grey: list[int],
+    panel: Optional[str],
+    edges: np.ndarray,
+    row: int,
+) -> None:
+    """The grey ranks of one panel as one band over the time bins."""
+    centres = 0.5 * (edges[:-1] + edges[1:]) / 1e9
+    values = np.full((len(grey), centres.size), np.nan)
+    for i, rank in enumerate(grey):
+        got = _counter_course(counters[rank], panel, edges, binned=True)
+        if got is not None:
+            values[i, np.searchsorted(centres, got[0])] = got[1]
+    seen = ~np.isnan(values).all(axis=0)
+    if seen.any():
+        pct = np.nanpercentile(values[:, seen], [5, 50, 95], axis=0)
+        _band(fig, pct, centres[seen], len(grey), "y", row=row)
+
+
+def _panel_title(panel: Optional[str]) -> str:
+    if panel is OFF_CPU:
+        return "off its CPU (share of wall time)"
+    return f"{html.escape(panel)} per second"
+
+
+def _counter_hover(rank: int, panel: Optional[str]) -> str:
+    if panel is OFF_CPU:
+        return f"rank {rank}: %{{y:.1%}} off its CPU at %{{x:.3f}} s<extra></extra>"
+    return (
+        f"rank {rank}: %{{y:.4g}} {html.escape(panel)} per s at %{{x:.3f}} s"
+        "<extra></extra>"
+    )
+
+
+def _counter_lines(
+    fig: Any,
+    result: dict[str, Any],
+    counters: dict[int, RankReads],
+    ranks: list[int],
+    panel: Optional[str],
+    edges: np.ndarray,
+    row: int,
+) -> None:
+    """One line per rank of ``ranks`` in one panel, styled as in every figure; the
+    legend entries in the first panel only (the panels share them)."""
+    import plotly.graph_objects as go
+
+    notes, colors = verdict_words(result), rank_colors(result)
+    first_peer = row == 1
+    for rank in ranks:
+        many = counters[rank].end_ns.size > len(edges) - 1  # else each read
+        got = _counter_course(counters[rank], panel, edges, binned=many)
+        if got is None:
+            continue
+        style = _trace_style(rank, colors, notes, first_peer)
+        first_peer = first_peer and style["legendgroup"] != "peers"
+        style["showlegend"] = style["showlegend"] and row == 1
+        fig.add_trace(
+            go.Scatter(
+                x=got[0],
+                y=got[1].astype(np.float32),
+                mode="lines" if got[0].size > 1 else "markers",
+                hovertemplate=_counter_hover(rank, panel),
+                **style,
+            ),
+            row=row,
+            col=1,
+        )
+
+
+def counter_timeline_figure(result: dict[str, Any], prep: Prepared) -> Optional[Any]:
+    """Per rank, the counters (PERFVAR_METRICS) over the run, one panel each: the
+    share of wall time off the CPU (1 - task clock / interval of each read) where
+    a task clock was counted, then every other counter's count per second of wall
+    time, per traced thread. One line per rank (many grey ranks: one band), the
+    ranks a verdict names highlighted; per time bin for long runs. None without
+    counter reads."""
+    from plotly.subplots import make_subplots
+
+    counters = prep.counters
+    panels = _counter_panels(counters)
+    if not panels:
+        return None
+    lines, grey = _split(counters, verdict_words(result), rank_colors(result))
+    per_rank = max(r.end_ns.size for r in counters.values())
+    edges = time_bins(
+        min(float(r.since_ns.min()) for r in counters.values()),
+        max(float(r.end_ns.max()) for r in counters.values()),
+        per_rank,
+        len(panels) * (len(lines) + 3 * bool(grey)),
+    )
+    fig = make_subplots(
+        rows=len(panels),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=min(0.08, 0.3 / len(panels)),
+        subplot_titles=[_panel_title(p) for p in panels],
+    )
+    for row, panel in enumerate(panels, start=1):
+        if grey:
+            _counter_band(fig, counters, grey, panel, edges, row)
+        _counter_lines(fig, result, counters, lines, panel, edges, row)
+    nbins = len(edges) - 1
+    binned = "" if per_rank <= nbins else f", per time bin ({nbins} bins)"
+    _layout(
+        fig,
+        f"Counters over the run, per rank{binned}",
+        "",
+        "",
+        height=int(min(2400, 110 + 190 * len(panels))),
+    )
+    fig.update_xaxes(title_text="time since the trace's origin (s)", row=len(panels))
+    fig.update_yaxes(rangemode="tozero")
+    if panels[0] is OFF_CPU:
+        fig.update_yaxes(tickformat=".0%", row=1)
     return fig
 
 

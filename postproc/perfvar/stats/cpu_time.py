@@ -15,13 +15,16 @@ threads' reads), summed over the intervals the reads cover:
 * per read, the share of its interval spent off the CPU (the samples a test compares).
 
 A rank without a task clock column (PERFVAR_METRICS=none, or the event could not be
-opened) has no entry. Pure functions over arrays; thread-safe.
+opened) has no entry. ``reads_by_rank`` keeps the reads themselves instead, for a course
+over the run (report.html): every counter's delta per read, whatever its name, and the
+time off the CPU of each interval where a task clock was counted. Pure functions over
+arrays; thread-safe.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -75,6 +78,62 @@ def column(names: list[str], which: str) -> Optional[int]:
     return None
 
 
+@dataclass(frozen=True)
+class RankReads:
+    """One rank's counter reads (all its threads'), aligned arrays, in read order."""
+
+    rank: int
+    since_ns: np.ndarray  # each interval's start, ns since the trace's time origin
+    end_ns: np.ndarray  # its end (the read)
+    deltas: dict[str, np.ndarray]  # counter name -> its count over each interval
+    # ns off the CPU in each interval (off_cpu_ns), None without a task clock column;
+    # the task clock itself is then left out of ``deltas`` (it says the same).
+    off_cpu_ns: Optional[np.ndarray] = None
+
+    @property
+    def wall_ns(self) -> np.ndarray:
+        return self.end_ns - self.since_ns
+
+
+def off_cpu_ns(on_ns: np.ndarray, wall_ns: np.ndarray) -> np.ndarray:
+    """Time off the CPU of each interval (ns): wall minus task clock, floored at 0
+    because the task clock and the trace clock are read a few ns apart."""
+    return np.maximum(wall_ns - on_ns, 0.0)
+
+
+def reads_by_rank(
+    metrics: np.ndarray,
+    names: list[str],
+    trace_ns: Callable[[np.ndarray], np.ndarray],
+) -> dict[int, RankReads]:
+    """rank -> its RankReads, from the counter reads (METRIC_DTYPE rows) whose columns
+    are ``names``; ``trace_ns``: ticks -> ns since the trace's origin
+    (TraceSamples.trace_ns). Only the columns a rank counted; {} without reads."""
+    clock = column(names, TASK_CLOCK)
+    out = {}
+    for rank in np.unique(metrics["rank"]) if metrics.size else []:
+        rows = metrics[metrics["rank"] == rank]
+        since, end = trace_ns(rows["since_ticks"]), trace_ns(rows["time_ticks"])
+        rows, since, end = rows[end > since], since[end > since], end[end > since]
+        counted = [
+            i for i in range(len(names)) if np.isfinite(rows["values"][:, i]).any()
+        ]
+        if not counted:
+            continue
+        off = None
+        if clock in counted:
+            counted.remove(clock)
+            off = off_cpu_ns(rows["values"][:, clock], end - since)
+        out[int(rank)] = RankReads(
+            rank=int(rank),
+            since_ns=since,
+            end_ns=end,
+            deltas={names[i]: rows["values"][:, i] for i in counted},
+            off_cpu_ns=off,
+        )
+    return out
+
+
 def of_reads(
     metrics: np.ndarray, names: list[str], ticks_per_ns: float
 ) -> dict[int, RankCpuTime]:
@@ -99,7 +158,7 @@ def of_reads(
         if not keep.any():
             continue
         on, wall = on[keep], wall[keep]
-        off = np.maximum(wall - on, 0.0)
+        off = off_cpu_ns(on, wall)
         sums = {
             key: (
                 float(np.nansum(rows["values"][keep, col])) if col is not None else None

@@ -118,6 +118,9 @@ class Prepared:
     # Each rank's time off its CPU measured by the counters (perfvar.stats.cpu_time,
     # rank -> RankCpuTime); empty when the run read no task clock.
     cpu_time: dict[int, Any] = field(default_factory=dict)
+    # Each rank's counter reads over the run (perfvar.stats.cpu_time.reads_by_rank,
+    # rank -> RankReads), for report.html's counter timeline; empty without counters.
+    counters: dict[int, Any] = field(default_factory=dict)
     # What the detectors derive from the cells once (perfvar.stats.cells.class_pool);
     # not an init field, so a Prepared made by dataclasses.replace starts empty.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
