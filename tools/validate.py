@@ -43,7 +43,7 @@ changed on the analysis side, measured on the same runs).
 
 --short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
 retry on a miss; exits 1 when a case misses twice. For a real program (validate.gross.stencil)
---short is +50 % in its largest class, which also must measure 1.3x..1.8x in the trace;
+--short is +50 % in its largest class, which also must measure 1.25x..2.4x in the trace;
 where that class holds most of the rank's compute (the stencil's), a slow_core of the rank
 is a hit too, by slow_core's own rule.
 Otherwise the exit code is 0 unless a trial
@@ -134,8 +134,12 @@ REAL = [
          target=0.9, target_text=">= 90%"),
     Case("slowed", "its own: rank 1 does 3x the work", "any", slowed=True),
 ]
+# The class's ratio to the other rank's carries the two CPUs' own difference in speed
+# in that run besides the injected 1.5x: vCPUs of a shared host measured up to 1.6x
+# apart for whole runs (the stencil's fastest step per rank, 1.25 ms against 1.99 ms),
+# so the bound is 1.5 x 1.6 above; below, it catches an injection that did not happen.
 REAL_SHORT = [
-    Case("seg", "+50% in its largest class", "slow_segment", 50, ratio=(1.3, 1.8),
+    Case("seg", "+50% in its largest class", "slow_segment", 50, ratio=(1.25, 2.4),
          target_text="hit in 2 attempts"),
 ]
 
