@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Open a perfvar trace in ViTE (Debian's `vite`) on a virtual X server and check what it draws.
 
-usage: check_vite.py TRACE_DIR [--out DIR]
+usage: check_vite.py TRACE_DIR [--out DIR] [--skip-if-missing]
 
 1. ViTE exports the whole trace as SVG (`vite -e out.svg`): it must parse it without errors and
    draw one message arrow per message of the trace, from the sender's rank to the receiver's (the
-   arrows' ends are matched to the location rows by the row labels ViTE writes next to them);
+   arrows' ends are matched to the location containers ViTE draws around the row labels it
+   writes); where the trace holds counters (Metric events), ViTE draws them as variables: curves
+   in rows of each location's container below its state row, which must be there;
 2. ViTE's own GUI on the same trace, screenshot taken with ImageMagick's `import` (when
    installed) until the arrows show: white runs crossing the grey band between the rank rows.
 
@@ -68,29 +70,77 @@ def location_rows(trace: Path) -> dict[str, int]:
                 for loc in reader.definitions.locations}
 
 
+def location_spans(svg: str, rows: dict[str, int]) -> list[tuple[float, float, int]]:
+    """(top, bottom, rank) of each location's container: the <rect> ViTE draws around the label
+    it writes for the location (in its middle). Without counters the container is the state
+    row; with them it also holds one row per counter, below the state row."""
+    rects = [tuple(map(float, r)) for r in re.findall(
+        r'<rect x="([^"]*)" y="([^"]*)" width="([^"]*)" height="([^"]*)"', svg)]
+    spans = []
+    for x, y, label in re.findall(r'<text x="([^"]*)" y="([^"]*)"[^>]*>([^<]*)</text>', svg):
+        if label not in rows:
+            continue
+        x, y = float(x), float(y)
+        around = [r for r in rects if r[0] <= x <= r[0] + r[2] and r[1] <= y <= r[1] + r[3]]
+        if around:
+            top = min(around, key=lambda r: r[2] * r[3])  # the innermost: the location's own
+            spans.append((top[1], top[1] + top[3], rows[label]))
+    return spans
+
+
+def svg_lines(svg: str) -> tuple[list[tuple[float, ...]], list[tuple[float, ...]]]:
+    """ViTE's <line>s split into (message arrows, the rest: counter curves). An arrow's line
+    ends where ViTE draws its head, a <polygon> rotated about that point."""
+    heads = {(round(float(x), 2), round(float(y), 2)) for x, y in re.findall(
+        r'<polygon points="[^"]*" transform = "rotate\([^ ]+ ([^ ]+) ([^ )]+) ?\)"', svg)}
+    arrows, others = [], []
+    for line in re.findall(r'<line x1="([^"]*)" y1="([^"]*)" x2="([^"]*)" y2="([^"]*)"', svg):
+        x1, y1, x2, y2 = map(float, line)
+        (arrows if (round(x2, 2), round(y2, 2)) in heads else others).append((x1, y1, x2, y2))
+    return arrows, others
+
+
 def svg_arrows(svg: str, rows: dict[str, int]) -> tuple[collections.Counter, list[str]]:
-    """(sender rank, receiver rank) -> arrows ViTE drew. An arrow is a <line> from the middle of
-    the sender's row to the middle of the receiver's, where ViTE writes the row's label."""
-    row_y: dict[float, int] = {}
-    for y, label in re.findall(r'<text x="[^"]*" y="([^"]*)"[^>]*>([^<]*)</text>', svg):
-        if label in rows:
-            row_y[float(y)] = rows[label]
-    errors = []
-    if not row_y:
+    """(sender rank, receiver rank) -> arrows ViTE drew. An arrow is a <line> with a head from
+    the sender's state row to the receiver's, each inside its location's container."""
+    spans = location_spans(svg, rows)
+    if not spans:
         return collections.Counter(), ["no location row label in ViTE's SVG"]
 
     def rank_at(y: float):
-        near = min(row_y, key=lambda r: abs(r - y))
-        return row_y[near] if abs(near - y) < 0.5 else None
+        inside = [rank for top, bottom, rank in spans if top <= y <= bottom]
+        return inside[0] if len(inside) == 1 else None
 
+    errors = []
     drawn: collections.Counter = collections.Counter()
-    for y1, y2 in re.findall(r'<line x1="[^"]*" y1="([^"]*)" x2="[^"]*" y2="([^"]*)"', svg):
-        a, b = rank_at(float(y1)), rank_at(float(y2))
+    for _, y1, _, y2 in svg_lines(svg)[0]:
+        a, b = rank_at(y1), rank_at(y2)
         if a is None or b is None:
             errors.append(f"an arrow from y={y1} to y={y2} does not join two location rows")
         else:
             drawn[(a, b)] += 1
     return drawn, errors
+
+
+def svg_counter_rows(svg: str, rows: dict[str, int]) -> dict[int, int]:
+    """rank -> the segments of counter curves ViTE drew inside its locations' containers (the
+    lines that are not arrows)."""
+    spans = location_spans(svg, rows)
+    out: collections.Counter = collections.Counter()
+    for _, y1, _, y2 in svg_lines(svg)[1]:
+        for top, bottom, rank in spans:
+            if top <= y1 <= bottom and top <= y2 <= bottom:
+                out[rank] += 1
+    return dict(out)
+
+
+def metric_ranks(trace: Path) -> set[int]:
+    """The ranks whose locations hold Metric events (counter reads)."""
+    import otf2
+
+    with otf2.reader.open(str(trace / "traces.otf2")) as reader:
+        return {int(loc.group.name.rsplit(" ", 1)[1]) for loc, ev in reader.events
+                if isinstance(ev, otf2.events.Metric)}
 
 
 def check_log(log: str) -> list[str]:
@@ -194,12 +244,18 @@ def main() -> int:
     ap.add_argument("trace", type=Path, help="trace directory (holding traces.otf2)")
     ap.add_argument("--out", type=Path, help="where to keep vite.svg, vite.png and the logs "
                     "(default: a temporary directory, removed)")
+    ap.add_argument("--skip-if-missing", action="store_true",
+                    help="exit 77 (skip) when the trace does not exist: the run that makes it "
+                    "was skipped")
     args = ap.parse_args()
     missing = [tool for tool in ("vite", "Xvfb") if not shutil.which(tool)]
     if missing:
         print(f"SKIP: {', '.join(missing)} not installed (Debian: apt-get install vite xvfb)")
         return SKIP
     if not (args.trace / "traces.otf2").is_file():
+        if args.skip_if_missing:
+            print(f"SKIP: {args.trace}/traces.otf2 does not exist (its run was skipped)")
+            return SKIP
         print(f"FAIL: {args.trace}/traces.otf2 does not exist")
         return 1
     tmp = None
@@ -212,6 +268,7 @@ def main() -> int:
 
     expected = expected_arrows(args.trace)
     errors = []
+    counters_note = ""
     if not expected:
         errors.append("the trace holds no message: nothing for ViTE to draw")
     xvfb, display = start_xvfb()
@@ -237,6 +294,14 @@ def main() -> int:
             if drawn != expected:
                 errors.append(f"ViTE drew arrows (sender rank, receiver rank): {dict(drawn)}, "
                               f"the trace has messages {dict(expected)}")
+            curves = svg_counter_rows(svg.read_text(), location_rows(args.trace))
+            counted = metric_ranks(args.trace)
+            if sorted(r for r in curves if r in counted) != sorted(counted):
+                errors.append(f"the trace has counters on ranks {sorted(counted)}; ViTE drew "
+                              f"counter curves on {sorted(curves)}")
+            if counted:
+                counters_note = (f"; its counters as curves on ranks {sorted(counted)} "
+                                 f"({sum(curves.values())} segments)")
         crossings, shot_note = None, "no screenshot (ImageMagick's import is not installed)"
         if shutil.which("import") and shutil.which("convert"):
             crossings, gui_log = screenshot(args.trace, display, out, env)
@@ -256,7 +321,7 @@ def main() -> int:
             print(f"  (ViTE's output and drawings in {out})")
         return 1
     print(f"OK: ViTE drew all {sum(expected.values())} messages as arrows between the right "
-          f"ranks; {shot_note}; {n_warn} 'cannot find rank' warnings from ViTE's unimplemented "
+          f"ranks{counters_note}; {shot_note}; {n_warn} 'cannot find rank' warnings from ViTE's unimplemented "
           f"COMM_GROUP (ViTE's fallback, rank = location id, holds for perfvar traces)")
     return 0
 
