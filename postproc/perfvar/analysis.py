@@ -117,9 +117,45 @@ def prepare(
     )
 
 
+def _segment_row(
+    seg_id: str, key: str, cells: list[Cell], total_ns: float, symbols: dict
+) -> dict[str, Any]:
+    """One class of analysis.json's ``segments``: its call sites (named where
+    addr2line could), sample counts, median, total time and cache state."""
+    parsed = parse_segment_key(key)
+    kept = np.concatenate([c.samples_ns for c in cells]) if cells else np.empty(0)
+    start: Optional[Symbol] = symbols.get(parsed.start) if parsed.start else None
+    end: Optional[Symbol] = symbols.get(parsed.end) if parsed.end else None
+    start_label = start.label if start else None
+    end_label = end.label if end else None
+    states = Counter(c.state.label for c in cells if c.state is not None)
+    contexts = [c.context_bytes for c in cells if c.context_bytes is not None]
+    return {
+        "id": seg_id,
+        "key": parsed.key,
+        "from": start_label,
+        "to": end_label,
+        "label": f"{start_label} -> {end_label}" if start_label else parsed.key,
+        "from_site": start.to_json() if start else None,
+        "to_site": end.to_json() if end else None,
+        "n": int(sum(c.raw_n for c in cells)),
+        "n_kept": int(kept.size),
+        "os_noise_removed": int(sum(c.os_info.n_removed for c in cells)),
+        "n_ranks": len(cells),
+        "median_ns": float(np.median(kept)) if kept.size else None,
+        "total_ns": total_ns,
+        # The cache state its cells were judged with (the most common one; per rank
+        # in cache_states) and the context that chose it.
+        "context_bytes": int(np.median(contexts)) if contexts else None,
+        "cache_state": states.most_common(1)[0][0] if states else None,
+        "cache_states": dict(sorted(states.items())),
+    }
+
+
 def _segment_table(
     trace: TraceSamples, order: list[int], prep: Prepared, symbols: dict
 ) -> list[dict[str, Any]]:
+    """analysis.json's ``segments``, in ``order`` (by total time)."""
     s = trace.samples
     totals = np.bincount(
         s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
@@ -127,44 +163,16 @@ def _segment_table(
     by_segment: dict[int, list[Cell]] = {}
     for (seg, _), cell in sorted(prep.cells.items()):
         by_segment.setdefault(seg, []).append(cell)
-    table = []
-    for seg in order:
-        parsed = parse_segment_key(trace.segments[seg])
-        cells = by_segment.get(seg, [])
-        kept = np.concatenate([c.samples_ns for c in cells]) if cells else np.empty(0)
-        ends: list[Optional[Symbol]] = [
-            symbols.get(parsed.start) if parsed.start else None,
-            symbols.get(parsed.end) if parsed.end else None,
-        ]
-        start_label = ends[0].label if ends[0] else None
-        end_label = ends[1].label if ends[1] else None
-        states = Counter(c.state.label for c in cells if c.state is not None)
-        contexts = [c.context_bytes for c in cells if c.context_bytes is not None]
-        table.append(
-            {
-                "id": prep.segment_ids[seg],
-                "key": parsed.key,
-                "from": start_label,
-                "to": end_label,
-                "label": (
-                    f"{start_label} -> {end_label}" if start_label else parsed.key
-                ),
-                "from_site": ends[0].to_json() if ends[0] else None,
-                "to_site": ends[1].to_json() if ends[1] else None,
-                "n": int(sum(c.raw_n for c in cells)),
-                "n_kept": int(kept.size),
-                "os_noise_removed": int(sum(c.os_info.n_removed for c in cells)),
-                "n_ranks": len(cells),
-                "median_ns": float(np.median(kept)) if kept.size else None,
-                "total_ns": float(totals[seg]),
-                # The cache state its cells were judged with (the most common one;
-                # per rank in cache_states) and the context that chose it.
-                "context_bytes": int(np.median(contexts)) if contexts else None,
-                "cache_state": states.most_common(1)[0][0] if states else None,
-                "cache_states": dict(sorted(states.items())),
-            }
+    return [
+        _segment_row(
+            prep.segment_ids[seg],
+            trace.segments[seg],
+            by_segment.get(seg, []),
+            float(totals[seg]),
+            symbols,
         )
-    return table
+        for seg in order
+    ]
 
 
 def _rank_verdict(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -75,52 +75,15 @@ def read_trace(
         try:
             defs = _definitions(reader, anchor)
             chosen = _select(defs, ranks, locations)
-            try:
-                chunk_bytes = int(_otf2.Reader_GetChunkSize(reader.handle)[0])
-            except Exception:
-                chunk_bytes = 1 << 20  # OTF2's default, and what perfvar writes
             sizes = _event_file_sizes(anchor, chosen)
+            chunk_bytes = _chunk_bytes(reader, _otf2)
             whole = [size >= chunk_bytes for size in sizes]
             if native is None:
                 read = _read_events(reader.handle, defs, chosen, whole, cerr, _otf2)
             else:
-                # OTF2 3.0's reader (Debian's, under the native loop) does not see
-                # that a file ending at a chunk boundary was cut there: it decodes
-                # its stale buffer again without end. The Python loop's OTF2 says
-                # "This is no chunk header!"; it reads those (rare: a whole file
-                # ends inside its last chunk).
-                def python_loop(indices: list[int]) -> list:
-                    """The Python loop over these of the chosen locations."""
-                    return _read_events(
-                        reader.handle,
-                        defs,
-                        [chosen[i] for i in indices],
-                        [whole[i] for i in indices],
-                        cerr,
-                        _otf2,
-                    )
-
-                boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
-                mine = [i for i, b in enumerate(boundary) if b]
-                py = python_loop(mine) if mine else []
-                reader.close()  # the native reader opens the archive itself
-                reader = None
-                rest = [i for i, b in enumerate(boundary) if not b]
-                nat = reader_native.read_locations(
-                    native,
-                    defs,
-                    [chosen[i] for i in rest],
-                    [whole[i] for i in rest],
-                    cerr,
-                )
-                by_index = dict(zip(mine, py)) | dict(zip(rest, nat.locations))
-                declined = [i for i in rest if by_index[i] is None]
-                if declined:  # see read_locations: cut files OTF2 3.0 overruns
-                    reader = _open_reader(anchor, cerr)
-                    by_index |= dict(zip(declined, python_loop(declined)))
-                read = [by_index[i] for i in range(len(chosen))]
-                if not mine and not declined:  # all in one array already, in order
-                    whole_read = (nat.samples, nat.probes)
+                loop = _Loops(anchor, reader, defs, chosen, whole, cerr, _otf2)
+                read, whole_read = loop.native_first(native, sizes, chunk_bytes)
+                reader = loop.reader
         finally:
             try:
                 if reader is not None:
@@ -128,6 +91,70 @@ def read_trace(
             except Exception:
                 pass
     return _trace_samples(defs, read, whole_read)
+
+
+def _chunk_bytes(reader: Any, _otf2: Any) -> int:
+    """The archive's event chunk size (bytes)."""
+    try:
+        return int(_otf2.Reader_GetChunkSize(reader.handle)[0])
+    except Exception:
+        return 1 << 20  # OTF2's default, and what perfvar writes
+
+
+class _Loops:
+    """The chosen locations read by the native loop where it can, by the Python loop
+    where it cannot. ``reader``: the open Python reader, None once closed for the
+    native one (which opens the archive itself); the caller closes what is left."""
+
+    def __init__(self, anchor, reader, defs, chosen, whole, cerr, _otf2) -> None:
+        self.anchor, self.reader, self.defs = anchor, reader, defs
+        self.chosen, self.whole, self.cerr, self._otf2 = chosen, whole, cerr, _otf2
+
+    def python(self, indices: list[int]) -> list:
+        """The Python loop over these of the chosen locations."""
+        if self.reader is None:
+            self.reader = _open_reader(self.anchor, self.cerr)
+        return _read_events(
+            self.reader.handle,
+            self.defs,
+            [self.chosen[i] for i in indices],
+            [self.whole[i] for i in indices],
+            self.cerr,
+            self._otf2,
+        )
+
+    def native_first(
+        self, native: Any, sizes: list[int], chunk_bytes: int
+    ) -> tuple[list, Optional[tuple]]:
+        """(each chosen location's read, the samples and probes of all when the native
+        loop read them as one array in order, else None)."""
+        from perfvar.read import native as reader_native
+
+        # OTF2 3.0's reader (Debian's, under the native loop) does not see that a
+        # file ending at a chunk boundary was cut there: it decodes its stale buffer
+        # again without end. The Python loop's OTF2 says "This is no chunk header!";
+        # it reads those (rare: a whole file ends inside its last chunk).
+        boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
+        mine = [i for i, b in enumerate(boundary) if b]
+        py = self.python(mine) if mine else []
+        self.reader.close()  # the native reader opens the archive itself
+        self.reader = None
+        rest = [i for i, b in enumerate(boundary) if not b]
+        nat = reader_native.read_locations(
+            native,
+            self.defs,
+            [self.chosen[i] for i in rest],
+            [self.whole[i] for i in rest],
+            self.cerr,
+        )
+        by_index = dict(zip(mine, py)) | dict(zip(rest, nat.locations))
+        declined = [i for i in rest if by_index[i] is None]
+        if declined:  # see read_locations: cut files OTF2 3.0 overruns
+            by_index |= dict(zip(declined, self.python(declined)))
+        read = [by_index[i] for i in range(len(self.chosen))]
+        if not mine and not declined:  # all in one array already, in order
+            return read, (nat.samples, nat.probes)
+        return read, None
 
 
 def _select(

@@ -411,20 +411,9 @@ def _ranks(result: dict[str, Any]) -> str:
     return _table(header, rows, numeric=numeric, classes=classes)
 
 
-def _waits(result: dict[str, Any], figs: _Figures) -> str:
-    """The wait states: in words (total, by pattern, by MPI function), a table per
-    rank (waited, for whom, made others wait) and a bar plot of the same."""
-    ws = result.get("wait_states")
-    if not ws:
-        return '<p class="note">Not in this analysis (made before wait states).</p>'
-    if not ws.get("synchronised"):
-        return (
-            '<p class="note">No wait state read: the ranks\' MPI calls are not on one '
-            "synchronised time line (most collectives let a rank leave before the "
-            "last one entered: clocks not aligned, or ranks that ran apart), so no "
-            "waiting is charged and no delay cost measured.</p>"
-        )
-    n_ranks = result["summary"]["n_ranks"]
+def _waits_words(ws: dict[str, Any], n_ranks: int) -> str:
+    """The waiting in one sentence: total, share of wall time x ranks, by pattern and
+    by MPI function."""
     wall = ws.get("wall_ns") or 0.0
     total = ws.get("total_ns") or 0.0
     of = f" ({_share(total / (wall * n_ranks))} of wall time x ranks)" if wall else ""
@@ -440,18 +429,15 @@ def _waits(result: dict[str, Any], figs: _Figures) -> str:
         words += f": {patterns}"
     if functions:
         words += f"; in {functions}"
-    out = [
-        f'<p id="waits-total">{_e(words)}.</p>',
-        '<p class="note">Waiting at a collective: '
-        "from a rank's entry to the last rank's; at a blocking receive, wait or "
-        "send: until the peer that released it entered MPI (Scalasca's "
-        "patterns). Made others wait: the waiting this rank caused, including "
-        "waiting it passed on.</p>",
-    ]
-    per = waits_by_rank(result)
+    return words
+
+
+def _waits_table(result: dict[str, Any], wall: float) -> str:
+    """Per rank: how long it waited, for whom, and how long it made others wait;
+    the ranks the verdict names marked. Empty without ranks."""
     rows, classes = [], []
-    named = {a["rank"] for a in result["anomalies"] if is_verdict(a)}
-    for rank, v in per.items():
+    named = {a["rank"] for a in result["anomalies"] if names_rank(a)}
+    for rank, v in waits_by_rank(result).items():
         causes = list(v["for"].items())
         whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes[:MAX_CAUSES])
         if len(causes) > MAX_CAUSES:
@@ -469,8 +455,36 @@ def _waits(result: dict[str, Any], figs: _Figures) -> str:
         classes.append("anomalous" if rank in named else "")
     header = ["rank", "waited", "of the wall time", "waited for"]
     header += ["made others wait", "of the wall time"]
-    if rows:
-        out.append(_table(header, rows, numeric=[0, 1, 2, 4, 5], classes=classes))
+    if not rows:
+        return ""
+    return _table(header, rows, numeric=[0, 1, 2, 4, 5], classes=classes)
+
+
+def _waits(result: dict[str, Any], figs: _Figures) -> str:
+    """The wait states: in words (total, by pattern, by MPI function), a table per
+    rank (waited, for whom, made others wait) and a bar plot of the same."""
+    ws = result.get("wait_states")
+    if not ws:
+        return '<p class="note">Not in this analysis (made before wait states).</p>'
+    if not ws.get("synchronised"):
+        return (
+            '<p class="note">No wait state read: the ranks\' MPI calls are not on one '
+            "synchronised time line (most collectives let a rank leave before the "
+            "last one entered: clocks not aligned, or ranks that ran apart), so no "
+            "waiting is charged and no delay cost measured.</p>"
+        )
+    words = _waits_words(ws, result["summary"]["n_ranks"])
+    out = [
+        f'<p id="waits-total">{_e(words)}.</p>',
+        '<p class="note">Waiting at a collective: '
+        "from a rank's entry to the last rank's; at a blocking receive, wait or "
+        "send: until the peer that released it entered MPI (Scalasca's "
+        "patterns). Made others wait: the waiting this rank caused, including "
+        "waiting it passed on.</p>",
+    ]
+    table = _waits_table(result, ws.get("wall_ns") or 0.0)
+    if table:
+        out.append(table)
     out.append(
         figs.div(
             waits_figure(result),
@@ -557,7 +571,41 @@ def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
     return out
 
 
+def _state_cell(st: Optional[dict[str, Any]]) -> str:
+    """One cache state of a rank: "t_min / t_diff" (and its status when not final),
+    else why it has none, with the note on hover."""
+    if st is None or st.get("t_min_ns") is None:
+        why = st["status"] if st is not None else "-"
+        return f'<span title="{_e(st.get("note", "") if st else "")}">{_e(why)}</span>'
+    partial = "" if st["status"] in ("complete", None) else f" ({st['status']})"
+    return _e(f"{fmt_ns(st['t_min_ns'])} / {fmt_ns(st['t_diff_ns'])}{partial}")
+
+
+def _cycles_table(ranks: list[dict[str, Any]]) -> str:
+    """The cycle counter's flush-0 calibration of the ranks that had one; "" if
+    none."""
+    cycles = [r for r in ranks if (r.get("calibration_cycles") or {}).get("available")]
+    if not cycles:
+        return ""
+    rows = [
+        [
+            str(r["rank"]),
+            _e(r["calibration_cycles"].get("counter") or "?"),
+            _e(_cycles(r["calibration_cycles"].get("t_min_cycles"))),
+            _e(_cycles(r["calibration_cycles"].get("t_diff_cycles"))),
+            _e(r["calibration_cycles"].get("status") or "-"),
+        ]
+        for r in cycles
+    ]
+    return (
+        '<p class="note">CPU-cycle counter, flush 0 (reported; segments are '
+        "judged by the wall clock):</p>"
+    ) + _table(["rank", "counter", "t_min", "t_diff", "status"], rows, [0, 2, 3])
+
+
 def _calibration_table(result: dict[str, Any]) -> str:
+    """Per rank: timer overhead, t_min / t_diff per calibrated cache state, status
+    and source; then the cycle counter's calibration where there was one."""
     labels = sorted(
         {
             st["label"]
@@ -574,19 +622,7 @@ def _calibration_table(result: dict[str, Any]) -> str:
             _e(r["host"] if r["host"] is not None else "?"),
             _e(fmt_ns(r["timer_overhead_ns"])),
         ]
-        for label in labels:
-            st = states.get(label)
-            if st is None or st.get("t_min_ns") is None:
-                why = st["status"] if st is not None else "-"
-                row.append(
-                    f'<span title="{_e(st.get("note", "") if st else "")}">'
-                    f"{_e(why)}</span>"
-                )
-                continue
-            partial = "" if st["status"] in ("complete", None) else f" ({st['status']})"
-            row.append(
-                _e(f"{fmt_ns(st['t_min_ns'])} / {fmt_ns(st['t_diff_ns'])}{partial}")
-            )
+        row += [_state_cell(states.get(label)) for label in labels]
         row.append(_e(r.get("calibration_status") or "-"))
         row.append(_e(r.get("calibration_source") or ""))
         rows.append(row)
@@ -594,28 +630,7 @@ def _calibration_table(result: dict[str, Any]) -> str:
     header += [f"{'flush 0' if s == '0' else s}: t_min / t_diff" for s in labels]
     header += ["status", "source"]
     out = _table(header, rows, numeric=list(range(2, 3 + len(labels))))
-    cycles = [
-        r
-        for r in result["ranks"]
-        if (r.get("calibration_cycles") or {}).get("available")
-    ]
-    if cycles:
-        crow = [
-            [
-                str(r["rank"]),
-                _e(r["calibration_cycles"].get("counter") or "?"),
-                _e(_cycles(r["calibration_cycles"].get("t_min_cycles"))),
-                _e(_cycles(r["calibration_cycles"].get("t_diff_cycles"))),
-                _e(r["calibration_cycles"].get("status") or "-"),
-            ]
-            for r in cycles
-        ]
-        out += (
-            '<p class="note">CPU-cycle counter, flush 0 (reported; segments are '
-            "judged by the wall clock):</p>"
-        )
-        out += _table(["rank", "counter", "t_min", "t_diff", "status"], crow, [0, 2, 3])
-    return out
+    return out + _cycles_table(result["ranks"])
 
 
 def _cycles(value: Optional[float]) -> str:

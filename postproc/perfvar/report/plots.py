@@ -105,6 +105,20 @@ def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
     return {r: w for r, w in out.items() if w}
 
 
+def _named_classes(result: dict[str, Any]) -> list[str]:
+    """The segment ids the findings name, in order: the headline's, then the minor
+    findings' and the consequences of waiting's."""
+    named: list[str] = []
+    apart = list(result.get("minor") or [])
+    apart += [c.get("anomaly") or c for c in result.get("consequences") or []]
+    for a in [a for a in list(result["anomalies"]) + apart if is_verdict(a)]:
+        # A phase seen in many small classes together: those that lost the most.
+        own, top = shown_classes((a.get("evidence") or {}).get("classes", []))
+        ids = [a.get("segment")] + [c["segment"] for c in own + top]
+        named += [s for s in ids if s and s not in named]
+    return named
+
+
 def classes_to_plot(
     result: dict[str, Any], prep: Prepared, limit: int
 ) -> tuple[list[str], int, int]:
@@ -116,17 +130,7 @@ def classes_to_plot(
     with_samples = {
         prep.segment_ids[seg] for (seg, _), c in prep.cells.items() if c.n >= MIN_DRAWN
     }
-    named = []
-    apart = list(result.get("minor") or [])
-    apart += [c.get("anomaly") or c for c in result.get("consequences") or []]
-    for a in list(result["anomalies"]) + apart:
-        if not is_verdict(a):
-            continue
-        # A phase seen in many small classes together: those that lost the most.
-        own, top = shown_classes((a.get("evidence") or {}).get("classes", []))
-        more = own + top
-        ids = [a.get("segment")] + [c["segment"] for c in more]
-        named += [s for s in ids if s and s not in named]
+    named = _named_classes(result)
     order = [s["id"] for s in result["segments"]]  # by total time, descending
     if prep.probe_segment is not None:
         order.append(prep.segment_ids[prep.probe_segment])
@@ -200,26 +204,20 @@ def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
     return out
 
 
-def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
-    """Ranks x segment classes: each cell's median shift against its peers (%), the
-    slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
-    a consequence of waiting); cells that were not judged are blank (their status on
-    hover). None without judgements."""
-    import plotly.graph_objects as go
-
-    judgements = result.get("judgements") or []
-    if not judgements:
-        return None
-    classes = [s["id"] for s in result["segments"]]
+def _shift_cells(
+    result: dict[str, Any], ranks: list[int], classes: list[str]
+) -> tuple[np.ndarray, list[list[str]], list[list[list[str]]]]:
+    """The heat map's cells, rows ``ranks`` by columns ``classes``: each judged
+    cell's shift (%, NaN where not judged against peers), its mark ("slow", or why it
+    is apart) and its hover lines (status, class label, q value or samples)."""
     labels = {s["id"]: html.escape(s["label"]) for s in result["segments"]}
-    ranks = sorted(r["rank"] for r in result["ranks"])
     col = {s: j for j, s in enumerate(classes)}
     row = {r: i for i, r in enumerate(ranks)}
     z = np.full((len(ranks), len(classes)), np.nan)
     text = [["" for _ in classes] for _ in ranks]
     apart = slow_cells_apart(result)
     info = [[["not in the trace", "", ""] for _ in classes] for _ in ranks]
-    for j in judgements:
+    for j in result["judgements"]:
         i, k = row.get(j["rank"]), col.get(j["segment"])
         if i is None or k is None:
             continue
@@ -234,6 +232,21 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
             labels.get(j["segment"], ""),
             f"q {q:.2g}" if q is not None else f"n {j['n']}",
         ]
+    return z, text, info
+
+
+def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
+    """Ranks x segment classes: each cell's median shift against its peers (%), the
+    slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
+    a consequence of waiting); cells that were not judged are blank (their status on
+    hover). None without judgements."""
+    import plotly.graph_objects as go
+
+    if not result.get("judgements"):
+        return None
+    classes = [s["id"] for s in result["segments"]]
+    ranks = sorted(r["rank"] for r in result["ranks"])
+    z, text, info = _shift_cells(result, ranks, classes)
     if np.isnan(z).all():
         return None
     span = float(np.nanmax(np.abs(z))) or 1.0

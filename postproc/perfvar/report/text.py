@@ -233,55 +233,56 @@ def _clock_remarks(clock: dict[str, Any], n_ranks: int) -> list[str]:
     return lines
 
 
-def render(result: dict[str, Any]) -> str:
-    """The whole report as one string (ends with the verdict line and a newline)."""
-    out: list[str] = []
+def _header_lines(result: dict[str, Any]) -> list[str]:
+    """What was analysed: the trace, its size, the timer and the clock."""
     summ = result["summary"]
-    out.append(f"perfvar analysis of {result['trace']}")
-    out.append(
+    out = [
+        f"perfvar analysis of {result['trace']}",
         f"{_plural(summ['n_ranks'], 'rank')}, "
         f"{_plural(summ['n_segment_classes'], 'segment class', 'segment classes')}, "
         f"timer {_hz(result['timer_resolution_hz'])}, false discovery rate "
-        f"{result['alpha']:g}"
-    )
+        f"{result['alpha']:g}",
+    ]
     clock = result.get("clock") or {}
-    if clock.get("name"):
-        err = clock.get("hz_rel_error")
-        method = clock.get("hz_method") or "unknown method"
-        read = f" ({clock['fenced_read']})" if clock.get("fenced_read") else ""
-        line = f"clock {clock['name']}{read}: frequency {method}"
-        if err:
-            line += f" (relative error <= {err:.1e})"
-        if clock.get("cycles_counter") is False:
-            line += (
-                f"; no CPU-cycle counter: {clock.get('cycles_why') or 'unknown why'}"
-            )
-        out.append(line)
-        out += _clock_remarks(clock, summ["n_ranks"])
-    out.append("")
-    out.append("Ranks")
-    rows = []
+    if not clock.get("name"):
+        return out
+    err = clock.get("hz_rel_error")
+    method = clock.get("hz_method") or "unknown method"
+    read = f" ({clock['fenced_read']})" if clock.get("fenced_read") else ""
+    line = f"clock {clock['name']}{read}: frequency {method}"
+    if err:
+        line += f" (relative error <= {err:.1e})"
+    if clock.get("cycles_counter") is False:
+        line += f"; no CPU-cycle counter: {clock.get('cycles_why') or 'unknown why'}"
+    return out + [line] + _clock_remarks(clock, summ["n_ranks"])
+
+
+def _rank_row(r: dict[str, Any], measured: bool) -> list[str]:
+    """One rank's row of the ranks table (``measured``: with the off-CPU column)."""
+    row = [
+        str(r["rank"]),
+        r["host"] if r["host"] is not None else "?",
+        compact_ranges(r["cpus"]),
+        fmt_ns(r["t_min_ns"]),
+        fmt_ns(r["t_diff_ns"]),
+        fmt_ns(r["timer_overhead_ns"]),
+        _states(r),
+        str(r["n_segments"]),
+        fmt_pct(r.get("interrupted_fraction"), signed=False),
+    ]
+    if measured:
+        row.append(off_cpu_words(r.get("cpu_time")))
+    return row + [r["verdict"] + (" (migrated)" if r["migrated"] else "")]
+
+
+def _rank_lines(result: dict[str, Any]) -> list[str]:
+    """The ranks table, its legend and the cycle counter's calibration."""
     measured = any(r.get("cpu_time") for r in result["ranks"])
-    for r in result["ranks"]:
-        verdict = r["verdict"] + (" (migrated)" if r["migrated"] else "")
-        row = [
-            str(r["rank"]),
-            r["host"] if r["host"] is not None else "?",
-            compact_ranges(r["cpus"]),
-            fmt_ns(r["t_min_ns"]),
-            fmt_ns(r["t_diff_ns"]),
-            fmt_ns(r["timer_overhead_ns"]),
-            _states(r),
-            str(r["n_segments"]),
-            fmt_pct(r.get("interrupted_fraction"), signed=False),
-        ]
-        if measured:
-            row.append(off_cpu_words(r.get("cpu_time")))
-        rows.append(row + [verdict])
+    rows = [_rank_row(r, measured) for r in result["ranks"]]
     header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
     header += ["segments", "interrupted"] + (["off CPU"] if measured else [])
     header += ["verdict"]
-    out += _table(
+    out = ["Ranks"] + _table(
         header, rows, right={0, 3, 4, 5, 7, 8, 9} if measured else {0, 3, 4, 5, 7, 8}
     )
     out.append(
@@ -298,35 +299,42 @@ def render(result: dict[str, Any]) -> str:
         )
     )
     cycles = _cycles_line(result["ranks"])
-    if cycles:
-        out.append(cycles)
-    out.append("")
-    out.append("Segment classes")
-    if result["segments"]:
-        rows = [
-            [
-                s["id"],
-                str(s["n"]),
-                str(s["n_ranks"]),
-                fmt_ns(s["median_ns"]),
-                fmt_bytes(s.get("context_bytes")),
-                _segment_state(s),
-                s["label"],
-            ]
-            for s in result["segments"]
+    return out + ([cycles] if cycles else [])
+
+
+def _segment_lines(result: dict[str, Any]) -> list[str]:
+    """The segment classes table and its legend."""
+    if not result["segments"]:
+        return ["Segment classes", "(none: no perfvar:segment samples in the trace)"]
+    rows = [
+        [
+            s["id"],
+            str(s["n"]),
+            str(s["n_ranks"]),
+            fmt_ns(s["median_ns"]),
+            fmt_bytes(s.get("context_bytes")),
+            _segment_state(s),
+            s["label"],
         ]
-        header = ["id", "n", "ranks", "median", "moved", "state", "from -> to"]
-        out += _table(header, rows, right={1, 2, 3, 4})
-        out.append(
+        for s in result["segments"]
+    ]
+    header = ["id", "n", "ranks", "median", "moved", "state", "from -> to"]
+    return (
+        ["Segment classes"]
+        + _table(header, rows, right={1, 2, 3, 4})
+        + [
             "moved: bytes the MPI call before the segment moved (median); state: the "
             "cache state whose t_min/t_diff judged it (the largest flush <= moved; "
             "unknown -> 0; nearest calibrated one if that one is not)."
-        )
-    else:
-        out.append("(none: no perfvar:segment samples in the trace)")
-    out.append("")
+        ]
+    )
+
+
+def _finding_lines(result: dict[str, Any]) -> list[str]:
+    """The headline findings (ranked by delay cost), the minor ones, the consequences
+    of waiting, how a job that did not finish ended, and the warnings."""
     labels = {s["id"]: s["label"] for s in result["segments"]}
-    out.append("Anomalies")  # the headline, ranked by delay cost
+    out = ["Anomalies"]
     if result["anomalies"]:
         out += [f"- {describe(a, labels)}{_cost(a)}" for a in result["anomalies"]]
     else:
@@ -334,10 +342,16 @@ def render(result: dict[str, Any]) -> str:
     out += _minor_lines(result, labels)
     out += _ended_lines(result)
     if result["warnings"]:
-        out.append("")
-        out.append("Warnings")
-        out += [f"- {w}" for w in result["warnings"]]
-    out.append("")
+        out += ["", "Warnings"] + [f"- {w}" for w in result["warnings"]]
+    return out
+
+
+def render(result: dict[str, Any]) -> str:
+    """The whole report as one string (ends with the verdict line and a newline)."""
+    out = _header_lines(result) + [""]
+    out += _rank_lines(result) + [""]
+    out += _segment_lines(result) + [""]
+    out += _finding_lines(result) + [""]
     out += judged_share_lines(result)
     out.append(verdict_line(result))
     return "\n".join(out) + "\n"

@@ -56,6 +56,22 @@ def _fmt_ms(ns: float) -> str:
     return f"{ns / 1e6:.1f} ms" if ns >= 1e5 else f"{ns / 1e3:.0f} us"
 
 
+def _main_cause(ws: wait_states.WaitStates, calls: np.ndarray) -> Optional[int]:
+    """The rank that made ``calls`` wait the longest in total, None if none did."""
+    causes = ws.cause[calls]
+    weights = np.bincount(
+        np.maximum(causes, 0), weights=ws.waiting_ns[calls] * (causes >= 0)
+    )
+    return int(np.argmax(weights)) if weights.size and weights.max() > 0 else None
+
+
+def _signed_pct(rel: Optional[float]) -> str:
+    """ " +55%" (" +0.4%" below 1 %), "" without a size."""
+    if rel is None:
+        return ""
+    return f" {rel:+.0%}" if abs(rel) >= 0.01 else f" {rel:+.1%}"
+
+
 def consequence_of(
     a: Anomaly,
     tl: wait_states.Timeline,
@@ -93,18 +109,12 @@ def consequence_of(
         if within_p >= alpha:
             return None  # as slow after short waits: not the waits' doing
     my_calls = calls[mine]
-    causes = ws.cause[my_calls]
-    weights = np.bincount(
-        np.maximum(causes, 0), weights=ws.waiting_ns[my_calls] * (causes >= 0)
-    )
-    cause = int(np.argmax(weights)) if weights.size and weights.max() > 0 else None
+    cause = _main_cause(ws, my_calls)
     fns = np.bincount(tl.function[my_calls], minlength=len(tl.functions))
     function = tl.functions[int(np.argmax(fns))]
     ev = a.evidence or {}
     rel = ev.get("excess_rel", ev.get("shift_rel"))
-    pct = f" {rel:+.0%}" if rel is not None and abs(rel) >= 0.01 else ""
-    if rel is not None and abs(rel) < 0.01:
-        pct = f" {rel:+.1%}"
+    pct = _signed_pct(rel)
     whom = f" for rank {cause}" if cause is not None else ""
     text = (
         f"rank {a.rank}'s {a.segment}{pct} after waiting {_fmt_ms(m_mine)}{whom} "

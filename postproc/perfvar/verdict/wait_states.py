@@ -48,6 +48,7 @@ Pure functions over numpy arrays; thread-safe.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -293,11 +294,38 @@ class WaitStates:
         }
 
 
+def _calls_by_rank(
+    ranks: Iterable[int], of_rank: np.ndarray, calls: np.ndarray
+) -> dict[int, np.ndarray]:
+    """rank -> its calls among ``calls`` (``of_rank``: each call's rank), for the ranks
+    of ``ranks`` that have any."""
+    per_rank = {r: calls[of_rank[calls] == r] for r in ranks}
+    return {r: c for r, c in per_rank.items() if c.size}
+
+
+def _match_by_key(
+    keyed: np.ndarray, per_rank: dict[int, np.ndarray], out: list[np.ndarray]
+) -> dict[int, np.ndarray]:
+    """Appends to ``out`` the instances of the keys (``keyed``: each call's key) that
+    every rank called equally often, matched in call order; returns each rank's calls
+    left unmatched."""
+    left: dict[int, list[np.ndarray]] = {r: [] for r in per_rank}
+    for key in np.unique(np.concatenate([keyed[c] for c in per_rank.values()])):
+        groups = {r: c[keyed[c] == key] for r, c in per_rank.items()}
+        sizes = {g.size for g in groups.values()}
+        if len(sizes) == 1 and sizes.pop() > 0:
+            out += list(np.stack(list(groups.values()), axis=1))
+            continue
+        for r, g in groups.items():
+            left[r].append(g)
+    merged = {r: np.sort(np.concatenate(g)) for r, g in left.items() if g}
+    return {r: c for r, c in merged.items() if c.size}
+
+
 def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
     """Matched instances: arrays of call indices, one call per rank (see the module
     docstring for the order of the rules)."""
-    per_rank = {r: coll[tl.rank[coll] == r] for r in tl.ranks}
-    per_rank = {r: c for r, c in per_rank.items() if c.size}
+    per_rank = _calls_by_rank(tl.ranks, tl.rank, coll)
     if len(per_rank) < 2:
         return []
     seqs = [tl.function[c] for c in per_rank.values()]
@@ -305,17 +333,7 @@ def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
         return list(np.stack(list(per_rank.values()), axis=1))
     out: list[np.ndarray] = []
     for keyed in (tl.function, tl.site):
-        left: dict[int, list[np.ndarray]] = {r: [] for r in per_rank}
-        for key in np.unique(np.concatenate([keyed[c] for c in per_rank.values()])):
-            groups = {r: c[keyed[c] == key] for r, c in per_rank.items()}
-            sizes = {g.size for g in groups.values()}
-            if len(sizes) == 1 and sizes.pop() > 0:
-                out += list(np.stack(list(groups.values()), axis=1))
-            else:
-                for r, g in groups.items():
-                    left[r].append(g)
-        per_rank = {r: np.sort(np.concatenate(g)) for r, g in left.items() if g}
-        per_rank = {r: c for r, c in per_rank.items() if c.size}
+        per_rank = _match_by_key(keyed, per_rank, out)
         if len(per_rank) < 2:
             break
     return out
