@@ -38,7 +38,7 @@ from perfvar.read.samples import TraceSamples
 from perfvar.read.segments import parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
-from perfvar.stats import cpu_time, cpu_use, decompose
+from perfvar.stats import cpu_time, cpu_use, decompose, work
 from perfvar.stats.cells import cell_inputs, make_cells, with_states_of
 from perfvar.stats.filters import (
     MIN_SAMPLES_OS,
@@ -366,12 +366,10 @@ def analyze(
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
     prep.cpu_use = use
-    prep.cpu_time = cpu_time.of_reads(
-        trace.metrics, trace.metric_names, trace.timer_resolution_hz / 1e9
-    )
-    prep.counters = cpu_time.reads_by_rank(
-        trace.metrics, trace.metric_names, trace.trace_ns
-    )
+    metrics, ticks_per_ns = trace.metrics, trace.timer_resolution_hz / 1e9
+    prep.cpu_time = cpu_time.of_reads(metrics, trace.metric_names, ticks_per_ns)
+    prep.counters = cpu_time.reads_by_rank(metrics, trace.metric_names, trace.trace_ns)
+    prep.work = work.of_reads(metrics, trace.metric_names, trace.samples, ticks_per_ns)
     prep = with_probes(prep, trace, meta)
     if on_prepared is not None:
         on_prepared(prep)

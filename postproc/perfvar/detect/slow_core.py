@@ -27,7 +27,10 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   segments is a slow core even with one segment class; slow segments on a core
   whose probes are not slow are not.
 
-``excess_ns`` is the time the core loses per segment on average. A class slower
+``excess_ns`` is the time the core loses per segment on average. The evidence
+``work`` says whether the rank's counter reads counted more instructions than its
+peers' (more work) or the same (a slower core), where the run counted instructions
+(perfvar.stats.work, over all its reads, against its shift). A class slower
 still than the rest of a slow core is a slow segment as well
 (perfvar.detect.slow_segment judges each class beyond the rank's other classes).
 Pure function; thread-safe.
@@ -41,7 +44,8 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import stats, where
+from perfvar.detect.words import stats, where, work_clause
+from perfvar.stats import work
 from perfvar.stats.blocks import block_test, class_blocks, weighted_blocks
 from perfvar.stats.cells import by_segment, class_pool, peer_pool, unjudged_reason
 from perfvar.stats.compare import TEST_CAP, evenly, fdr, log_ns, rel
@@ -51,6 +55,7 @@ from perfvar.units import fmt_ns, fmt_pct
 KIND = "slow_core"
 COMMON_SHARE = 2 / 3  # of the rank's compute time, in classes shifted alike
 MIN_SHIFTED_CLASSES = 2  # the probes, where the run has them, count as one
+PROBES_SAID = " (its fixed-work probes are slower too: a slower core)"
 
 
 @dataclass
@@ -170,6 +175,13 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
                     "classes": r.classes,
                     "n": n,
                     "compute_ns": compute,
+                    # More work or a slower core, from all its counter reads.
+                    "work": work.tell(
+                        prep.work,
+                        r.rank,
+                        rel(shift_log),
+                        probes=prep.probe_segment is not None,
+                    ),
                 },
             )
         )
@@ -187,12 +199,15 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         for c in ev["classes"][:SHOWN_CLASSES]
     )
     more = len(ev["classes"]) - SHOWN_CLASSES
+    # Without an instruction counter, its probes (a class of the rule) told the core.
+    probes = any(c.get("probe") for c in ev["classes"])
     return (
         f"{where(a)} is a slow core: {fmt_pct(ev['shift_rel'])} in all its segment "
         f"classes ({stats(ev, 'shift_ci_rel')}; floor "
         f"{fmt_pct(ev['floor_rel'], signed=False)}), "
         f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
         f"{classes}{f' and {more} more' if more > 0 else ''}"
+        f"{work_clause(ev.get('work'), PROBES_SAID if probes else '')}"
     )
 
 

@@ -48,7 +48,10 @@ median above t_min):
 The paper's overlap (fraction of r's samples below the peers' maximum) is reported
 as the per-sample resolution figure; it does not veto. ``excess_ns`` is the excess
 per segment; the evidence holds the statistics (shift, the blocks' interval, p,
-q, floor, the steadiness: perfvar.stats.blocks.BlockTest.evidence).
+q, floor, the steadiness: perfvar.stats.blocks.BlockTest.evidence) and ``work``:
+whether the counter reads its class's segments took counted more instructions than
+its peers' (more work) or the same (a slower core), where the run counted
+instructions (perfvar.stats.work, against its excess).
 Pure function; thread-safe.
 """
 
@@ -61,7 +64,8 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import state_of, stats, where
+from perfvar.detect.words import state_of, stats, where, work_clause
+from perfvar.stats import work
 from perfvar.stats.blocks import BlockTest, block_test, class_blocks
 from perfvar.stats.cells import (
     by_segment,
@@ -86,6 +90,11 @@ KIND = "slow_segment"
 # Other judged classes of a rank from which a negative common shift is taken as its
 # core's: their median is then not the mirror image of one class slow on the peer.
 LEVEL_CLASSES = 3
+# Without an instruction counter: the probes took the core's part away (kappa).
+PROBES_SAID = (
+    " (beyond its core as its fixed-work probes measure it; no instruction counter "
+    "to tell more work)"
+)
 
 
 @dataclass
@@ -473,6 +482,14 @@ def _anomaly(
             "overlap": j.overlap,
             "cache_state": j.cache_state,
             "context_bytes": cell.context_bytes,
+            # More work or a slower core, from the reads its class's segments took.
+            "work": work.tell(
+                prep.work,
+                cell.rank,
+                rel(t.excess_log),
+                {cell.segment},
+                probes=prep.probe_segment is not None,
+            ),
         },
     )
 
@@ -504,6 +521,7 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
         f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
         f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
+        f"{work_clause(ev.get('work'), PROBES_SAID)}"
     )
 
 

@@ -1,12 +1,14 @@
 """Phrases the detectors' descriptions share: where a finding is, its statistics,
-the calibration state it was judged with. Each takes an anomaly (or its evidence) as
-analysis.json holds it. Pure functions; thread-safe.
+the calibration state it was judged with, what its instruction counts say. Each
+takes an anomaly (or its evidence) as analysis.json holds it. Pure functions;
+thread-safe.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
+from perfvar.stats.work import BOTH, MORE, SAME_WORK, UNTOLD
 from perfvar.units import fmt_bytes, fmt_pct
 
 
@@ -37,3 +39,39 @@ def stats(ev: dict[str, Any], ci_key: str) -> str:
     if ev.get("blocks"):
         text += f", steady in {ev['blocks_above_floor']} of {ev['blocks']} blocks"
     return text
+
+
+# Without an instruction counter: what would have told, in one short clause.
+NO_INSTRUCTIONS = (
+    " (more work or a slower core: no instruction counter to tell; the fixed-work "
+    "probes, PERFVAR_PROBE, tell a slower core)"
+)
+
+
+def work_clause(work: Optional[dict[str, Any]], probes_said: str = "") -> str:
+    """What the instruction counts say of a slow rank (its evidence ``work``, made by
+    perfvar.stats.work.tell): "; 49.8% more instructions than its peers: more
+    work", "; the same instructions as its peers (+0.2%): a slower core", or why it
+    could not tell. ``probes_said``: the clause to give instead when the run had no
+    instruction counter but fixed-work probes, which the detector used; "" for an
+    evidence without ``work`` (an older analysis.json)."""
+    if not work:
+        return ""
+    if work["verdict"] == UNTOLD:
+        if work["reason"] != "no instruction counter":
+            return " (more work or a slower core: too few counter reads to tell)"
+        return probes_said if work.get("probes") and probes_said else NO_INSTRUCTIONS
+    d = work["instructions_rel"]
+    if work["verdict"] == MORE:
+        return (
+            f"; {fmt_pct(d, signed=False)} more instructions than its peers: more work"
+        )
+    if work["verdict"] == BOTH:
+        return (
+            f"; {fmt_pct(d, signed=False)} more instructions than its peers, less "
+            "than its excess: more work and a slower core"
+        )
+    if abs(d) < SAME_WORK * work["excess_rel"]:
+        return f"; the same instructions as its peers ({fmt_pct(d)}): a slower core"
+    fewer = fmt_pct(-d, signed=False)
+    return f"; {fewer} fewer instructions than its peers: a slower core"

@@ -121,6 +121,9 @@ class Prepared:
     # Each rank's counter reads over the run (perfvar.stats.cpu_time.reads_by_rank,
     # rank -> RankReads), for report.html's counter timeline; empty without counters.
     counters: dict[int, Any] = field(default_factory=dict)
+    # The instruction counts of the reads (perfvar.stats.work.Work), which tell a slow
+    # rank's more work from a slower core; None: not read (as without counters).
+    work: Optional[Any] = None
     # What the detectors derive from the cells once (perfvar.stats.cells.class_pool);
     # not an init field, so a Prepared made by dataclasses.replace starts empty.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
