@@ -92,69 +92,149 @@ typedef struct caps {
     int regions, events, sites, user, comms;
 } caps;
 
+/* One definitions line split into its fields (f[0] is its kind), and the room grown so far. */
+typedef struct defs_line {
+    char *f[8];
+    int n;
+    caps *cap;
+} defs_line;
+
+static int parse_rank(rank_defs *d, const defs_line *l)
+{
+    d->rank = atoi(l->f[1]), d->size = atoi(l->f[2]);
+    return 0;
+}
+
+static int parse_host(rank_defs *d, const defs_line *l)
+{
+    snprintf(d->host, sizeof d->host, "%s", l->f[1]);
+    return 0;
+}
+
+static int parse_clock(rank_defs *d, const defs_line *l)
+{
+    d->hz = strtod(l->f[1], NULL);
+    return 0;
+}
+
+/* The first sync line is the offset at the start, any later one the offset at the end. */
+static int parse_sync(rank_defs *d, const defs_line *l)
+{
+    uint64_t t = strtoull(l->f[1], NULL, 10);
+    int64_t off = strtoll(l->f[2], NULL, 10);
+    double sd = strtod(l->f[3], NULL);
+    if (d->nsync++ == 0) {
+        d->sync = (pv_trace_clock_sync){t, t, off, off, sd, sd};
+    } else {
+        d->sync.t_end = t, d->sync.offset_end = off, d->sync.stddev_end = sd;
+    }
+    return 0;
+}
+
+static int parse_realtime(rank_defs *d, const defs_line *l)
+{
+    d->realtime_ns = strtoull(l->f[1], NULL, 10), d->realtime_ticks = strtoull(l->f[2], NULL, 10);
+    return 0;
+}
+
+static int parse_region(rank_defs *d, const defs_line *l)
+{
+    char *const *f = l->f;
+    int id = atoi(f[1]);
+    if (id < 0 || id != d->nregions) return -1; /* static regions are dense, in order */
+    if (grow(&d->regions, &l->cap->regions, id, sizeof *d->regions) ||
+        grow(&d->events, &l->cap->events, id, sizeof *d->events))
+        return -1;
+    if (!strcmp(f[5], "perfvar:probe")) d->probe_region = id;
+    d->regions[id] = (pv_static_region){f[5], (OTF2_RegionRole)atoi(f[2]), (OTF2_Paradigm)atoi(f[3])};
+    d->events[id] = (unsigned char)atoi(f[4]);
+    d->nregions++;
+    return 0;
+}
+
+static int parse_site(rank_defs *d, const defs_line *l)
+{
+    char *const *f = l->f;
+    int id = atoi(f[1]);
+    if (id < 0 || grow(&d->sites, &l->cap->sites, id, sizeof *d->sites)) return -1;
+    d->sites[id] = (site_def){atoi(f[2]), atoi(f[3]), f[4], f[5]};
+    if (id >= d->nsites) d->nsites = id + 1;
+    return 0;
+}
+
+static int parse_user(rank_defs *d, const defs_line *l)
+{
+    int h = atoi(l->f[1]);
+    if (h < 0 || grow(&d->user_names, &l->cap->user, h, sizeof *d->user_names)) return -1;
+    d->user_names[h] = l->f[2];
+    if (h >= d->nuser) d->nuser = h + 1;
+    return 0;
+}
+
+static int parse_metric(rank_defs *d, const defs_line *l)
+{
+    int i = atoi(l->f[1]);
+    if (i != d->nmetrics || i >= PV_TRACE_METRICS_MAX) return -1; /* dense, in order */
+    d->metric_name[i] = l->f[2], d->metric_unit[i] = l->f[3], d->metric_desc[i] = l->f[4];
+    d->nmetrics++;
+    return 0;
+}
+
+/* A communicator, defined in the open trace as it is read (defs_parse). */
+static int parse_comm(rank_defs *d, const defs_line *l)
+{
+    int id = atoi(l->f[1]);
+    if (id <= 0 || grow(&d->comm_ids, &l->cap->comms, id, sizeof *d->comm_ids)) return -1;
+    /* f[2] = N, then the members (the last field keeps its tabs) */
+    uint32_t m = (uint32_t)strtoul(l->f[2], NULL, 10);
+    uint32_t *ranks = malloc((m ? m : 1) * sizeof *ranks);
+    if (!ranks) return -1;
+    char *p = l->n > 3 ? l->f[3] : (char *)"";
+    for (uint32_t i = 0; i < m; i++) ranks[i] = (uint32_t)strtoul(p, &p, 10);
+    d->comm_ids[id] = pv_trace_comm_define(ranks, m);
+    free(ranks);
+    if (id >= d->ncomms) d->ncomms = id + 1;
+    return 0;
+}
+
+/* The kinds of definitions lines: the fields a line needs (fewer: the line is skipped), how many
+ * it is split into (the last keeps its tabs), and its parser. */
+static const struct line_kind {
+    const char *kind;
+    int min_fields, max_fields;
+    int (*parse)(rank_defs *d, const defs_line *l);
+} line_kinds[] = {
+    {"rank", 3, 7, parse_rank},
+    {"host", 2, 7, parse_host},
+    {"clock", 2, 7, parse_clock},
+    {"sync", 4, 7, parse_sync},
+    {"realtime", 3, 7, parse_realtime},
+    {"region", 6, 7, parse_region},
+    {"site", 6, 7, parse_site},
+    {"user", 3, 7, parse_user},
+    {"metric", 5, 7, parse_metric},
+    /* A communicator's members stay in one field (strtoul skips the tabs between them). */
+    {"comm", 3, 4, parse_comm},
+};
+
+/* The kind of line (up to its first tab), NULL if unknown. */
+static const struct line_kind *line_kind_of(const char *line)
+{
+    size_t len = strcspn(line, "\t");
+    for (size_t i = 0; i < sizeof line_kinds / sizeof *line_kinds; i++)
+        if (strlen(line_kinds[i].kind) == len && !strncmp(line, line_kinds[i].kind, len))
+            return &line_kinds[i];
+    return NULL;
+}
+
+/* Parse one definitions line into d; -1 if it is malformed (or out of memory). */
 static int parse_line(rank_defs *d, char *line, caps *cap)
 {
-    char *f[8];
-    /* A communicator's members stay in one field (strtoul skips the tabs between them). */
-    int n = fields(line, f, strncmp(line, "comm\t", 5) ? 7 : 4);
-    const char *k = f[0];
-    if (!strcmp(k, "rank") && n >= 3) {
-        d->rank = atoi(f[1]), d->size = atoi(f[2]);
-    } else if (!strcmp(k, "host") && n >= 2) {
-        snprintf(d->host, sizeof d->host, "%s", f[1]);
-    } else if (!strcmp(k, "clock") && n >= 2) {
-        d->hz = strtod(f[1], NULL);
-    } else if (!strcmp(k, "sync") && n >= 4) {
-        uint64_t t = strtoull(f[1], NULL, 10);
-        int64_t off = strtoll(f[2], NULL, 10);
-        double sd = strtod(f[3], NULL);
-        if (d->nsync++ == 0) {
-            d->sync = (pv_trace_clock_sync){t, t, off, off, sd, sd};
-        } else {
-            d->sync.t_end = t, d->sync.offset_end = off, d->sync.stddev_end = sd;
-        }
-    } else if (!strcmp(k, "realtime") && n >= 3) {
-        d->realtime_ns = strtoull(f[1], NULL, 10), d->realtime_ticks = strtoull(f[2], NULL, 10);
-    } else if (!strcmp(k, "region") && n >= 6) {
-        int id = atoi(f[1]);
-        if (id < 0 || id != d->nregions) return -1; /* static regions are dense, in order */
-        if (grow(&d->regions, &cap->regions, id, sizeof *d->regions) ||
-            grow(&d->events, &cap->events, id, sizeof *d->events))
-            return -1;
-        if (!strcmp(f[5], "perfvar:probe")) d->probe_region = id;
-        d->regions[id] = (pv_static_region){f[5], (OTF2_RegionRole)atoi(f[2]),
-                                            (OTF2_Paradigm)atoi(f[3])};
-        d->events[id] = (unsigned char)atoi(f[4]);
-        d->nregions++;
-    } else if (!strcmp(k, "site") && n >= 6) {
-        int id = atoi(f[1]);
-        if (id < 0 || grow(&d->sites, &cap->sites, id, sizeof *d->sites)) return -1;
-        d->sites[id] = (site_def){atoi(f[2]), atoi(f[3]), f[4], f[5]};
-        if (id >= d->nsites) d->nsites = id + 1;
-    } else if (!strcmp(k, "user") && n >= 3) {
-        int h = atoi(f[1]);
-        if (h < 0 || grow(&d->user_names, &cap->user, h, sizeof *d->user_names)) return -1;
-        d->user_names[h] = f[2];
-        if (h >= d->nuser) d->nuser = h + 1;
-    } else if (!strcmp(k, "metric") && n >= 5) {
-        int i = atoi(f[1]);
-        if (i != d->nmetrics || i >= PV_TRACE_METRICS_MAX) return -1; /* dense, in order */
-        d->metric_name[i] = f[2], d->metric_unit[i] = f[3], d->metric_desc[i] = f[4];
-        d->nmetrics++;
-    } else if (!strcmp(k, "comm") && n >= 3) {
-        int id = atoi(f[1]);
-        if (id <= 0 || grow(&d->comm_ids, &cap->comms, id, sizeof *d->comm_ids)) return -1;
-        /* f[2] = N, then the members (the last field keeps its tabs) */
-        uint32_t m = (uint32_t)strtoul(f[2], NULL, 10);
-        uint32_t *ranks = malloc((m ? m : 1) * sizeof *ranks);
-        if (!ranks) return -1;
-        char *p = n > 3 ? f[3] : (char *)"";
-        for (uint32_t i = 0; i < m; i++) ranks[i] = (uint32_t)strtoul(p, &p, 10);
-        d->comm_ids[id] = pv_trace_comm_define(ranks, m);
-        free(ranks);
-        if (id >= d->ncomms) d->ncomms = id + 1;
-    }
-    return 0; /* unknown kinds: a newer writer's, skipped */
+    const struct line_kind *k = line_kind_of(line);
+    if (!k) return 0; /* unknown kinds: a newer writer's, skipped */
+    defs_line l = {.cap = cap};
+    l.n = fields(line, l.f, k->max_fields);
+    return l.n >= k->min_fields ? k->parse(d, &l) : 0;
 }
 
 static int defs_read(const char *dir, int rank, rank_defs *d, char *why, size_t len)
@@ -396,87 +476,146 @@ static uint64_t request_time(const thread_replay *tr)
     return tr->c.request_id && !tr->c.open ? tr->c.t_exit : tr->c.t_entry;
 }
 
+/* Count tr's next call and the silences before and during it. */
+static void count_call(thread_replay *tr)
+{
+    const pv_rec_call *c = &tr->c;
+    tr->th->calls++;
+    if (tr->th->calls > 1 && c->t_entry >= tr->prev_exit)
+        note_silence(&tr->quiet, c->t_entry - tr->prev_exit);
+    if (!c->open) note_silence(&tr->quiet, c->t_exit - c->t_entry);
+}
+
+/* The compute segment from the previous boundary call's exit to this call's entry; 1 if written. */
+static int write_segment(converter *cv, thread_replay *tr)
+{
+    const pv_rec_call *c = &tr->c;
+    if (tr->prev_site < 0) return 0;
+    uint32_t seg = segment_region(cv, tr->prev_site, (int)c->site);
+    if (seg == UINT32_MAX) return 0;
+    pv_trace_enter(tr->l, tr->prev_exit, seg, tr->prev_cpu);
+    pv_trace_leave(tr->l, c->t_entry, seg, c->cpu_in);
+    tr->th->segments++;
+    return 1;
+}
+
+/* Add the counters the call read to the thread's totals; write them where the call ended a segment. */
+static void add_metrics(converter *cv, thread_replay *tr, int segment)
+{
+    const pv_rec_call *c = &tr->c;
+    if (!c->nmetrics || c->nmetrics != cv->d->nmetrics) return;
+    for (int i = 0; i < c->nmetrics; i++) tr->metric_totals[i] += c->metrics[i];
+    /* At the end of the segment it read; a read that ended none (after perfvar's own
+     * region) is only added up: the next event's totals include it. */
+    if (segment) {
+        pv_trace_metric(tr->l, c->t_entry, tr->metric_totals);
+        tr->th->metric_reads++;
+    }
+}
+
+/* The fixed-work probes the call ran; returns when the last one ended (the call's entry if none):
+ * where the call's own region starts. */
+static uint64_t write_probes(converter *cv, thread_replay *tr)
+{
+    const rank_defs *d = cv->d;
+    const pv_rec_call *c = &tr->c;
+    uint64_t t_region = c->t_entry;
+    for (int i = 0; i < c->ninner; i++) {
+        const pv_rec_inner_span *in = &c->inner[i];
+        if (in->kind != PV_REC_PROBE || d->probe_region < 0) continue;
+        pv_trace_enter(tr->l, in->t0, (uint32_t)d->probe_region, in->cpu0);
+        pv_trace_leave(tr->l, in->t1, (uint32_t)d->probe_region, in->cpu1);
+        note_cpu(cv, in->cpu0), note_cpu(cv, in->cpu1);
+        tr->th->probes++;
+        tr->th->probe_ticks += in->t1 - in->t0;
+        t_region = in->t1;
+    }
+    return t_region;
+}
+
+/* When the call ended: its exit, or, for a call the thread died in, the last time known (then the
+ * thread is marked as ended inside a call). */
+static uint64_t call_end(thread_replay *tr, uint64_t t_region)
+{
+    pv_convert_thread *th = tr->th;
+    if (!tr->c.open) return tr->c.t_exit;
+    th->ended_in_call = 1;
+    return th->state == PV_REC_SIGNAL && th->t_last > t_region ? th->t_last : t_region;
+}
+
+/* Forget the innermost open user region ur (it was left). */
+static void pop_user_region(thread_replay *tr, uint32_t ur)
+{
+    for (int i = tr->nopen - 1; i >= 0; i--)
+        if (tr->open_user[i] == ur) {
+            memmove(tr->open_user + i, tr->open_user + i + 1,
+                    (size_t)(tr->nopen - i - 1) * sizeof *tr->open_user);
+            tr->nopen--;
+            return;
+        }
+}
+
+/* A user timer's start (site region -1) or stop (-2): its region entered or left. */
+static void write_user_timer(converter *cv, thread_replay *tr, const site_def *s)
+{
+    const pv_rec_call *c = &tr->c;
+    uint32_t ur = user_region(cv, s->handle);
+    if (ur == UINT32_MAX) return;
+    if (s->region == -1) {
+        pv_trace_enter(tr->l, c->t_entry, ur, c->cpu_in);
+        if (tr->nopen < 64) tr->open_user[tr->nopen++] = ur;
+    } else {
+        pv_trace_leave(tr->l, c->t_entry, ur, c->cpu_in);
+        pop_user_region(tr, ur);
+    }
+}
+
+/* The regions perfvar entered inside the call (PV_REC_NESTED spans). */
+static void write_nested(converter *cv, pv_trace_loc *l, const pv_rec_call *c)
+{
+    for (int i = 0; i < c->ninner; i++) {
+        const pv_rec_inner_span *in = &c->inner[i];
+        if (in->kind != PV_REC_NESTED || in->region >= cv->d->nregions) continue;
+        pv_trace_enter(l, in->t0, in->region, PV_TRACE_NO_CPU);
+        pv_trace_leave(l, in->t1, in->region, PV_TRACE_NO_CPU);
+    }
+}
+
+/* A call of a static region (an MPI function or perfvar's own) from t_region to t_exit, with its
+ * message and collective events; a call that did not return neither completes nor starts requests. */
+static void write_static_call(converter *cv, thread_replay *tr, int region, uint64_t t_region,
+                              uint64_t t_exit)
+{
+    const pv_rec_call *c = &tr->c;
+    unsigned ev = cv->d->events[region];
+    pv_trace_enter(tr->l, t_region, (uint32_t)region, PV_TRACE_NO_CPU);
+    entry_events(cv, tr->l, c, ev, t_region);
+    write_nested(cv, tr->l, c);
+    if (!c->open) {
+        exit_events(cv, tr->l, c, ev, t_exit);
+        request_started(cv, c, ev);
+    }
+    pv_trace_leave(tr->l, t_exit, (uint32_t)region, PV_TRACE_NO_CPU);
+}
+
 /* Write the events of tr's next call onto its location. */
 static void replay_call(converter *cv, thread_replay *tr)
 {
     rank_defs *d = cv->d;
     const pv_rec_call *c = &tr->c;
-    pv_convert_thread *th = tr->th;
-    pv_trace_loc *l = tr->l;
-    th->calls++;
-    if (th->calls > 1 && c->t_entry >= tr->prev_exit) note_silence(&tr->quiet, c->t_entry - tr->prev_exit);
-    if (!c->open) note_silence(&tr->quiet, c->t_exit - c->t_entry);
+    count_call(tr);
     if ((int)c->site >= d->nsites) return; /* its definition was lost with the process */
     const site_def *s = &d->sites[c->site];
     note_cpu(cv, c->cpu_in), note_cpu(cv, c->cpu_out);
     /* Counters run from the thread's start: their totals are 0 at its first call. */
-    if (th->calls == 1 && d->nmetrics) pv_trace_metric(l, c->t_entry, tr->metric_totals);
-    int segment = 0;
-    if (tr->prev_site >= 0) {
-        uint32_t seg = segment_region(cv, tr->prev_site, (int)c->site);
-        if (seg != UINT32_MAX) {
-            pv_trace_enter(l, tr->prev_exit, seg, tr->prev_cpu);
-            pv_trace_leave(l, c->t_entry, seg, c->cpu_in);
-            th->segments++;
-            segment = 1;
-        }
-    }
-    if (c->nmetrics && c->nmetrics == d->nmetrics) {
-        for (int i = 0; i < c->nmetrics; i++) tr->metric_totals[i] += c->metrics[i];
-        /* At the end of the segment it read; a read that ended none (after perfvar's own
-         * region) is only added up: the next event's totals include it. */
-        if (segment) {
-            pv_trace_metric(l, c->t_entry, tr->metric_totals);
-            th->metric_reads++;
-        }
-    }
-    uint64_t t_region = c->t_entry;
-    for (int i = 0; i < c->ninner; i++) {
-        const pv_rec_inner_span *in = &c->inner[i];
-        if (in->kind != PV_REC_PROBE || d->probe_region < 0) continue;
-        pv_trace_enter(l, in->t0, (uint32_t)d->probe_region, in->cpu0);
-        pv_trace_leave(l, in->t1, (uint32_t)d->probe_region, in->cpu1);
-        note_cpu(cv, in->cpu0), note_cpu(cv, in->cpu1);
-        th->probes++;
-        th->probe_ticks += in->t1 - in->t0;
-        t_region = in->t1;
-    }
-    uint64_t t_exit = c->t_exit;
-    if (c->open) { /* died inside the call: close it at the last time known */
-        t_exit = th->state == PV_REC_SIGNAL && th->t_last > t_region ? th->t_last : t_region;
-        th->ended_in_call = 1;
-    }
-    if (s->region < 0) { /* a user timer start or stop */
-        uint32_t ur = user_region(cv, s->handle);
-        if (ur != UINT32_MAX && s->region == -1) {
-            pv_trace_enter(l, c->t_entry, ur, c->cpu_in);
-            if (tr->nopen < 64) tr->open_user[tr->nopen++] = ur;
-        } else if (ur != UINT32_MAX) {
-            pv_trace_leave(l, c->t_entry, ur, c->cpu_in);
-            for (int i = tr->nopen - 1; i >= 0; i--)
-                if (tr->open_user[i] == ur) {
-                    memmove(tr->open_user + i, tr->open_user + i + 1,
-                            (size_t)(tr->nopen - i - 1) * sizeof *tr->open_user);
-                    tr->nopen--;
-                    break;
-                }
-        }
-    } else if (s->region < d->nregions) {
-        unsigned ev = d->events[s->region];
-        pv_trace_enter(l, t_region, (uint32_t)s->region, PV_TRACE_NO_CPU);
-        entry_events(cv, l, c, ev, t_region);
-        for (int i = 0; i < c->ninner; i++) {
-            const pv_rec_inner_span *in = &c->inner[i];
-            if (in->kind != PV_REC_NESTED || in->region >= d->nregions) continue;
-            pv_trace_enter(l, in->t0, in->region, PV_TRACE_NO_CPU);
-            pv_trace_leave(l, in->t1, in->region, PV_TRACE_NO_CPU);
-        }
-        if (!c->open) {
-            exit_events(cv, l, c, ev, t_exit);
-            request_started(cv, c, ev);
-        }
-        pv_trace_leave(l, t_exit, (uint32_t)s->region, PV_TRACE_NO_CPU);
-    }
+    if (tr->th->calls == 1 && d->nmetrics) pv_trace_metric(tr->l, c->t_entry, tr->metric_totals);
+    add_metrics(cv, tr, write_segment(cv, tr));
+    uint64_t t_region = write_probes(cv, tr);
+    uint64_t t_exit = call_end(tr, t_region);
+    if (s->region < 0)
+        write_user_timer(cv, tr, s);
+    else if (s->region < d->nregions)
+        write_static_call(cv, tr, s->region, t_region, t_exit);
     /* Segments are delimited by MPI calls and user timers, not by perfvar's own regions. */
     int boundary = s->region < 0 || d->regions[s->region].paradigm == OTF2_PARADIGM_MPI;
     tr->prev_site = boundary ? (int)c->site : -1;
@@ -589,6 +728,87 @@ static uint64_t free_bytes(const char *dir)
     return room;
 }
 
+/* Read and check rank's definitions (all but its communicators); 1 if they can be converted, else 0
+ * with the reason in why. */
+static int defs_load(const char *dir, int rank, rank_defs *d, caps *cap, char *why, size_t len)
+{
+    int ok = defs_read(dir, rank, d, why, len) == 0 && defs_parse(d, 0, cap, why, len) == 0 &&
+             d->nregions > 0 && d->hz > 0;
+    if (ok && d->rank != rank) {
+        snprintf(why, len, "rank %d: its definitions say rank %d", rank, d->rank);
+        ok = 0;
+    } else if (!ok && !why[0]) {
+        snprintf(why, len, "rank %d: its definitions have no regions or no clock", rank);
+    }
+    return ok;
+}
+
+/* Collective: whether every rank can convert (ok: this one can) and the archive fits in dir; 0 if
+ * so, else -1 with the reason in why. Room is judged by the largest rank's records on the
+ * filesystem they share (OTF2 3.0 crashes when a write fails mid-archive, so a conversion that
+ * cannot fit is not started: the records stay, for perfvar-recover once there is room). */
+static int agree_to_convert(const char *dir, int rank, const pv_trace_comm *comm, int ok, char *why,
+                            size_t len)
+{
+    uint64_t need[2] = {ok ? archive_estimate(dir, rank) : 0, 0};
+    uint64_t all_ok = (uint64_t)ok;
+    if (comm->allreduce_u64(comm->ctx, &all_ok, 1, 0) || !all_ok ||
+        comm->allreduce_u64(comm->ctx, need, 1, 1)) {
+        if (ok) snprintf(why, len, "another rank's records cannot be read");
+        return -1;
+    }
+    uint64_t room = free_bytes(dir), total = need[0] * (uint64_t)comm->size;
+    if (room < total) {
+        snprintf(why, len, "not enough room in %s for the OTF2 archive (about %llu MiB needed, %llu MiB "
+                 "free); the records are kept: run perfvar-recover %s where there is room", dir,
+                 (unsigned long long)(total >> 20), (unsigned long long)(room >> 20), dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* A rank that died measured its clock offset once: it holds to the end of its records (OTF2
+ * wants its two offsets at different times). */
+static void hold_last_offset(rank_defs *d, const pv_convert_result *out)
+{
+    if (d->nsync != 1) return;
+    uint64_t last = d->sync.t_begin + 1;
+    for (int t = 0; t < out->nthreads; t++)
+        if (out->threads[t].t_last > last) last = out->threads[t].t_last;
+    d->sync.t_end = last;
+}
+
+/* Location ids and event counts, which exist once the trace is closed. */
+static void note_locations(const converter *cv, pv_convert_result *out)
+{
+    for (int t = 0; t < out->nthreads; t++) {
+        pv_trace_stats st;
+        if (!cv->locs || !cv->locs[t]) continue;
+        pv_trace_location_info(cv->locs[t], &out->threads[t].location, &st);
+        out->threads[t].events = st.events_written;
+    }
+}
+
+static void converter_free(converter *cv)
+{
+    free(cv->locs);
+    pv_requests_free(&cv->requests);
+    pv_u64map_free(&cv->segments);
+    free(cv->user_regions);
+}
+
+/* With the archive open: the communicators, the counters and the threads' events. */
+static int convert_open_rank(converter *cv, const char *dir, int rank, caps *cap, char *why, size_t len)
+{
+    rank_defs *d = cv->d;
+    int rc = PERFVAR_OK;
+    if (defs_parse(d, 1, cap, why, len)) rc = PERFVAR_ERR_IO;
+    if (pv_trace_metrics_define(d->nmetrics, d->metric_name, d->metric_unit, d->metric_desc))
+        rc = PERFVAR_ERR_NO_MEMORY;
+    int rc2 = convert_threads(cv, dir, rank, why, len);
+    return rc == PERFVAR_OK ? rc2 : rc;
+}
+
 int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsigned buffer_mb,
                     pv_convert_result *out, char *why, size_t len)
 {
@@ -596,70 +816,27 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
     why[0] = 0;
     rank_defs d;
     caps cap = {0};
-    int rc = PERFVAR_ERR_IO;
-    int ok = defs_read(dir, rank, &d, why, len) == 0 && defs_parse(&d, 0, &cap, why, len) == 0 &&
-             d.nregions > 0 && d.hz > 0;
-    if (ok && d.rank != rank) {
-        snprintf(why, len, "rank %d: its definitions say rank %d", rank, d.rank);
-        ok = 0;
-    } else if (!ok && !why[0]) {
-        snprintf(why, len, "rank %d: its definitions have no regions or no clock", rank);
-    }
-    /* Room for the archive, judged by the largest rank's records on the filesystem they share
-     * (OTF2 3.0 crashes when a write fails mid-archive, so a conversion that cannot fit is not
-     * started: the records stay, for perfvar-recover once there is room). */
-    uint64_t need[2] = {ok ? archive_estimate(dir, rank) : 0, 0};
-    uint64_t all_ok = (uint64_t)ok;
-    if (comm->allreduce_u64(comm->ctx, &all_ok, 1, 0) || !all_ok ||
-        comm->allreduce_u64(comm->ctx, need, 1, 1)) {
-        if (ok) snprintf(why, len, "another rank's records cannot be read");
-        defs_free(&d);
-        return PERFVAR_ERR_IO;
-    }
-    uint64_t room = free_bytes(dir), total = need[0] * (uint64_t)comm->size;
-    if (room < total) {
-        snprintf(why, len, "not enough room in %s for the OTF2 archive (about %llu MiB needed, %llu MiB "
-                 "free); the records are kept: run perfvar-recover %s where there is room", dir,
-                 (unsigned long long)(total >> 20), (unsigned long long)(room >> 20), dir);
+    int ok = defs_load(dir, rank, &d, &cap, why, len);
+    if (agree_to_convert(dir, rank, comm, ok, why, len)) {
         defs_free(&d);
         return PERFVAR_ERR_IO;
     }
     out->hz = d.hz;
     out->t_start = d.realtime_ticks, out->realtime_ns = d.realtime_ns;
-    rc = pv_trace_open(dir, buffer_mb, d.regions, d.nregions, comm);
+    int rc = pv_trace_open(dir, buffer_mb, d.regions, d.nregions, comm);
     if (rc != PERFVAR_OK) {
         snprintf(why, len, "cannot create the OTF2 archive: %s", pv_trace_open_error());
         defs_free(&d);
         return rc;
     }
     converter cv = {.d = &d, .out = out};
-    if (defs_parse(&d, 1, &cap, why, len)) rc = PERFVAR_ERR_IO;
-    if (pv_trace_metrics_define(d.nmetrics, d.metric_name, d.metric_unit, d.metric_desc))
-        rc = PERFVAR_ERR_NO_MEMORY;
-    int rc2 = convert_threads(&cv, dir, rank, why, len);
-    if (rc == PERFVAR_OK) rc = rc2;
-    /* A rank that died measured its clock offset once: it holds to the end of its records (OTF2
-     * wants its two offsets at different times). */
-    if (d.nsync == 1) {
-        uint64_t last = d.sync.t_begin + 1;
-        for (int t = 0; t < out->nthreads; t++)
-            if (out->threads[t].t_last > last) last = out->threads[t].t_last;
-        d.sync.t_end = last;
-    }
+    rc = convert_open_rank(&cv, dir, rank, &cap, why, len);
+    hold_last_offset(&d, out);
     /* Closing is collective: every rank closes, whatever happened to it. */
     int rc3 = pv_trace_close(d.hz, d.host, &d.sync, d.realtime_ns, d.realtime_ticks, &out->stats);
     if (rc == PERFVAR_OK) rc = rc3;
-    /* Location ids and event counts exist once the trace is closed. */
-    for (int t = 0; t < out->nthreads; t++) {
-        pv_trace_stats st;
-        if (!cv.locs || !cv.locs[t]) continue;
-        pv_trace_location_info(cv.locs[t], &out->threads[t].location, &st);
-        out->threads[t].events = st.events_written;
-    }
-    free(cv.locs);
-    pv_requests_free(&cv.requests);
-    pv_u64map_free(&cv.segments);
-    free(cv.user_regions);
+    note_locations(&cv, out);
+    converter_free(&cv);
     defs_free(&d);
     return rc;
 }

@@ -303,185 +303,314 @@ static int write_metric_defs(OTF2_GlobalDefWriter *w, const unify *u, const uint
     return 0;
 }
 
-static int write_global_defs(unify *u, const rank_report *reps, int nranks, double hz,
-                             uint64_t offset, uint64_t length, uint64_t realtime)
+/* The clock properties of the trace: ticks per second, and its time range on rank 0's clock. */
+typedef struct trace_clock {
+    double hz;
+    uint64_t offset, length; /* ticks */
+    uint64_t realtime;       /* ns since the epoch at offset */
+} trace_clock;
+
+/* String 0 is "" (unify_and_write interns it first). */
+#define S_EMPTY 0u
+
+/* The strings the global definitions refer to, by their ids in unify.strings, and the names made
+ * for them here (the string table points into those until the definitions are written). */
+typedef struct def_strings {
+    uint32_t mpi, cpu, cpu_desc, machine, node, world;
+    uint32_t *metric;               /* by member: names, then descriptions, then units (3 n) */
+    char (*comm_names)[32];         /* by communicator - 1 */
+    uint32_t *comm;
+    uint32_t nthreads;              /* the most threads a rank has */
+    char (*thread_names)[32];       /* by thread index: "Master thread" (0), "Thread k" */
+    uint32_t *thread;
+    char (*group_names)[32];        /* by rank: "MPI Rank r" */
+    uint32_t *group, *host;
+    uint64_t *members;              /* by rank: the location of its master thread */
+    uint32_t *node_of_string;       /* system tree node of a host string + 1 (0: none yet) */
+} def_strings;
+
+static void def_strings_free(def_strings *ds)
 {
-    OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(pv_trace.archive);
-    if (!w) return -1;
-    strtab *s = &u->strings;
-    /* Intern every remaining string first, so all strings are written before any reference. */
-    uint32_t s_mpi = strtab_id(s, "MPI"), s_cpu = strtab_id(s, "cpu");
-    uint32_t s_cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
-    uint32_t s_machine = strtab_id(s, "machine"), s_node = strtab_id(s, "node");
-    uint32_t s_world = strtab_id(s, "MPI_COMM_WORLD");
+    free(ds->metric), free(ds->comm_names), free(ds->comm), free(ds->thread_names), free(ds->thread);
+    free(ds->group_names), free(ds->group), free(ds->host), free(ds->members), free(ds->node_of_string);
+}
+
+/* The counters' names, descriptions and units: PAPI's "ns" (the task clock) becomes "s" (its
+ * exponent -9 is in the MetricMember), no unit "#" (a count, Score-P's). */
+static int intern_metric_strings(unify *u, def_strings *ds)
+{
     uint32_t nmembers = u->metric_names.n;
-    uint32_t *s_metric = calloc(3 * (size_t)nmembers + 1, sizeof *s_metric);
-    for (uint32_t m = 0; s_metric && m < nmembers; m++) {
+    ds->metric = calloc(3 * (size_t)nmembers + 1, sizeof *ds->metric);
+    if (!ds->metric) return -1;
+    for (uint32_t m = 0; m < nmembers; m++) {
         const char *unit = u->metric_unit[m];
-        s_metric[m] = strtab_id(s, u->metric_names.strs[m]);
-        s_metric[nmembers + m] = strtab_id(s, u->metric_desc[m]);
-        s_metric[2 * nmembers + m] = strtab_id(s, !strcmp(unit, "ns") ? "s" : unit[0] ? unit : "#");
+        ds->metric[m] = strtab_id(&u->strings, u->metric_names.strs[m]);
+        ds->metric[nmembers + m] = strtab_id(&u->strings, u->metric_desc[m]);
+        ds->metric[2 * nmembers + m] =
+            strtab_id(&u->strings, !strcmp(unit, "ns") ? "s" : unit[0] ? unit : "#");
     }
+    return 0;
+}
+
+static int intern_comm_names(unify *u, def_strings *ds)
+{
     uint32_t ncomms = u->comm_keys.n;
-    char (*comm_names)[32] = calloc(ncomms + 1, sizeof *comm_names);
-    uint32_t *s_comm = calloc(ncomms + 1, sizeof *s_comm);
-    for (uint32_t i = 0; comm_names && s_comm && i < ncomms; i++) {
-        snprintf(comm_names[i], sizeof comm_names[i], "MPI communicator %u", i + 1);
-        s_comm[i] = strtab_id(s, comm_names[i]);
+    ds->comm_names = calloc(ncomms + 1, sizeof *ds->comm_names);
+    ds->comm = calloc(ncomms + 1, sizeof *ds->comm);
+    if (!ds->comm_names || !ds->comm) return -1;
+    for (uint32_t i = 0; i < ncomms; i++) {
+        snprintf(ds->comm_names[i], sizeof ds->comm_names[i], "MPI communicator %u", i + 1);
+        ds->comm[i] = strtab_id(&u->strings, ds->comm_names[i]);
     }
-    uint32_t nthreads = 1; /* thread names: "Master thread" (0), "Thread k" */
+    return 0;
+}
+
+/* Thread index of the i-th location of report r. */
+static uint32_t location_thread(const rank_report *r, uint32_t i)
+{
+    uint32_t k;
+    memcpy(&k, r->locs + i * LOC_RECORD, sizeof k);
+    return k;
+}
+
+static int intern_thread_names(strtab *s, const rank_report *reps, int nranks, def_strings *ds)
+{
+    ds->nthreads = 1;
     for (int r = 0; r < nranks; r++)
         for (uint32_t i = 0; i < reps[r].nlocs; i++) {
-            uint32_t k;
-            memcpy(&k, reps[r].locs + i * LOC_RECORD, sizeof k);
-            if (k >= nthreads) nthreads = k + 1;
+            uint32_t k = location_thread(&reps[r], i);
+            if (k >= ds->nthreads) ds->nthreads = k + 1;
         }
-    uint32_t *s_host = calloc((size_t)nranks, sizeof *s_host);
-    uint32_t *s_group = calloc((size_t)nranks, sizeof *s_group);
-    char (*group_names)[32] = calloc((size_t)nranks, sizeof *group_names);
-    uint64_t *members = calloc((size_t)nranks, sizeof *members);
-    char (*thread_names)[32] = calloc(nthreads, sizeof *thread_names);
-    uint32_t *s_thread = calloc(nthreads, sizeof *s_thread);
-    uint32_t *node_of_string = NULL;
-    int rc = -1;
-    if (!s_host || !s_group || !group_names || !members || !thread_names || !s_thread ||
-        !comm_names || !s_comm || !s_metric)
-        goto out;
-    for (uint32_t k = 0; k < nthreads; k++) {
+    ds->thread_names = calloc(ds->nthreads, sizeof *ds->thread_names);
+    ds->thread = calloc(ds->nthreads, sizeof *ds->thread);
+    if (!ds->thread_names || !ds->thread) return -1;
+    for (uint32_t k = 0; k < ds->nthreads; k++) {
         if (k)
-            snprintf(thread_names[k], sizeof thread_names[k], "Thread %u", k);
+            snprintf(ds->thread_names[k], sizeof ds->thread_names[k], "Thread %u", k);
         else
-            snprintf(thread_names[k], sizeof thread_names[k], "Master thread");
-        s_thread[k] = strtab_id(s, thread_names[k]);
+            snprintf(ds->thread_names[k], sizeof ds->thread_names[k], "Master thread");
+        ds->thread[k] = strtab_id(s, ds->thread_names[k]);
     }
-    for (int r = 0; r < nranks; r++) {
-        s_host[r] = strtab_id(s, reps[r].host);
-        snprintf(group_names[r], sizeof group_names[r], "MPI Rank %d", r);
-        s_group[r] = strtab_id(s, group_names[r]);
-        members[r] = PV_LOCATION_ID(r, 0); /* messages and collectives: the master thread */
-    }
-    node_of_string = calloc(s->n, sizeof *node_of_string); /* system tree node of a host string */
-    if (!node_of_string) goto out;
-    uint32_t s_empty = 0;
+    return 0;
+}
 
-    OTF2_GlobalDefWriter_WriteClockProperties(w, (uint64_t)(hz + 0.5), offset, length, realtime);
-    for (uint32_t i = 0; i < s->n; i++) OTF2_GlobalDefWriter_WriteString(w, i, s->strs[i]);
-    OTF2_GlobalDefWriter_WriteParadigm(w, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS);
-    OTF2_GlobalDefWriter_WriteAttribute(w, PV_ATTR_CPU, s_cpu, s_cpu_desc, OTF2_TYPE_UINT32);
-    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, s_machine, s_machine,
+static int intern_rank_strings(strtab *s, const rank_report *reps, int nranks, def_strings *ds)
+{
+    ds->host = calloc((size_t)nranks, sizeof *ds->host);
+    ds->group = calloc((size_t)nranks, sizeof *ds->group);
+    ds->group_names = calloc((size_t)nranks, sizeof *ds->group_names);
+    ds->members = calloc((size_t)nranks, sizeof *ds->members);
+    if (!ds->host || !ds->group || !ds->group_names || !ds->members) return -1;
+    for (int r = 0; r < nranks; r++) {
+        ds->host[r] = strtab_id(s, reps[r].host);
+        snprintf(ds->group_names[r], sizeof ds->group_names[r], "MPI Rank %d", r);
+        ds->group[r] = strtab_id(s, ds->group_names[r]);
+        ds->members[r] = PV_LOCATION_ID(r, 0); /* messages and collectives: the master thread */
+    }
+    return 0;
+}
+
+/* Intern every remaining string first, so all strings are written before any reference (the
+ * order here is the order of their ids). -1 when out of memory. */
+static int intern_def_strings(unify *u, const rank_report *reps, int nranks, def_strings *ds)
+{
+    strtab *s = &u->strings;
+    ds->mpi = strtab_id(s, "MPI"), ds->cpu = strtab_id(s, "cpu");
+    ds->cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
+    ds->machine = strtab_id(s, "machine"), ds->node = strtab_id(s, "node");
+    ds->world = strtab_id(s, "MPI_COMM_WORLD");
+    if (intern_metric_strings(u, ds) || intern_comm_names(u, ds) ||
+        intern_thread_names(s, reps, nranks, ds) || intern_rank_strings(s, reps, nranks, ds))
+        return -1;
+    ds->node_of_string = calloc(s->n, sizeof *ds->node_of_string);
+    return ds->node_of_string ? 0 : -1;
+}
+
+/* The machine, one node per distinct host (in rank order), and one location group per rank on
+ * its node. */
+static void write_system_tree(OTF2_GlobalDefWriter *w, def_strings *ds, int nranks)
+{
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, ds->machine, ds->machine,
                                              OTF2_UNDEFINED_SYSTEM_TREE_NODE);
     uint32_t nnodes = 0;
-    for (int r = 0; r < nranks; r++) { /* one node per distinct host, in rank order */
-        if (node_of_string[s_host[r]]) continue;
-        node_of_string[s_host[r]] = ++nnodes;
-        OTF2_GlobalDefWriter_WriteSystemTreeNode(w, nnodes, s_host[r], s_node, 0);
+    for (int r = 0; r < nranks; r++) {
+        if (ds->node_of_string[ds->host[r]]) continue;
+        ds->node_of_string[ds->host[r]] = ++nnodes;
+        OTF2_GlobalDefWriter_WriteSystemTreeNode(w, nnodes, ds->host[r], ds->node, 0);
     }
     for (int r = 0; r < nranks; r++)
-        OTF2_GlobalDefWriter_WriteLocationGroup(w, (uint32_t)r, s_group[r],
+        OTF2_GlobalDefWriter_WriteLocationGroup(w, (uint32_t)r, ds->group[r],
                                                 OTF2_LOCATION_GROUP_TYPE_PROCESS,
-                                                node_of_string[s_host[r]],
+                                                ds->node_of_string[ds->host[r]],
                                                 OTF2_UNDEFINED_LOCATION_GROUP);
+}
+
+/* One location per thread of each rank, with the number of events it holds. */
+static void write_locations(OTF2_GlobalDefWriter *w, const def_strings *ds, const rank_report *reps,
+                            int nranks)
+{
     for (int r = 0; r < nranks; r++)
         for (uint32_t i = 0; i < reps[r].nlocs; i++) {
-            uint32_t k;
+            uint32_t k = location_thread(&reps[r], i);
             uint64_t nevents;
-            memcpy(&k, reps[r].locs + i * LOC_RECORD, sizeof k);
             memcpy(&nevents, reps[r].locs + i * LOC_RECORD + sizeof k, sizeof nevents);
-            OTF2_GlobalDefWriter_WriteLocation(w, PV_LOCATION_ID(r, k), s_thread[k],
+            OTF2_GlobalDefWriter_WriteLocation(w, PV_LOCATION_ID(r, k), ds->thread[k],
                                                OTF2_LOCATION_TYPE_CPU_THREAD, nevents, (uint32_t)r);
         }
+}
+
+static void write_regions(OTF2_GlobalDefWriter *w, const unify *u)
+{
     for (uint32_t i = 0; i < u->nregions; i++) {
         const global_region *g = &u->regions[i];
-        OTF2_GlobalDefWriter_WriteRegion(w, i, g->name, g->canonical, s_empty, g->role, g->paradigm,
-                                         OTF2_REGION_FLAG_NONE, s_empty, 0, 0);
+        OTF2_GlobalDefWriter_WriteRegion(w, i, g->name, g->canonical, S_EMPTY, g->role, g->paradigm,
+                                         OTF2_REGION_FLAG_NONE, S_EMPTY, 0, 0);
     }
-    write_metric_defs(w, u, s_metric, s_metric + nmembers, s_metric + 2 * nmembers);
+}
+
+/* The groups and communicators; -1 when out of memory (after some of them were written). */
+static int write_comms(OTF2_GlobalDefWriter *w, const unify *u, const def_strings *ds, int nranks)
+{
     /* Communication locations first, then MPI_COMM_WORLD's group: peers are world ranks. */
-    OTF2_GlobalDefWriter_WriteGroup(w, 0, s_empty, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
-                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
-    OTF2_GlobalDefWriter_WriteGroup(w, 1, s_world, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
-                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, members);
-    OTF2_GlobalDefWriter_WriteComm(w, PV_COMM_WORLD, s_world, 1, OTF2_UNDEFINED_COMM,
+    OTF2_GlobalDefWriter_WriteGroup(w, 0, S_EMPTY, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, ds->members);
+    OTF2_GlobalDefWriter_WriteGroup(w, 1, ds->world, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, (uint32_t)nranks, ds->members);
+    OTF2_GlobalDefWriter_WriteComm(w, PV_COMM_WORLD, ds->world, 1, OTF2_UNDEFINED_COMM,
                                    OTF2_COMM_FLAG_NONE);
     /* The other communicators: group 2 + i holds the world ranks of comm 1 + i, in its rank order. */
-    for (uint32_t i = 0; i < ncomms; i++) {
+    for (uint32_t i = 0; i < u->comm_keys.n; i++) {
         const char *key = u->keys[i];
         uint32_t n = (uint32_t)strtoul(key, NULL, 10);
         uint64_t *m = malloc((n ? n : 1) * sizeof *m);
-        if (!m) goto out;
+        if (!m) return -1;
         const char *p = strchr(key, ':') + 1;
         for (uint32_t j = 0; j < n; j++, p++) m[j] = strtoull(p, (char **)&p, 10);
-        OTF2_GlobalDefWriter_WriteGroup(w, 2 + i, s_comm[i], OTF2_GROUP_TYPE_COMM_GROUP,
+        OTF2_GlobalDefWriter_WriteGroup(w, 2 + i, ds->comm[i], OTF2_GROUP_TYPE_COMM_GROUP,
                                         OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, n, m);
-        OTF2_GlobalDefWriter_WriteComm(w, 1 + i, s_comm[i], 2 + i, OTF2_UNDEFINED_COMM,
+        OTF2_GlobalDefWriter_WriteComm(w, 1 + i, ds->comm[i], 2 + i, OTF2_UNDEFINED_COMM,
                                        OTF2_COMM_FLAG_NONE);
         free(m);
     }
-    rc = 0;
-out:
-    free(s_host), free(s_group), free(group_names), free(members), free(node_of_string);
-    free(thread_names), free(s_thread), free(comm_names), free(s_comm), free(s_metric);
+    return 0;
+}
+
+/* Rank 0: the global definitions, in the order OTF2 readers expect (OTF2-NOTES: clock, strings,
+ * paradigm and attribute, system tree, locations, regions, metrics, groups and communicators). */
+static int write_global_defs(unify *u, const rank_report *reps, int nranks, const trace_clock *clk)
+{
+    OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(pv_trace.archive);
+    if (!w) return -1;
+    def_strings ds = {0};
+    int rc = -1;
+    if (intern_def_strings(u, reps, nranks, &ds) == 0) {
+        uint32_t nmembers = u->metric_names.n;
+        OTF2_GlobalDefWriter_WriteClockProperties(w, (uint64_t)(clk->hz + 0.5), clk->offset,
+                                                  clk->length, clk->realtime);
+        for (uint32_t i = 0; i < u->strings.n; i++)
+            OTF2_GlobalDefWriter_WriteString(w, i, u->strings.strs[i]);
+        OTF2_GlobalDefWriter_WriteParadigm(w, OTF2_PARADIGM_MPI, ds.mpi, OTF2_PARADIGM_CLASS_PROCESS);
+        OTF2_GlobalDefWriter_WriteAttribute(w, PV_ATTR_CPU, ds.cpu, ds.cpu_desc, OTF2_TYPE_UINT32);
+        write_system_tree(w, &ds, nranks);
+        write_locations(w, &ds, reps, nranks);
+        write_regions(w, u);
+        write_metric_defs(w, u, ds.metric, ds.metric + nmembers, ds.metric + 2 * nmembers);
+        rc = write_comms(w, u, &ds, nranks);
+    }
+    def_strings_free(&ds);
     return rc;
 }
 
-/* Rank 0's part: returns the concatenated maps (per rank: uint64 per dynamic region, then per
- * communicator). */
-static int unify_and_write(const char *all, const int *counts, int nranks, double hz,
-                           uint64_t offset, uint64_t length, uint64_t realtime, char **maps,
-                           int **map_counts)
+/* The static regions, which keep their ids 0..nstatic-1 globally; -1 if one does not. */
+static int add_static_regions(unify *u)
+{
+    for (int i = 0; i < pv_trace.nstatic; i++) {
+        const pv_static_region *r = &pv_trace.statics[i];
+        if (add_region(u, r->name, r->name, r->role, r->paradigm) != (uint32_t)i) return -1;
+    }
+    return 0;
+}
+
+/* The global id of each of rank r's run-time regions, appended to out. */
+static int map_rank_regions(unify *u, const rank_report *r, bytes *out)
+{
+    const char *d = r->dyn;
+    for (uint32_t i = 0; i < r->ndyn; i++) {
+        OTF2_RegionRole role = (unsigned char)d[0];
+        OTF2_Paradigm paradigm = (unsigned char)d[1];
+        const char *canonical = d + 2, *display = canonical + strlen(canonical) + 1;
+        d = display + strlen(display) + 1;
+        uint64_t g = add_region(u, display, canonical, role, paradigm);
+        if (g == UINT32_MAX || put(out, &g, sizeof g)) return -1;
+    }
+    return 0;
+}
+
+/* The global id of each of rank r's communicators, appended to out. */
+static int map_rank_comms(unify *u, const rank_report *r, bytes *out)
+{
+    const char *c = r->comms;
+    for (uint32_t i = 0; i < r->ncomms; i++) {
+        uint32_t n;
+        memcpy(&n, c, sizeof n);
+        uint64_t g = add_comm(u, c + sizeof n, n);
+        if (g == UINT32_MAX || put(out, &g, sizeof g)) return -1;
+        c += sizeof n + (size_t)n * sizeof(uint32_t);
+    }
+    return 0;
+}
+
+/* Rank r's map, appended to out: its regions, its communicators, its metric class. */
+static int map_rank(unify *u, const rank_report *r, bytes *out)
+{
+    if (map_rank_regions(u, r, out) || map_rank_comms(u, r, out)) return -1;
+    uint64_t metric_class = add_metric_class(u, r);
+    if ((r->nmetrics && metric_class == UINT64_MAX) || put(out, &metric_class, sizeof metric_class))
+        return -1;
+    return 0;
+}
+
+static void unify_free(unify *u)
+{
+    free(u->regions), free(u->canon_to_region);
+    for (uint32_t i = 0; i < u->comm_keys.n && u->keys; i++) free(u->keys[i]);
+    free(u->keys);
+    for (uint32_t i = 0; i < u->class_keys.n && u->class_key; i++) free(u->class_key[i]);
+    free(u->class_key), free(u->metric_unit), free(u->metric_desc);
+    strtab_free(&u->strings);
+    strtab_free(&u->comm_keys);
+    strtab_free(&u->metric_names);
+    strtab_free(&u->class_keys);
+}
+
+/* Rank 0's part: unify the reports of all ranks (all, counts[r] bytes each) and write the global
+ * definitions. Returns the concatenated maps (per rank: uint64 per run-time region, then per
+ * communicator, then its metric class) in *maps and their byte counts per rank in *map_counts
+ * (both malloc'd); -1 on failure. */
+static int unify_and_write(const char *all, const int *counts, int nranks, const trace_clock *clk,
+                           char **maps, int **map_counts)
 {
     unify u = {0};
     rank_report *reps = calloc((size_t)nranks, sizeof *reps);
     int *mc = calloc((size_t)nranks, sizeof *mc);
     bytes out = {0};
     int rc = -1;
-    if (!reps || !mc || strtab_id(&u.strings, "") != 0) goto out;
-    for (int i = 0; i < pv_trace.nstatic; i++) {
-        const pv_static_region *r = &pv_trace.statics[i];
-        if (add_region(&u, r->name, r->name, r->role, r->paradigm) != (uint32_t)i) goto out;
-    }
+    if (!reps || !mc || strtab_id(&u.strings, "") != 0 || add_static_regions(&u)) goto out;
     const char *p = all;
     for (int r = 0; r < nranks; r++) {
         parse_report(p, &reps[r]);
-        const char *d = reps[r].dyn;
         size_t before = out.n;
-        for (uint32_t i = 0; i < reps[r].ndyn; i++) {
-            OTF2_RegionRole role = (unsigned char)d[0];
-            OTF2_Paradigm paradigm = (unsigned char)d[1];
-            const char *canonical = d + 2, *display = canonical + strlen(canonical) + 1;
-            d = display + strlen(display) + 1;
-            uint64_t g = add_region(&u, display, canonical, role, paradigm);
-            if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
-        }
-        const char *c = reps[r].comms;
-        for (uint32_t i = 0; i < reps[r].ncomms; i++) {
-            uint32_t n;
-            memcpy(&n, c, sizeof n);
-            uint64_t g = add_comm(&u, c + sizeof n, n);
-            if (g == UINT32_MAX || put(&out, &g, sizeof g)) goto out;
-            c += sizeof n + (size_t)n * sizeof(uint32_t);
-        }
-        uint64_t metric_class = add_metric_class(&u, &reps[r]);
-        if ((reps[r].nmetrics && metric_class == UINT64_MAX) ||
-            put(&out, &metric_class, sizeof metric_class))
-            goto out;
+        if (map_rank(&u, &reps[r], &out)) goto out;
         mc[r] = (int)(out.n - before);
         p += counts[r];
     }
-    if (write_global_defs(&u, reps, nranks, hz, offset, length, realtime)) goto out;
+    if (write_global_defs(&u, reps, nranks, clk)) goto out;
     *maps = out.p, *map_counts = mc;
     out.p = NULL, mc = NULL;
     rc = 0;
 out:
-    free(out.p), free(mc), free(reps), free(u.regions), free(u.canon_to_region);
-    for (uint32_t i = 0; i < u.comm_keys.n && u.keys; i++) free(u.keys[i]);
-    free(u.keys);
-    for (uint32_t i = 0; i < u.class_keys.n && u.class_key; i++) free(u.class_key[i]);
-    free(u.class_key), free(u.metric_unit), free(u.metric_desc);
-    strtab_free(&u.strings);
-    strtab_free(&u.comm_keys);
-    strtab_free(&u.metric_names);
-    strtab_free(&u.class_keys);
+    free(out.p), free(mc), free(reps);
+    unify_free(&u);
     return rc;
 }
 
@@ -567,15 +696,13 @@ static uint64_t corrected(const pv_trace_clock_sync *s, uint64_t t)
     return t + (uint64_t)(s->offset_begin + (int64_t)rint(slope * diff));
 }
 
-int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
-                   uint64_t realtime_ticks, pv_trace_stats *stats)
+/* Close every location's event writer (its buffer is written here, by this thread: the others
+ * have made their last event call, see trace.h) and the event files. Sums the locations' figures
+ * into *stats and widens range (min first, UINT64_MAX - max last) by their clock-corrected times.
+ * -1 if OTF2 failed to close one. */
+static int close_event_files(const pv_trace_clock_sync *sync, uint64_t range[2], pv_trace_stats *stats)
 {
-    const pv_trace_comm *c = &pv_trace.comm;
     int rc = 0;
-    /* Every location's buffer is written here, by this thread: the others have made their last
-     * event call (see trace.h). Time range on rank 0's clock: [min first, max last] over the
-     * locations of all ranks, clock-corrected. */
-    uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
     *stats = (pv_trace_stats){0};
     for (int i = 0; i < pv_trace.nlocs; i++) {
         pv_trace_loc *l = pv_trace.locs[i];
@@ -594,36 +721,66 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
         stats->flushes += l->stats.flushes;
     }
     if (OTF2_Archive_CloseEvtFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    return rc;
+}
+
+/* Collective: the trace's clock properties. Its time range on rank 0's clock is [min first,
+ * max last] over the locations of all ranks (range: this rank's, as close_event_files leaves it);
+ * its realtime is rank 0's start (realtime_ns at realtime_ticks) carried to the range's start.
+ * *clk is filled in any case; -1 if the communicator failed. */
+static int global_clock(double hz, uint64_t range[2], uint64_t realtime_ns, uint64_t realtime_ticks,
+                        trace_clock *clk)
+{
+    const pv_trace_comm *c = &pv_trace.comm;
+    int rc = 0;
     uint64_t rt[2] = {c->rank == 0 ? realtime_ns : UINT64_MAX,
                       c->rank == 0 ? realtime_ticks : UINT64_MAX}; /* rank 0's, by min */
     if (c->allreduce_u64(c->ctx, range, 2, 0) || c->allreduce_u64(c->ctx, rt, 2, 0)) rc = -1;
-    uint64_t offset = range[0] == UINT64_MAX ? 0 : range[0];
+    clk->hz = hz;
+    clk->offset = range[0] == UINT64_MAX ? 0 : range[0];
     uint64_t last = UINT64_MAX - range[1];
-    uint64_t length = last >= offset ? last - offset + 1 : 0;
-    uint64_t realtime = (uint64_t)((double)rt[0] + ((double)offset - (double)rt[1]) * 1e9 / hz);
+    clk->length = last >= clk->offset ? last - clk->offset + 1 : 0;
+    clk->realtime = (uint64_t)((double)rt[0] + ((double)clk->offset - (double)rt[1]) * 1e9 / hz);
+    return rc;
+}
 
+/* Collective: every rank's report to rank 0, which unifies them and writes the global definitions,
+ * and each rank's map back into *dyn_map (malloc'd; its run-time regions, then its communicators,
+ * then its metric class: global ids). Every rank takes part in each collective step even after a
+ * failure; -1 if any step failed here. */
+static int unify_definitions(const char *host, const trace_clock *clk, uint64_t **dyn_map)
+{
+    const pv_trace_comm *c = &pv_trace.comm;
+    int rc = 0;
     bytes local = {0};
     if (serialise_local(&local, host)) rc = -1;
     char *all = NULL, *maps = NULL;
     int *counts = NULL, *map_counts = NULL;
     if (c->gatherv(c->ctx, local.p, (int)local.n, &all, &counts)) rc = -1;
-    if (c->rank == 0 && all &&
-        unify_and_write(all, counts, c->size, hz, offset, length, realtime, &maps, &map_counts))
-        rc = -1;
+    if (c->rank == 0 && all && unify_and_write(all, counts, c->size, clk, &maps, &map_counts)) rc = -1;
     int nmap = pv_trace.ndyn + pv_trace.ncomms + 1; /* regions, communicators, metric class */
-    uint64_t *dyn_map = calloc((size_t)nmap + 1, sizeof *dyn_map);
-    if (!dyn_map || c->scatterv(c->ctx, maps, map_counts, dyn_map, nmap * (int)sizeof *dyn_map))
+    *dyn_map = calloc((size_t)nmap + 1, sizeof **dyn_map);
+    if (!*dyn_map || c->scatterv(c->ctx, maps, map_counts, *dyn_map, nmap * (int)sizeof **dyn_map))
         rc = -1;
-    if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
-    else {
-        for (int i = 0; i < pv_trace.nlocs; i++)
-            if (dyn_map && write_local_defs(pv_trace.locs[i], dyn_map, sync)) rc = -1;
-        if (OTF2_Archive_CloseDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
-    }
-    if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
-    pv_trace.archive = NULL;
+    free(local.p), free(all), free(counts), free(maps), free(map_counts);
+    return rc;
+}
 
-    free(local.p), free(all), free(counts), free(maps), free(map_counts), free(dyn_map);
+/* The local definitions of every location of the rank (dyn_map NULL: none is written, the files
+ * are still opened and closed); -1 on failure. */
+static int write_local_def_files(const uint64_t *dyn_map, const pv_trace_clock_sync *sync)
+{
+    if (OTF2_Archive_OpenDefFiles(pv_trace.archive) != OTF2_SUCCESS) return -1;
+    int rc = 0;
+    for (int i = 0; i < pv_trace.nlocs; i++)
+        if (dyn_map && write_local_defs(pv_trace.locs[i], dyn_map, sync)) rc = -1;
+    if (OTF2_Archive_CloseDefFiles(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    return rc;
+}
+
+/* Free what the rank defined for this archive (the locations stay, for pv_trace_location_info). */
+static void free_local_definitions(void)
+{
     for (int i = 0; i < pv_trace.nlocs; i++) {
         pv_trace_loc *l = pv_trace.locs[i];
         free(l->event_id), free(l->region_of);
@@ -639,5 +796,24 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     for (int i = 0; i < 3 * pv_trace.nmetrics; i++) free(pv_trace.metric_text[i]);
     free(pv_trace.metric_text);
     pv_trace.metric_text = NULL, pv_trace.nmetrics = 0;
+}
+
+/* See trace.h. Every step runs whatever happened in the ones before: the collective ones must
+ * be reached by every rank. */
+int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
+                   uint64_t realtime_ticks, pv_trace_stats *stats)
+{
+    int rc = 0;
+    uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
+    if (close_event_files(sync, range, stats)) rc = -1;
+    trace_clock clk;
+    if (global_clock(hz, range, realtime_ns, realtime_ticks, &clk)) rc = -1;
+    uint64_t *dyn_map = NULL;
+    if (unify_definitions(host, &clk, &dyn_map)) rc = -1;
+    if (write_local_def_files(dyn_map, sync)) rc = -1;
+    if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
+    pv_trace.archive = NULL;
+    free(dyn_map);
+    free_local_definitions();
     return rc ? PERFVAR_ERR_IO : PERFVAR_OK;
 }
