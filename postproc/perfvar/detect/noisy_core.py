@@ -222,11 +222,10 @@ def _beyond(fraction: float, peers: float, params: DetectParams) -> bool:
     return fraction > peers + params.noise_floor and fraction > 2 * peers
 
 
-def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
-    """Name the noisy cores; one anomaly per rank with its interruptions."""
-    params = params or DetectParams()
-    result = DetectorResult()
-    noise = rank_noise(prep)
+def _shape_tests(noise: dict[int, RankNoise]) -> dict[int, tuple[tuple, float]]:
+    """rank -> ((its RankNoise, p value that it lost more per segment than its
+    peers, the peers' median lost fraction, the peers' interruptions and samples),
+    q value over the ranks), for the ranks with MIN_INTERRUPTIONS or more."""
     tests = []
     # Every rank's peers are all the others with segments: their sums are the
     # whole's minus its own, their median fraction the median without its own.
@@ -242,23 +241,45 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorRes
         k_ref, n_ref = all_count - mine.count, peers[0]
         p = _more_lost(mine, peers)
         tests.append((mine, p, float(others_fraction[i]), k_ref, n_ref))
-    by_shape = {t[0].rank: (t, q) for t, q in zip(tests, fdr([t[1] for t in tests]))}
+    return {t[0].rank: (t, q) for t, q in zip(tests, fdr([t[1] for t in tests]))}
+
+
+def _named_by(
+    rank: int,
+    shape: Optional[tuple],
+    q: float,
+    measured: dict[int, tuple[Any, float, float]],
+    measured_q: dict[int, float],
+    params: DetectParams,
+) -> list[str]:
+    """What names ``rank`` a noisy core: its durations' shape (``shape``, ``q``:
+    _shape_tests' entry) or its measured time off the CPU; [] if nothing does."""
+    named_by = []
+    # Where the counters measured the rank's time off its CPU, they decide: the
+    # durations' shape only infers it, and on a virtual CPU the host's hiccups take
+    # the same shape without the rank ever leaving its CPU.
+    if shape is not None and q < params.alpha and rank not in measured:
+        mine, _, peer_fraction, _, _ = shape
+        if _beyond(mine.fraction, peer_fraction, params):
+            named_by.append("interruptions in its segments' durations")
+    if rank in measured and measured_q[rank] < params.alpha:
+        cpu_time, _, peers_off = measured[rank]
+        if _beyond(cpu_time.off_fraction, peers_off, params):
+            named_by.append("time off its CPU (counters)")
+    return named_by
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> DetectorResult:
+    """Name the noisy cores; one anomaly per rank with its interruptions."""
+    params = params or DetectParams()
+    result = DetectorResult()
+    noise = rank_noise(prep)
+    by_shape = _shape_tests(noise)
     measured = _measured_tests(prep)
     measured_q = dict(zip(measured, fdr([m[1] for m in measured.values()])))
     for rank in sorted(set(by_shape) | set(measured)):
         shape, q = by_shape.get(rank, (None, 1.0))
-        named_by = []
-        # Where the counters measured the rank's time off its CPU, they decide: the
-        # durations' shape only infers it, and on a virtual CPU the host's hiccups
-        # take the same shape without the rank ever leaving its CPU.
-        if shape is not None and q < params.alpha and rank not in measured:
-            mine, _, peer_fraction, _, _ = shape
-            if _beyond(mine.fraction, peer_fraction, params):
-                named_by.append("interruptions in its segments' durations")
-        if rank in measured and measured_q[rank] < params.alpha:
-            cpu_time, _, peers_off = measured[rank]
-            if _beyond(cpu_time.off_fraction, peers_off, params):
-                named_by.append("time off its CPU (counters)")
+        named_by = _named_by(rank, shape, q, measured, measured_q, params)
         if not named_by:
             continue
         mine = noise.get(rank) or RankNoise(rank)

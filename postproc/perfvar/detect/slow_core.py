@@ -39,7 +39,7 @@ Pure function; thread-safe.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -109,10 +109,9 @@ def _collect(prep: Prepared, params: DetectParams) -> dict[int, _Rank]:
     return out
 
 
-def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
-    """Name the slow cores: one anomaly per rank, and ``cores`` (rank -> log shift)."""
-    params = params or DetectParams()
-    result = CoreResult()
+def _block_tests(prep: Prepared, params: DetectParams) -> list[tuple]:
+    """(its _Rank, its log shift, its BlockTest) of every rank with two or more
+    judged classes whose blocks could be tested."""
     candidates = [r for r in _collect(prep, params).values() if len(r.classes) >= 2]
     floor_log = float(np.log1p(params.core_floor))
     tests = []
@@ -125,67 +124,102 @@ def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
         bt = block_test(d, floor_log)
         if bt.tested:
             tests.append((r, shift_log, bt))
+    return tests
+
+
+def _common(r: _Rank, params: DetectParams) -> tuple[float, float, list[dict]]:
+    """(the rank's time in its classes, the probes counted as all its segments; its
+    compute time, the probes left out; the classes shifted beyond the core floor)."""
+    time = sum(c["time_ns"] for c in r.classes)
+    compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
+    shifted = [c for c in r.classes if c["shift_rel"] > params.core_floor]
+    return time, compute, shifted
+
+
+def _is_slow_core(
+    r: _Rank, shift_log: float, bt: Any, q: float, params: DetectParams
+) -> bool:
+    """The rule: significant, steady, beyond the floor, common to enough of its
+    classes and time, and beyond t_diff in its largest class."""
+    time, _, shifted = _common(r, params)
+    common = sum(c["time_ns"] for c in shifted)
+    largest = max(
+        (c for c in r.classes if not c["probe"]),
+        key=lambda c: c["time_ns"],
+        default=r.classes[0],
+    )
+    largest_excess = largest["peers_median_ns"] * rel(shift_log)
+    return (
+        q < params.alpha
+        and bt.steady
+        and shift_log > float(np.log1p(params.core_floor))
+        and len(shifted) >= MIN_SHIFTED_CLASSES
+        and common >= COMMON_SHARE * time
+        and largest_excess > largest["t_diff_ns"]
+    )
+
+
+def detect(prep: Prepared, params: Optional[DetectParams] = None) -> CoreResult:
+    """Name the slow cores: one anomaly per rank, and ``cores`` (rank -> log shift)."""
+    params = params or DetectParams()
+    result = CoreResult()
+    tests = _block_tests(prep, params)
     for (r, shift_log, bt), q in zip(tests, fdr([t[2].p_value for t in tests])):
-        time = sum(c["time_ns"] for c in r.classes)
-        compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
-        shifted = [c for c in r.classes if c["shift_rel"] > params.core_floor]
-        common = sum(c["time_ns"] for c in shifted)
-        largest = max(
-            (c for c in r.classes if not c["probe"]),
-            key=lambda c: c["time_ns"],
-            default=r.classes[0],
-        )
-        largest_excess = largest["peers_median_ns"] * rel(shift_log)
-        if not (
-            q < params.alpha
-            and bt.steady
-            and shift_log > floor_log
-            and len(shifted) >= MIN_SHIFTED_CLASSES
-            and common >= COMMON_SHARE * time
-            and largest_excess > largest["t_diff_ns"]
-        ):
+        if not _is_slow_core(r, shift_log, bt, q, params):
             continue
         result.cores[r.rank] = shift_log
-        lo, hi = bt.ci_log
-        n = sum(c["n"] for c in r.classes if not c["probe"]) or 1
-        cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]
-        cpu = next((c.cpu for c in cells if c.cpu is not None), None)
-        result.anomalies.append(
-            Anomaly(
-                kind=KIND,
-                rank=r.rank,
-                host=prep.hosts.get(r.rank),
-                cpu=cpu,
-                segment=None,
-                excess_ns=compute * (1 - np.exp(-shift_log)) / n,
-                evidence={
-                    "shift_rel": rel(shift_log),
-                    "shift_ci_rel": [rel(lo), rel(hi)],
-                    "ci_level": 0.95,
-                    "test": f"one-sided sign test over {bt.blocks} blocks "
-                    "of the run "
-                    "(the rank's shift against each class's peers in the block, "
-                    "weighted by the classes' compute time)",
-                    **bt.evidence(),
-                    "p_value": bt.p_value,
-                    "q_value": q,
-                    "alpha": params.alpha,
-                    "floor_rel": params.core_floor,
-                    "common_share": common / time if time else None,
-                    "classes": r.classes,
-                    "n": n,
-                    "compute_ns": compute,
-                    # More work or a slower core, from all its counter reads.
-                    "work": work.tell(
-                        prep.work,
-                        r.rank,
-                        rel(shift_log),
-                        probes=prep.probe_segment is not None,
-                    ),
-                },
-            )
-        )
+        result.anomalies.append(_anomaly(prep, r, shift_log, bt, q, params))
     return result
+
+
+def _anomaly(
+    prep: Prepared,
+    r: _Rank,
+    shift_log: float,
+    bt: Any,
+    q: float,
+    params: DetectParams,
+) -> Anomaly:
+    """The slow core ``r`` as an anomaly with its evidence."""
+    time, compute, shifted = _common(r, params)
+    common = sum(c["time_ns"] for c in shifted)
+    lo, hi = bt.ci_log
+    n = sum(c["n"] for c in r.classes if not c["probe"]) or 1
+    cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]
+    cpu = next((c.cpu for c in cells if c.cpu is not None), None)
+    return Anomaly(
+        kind=KIND,
+        rank=r.rank,
+        host=prep.hosts.get(r.rank),
+        cpu=cpu,
+        segment=None,
+        excess_ns=compute * (1 - np.exp(-shift_log)) / n,
+        evidence={
+            "shift_rel": rel(shift_log),
+            "shift_ci_rel": [rel(lo), rel(hi)],
+            "ci_level": 0.95,
+            "test": f"one-sided sign test over {bt.blocks} blocks "
+            "of the run "
+            "(the rank's shift against each class's peers in the block, "
+            "weighted by the classes' compute time)",
+            **bt.evidence(),
+            "p_value": bt.p_value,
+            "q_value": q,
+            "alpha": params.alpha,
+            "floor_rel": params.core_floor,
+            "common_share": common / time if time else None,
+            "classes": r.classes,
+            "n": n,
+            "compute_ns": compute,
+            # More work or a slower core, from all its counter reads.
+            "work": work.tell(
+                prep.work,
+                r.rank,
+                rel(shift_log),
+                probes=prep.probe_segment is not None,
+            ),
+        },
+    )
 
 
 SHOWN_CLASSES = 6  # classes a description lists with their shift

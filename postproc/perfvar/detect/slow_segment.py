@@ -322,6 +322,111 @@ def _explained(
 MIN_COST = 0.0005
 
 
+def _judgements(
+    prep: Prepared,
+    classes: dict[int, dict[int, Cell]],
+    params: DetectParams,
+    result: DetectorResult,
+) -> list[tuple[int, int, Judgement]]:
+    """One judgement per cell into ``result``; (segment, rank, judgement) of the
+    cells that can be judged (the others keep the reason as their status)."""
+    pending: list[tuple[int, int, Judgement]] = []
+    for seg, cells in classes.items():
+        for rank, cell in cells.items():
+            j = Judgement(prep.segment_ids[seg], rank, "ok", cell.n)
+            j.context_bytes = cell.context_bytes
+            j.cache_state = cell.state.label if cell.state is not None else None
+            result.judgements.append(j)
+            if cell.n >= params.min_samples:
+                j.median_ns = cell.median_ns
+            reason, _ = unjudged_reason(prep, cell, params.min_samples)
+            if reason:
+                j.status = reason
+                continue
+            pending.append((seg, rank, j))
+    return pending
+
+
+@dataclass
+class _Context:
+    """What every cell's test reads: the classes, the cells that can be judged, the
+    first pass's slow ranks per class, the ranks' shifts and probes, the named
+    cores."""
+
+    prep: Prepared
+    params: DetectParams
+    classes: dict[int, dict[int, Cell]]
+    judgeable: set[tuple[int, int]]
+    slow_first: dict[int, set[int]]
+    by_rank: dict[int, dict[int, float]]
+    cores: dict[int, float]
+    probe_shifts: dict[int, float]
+
+
+def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Test]:
+    """The block test of one cell against its peers beyond its core (fills ``j``);
+    None when it cannot be tested (no peers, too few blocks: ``j.status`` says)."""
+    prep, params = ctx.prep, ctx.params
+    cell = ctx.classes[seg][rank]
+    peers = peer_pool(prep, seg, rank, ctx.slow_first.get(seg, set()))
+    pool = peers.samples_ns
+    if pool.size < 2:
+        j.status = "no peers"
+        return None
+    cal = cell_calibration(prep, cell)
+    kappa = _kappa(seg, rank, ctx.by_rank, ctx.cores, ctx.probe_shifts)
+    # With no other class on the rank, a shift here cannot be told from a slower
+    # core, so it must clear the core's floor too.
+    floor_rel = params.segment_floor
+    offset: Optional[np.ndarray] = None
+    if kappa is None:
+        kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
+    else:
+        offset = _core_offset(
+            prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts
+        )
+    center = peers.center_log
+    peer_med = float(np.exp(center))
+    floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
+    floor_log = float(np.log1p(floor_ns / peer_med))
+    leave_out = sorted(ctx.slow_first.get(seg, set()))
+    bt = block_test(
+        class_blocks(prep, seg).shifts(rank, leave_out)
+        - (kappa if offset is None else offset),
+        floor_log,
+    )
+    # The excess is the blocks' median, the figure their test and interval are
+    # about: under a core that drifts against its peers the run's median is a
+    # median of a mixture, while each block's excess has the drift taken away.
+    excess_log = bt.median_log if bt.tested else cell.log_median - kappa - center
+    direct = cell.log_median - center
+    j.shift_ns = cell.median_ns - peer_med
+    j.shift_rel, j.excess_rel = rel(direct), rel(excess_log)
+    j.floor_ns = floor_ns
+    j.blocks, j.steady_share = bt.blocks, bt.steady_share
+    j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
+    if not bt.tested:
+        j.status = "too few blocks"
+        return None
+    j.p_value = bt.p_value
+    return _Test(
+        j, cell, ctx.slow_first.get(seg, set()), kappa, excess_log,
+        cell.log_median - kappa - center, bt, peer_med,
+        floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
+    )  # fmt: skip
+
+
+def _compute_by_rank(classes: dict[int, dict[int, Cell]]) -> dict[int, float]:
+    """rank -> its compute time over all its cells (ns)."""
+    compute_ns: dict[int, float] = {}
+    for cells in classes.values():
+        for rank, cell in cells.items():
+            compute_ns[rank] = compute_ns.get(rank, 0.0) + float(
+                np.sum(cell.samples_ns)
+            )
+    return compute_ns
+
+
 def detect(
     prep: Prepared,
     params: Optional[DetectParams] = None,
@@ -336,23 +441,8 @@ def detect(
     cores = cores or {}
     result = DetectorResult()
     classes = by_segment(prep)
-    tests: list[_Test] = []
-    judgeable: set[tuple[int, int]] = set()
-    pending: list[tuple[int, int, Judgement]] = []
-    for seg, cells in classes.items():
-        for rank, cell in cells.items():
-            j = Judgement(prep.segment_ids[seg], rank, "ok", cell.n)
-            j.context_bytes = cell.context_bytes
-            j.cache_state = cell.state.label if cell.state is not None else None
-            result.judgements.append(j)
-            if cell.n >= params.min_samples:
-                j.median_ns = cell.median_ns
-            reason, _ = unjudged_reason(prep, cell, params.min_samples)
-            if reason:
-                j.status = reason
-                continue
-            judgeable.add((seg, rank))
-            pending.append((seg, rank, j))
+    pending = _judgements(prep, classes, params, result)
+    judgeable = {(seg, rank) for seg, rank, _ in pending}
     medians = _log_medians(classes)
     shifts = _direct_shifts(classes, judgeable, medians)
     probe_shifts = _probe_shifts(prep)
@@ -362,62 +452,12 @@ def detect(
         slow_first, shifts = _explained(
             classes, judgeable, medians, shifts, first, params, cores, probe_shifts
         )
-    by_rank = _by_rank(shifts)
-    for seg, rank, j in pending:
-        cells = classes[seg]
-        cell = cells[rank]
-        peers = peer_pool(prep, seg, rank, slow_first.get(seg, set()))
-        pool = peers.samples_ns
-        if pool.size < 2:
-            j.status = "no peers"
-            continue
-        cal = cell_calibration(prep, cell)
-        kappa = _kappa(seg, rank, by_rank, cores, probe_shifts)
-        # With no other class on the rank, a shift here cannot be told from a
-        # slower core, so it must clear the core's floor too.
-        floor_rel = params.segment_floor
-        offset: Optional[np.ndarray] = None
-        if kappa is None:
-            kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
-        else:
-            offset = _core_offset(prep, seg, rank, judgeable, slow_first, probe_shifts)
-        center = peers.center_log
-        peer_med = float(np.exp(center))
-        floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
-        floor_log = float(np.log1p(floor_ns / peer_med))
-        leave_out = sorted(slow_first.get(seg, set()))
-        bt = block_test(
-            class_blocks(prep, seg).shifts(rank, leave_out)
-            - (kappa if offset is None else offset),
-            floor_log,
-        )
-        # The excess is the blocks' median, the figure their test and interval are
-        # about: under a core that drifts against its peers the run's median is a
-        # median of a mixture, while each block's excess has the drift taken away.
-        excess_log = bt.median_log if bt.tested else cell.log_median - kappa - center
-        direct = cell.log_median - center
-        j.shift_ns = cell.median_ns - peer_med
-        j.shift_rel, j.excess_rel = rel(direct), rel(excess_log)
-        j.floor_ns = floor_ns
-        j.blocks, j.steady_share = bt.blocks, bt.steady_share
-        j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
-        if not bt.tested:
-            j.status = "too few blocks"
-            continue
-        j.p_value = bt.p_value
-        tests.append(
-            _Test(
-                j, cell, slow_first.get(seg, set()), kappa, excess_log,
-                cell.log_median - kappa - center, bt, peer_med,
-                floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
-            )  # fmt: skip
-        )
-    compute_ns: dict[int, float] = {}
-    for cells in classes.values():
-        for rank, cell in cells.items():
-            compute_ns[rank] = compute_ns.get(rank, 0.0) + float(
-                np.sum(cell.samples_ns)
-            )
+    ctx = _Context(
+        prep, params, classes, judgeable, slow_first, _by_rank(shifts), cores,
+        probe_shifts,
+    )  # fmt: skip
+    tests = [t for seg, rank, j in pending if (t := _test_cell(ctx, seg, rank, j))]
+    compute_ns = _compute_by_rank(classes)
     for t, q in zip(tests, fdr([t.blocks.p_value for t in tests])):
         t.judgement.q_value = q
         excess_ns = t.peer_median_ns * rel(t.excess_log)
