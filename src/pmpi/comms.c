@@ -46,7 +46,7 @@ static uint32_t comm_define(const int *wranks, int n)
     list[at] = 0;
     pthread_mutex_lock(&pv_rt.defs_lock);
     if (pv_rt.ncomms < 0xffff &&
-        pv_rec_defs_line("comm\t%d\t%d\t%s", pv_rt.ncomms + 1, n, list) == 0)
+        pv_rec_defs_line(PV_DEFS_COMM, pv_rt.ncomms + 1, n, list) == 0)
         id = (uint32_t)++pv_rt.ncomms;
     pthread_mutex_unlock(&pv_rt.defs_lock);
     free(list);

@@ -76,7 +76,7 @@ int pv_user_region_defined(int handle)
         char name[PERFVAR_NAME_MAX + 16];
         const char *n = pv_region_name(handle);
         pv_rec_defs_clean(name, sizeof name, n ? n : "?");
-        if (pv_rec_defs_line("user\t%d\t%s", handle, name) == 0)
+        if (pv_rec_defs_line(PV_DEFS_USER, handle, name) == 0)
             __atomic_store_n(&pv_rt.user_defined[handle], 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&pv_rt.defs_lock);
@@ -193,7 +193,7 @@ static void stop(void)
     int stopped = close_records(t, cpu);
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
                   &pv_rt.sync.stddev_end);
-    pv_rec_defs_line("sync\t%llu\t%lld\t%.6g", (unsigned long long)pv_rt.sync.t_end,
+    pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_end,
                      (long long)pv_rt.sync.offset_end, pv_rt.sync.stddev_end);
     pv_rec_defs_close();
     pv_trace_comm comm;
@@ -262,22 +262,22 @@ static int write_definitions(char *why, size_t len)
     }
     char host[sizeof pv_rt.host];
     pv_rec_defs_clean(host, sizeof host, pv_rt.host);
-    int bad = pv_rec_defs_line("rank\t%d\t%d", pv_rt.rank, pv_rt.size);
-    bad |= pv_rec_defs_line("host\t%s", host);
-    bad |= pv_rec_defs_line("clock\t%.3f", pv_rt.clock.hz);
-    bad |= pv_rec_defs_line("sync\t%llu\t%lld\t%.6g", (unsigned long long)pv_rt.sync.t_begin,
+    int bad = pv_rec_defs_line(PV_DEFS_RANK, pv_rt.rank, pv_rt.size);
+    bad |= pv_rec_defs_line(PV_DEFS_HOST, host);
+    bad |= pv_rec_defs_line(PV_DEFS_CLOCK, pv_rt.clock.hz);
+    bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_begin,
                             (long long)pv_rt.sync.offset_begin, pv_rt.sync.stddev_begin);
-    bad |= pv_rec_defs_line("realtime\t%llu\t%llu", (unsigned long long)pv_rt.realtime_ns,
+    bad |= pv_rec_defs_line(PV_DEFS_REALTIME, (unsigned long long)pv_rt.realtime_ns,
                             (unsigned long long)pv_rt.realtime_ticks);
     /* Static regions: the MPI functions, then perfvar's own; the same on every rank. The probe's
      * is defined whatever PERFVAR_PROBE says. */
     for (int i = 0; i < PV_FN_COUNT; i++)
-        bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, (int)pv_fn_info[i].role,
+        bad |= pv_rec_defs_line(PV_DEFS_REGION, i, (int)pv_fn_info[i].role,
                                 (int)OTF2_PARADIGM_MPI, pv_messages_event_role(i), pv_fn_info[i].name);
-    bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", PV_FN_COUNT + PV_REGION_CALIBRATION,
+    bad |= pv_rec_defs_line(PV_DEFS_REGION, PV_FN_COUNT + PV_REGION_CALIBRATION,
                             (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
                             PV_REC_EV_NONE, "perfvar calibration");
-    bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", PV_FN_COUNT + PV_REGION_PROBE,
+    bad |= pv_rec_defs_line(PV_DEFS_REGION, PV_FN_COUNT + PV_REGION_PROBE,
                             (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
                             PV_REC_EV_NONE, "perfvar:probe");
     /* The counters, in the order of a METRIC unit's values. */
@@ -285,7 +285,7 @@ static int write_definitions(char *why, size_t len)
         char unit[64], desc[256];
         pv_rec_defs_clean(unit, sizeof unit, pv_metrics_unit(i));
         pv_rec_defs_clean(desc, sizeof desc, pv_metrics_description(i));
-        bad |= pv_rec_defs_line("metric\t%d\t%s\t%s\t%s", i, pv_metrics_name(i), unit, desc);
+        bad |= pv_rec_defs_line(PV_DEFS_METRIC, i, pv_metrics_name(i), unit, desc);
     }
     if (bad) snprintf(why, len, "%.400s/perfvar/records: %s", pv_rt.dir, strerror(errno));
     return !bad;

@@ -103,7 +103,7 @@ static int site_define(const char *what, const uintptr_t *frames, int n, int reg
     int id = pv_rt.nsites;
     /* The line goes out before the id is used: a record never names a site its rank's definitions
      * lack, whenever the process dies. */
-    if (pv_rec_defs_line("site\t%d\t%d\t%d\t%s\t%s", id, region, handle, name, label)) return -1;
+    if (pv_rec_defs_line(PV_DEFS_SITE, id, region, handle, name, label)) return -1;
     keep_label(id, label);
     return pv_rt.nsites++;
 }

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "defs_lines.h"
 #include "records.h"
 
 /* A fact as the stream's table holds it (the two FACT units' content). */
@@ -254,8 +255,8 @@ void pv_rec_metric(pv_rec_stream *s, uint64_t t_prev, const uint64_t *values, un
 
 /* Create DIR/perfvar/records/ and open the rank's definitions file (truncated). 0, or -1 and errno. */
 int pv_rec_defs_open(const char *dir, uint32_t rank);
-/* Append one line: printf-style, fields separated by '\t' in fmt, '\n' added. Tabs and newlines in
- * string arguments must have been replaced (pv_rec_defs_clean). 0 or -1. */
+/* Append one line: printf-style, fmt one of defs_lines.h's PV_DEFS_<KIND>, '\n' added. Tabs and
+ * newlines in string arguments must have been replaced (pv_rec_defs_clean). 0 or -1. */
 int pv_rec_defs_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Copy src into dst (len bytes) with tabs and newlines made spaces. */
 void pv_rec_defs_clean(char *dst, size_t len, const char *src);

@@ -18,6 +18,7 @@
  * Exit status: 0 recovered (or nothing to do), 1 conversion failed, 2 usage or DIR has no records.
  */
 #define _GNU_SOURCE
+#include "../recorder/defs_lines.h"
 #include "../recorder/records.h"
 #include "comm_fork.h"
 #include "../trace/convert.h"
@@ -52,15 +53,15 @@ static const char *sender_name(uint32_t sender)
     }
 }
 
-/* "rank R S" of rank 0's definitions: the job's size, or -1. */
+/* The rank line of rank 0's definitions (defs_lines.h): the job's size, or -1. */
 static int job_size(const char *dir)
 {
     char path[4400], line[256];
     snprintf(path, sizeof path, "%s/perfvar/records/rank-0.defs", dir);
     FILE *f = fopen(path, "r");
-    int size = -1;
+    int rank, size = -1;
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "rank\t%*d\t%d", &size) == 1) break;
+        if (sscanf(line, PV_DEFS_RANK, &rank, &size) == 2) break;
     if (f) fclose(f);
     return size;
 }

@@ -3,6 +3,7 @@
 #include "convert.h"
 #include "../core/u64map.h"
 #include "../recorder/replay.h"
+#include "../recorder/defs_lines.h"
 #include "perfvar.h"
 #include "requests.h"
 
@@ -197,33 +198,27 @@ static int parse_comm(rank_defs *d, const defs_line *l)
     return 0;
 }
 
-/* The kinds of definitions lines: the fields a line needs (fewer: the line is skipped), how many
- * it is split into (the last keeps its tabs), and its parser. */
+/* The kinds of definitions lines (defs_lines.h): the format whose name (up to its first tab) is the
+ * kind, the fields a line needs (fewer: the line is skipped), how many it is split into (the last
+ * keeps its tabs), and its parser. */
 static const struct line_kind {
-    const char *kind;
+    const char *format;
     int min_fields, max_fields;
     int (*parse)(rank_defs *d, const defs_line *l);
 } line_kinds[] = {
-    {"rank", 3, 7, parse_rank},
-    {"host", 2, 7, parse_host},
-    {"clock", 2, 7, parse_clock},
-    {"sync", 4, 7, parse_sync},
-    {"realtime", 3, 7, parse_realtime},
-    {"region", 6, 7, parse_region},
-    {"site", 6, 7, parse_site},
-    {"user", 3, 7, parse_user},
-    {"metric", 5, 7, parse_metric},
-    /* A communicator's members stay in one field (strtoul skips the tabs between them). */
-    {"comm", 3, 4, parse_comm},
+#define PV_LINE_KIND(KIND, kind, least, most) {PV_DEFS_##KIND, least, most, parse_##kind},
+    PV_DEFS_LINE_KINDS(PV_LINE_KIND)
+#undef PV_LINE_KIND
 };
 
 /* The kind of line (up to its first tab), NULL if unknown. */
 static const struct line_kind *line_kind_of(const char *line)
 {
     size_t len = strcspn(line, "\t");
-    for (size_t i = 0; i < sizeof line_kinds / sizeof *line_kinds; i++)
-        if (strlen(line_kinds[i].kind) == len && !strncmp(line, line_kinds[i].kind, len))
-            return &line_kinds[i];
+    for (size_t i = 0; i < sizeof line_kinds / sizeof *line_kinds; i++) {
+        const char *format = line_kinds[i].format;
+        if (strcspn(format, "\t") == len && !strncmp(line, format, len)) return &line_kinds[i];
+    }
     return NULL;
 }
 
@@ -267,7 +262,7 @@ static int defs_parse(rank_defs *d, int want_comms, caps *cap, char *why, size_t
 {
     for (int i = 0; i < d->nlines; i++) {
         char *line = d->lines[i];
-        int is_comm = !strncmp(line, "comm\t", 5);
+        int is_comm = line_kind_of(line) == line_kind_of(PV_DEFS_COMM);
         if (is_comm == want_comms && parse_line(d, line, cap)) {
             snprintf(why, len, "rank %d: malformed definition '%.60s'", d->rank, line);
             return -1;

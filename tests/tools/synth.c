@@ -271,21 +271,23 @@ static int write_defs(const char *dir, int r, uint64_t t_end)
     char host[64];
     snprintf(host, sizeof host, "synth-n%04d", r / cores);
     if (pv_rec_defs_open(dir, (uint32_t)r)) return -1;
-    int bad = pv_rec_defs_line("rank\t%d\t%d", r, nranks);
-    bad |= pv_rec_defs_line("host\t%s", host);
-    bad |= pv_rec_defs_line("clock\t%.3f", HZ);
-    bad |= pv_rec_defs_line("sync\t%llu\t0\t0", (unsigned long long)st[r].first);
-    bad |= pv_rec_defs_line("realtime\t%llu\t%llu", (unsigned long long)REALTIME_NS,
+    int bad = pv_rec_defs_line(PV_DEFS_RANK, r, nranks);
+    bad |= pv_rec_defs_line(PV_DEFS_HOST, host);
+    bad |= pv_rec_defs_line(PV_DEFS_CLOCK, HZ);
+    bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)st[r].first, 0LL, 0.0);
+    bad |= pv_rec_defs_line(PV_DEFS_REALTIME, (unsigned long long)REALTIME_NS,
                             (unsigned long long)T_START);
     for (int i = 0; i < NREG; i++)
-        bad |= pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, (int)regions[i].role,
+        bad |= pv_rec_defs_line(PV_DEFS_REGION, i, (int)regions[i].role,
                                 (int)regions[i].paradigm, regions[i].events, regions[i].name);
     for (int i = 0; i < NSITES; i++) {
         const char *what = regions[sites[i].region].name;
-        bad |= pv_rec_defs_line("site\t%d\t%d\t-1\t%s@%s+0x%x\t%s@%s+0x%x", i, sites[i].region, what,
-                                APP, sites[i].offset, what, strrchr(APP, '/') + 1, sites[i].offset);
+        char name[256], label[256];
+        snprintf(name, sizeof name, "%s@%s+0x%x", what, APP, sites[i].offset);
+        snprintf(label, sizeof label, "%s@%s+0x%x", what, strrchr(APP, '/') + 1, sites[i].offset);
+        bad |= pv_rec_defs_line(PV_DEFS_SITE, i, sites[i].region, -1, name, label);
     }
-    bad |= pv_rec_defs_line("sync\t%llu\t0\t0", (unsigned long long)t_end);
+    bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)t_end, 0LL, 0.0);
     pv_rec_defs_close();
     return bad ? -1 : 0;
 }

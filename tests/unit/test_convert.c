@@ -29,11 +29,11 @@ enum { STEPS = 10, LONG_STEPS = 30000 };
 static void open_defs(const char *dir, int rank)
 {
     CHECK(pv_rec_defs_open(dir, (uint32_t)rank) == 0);
-    pv_rec_defs_line("rank\t%d\t2", rank);
-    pv_rec_defs_line("host\tgolden");
-    pv_rec_defs_line("clock\t1000000000.000");
-    pv_rec_defs_line("sync\t0\t0\t0");
-    pv_rec_defs_line("realtime\t1700000000000000000\t0");
+    pv_rec_defs_line(PV_DEFS_RANK, rank, 2);
+    pv_rec_defs_line(PV_DEFS_HOST, "golden");
+    pv_rec_defs_line(PV_DEFS_CLOCK, 1e9);
+    pv_rec_defs_line(PV_DEFS_SYNC, 0ULL, 0LL, 0.0);
+    pv_rec_defs_line(PV_DEFS_REALTIME, 1700000000000000000ULL, 0ULL);
 }
 
 /* The run of one rank: Init, then STEPS x (compute, Allreduce, compute, Send or Recv), Finalize.
@@ -51,15 +51,20 @@ static uint64_t record_rank(const char *dir, int rank, FILE *golden, int steps)
                                               PV_REC_EV_NONE};
     open_defs(dir, rank);
     for (int i = 0; i < NREGIONS; i++)
-        pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, roles[i],
+        pv_rec_defs_line(PV_DEFS_REGION, i, roles[i],
                          i < R_CALIB ? OTF2_PARADIGM_MPI : OTF2_PARADIGM_MEASUREMENT_SYSTEM, events[i],
                          names[i]);
     int p2p = rank == 0 ? R_SEND : R_RECV;
     /* Sites are named alike on both ranks where the call is the same. */
-    pv_rec_defs_line("site\t0\t%d\t-1\tMPI_Init@/golden+0x10\tMPI_Init@golden+0x10", R_INIT);
-    pv_rec_defs_line("site\t1\t%d\t-1\tMPI_Allreduce@/golden+0x20\tMPI_Allreduce@golden+0x20", R_ALLREDUCE);
-    pv_rec_defs_line("site\t2\t%d\t-1\t%s@/golden+0x30\t%s@golden+0x30", p2p, names[p2p], names[p2p]);
-    pv_rec_defs_line("site\t3\t%d\t-1\tMPI_Finalize@/golden+0x40\tMPI_Finalize@golden+0x40", R_FINALIZE);
+    char p2p_name[64], p2p_label[64];
+    snprintf(p2p_name, sizeof p2p_name, "%s@/golden+0x30", names[p2p]);
+    snprintf(p2p_label, sizeof p2p_label, "%s@golden+0x30", names[p2p]);
+    pv_rec_defs_line(PV_DEFS_SITE, 0, R_INIT, -1, "MPI_Init@/golden+0x10", "MPI_Init@golden+0x10");
+    pv_rec_defs_line(PV_DEFS_SITE, 1, R_ALLREDUCE, -1, "MPI_Allreduce@/golden+0x20",
+                     "MPI_Allreduce@golden+0x20");
+    pv_rec_defs_line(PV_DEFS_SITE, 2, p2p, -1, p2p_name, p2p_label);
+    pv_rec_defs_line(PV_DEFS_SITE, 3, R_FINALIZE, -1, "MPI_Finalize@/golden+0x40",
+                     "MPI_Finalize@golden+0x40");
 
     pv_rec_stream *s = pv_rec_open(dir, (uint32_t)rank, 0, 64 << 10);
     CHECK(s != NULL);
@@ -195,15 +200,15 @@ static const char *const metric_names[2][2] = {{"perf::TASK-CLOCK", "perf::PAGE-
 static void record_metrics_rank(const char *dir, int rank, FILE *expected)
 {
     open_defs(dir, rank);
-    pv_rec_defs_line("region\t0\t%d\t%d\t0\tMPI_Init", OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI);
-    pv_rec_defs_line("region\t1\t%d\t%d\t0\tMPI_Allreduce", OTF2_REGION_ROLE_COLL_ALL2ALL,
-                     OTF2_PARADIGM_MPI);
-    pv_rec_defs_line("site\t0\t0\t-1\tMPI_Init@/m+0x10\tMPI_Init@m+0x10");
-    pv_rec_defs_line("site\t1\t1\t-1\tMPI_Allreduce@/m+0x20\tMPI_Allreduce@m+0x20");
+    pv_rec_defs_line(PV_DEFS_REGION, 0, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_MPI, 0u, "MPI_Init");
+    pv_rec_defs_line(PV_DEFS_REGION, 1, OTF2_REGION_ROLE_COLL_ALL2ALL, OTF2_PARADIGM_MPI, 0u,
+                     "MPI_Allreduce");
+    pv_rec_defs_line(PV_DEFS_SITE, 0, 0, -1, "MPI_Init@/m+0x10", "MPI_Init@m+0x10");
+    pv_rec_defs_line(PV_DEFS_SITE, 1, 1, -1, "MPI_Allreduce@/m+0x20", "MPI_Allreduce@m+0x20");
     int n = rank == 0 ? 2 : 1;
     for (int k = 0; k < n; k++)
-        pv_rec_defs_line("metric\t%d\t%s\t%s\ttest counter", k, metric_names[rank][k],
-                         k == 0 && rank == 0 ? "ns" : "");
+        pv_rec_defs_line(PV_DEFS_METRIC, k, metric_names[rank][k], k == 0 && rank == 0 ? "ns" : "",
+                         "test counter");
     pv_rec_stream *s = pv_rec_open(dir, (uint32_t)rank, 0, 64 << 10);
     CHECK(s != NULL);
     uint64_t t = 1000, since = 1000;

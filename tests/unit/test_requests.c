@@ -42,17 +42,20 @@ static void defs(const char *dir)
     static const unsigned events[NREGIONS] = {PV_REC_EV_NONE, PV_REC_EV_ISEND, PV_REC_EV_IRECV,
                                               PV_REC_EV_NONE, PV_REC_EV_NONE, PV_REC_EV_NONE};
     CHECK(pv_rec_defs_open(dir, 0) == 0);
-    pv_rec_defs_line("rank\t0\t1");
-    pv_rec_defs_line("host\trequests");
-    pv_rec_defs_line("clock\t1000000000.000");
-    pv_rec_defs_line("sync\t0\t0\t0");
-    pv_rec_defs_line("realtime\t1700000000000000000\t0");
+    pv_rec_defs_line(PV_DEFS_RANK, 0, 1);
+    pv_rec_defs_line(PV_DEFS_HOST, "requests");
+    pv_rec_defs_line(PV_DEFS_CLOCK, 1e9);
+    pv_rec_defs_line(PV_DEFS_SYNC, 0ULL, 0LL, 0.0);
+    pv_rec_defs_line(PV_DEFS_REALTIME, 1700000000000000000ULL, 0ULL);
     for (int i = 0; i < NREGIONS; i++)
-        pv_rec_defs_line("region\t%d\t%d\t%d\t%u\t%s", i, OTF2_REGION_ROLE_POINT2POINT, OTF2_PARADIGM_MPI,
+        pv_rec_defs_line(PV_DEFS_REGION, i, OTF2_REGION_ROLE_POINT2POINT, OTF2_PARADIGM_MPI,
                          events[i], names[i]);
-    for (int i = 0; i < NREGIONS; i++)
-        pv_rec_defs_line("site\t%d\t%d\t-1\t%s@/requests+0x%x\t%s@requests+0x%x", i, i, names[i],
-                         0x10 * (i + 1), names[i], 0x10 * (i + 1));
+    for (int i = 0; i < NREGIONS; i++) {
+        char name[64], label[64];
+        snprintf(name, sizeof name, "%s@/requests+0x%x", names[i], 0x10 * (i + 1));
+        snprintf(label, sizeof label, "%s@requests+0x%x", names[i], 0x10 * (i + 1));
+        pv_rec_defs_line(PV_DEFS_SITE, i, i, -1, name, label);
+    }
     pv_rec_defs_close();
 }
 
