@@ -397,35 +397,41 @@ int pv_start_claim(void)
                                        __ATOMIC_ACQUIRE);
 }
 
-void pv_start(int init_fn, void *site, uint64_t t_entry)
+/* Rank, size, thread level; every rank traced and of one configuration. Collective. 1 or 0. */
+static int agree_to_trace(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &pv_rt.rank);
     pv_message_set_rank(pv_rt.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
     PMPI_Query_thread(&pv_rt.thread_level);
-    if (!every_rank_traced()) return;
+    if (!every_rank_traced()) return 0;
     char msg[CONFIG_MESSAGE] = "";
     int ok = pv_config_load(&pv_rt.cfg, msg, sizeof msg) == PERFVAR_OK;
     if (!all_agree(ok)) {
         report_configurations(ok ? "" : msg);
-        return;
+        return 0;
     }
-
+    /* Rank 0 makes the output directory, the others take its name. */
     if (pv_rt.rank == 0) make_output_dir(pv_rt.dir, sizeof pv_rt.dir);
     PMPI_Bcast(pv_rt.dir, sizeof pv_rt.dir, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (!pv_rt.dir[0]) return;
+    return pv_rt.dir[0] != 0;
+}
 
+/* The clock, this rank's calibration (its span in t_calib, ticks), the fixed-work probes, the
+ * counters, the clock offset to rank 0 and the realtime anchor. Collective (clock sync). */
+static void measure_this_rank(uint64_t t_calib[2])
+{
     gethostname(pv_rt.host, sizeof pv_rt.host - 1);
     pv_rt.clock = *pv_clock_init();
     if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 
-    uint64_t t_calib0 = pv_now();
+    t_calib[0] = pv_now();
     pv_calib_params *params = &pv_rt.calib_params;
     pv_calib_defaults(params, pv_rt.cfg.calibration);
     pv_config_apply_calib(&pv_rt.cfg, params);
     if (pv_calib_run(params, &pv_rt.calib) != PERFVAR_OK)
         pv_message(0, "calibration skipped: out of memory");
-    uint64_t t_calib1 = pv_now();
+    t_calib[1] = pv_now();
     /* Fixed-work probes: K from this rank's own calibration, the period in this clock's ticks. */
     pv_rt.probe_adds = pv_work_probe_adds(&pv_rt.calib, &pv_rt.probe_adds_calibrated);
     pv_rt.probe_period_ticks = pv_work_probe_period_ticks(pv_rt.cfg.probe_ms, pv_clock_ticks_per_ns());
@@ -437,7 +443,12 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     clock_gettime(CLOCK_REALTIME, &rt);
     pv_rt.realtime_ticks = pv_now();
     pv_rt.realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+}
 
+/* The definitions file, the first thread's records and the user regions' table, on every rank, and
+ * the hook on MPI_Finalize. Collective. The first thread, or NULL (said why) to run uninstrumented. */
+static pv_thread *open_records(void)
+{
     pv_comms_init();
     pv_messages_init();
     pv_f_request_null = PMPI_Request_c2f(MPI_REQUEST_NULL);
@@ -451,28 +462,43 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
         if (!why[0]) snprintf(why, sizeof why, "on another rank");
         pv_message(1, "cannot create the OTF2 archive in '%s' (%s); running uninstrumented", pv_rt.dir,
                    why);
-        return;
+        return NULL;
     }
     int key;
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_callback, &key, NULL) != MPI_SUCCESS ||
         PMPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) != MPI_SUCCESS) {
         pv_message(1, "cannot hook MPI_Finalize; running uninstrumented");
-        return;
+        return NULL;
     }
+    return self;
+}
 
-    /* The MPI_Init record spans MPI's initialisation and perfvar's calibration inside it. A lazy
-     * start (init_fn < 0) records the calibration on its own: perfvar's region, not a segment
-     * boundary, so there is no segment before the next call. */
+/* The MPI_Init record spans MPI's initialisation and perfvar's calibration inside it. A lazy start
+ * (init_fn < 0) records the calibration on its own: perfvar's region, not a segment boundary, so
+ * there is no segment before the next call. */
+static void record_start(pv_thread *self, int init_fn, void *site, uint64_t t_entry,
+                         const uint64_t t_calib[2])
+{
     int calib_region = PV_FN_COUNT + PV_REGION_CALIBRATION;
     int site_id = pv_site_id(self, init_fn >= 0 ? init_fn : calib_region, init_fn >= 0 ? site : NULL);
-    if (site_id >= 0) {
-        uint64_t t0 = init_fn >= 0 ? t_entry : t_calib0;
-        pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t0, -1);
-        if (init_fn >= 0) pv_rec_inner(self->rec, PV_REC_NESTED, t0, t_calib0, t_calib1, -1, (uint16_t)calib_region);
-        int cpu;
-        uint64_t t1 = init_fn >= 0 ? pv_now_cpu(&cpu) : t_calib1;
-        pv_rec_call_end(self->rec, u, t0, t1, init_fn >= 0 ? cpu : -1);
-    }
+    if (site_id < 0) return;
+    uint64_t t0 = init_fn >= 0 ? t_entry : t_calib[0];
+    pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t0, -1);
+    if (init_fn >= 0)
+        pv_rec_inner(self->rec, PV_REC_NESTED, t0, t_calib[0], t_calib[1], -1, (uint16_t)calib_region);
+    int cpu;
+    uint64_t t1 = init_fn >= 0 ? pv_now_cpu(&cpu) : t_calib[1];
+    pv_rec_call_end(self->rec, u, t0, t1, init_fn >= 0 ? cpu : -1);
+}
+
+void pv_start(int init_fn, void *site, uint64_t t_entry)
+{
+    if (!agree_to_trace()) return;
+    uint64_t t_calib[2];
+    measure_this_rank(t_calib);
+    pv_thread *self = open_records();
+    if (!self) return;
+    record_start(self, init_fn, site, t_entry, t_calib);
     pv_signals_install();
     pv_write_rank_meta(); /* what a rank that dies before its stop leaves */
     pv_write_run_meta();
