@@ -42,9 +42,10 @@ SKIP = 77
 TIMEOUT_S = 120  # ViTE's export of a small trace takes well under a second
 
 
-def expected_arrows(trace: Path) -> collections.Counter:
-    """(sender world rank, receiver world rank) -> messages sent, from the trace's MpiSend and
-    MpiIsend events (peers are ranks in the event's communicator)."""
+def trace_facts(trace: Path) -> tuple[collections.Counter, set[int]]:
+    """What ViTE must draw, in one pass over the events: (sender world rank, receiver world rank)
+    -> messages sent, from the MpiSend and MpiIsend events (peers are ranks in the event's
+    communicator); and the ranks whose locations hold Metric events (counter reads)."""
     import otf2
 
     def rank_of(location) -> int:
@@ -54,11 +55,14 @@ def expected_arrows(trace: Path) -> collections.Counter:
         return [m if isinstance(m, int) else rank_of(m) for m in comm.group.members]
 
     sent: collections.Counter = collections.Counter()
+    counted: set[int] = set()
     with otf2.reader.open(str(trace / "traces.otf2")) as reader:
         for loc, ev in reader.events:
             if isinstance(ev, (otf2.events.MpiSend, otf2.events.MpiIsend)):
                 sent[(rank_of(loc), world_ranks(ev.communicator)[ev.receiver])] += 1
-    return sent
+            elif isinstance(ev, otf2.events.Metric):
+                counted.add(rank_of(loc))
+    return sent, counted
 
 
 def location_rows(trace: Path) -> dict[str, int]:
@@ -132,15 +136,6 @@ def svg_counter_rows(svg: str, rows: dict[str, int]) -> dict[int, int]:
             if top <= y1 <= bottom and top <= y2 <= bottom:
                 out[rank] += 1
     return dict(out)
-
-
-def metric_ranks(trace: Path) -> set[int]:
-    """The ranks whose locations hold Metric events (counter reads)."""
-    import otf2
-
-    with otf2.reader.open(str(trace / "traces.otf2")) as reader:
-        return {int(loc.group.name.rsplit(" ", 1)[1]) for loc, ev in reader.events
-                if isinstance(ev, otf2.events.Metric)}
 
 
 def check_log(log: str) -> list[str]:
@@ -266,7 +261,7 @@ def main() -> int:
         tmp = tempfile.TemporaryDirectory(prefix="check_vite.")
         out = Path(tmp.name)
 
-    expected = expected_arrows(args.trace)
+    expected, counted = trace_facts(args.trace)
     errors = []
     counters_note = ""
     if not expected:
@@ -295,7 +290,6 @@ def main() -> int:
                 errors.append(f"ViTE drew arrows (sender rank, receiver rank): {dict(drawn)}, "
                               f"the trace has messages {dict(expected)}")
             curves = svg_counter_rows(svg.read_text(), location_rows(args.trace))
-            counted = metric_ranks(args.trace)
             if sorted(r for r in curves if r in counted) != sorted(counted):
                 errors.append(f"the trace has counters on ranks {sorted(counted)}; ViTE drew "
                               f"counter curves on {sorted(curves)}")

@@ -127,13 +127,14 @@ def _block_tests(prep: Prepared, params: DetectParams) -> list[tuple]:
     return tests
 
 
-def _common(r: _Rank, params: DetectParams) -> tuple[float, float, list[dict]]:
+def _common(r: _Rank, params: DetectParams) -> tuple[float, float, int, float]:
     """(the rank's time in its classes, the probes counted as all its segments; its
-    compute time, the probes left out; the classes shifted beyond the core floor)."""
+    compute time, the probes left out; how many classes are shifted beyond the core
+    floor, and their time)."""
     time = sum(c["time_ns"] for c in r.classes)
     compute = sum(c["time_ns"] for c in r.classes if not c["probe"])
     shifted = [c for c in r.classes if c["shift_rel"] > params.core_floor]
-    return time, compute, shifted
+    return time, compute, len(shifted), sum(c["time_ns"] for c in shifted)
 
 
 def _is_slow_core(
@@ -141,8 +142,7 @@ def _is_slow_core(
 ) -> bool:
     """The rule: significant, steady, beyond the floor, common to enough of its
     classes and time, and beyond t_diff in its largest class."""
-    time, _, shifted = _common(r, params)
-    common = sum(c["time_ns"] for c in shifted)
+    time, _, shifted, common = _common(r, params)
     largest = max(
         (c for c in r.classes if not c["probe"]),
         key=lambda c: c["time_ns"],
@@ -153,7 +153,7 @@ def _is_slow_core(
         q < params.alpha
         and bt.steady
         and shift_log > float(np.log1p(params.core_floor))
-        and len(shifted) >= MIN_SHIFTED_CLASSES
+        and shifted >= MIN_SHIFTED_CLASSES
         and common >= COMMON_SHARE * time
         and largest_excess > largest["t_diff_ns"]
     )
@@ -181,8 +181,7 @@ def _anomaly(
     params: DetectParams,
 ) -> Anomaly:
     """The slow core ``r`` as an anomaly with its evidence."""
-    time, compute, shifted = _common(r, params)
-    common = sum(c["time_ns"] for c in shifted)
+    time, compute, _, common = _common(r, params)
     lo, hi = bt.ci_log
     n = sum(c["n"] for c in r.classes if not c["probe"]) or 1
     cells = [prep.cells[k] for k in prep.cells if k[1] == r.rank]

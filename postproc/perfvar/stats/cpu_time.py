@@ -68,12 +68,17 @@ class RankCpuTime:
         }
 
 
+def event_name(name: str) -> str:
+    """A counter's event without its PMU and modifiers, upper case:
+    "perf::TASK-CLOCK:k=1" -> "TASK-CLOCK", "INST_RETIRED:ANY_P" -> "INST_RETIRED"."""
+    return name.split("::")[-1].split(":")[0].upper()
+
+
 def column(names: list[str], which: str) -> Optional[int]:
-    """The column of ``names`` whose normalised name ends in ``which``, or None."""
+    """The column of ``names`` whose event name (event_name, "_" read as "-") ends in
+    ``which``, or None."""
     for i, name in enumerate(names):
-        # "perf::TASK-CLOCK:k=1" -> "TASK-CLOCK": after the PMU, before the modifiers
-        norm = name.split("::")[-1].split(":")[0].upper().replace("_", "-")
-        if norm.endswith(which):
+        if event_name(name).replace("_", "-").endswith(which):
             return i
     return None
 

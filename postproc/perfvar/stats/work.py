@@ -46,7 +46,7 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.stats.compare import TEST_CAP, evenly, rank_sum_greater
-from perfvar.stats.cpu_time import TASK_CLOCK, column
+from perfvar.stats.cpu_time import TASK_CLOCK, column, event_name
 
 # The names an instruction counter goes by, after the PMU and before the modifiers or
 # the unit mask ("perf::INSTRUCTIONS:u=1" -> "INSTRUCTIONS", "INST_RETIRED:ANY_P" ->
@@ -75,14 +75,10 @@ TEST = (
 )
 
 
-def _normalised(name: str) -> str:
-    return name.split("::")[-1].split(":")[0].upper()
-
-
 def instruction_column(names: list[str]) -> Optional[int]:
     """The column of ``names`` that counted instructions (INSTRUCTION_EVENTS, in
     that order of preference, case-insensitive), or None."""
-    normalised = [_normalised(n) for n in names]
+    normalised = [event_name(n) for n in names]
     for event in INSTRUCTION_EVENTS:
         if event in normalised:
             return normalised.index(event)
