@@ -37,6 +37,13 @@ Where the run read the counters (PERFVAR_METRICS), each trial of a real program 
 rank's measured share of time off its CPU ("off CPU r0 1.2%, r1 48.0%"; analysis.json
 ranks[].cpu_time).
 
+The host, measured outside perfvar: beside every trial, tests/validation/cpu_speed runs on each
+rank's CPU, timing a fixed chain of additions every 20 ms (0.15 % of the CPU), and the trial
+prints each CPU's mean time over the fastest's ("vCPU speed cpu0 x1.00, cpu1 x1.52"). A shared
+host can run one vCPU at half speed for seconds, with no steal counted. A slower core
+(slow_core, slow_segment) named on a rank whose CPU measured x1.05 or more is then no wrong name
+but a true one (its core was slower), and it is counted apart: "names of a slower vCPU".
+
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
 changed on the analysis side, measured on the same runs).
@@ -176,6 +183,8 @@ class Trial:
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
+    cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
+    slower_cpu: list[str] = field(default_factory=list)  # slower cores named on slower vCPUs
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
 
 
@@ -239,12 +248,40 @@ def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[f
     return start, end
 
 
-def found(injected: list, analysis: dict, labels: dict, case: Case) -> bool:
+# A CPU whose additions took this much longer than the other's over the run ran slower: the
+# witness's own spread between two CPUs at the same speed is under 1 % (9.27 against 9.27 us).
+SLOWER_CPU = 1.05
+
+
+def slower_cpu_ranks(tr: Trial) -> set[int]:
+    """The ranks whose CPU the host witness measured slower while the trial ran."""
+    cpus = tr.cpus.split()
+    return {r for r, cpu in enumerate(cpus)
+            if (tr.cpu_slowdown or {}).get(cpu, 1.0) >= SLOWER_CPU}
+
+
+def hit_of(s, case: Case) -> bool:
+    """A score's hit: the injected anomaly named, or with nothing injected nothing named
+    but slower cores of slower vCPUs."""
+    return not set(s.named) - set(s.slower_cpu) if case.kind is None else bool(s.hits)
+
+
+def found(injected: list, analysis: dict, labels: dict, case: Case, slower: set[int]) -> bool:
     """Whether the trial hits when the minor findings (below the headline's cost
     threshold) count too: what the detectors found, whatever its cost (a clean run:
     nothing found at all)."""
-    s = score(injected, analysis, labels, with_minor=True)
-    return not s.named if case.kind is None else bool(s.hits)
+    return hit_of(score(injected, analysis, labels, with_minor=True, slower_cpu_ranks=slower),
+                  case)
+
+
+def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict) -> None:
+    """Sets tr's verdict fields from analysis.json scored against ``injected``."""
+    slower = slower_cpu_ranks(tr)
+    s = score(injected, analysis, labels, slower_cpu_ranks=slower)
+    tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
+    tr.slower_cpu = s.slower_cpu
+    tr.hit = hit_of(s, case)
+    tr.found = found(injected, analysis, labels, case, slower)
 
 
 def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
@@ -254,10 +291,7 @@ def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None
     if case.kind is not None:
         injected.append(Injected(case.kind, tr.rank,
                                  a_key if case.kind == "slow_segment" else None, tr.window_ns))
-    s = score(injected, analysis, {a_key: "A", b_key: "B"})
-    tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
-    tr.hit = not s.named if case.kind is None else bool(s.hits)
-    tr.found = found(injected, analysis, {a_key: "A", b_key: "B"}, case)
+    take_score(tr, case, injected, analysis, {a_key: "A", b_key: "B"})
 
 
 @dataclass
@@ -270,6 +304,7 @@ class Setup:
     run_env: dict
     analyze_env: dict
     keep_runs: bool = False  # keep real programs' run directories
+    cpu_speed: str | None = None  # the host witness (tests/validation/cpu_speed), if built
 
 
 def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[dict, float]:
@@ -298,10 +333,11 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
                         str(program)] + twin_args(case, rank, st.steps)
     try:
         t0 = time.monotonic()
-        with disturb.busy(cpus.split()[rank] if case.busy else None), host.Steal() as steal:
+        with (disturb.busy(cpus.split()[rank] if case.busy else None), host.Steal() as steal,
+              host.Speed(st.cpu_speed, cpus.split()) as speed):
             p = subprocess.run(cmd, env=st.run_env, capture_output=True, text=True, timeout=600)
         tr.run_s = time.monotonic() - t0
-        tr.steal_ms = steal.ms
+        tr.steal_ms, tr.cpu_slowdown = steal.ms, speed.slowdown()
         if p.returncode != 0 or "twin: steps=" not in p.stdout:
             raise TrialError(f"mpiexec exited {p.returncode}: {(p.stderr or p.stdout)[-400:]}")
         analysis, tr.analysis_s = analyze(st, out)
@@ -317,17 +353,18 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
 
 
 def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list[str],
-             env: dict, disturbance) -> tuple[dict, float, float, dict[str, float]]:
+             env: dict, disturbance) -> tuple[dict, float, float, dict[str, float],
+                                             dict[str, float]]:
     """Runs prog with 2 ranks on cpus under perfvar-run (trace in out, its files in out's run
     directory) beside disturbance, then analyses it: (analysis.json, run s, analysis s, the
-    host's steal per CPU while it ran, ms)."""
+    host's steal per CPU while it ran in ms, each CPU's slowdown by the host witness)."""
     rundir = out.with_name(out.name + "-run")
     prog.prepare(rundir)
     shutil.rmtree(out, ignore_errors=True)
     cmd = st.mpiexec + [str(BIND), cpus, str(st.build / "bin" / "perfvar-run"), "-o", str(out),
                         str(prog.binary)] + prog.args + args
     t0 = time.monotonic()
-    with disturbance, host.Steal() as steal:
+    with disturbance, host.Steal() as steal, host.Speed(st.cpu_speed, cpus.split()) as speed:
         p = subprocess.run(cmd, env=env, cwd=rundir, capture_output=True, text=True,
                            timeout=1200)
     run_s = time.monotonic() - t0
@@ -336,7 +373,7 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
     analysis, analysis_s = analyze(st, out)
     if not st.keep_runs:
         shutil.rmtree(rundir, ignore_errors=True)
-    return analysis, run_s, analysis_s, steal.ms
+    return analysis, run_s, analysis_s, steal.ms, speed.slowdown()
 
 
 def real_env(st: Setup) -> dict:
@@ -382,8 +419,8 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
              else disturb.busy(None))
     args = prog.slowed_args if case.slowed and prog.slowed_args else []
     try:
-        analysis, tr.run_s, tr.analysis_s, tr.steal_ms = run_real(st, prog, out, cpus, args,
-                                                                  env, noise)
+        analysis, tr.run_s, tr.analysis_s, tr.steal_ms, tr.cpu_slowdown = run_real(
+            st, prog, out, cpus, args, env, noise)
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None:
             tr.clean_ratio = ref.ratio[rank]
@@ -425,10 +462,7 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     elif case.kind is not None:
         injected = [Injected(case.kind, rank, None,
                              tuple(tr.window_ns) if tr.window_ns else None)]
-    s = score(injected, analysis, labels)
-    tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
-    tr.hit = not s.named if case.kind is None else bool(s.hits)
-    tr.found = found(injected, analysis, labels, case)
+    take_score(tr, case, injected, analysis, labels)
     tr.off_cpu = off_cpu(analysis)
     if case.ratio and not (tr.class_ratio is not None
                            and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
@@ -441,7 +475,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     """A trial of an earlier run (a record of its --json) judged again: its kept trace analysed
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
-    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[],
+    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[], slower_cpu=[],
                       transients=[], error=None))
     out = Path(tr.trace)
     try:
@@ -479,6 +513,11 @@ def trial_line(tr: Trial) -> str:
     if tr.off_cpu:
         named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
                                           for r, f in tr.off_cpu.items())
+    if tr.slower_cpu:
+        named += f" (slower vCPU: {', '.join(tr.slower_cpu)})"
+    if tr.cpu_slowdown:
+        named += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
+                                             for c, f in tr.cpu_slowdown.items())
     if tr.steal_ms and any(ms > 0 for ms in tr.steal_ms.values()):
         named += "; host steal " + ", ".join(f"cpu{c} {ms:.0f} ms"
                                              for c, ms in tr.steal_ms.items())
@@ -491,7 +530,7 @@ def trial_line(tr: Trial) -> str:
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
             "trials with wrong names", "target", "met", "hits with minor",
-            "trials with other transients"]
+            "trials with other transients", "names of a slower vCPU"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -502,7 +541,8 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
         met = hits >= 1 if short else rate >= case.target - 1e-9
         cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
                  sum(t.wrong for t in done), case.target_text, "yes" if met else "no",
-                 sum(t.found for t in done), sum(bool(t.transients) for t in done)]
+                 sum(t.found for t in done), sum(bool(t.transients) for t in done),
+                 sum(bool(t.slower_cpu) for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
 
@@ -516,6 +556,12 @@ def machine() -> str:
     except OSError:
         pass
     return f"{model}, nproc {os.cpu_count()}"
+
+
+def witness(build: Path) -> str | None:
+    """The host witness program of the build, None (no witness) where it was not built."""
+    program = build / "tests" / "validation" / "cpu_speed"
+    return str(program) if program.exists() else None
 
 
 def default_mpiexec(build: Path, mpi: str) -> str:
@@ -596,7 +642,7 @@ def main() -> int:
             else Path(tempfile.mkdtemp(prefix="perfvar-validate-")))
     work.mkdir(parents=True, exist_ok=True)
     st = Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
-               analyze_env, keep_runs=bool(a.work or a.keep))
+               analyze_env, keep_runs=bool(a.work or a.keep), cpu_speed=witness(build))
     signal.signal(signal.SIGTERM, interrupt)
 
     t_start = time.monotonic()

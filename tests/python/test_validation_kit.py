@@ -1,10 +1,14 @@
 """The validation kit's scoring and class selection on inputs the test controls:
 minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
-rank, and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
+rank, a slower core named on a CPU the host witness measured slower is no wrong name,
+and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +17,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
+from validation import host  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern,
     largest_class,
@@ -42,6 +47,50 @@ def test_any_is_hit_by_any_verdict_of_the_rank() -> None:
     assert score([Injected("any", 1)], an).hits == {0}
     s = score([Injected("any", 0)], an)
     assert not s.hits and s.wrong
+
+
+def test_slower_core_on_a_slower_cpu_is_no_wrong_name() -> None:
+    an = analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"},
+                  {"kind": "slow_core", "rank": 1})
+    s = score([], an, slower_cpu_ranks={1})
+    assert not s.wrong and s.slower_cpu == ["slow_segment r1 s0", "slow_core r1"]
+    # the other rank's CPU was the slower one: a wrong name still
+    s = score([], an, slower_cpu_ranks={0})
+    assert s.wrong and not s.slower_cpu
+    # a slower CPU does not make a noisy core right
+    s = score([], analysis({"kind": "noisy_core", "rank": 1}), slower_cpu_ranks={1})
+    assert s.wrong and not s.slower_cpu
+    # an injected anomaly still hits as before
+    s = score([Injected("slow_core", 1)], an, slower_cpu_ranks={1})
+    assert s.hits == {0} and s.slower_cpu == ["slow_segment r1 s0"]
+
+
+def test_speed_compares_each_cpu_with_the_fastest(tmp_path: Path) -> None:
+    # a stand-in witness whose chain times (ns) depend on the CPU it was pinned to: the
+    # lowest CPU allowed here runs at 100 ns, any other at 150
+    cpus = [str(c) for c in sorted(os.sched_getaffinity(0))[:2]]
+    fake = tmp_path / "fake_speed"
+    fake.write_text("#!/bin/sh\n"
+                    f"case $(taskset -pc $$ | sed 's/.*: //') in\n"
+                    f"  {cpus[0]}) t=100 ;;\n"
+                    "  *) t=150 ;;\n"
+                    "esac\n"
+                    "printf '1 %s\\n2 %s\\n3 %s\\n' $t $t $t\n"
+                    f"touch {tmp_path}/printed.$t\n"
+                    "exec sleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    expected = {"100": 1.0, "150": 1.5}
+    times = ["100", "150"][:len(cpus)]
+    with host.Speed(str(fake), cpus) as speed:
+        deadline = time.monotonic() + 60
+        while (not all((tmp_path / f"printed.{t}").exists() for t in times)
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+    assert speed.chain_ns == {c: [int(t)] * 3 for c, t in zip(cpus, times)}
+    assert speed.slowdown() == {c: expected[t] for c, t in zip(cpus, times)}
+    with host.Speed(None, cpus) as none:
+        pass
+    assert none.slowdown() == {}
 
 
 def test_pattern_selects_by_innermost_sites() -> None:

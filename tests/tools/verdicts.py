@@ -12,18 +12,24 @@ overlaps its own by half of each; otherwise it is reported, neither a hit nor a 
 name (``transients``). An injected anomaly of kind "any" (a disturbance whose verdict
 may take several forms: a busy process on the rank's CPU) is hit by any verdict
 naming its rank. Other kinds (migrated, shared_cpu...) are information, neither hits
-nor wrong names.
+nor wrong names. A slower core (slow_core, slow_segment) named on a rank whose CPU a
+witness outside perfvar measured slower (``slower_cpu_ranks``: a shared host's vCPU
+running below speed) hits nothing and is no wrong name either: that core was slower
+(``slower_cpu``).
 
 Pure functions over analysis.json's content; thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from perfvar.detect import is_transient, is_verdict
+
+# The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
+SLOWER_CORE_KINDS = ("slow_core", "slow_segment")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Score:
     wrong_names: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
+    slower_cpu: list[str] = field(default_factory=list)  # slower cores the host made slower
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -79,12 +86,14 @@ def score(
     analysis: Mapping[str, Any],
     labels: Optional[Mapping[str, str]] = None,
     with_minor: bool = False,
+    slower_cpu_ranks: Collection[int] = (),
 ) -> Score:
     """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
     segment keys for the text (e.g. {key_a: "A"}); other segments show their id.
     ``with_minor``: the minor findings (below the headline's cost threshold) are judged
     like the verdict, for a test of what the detectors found rather than of what the
-    headline names."""
+    headline names. ``slower_cpu_ranks``: ranks whose CPU was measured slower, outside
+    perfvar, while the run ran."""
     segments = analysis.get("segments", [])
     key_of = {x["id"]: x["key"] for x in segments}
     labels = labels or {}
@@ -124,6 +133,9 @@ def score(
                 )
             )
         ]
+        if not same and an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
+            out.slower_cpu.append(text)
+            continue
         if not same:
             out.wrong = True
             out.wrong_names.append(text)

@@ -1,12 +1,23 @@
-"""What the host took from each CPU while a trial ran: the steal time Linux counts per CPU
-in /proc/stat (a virtual machine's vCPU ready to run while its host ran something else).
-A name in a clean run can then be set beside what the host did on that rank's CPU. Where
-/proc/stat has no steal column (bare metal, other kernels) every figure is 0."""
+"""What the host did to each CPU while a trial ran, measured outside perfvar, so that a name in
+a run with nothing injected can be set beside it:
+
+- Steal: the steal time Linux counts per CPU in /proc/stat (a virtual machine's vCPU ready
+  to run while its host ran something else). Where /proc/stat has no steal column (bare
+  metal, other kernels) every figure is 0.
+- Speed: how fast each CPU ran a fixed chain of additions, sampled every few ms beside the
+  ranks (tests/validation/cpu_speed). A shared host can run one vCPU at half speed for
+  seconds at a time, with no steal counted: the rank on it is slower with nothing injected,
+  and a verdict naming it names a slower core truly.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import tempfile
 from pathlib import Path
+from typing import Any, Optional
 
 STAT = Path("/proc/stat")
 # The field of a "cpuN" line, after the name: user nice system idle iowait irq softirq steal.
@@ -43,3 +54,47 @@ class Steal:
         tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
         end = steal_ticks()
         self.ms = {str(c): (end[c] - self._start.get(c, end[c])) * tick_ms for c in sorted(end)}
+
+
+class Speed:
+    """Context manager: runs ``program`` (tests/validation/cpu_speed) pinned to each of ``cpus``
+    for the block's duration, sampling every ``interval_ms``. On exit, ``chain_ns`` is CPU (a
+    string, as in JSON) -> the chain's time at each sample (ns), and ``slowdown()`` compares
+    them. ``program`` None: measures nothing (``slowdown()`` is empty)."""
+
+    def __init__(self, program: Optional[str], cpus: list[str], interval_ms: float = 20):
+        self.program, self.cpus, self.interval_ms = program, cpus, interval_ms
+        self.chain_ns: dict[str, list[int]] = {}
+        self._procs: list[tuple[str, subprocess.Popen, Any]] = []  # cpu, process, its output
+
+    def __enter__(self) -> "Speed":
+        if self.program is None:
+            return self
+        for cpu in self.cpus:
+            out = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen(["taskset", "-c", cpu, self.program, f"{self.interval_ms:g}"],
+                                    stdout=out, start_new_session=True)
+            self._procs.append((cpu, proc, out))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for cpu, proc, out in self._procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            out.seek(0)
+            self.chain_ns[cpu] = [int(line.split()[1]) for line in out if len(line.split()) == 2]
+            out.close()
+        self._procs = []
+
+    def slowdown(self) -> dict[str, float]:
+        """CPU -> its mean chain time over the fastest CPU's: 1.0 for the fastest, 1.5 for a
+        CPU whose additions took 1.5x as long on average over the block. The mean, not the
+        median: a rank's run time adds up its vCPU's slow and fast stretches alike."""
+        means = {c: sum(v) / len(v) for c, v in self.chain_ns.items() if v}
+        if not means:
+            return {}
+        fastest = min(means.values())
+        return {c: m / fastest for c, m in sorted(means.items())}
