@@ -7,7 +7,7 @@ per case, and prints a markdown table of hit rates per program and case.
   tools/validate.py [--programs twins,stencil,cloverleaf] [--cloverleaf PATH|URL] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
-                    [--rejudge JSON]
+                    [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...]
 
 Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
 rank: slow_segment in A), core (+5 % in A and B: slow_core), busy (a spinning process pinned on
@@ -73,6 +73,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "postproc"))
@@ -602,6 +603,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--rejudge", type=Path, metavar="JSON",
                     help="run nothing: analyse again the traces an earlier --json run kept "
                     "(--work or --keep) and print its table with today's rules")
+    ap.add_argument("--setting", action="append", default=[], metavar="PERFVAR_NAME=VALUE",
+                    help="a perfvar setting for every run (docs/tracing.md), e.g. "
+                    "PERFVAR_PROBE=on; repeatable")
     return ap.parse_args()
 
 
@@ -615,20 +619,39 @@ def suite_cases(name: str, short: bool, only: list[str] | None) -> list[Case]:
     return [c for c in pool if only is None or c.name in only]
 
 
-def main() -> int:
-    a = parse_args()
+def asked_suites(a: argparse.Namespace) -> list[tuple[str, list[Case]]] | None:
+    """(program, its cases) as --programs and --cases ask; None (after saying why) when
+    they name something unknown."""
     suites_asked = a.programs.split(",")
     bad = set(suites_asked) - {"twins", "stencil", "cloverleaf"}
     if bad or ("cloverleaf" in suites_asked and not a.cloverleaf and not a.rejudge):
         print(f"validate: unknown program(s) {sorted(bad)}" if bad else
               "validate: --programs cloverleaf needs --cloverleaf PATH|URL", file=sys.stderr)
-        return 2
+        return None
     only = a.cases.split(",") if a.cases else None
     suites = [(name, suite_cases(name, a.short, only)) for name in suites_asked]
     known = {c.name for _, cases in suites for c in cases}
     if only and set(only) - known:
         print(f"validate: unknown case(s) {sorted(set(only) - known)}", file=sys.stderr)
-        return 2
+        return None
+    return suites
+
+
+def settings(pairs: list[str]) -> dict[str, str] | None:
+    """--setting NAME=VALUE pairs as a dict; None (after saying why) for one that is not a
+    PERFVAR_ variable."""
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.startswith("PERFVAR_"):
+            print(f"validate: --setting {pair!r} is not PERFVAR_NAME=VALUE", file=sys.stderr)
+            return None
+        out[name] = value
+    return out
+
+
+def make_setup(a: argparse.Namespace, extra: dict[str, str]) -> Setup:
+    """The runs' setup from the command line; ``extra``: perfvar settings for every run."""
     build = a.build.resolve()
     mpiexec = mpiexec_cmd(a.mpiexec or default_mpiexec(build, a.mpi), 2)
     if "--oversubscribe" in mpiexec:  # Open MPI: bind_rank.sh pins, the launcher must not
@@ -636,6 +659,7 @@ def main() -> int:
     # perfvar's layer refuses unknown PERFVAR_* variables (PERFVAR_LIB is the analysis's).
     run_env = {k: v for k, v in os.environ.items()
                if not k.startswith("PERFVAR_") and k != "LD_PRELOAD"}
+    run_env.update(extra)
     pypath = os.pathsep.join(filter(None, [str(a.postproc.resolve()),
                                            os.environ.get("PYTHONPATH")]))
     analyze_env = dict(os.environ, PYTHONPATH=pypath)
@@ -643,53 +667,80 @@ def main() -> int:
     work = (a.work.resolve() if a.work else a.rejudge.resolve().parent if a.rejudge
             else Path(tempfile.mkdtemp(prefix="perfvar-validate-")))
     work.mkdir(parents=True, exist_ok=True)
-    st = Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
-               analyze_env, keep_runs=bool(a.work or a.keep), cpu_speed=witness(build))
-    signal.signal(signal.SIGTERM, interrupt)
+    return Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
+                 analyze_env, keep_runs=bool(a.work or a.keep), cpu_speed=witness(build))
 
+
+TrialRunner = Callable[[Case, int, int, str], Trial]  # (case, placement, number, label)
+
+
+def trial_runner(st: Setup, suite: str, cloverleaf: str | None) -> TrialRunner:
+    """How one trial of ``suite`` runs; a real program is prepared and its clean reference
+    run made first."""
+    if suite == "twins":
+        return lambda case, t, number, label: run_trial(st, case, t, number, label)
+    prog = (programs.stencil(st.build) if suite == "stencil"
+            else programs.cloverleaf(cloverleaf, st.work))
+    ref = reference(st, prog)
+    print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
+          f"'{ref.pattern.frm}'); reference run {ref.run_ns / 1e9:.2f} s", flush=True)
+    return lambda case, t, number, label: run_real_trial(st, prog, ref, case, t, number, label)
+
+
+def gross_case(trial: TrialRunner, suite: str, case: Case, i: int, prefix: str,
+               trials: list[Trial]) -> bool:
+    """--short: one trial of ``case`` (the i-th), retried once on swapped CPUs after a miss;
+    whether it hit (or could not run) in one of the two."""
+    for attempt, t in enumerate((i, i ^ 2), start=1):
+        tr = trial(case, t, attempt, f"{prefix}{case.name}-attempt{attempt}")
+        trials.append(tr)
+        print(trial_line(tr), flush=True)
+        if tr.hit or tr.error:
+            return True
+        print(f"validate: {suite} {case.name}: miss in attempt {attempt}"
+              + ("; retrying on swapped CPUs" if attempt == 1 else ""), flush=True)
+    return False
+
+
+def run_suites(st: Setup, a: argparse.Namespace, suites: list[tuple[str, list[Case]]],
+               trials: list[Trial]) -> list[str]:
+    """Every trial of every case into ``trials`` (printed as they end); the gross cases
+    that missed twice (--short)."""
+    failed_gross = []
+    for suite, cases in suites:
+        trial = trial_runner(st, suite, a.cloverleaf)
+        prefix = "" if suite == "twins" else f"{suite}-"
+        for i, case in enumerate(cases):
+            if a.short:
+                if not gross_case(trial, suite, case, i, prefix, trials):
+                    failed_gross.append(f"{suite} {case.name}")
+                continue
+            for t in range(a.trials):
+                trials.append(trial(case, t, t, f"{prefix}{case.name}-{t}"))
+                print(trial_line(trials[-1]), flush=True)
+    return failed_gross
+
+
+def main() -> int:
+    a = parse_args()
+    suites = asked_suites(a)
+    extra = settings(a.setting)
+    if suites is None or extra is None:
+        return 2
+    st = make_setup(a, extra)
+    signal.signal(signal.SIGTERM, interrupt)
     t_start = time.monotonic()
     if a.rejudge:
         return rejudge(st, a.rejudge, suites, a.short, a.json, t_start)
     print(f"# perfvar validation, {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(mpiexec)}); twins {st.steps} steps "
-          f"per run; traces in {work}")
+    print(f"machine: {machine()}; MPI {a.mpi} ({' '.join(st.mpiexec)}); twins {st.steps} steps "
+          f"per run; traces in {st.work}"
+          + "".join(f"; {k}={v}" for k, v in extra.items()))
     trials: list[Trial] = []
-    failed_gross = []
+    failed_gross: list[str] = []
     interrupted = False
     try:
-        for suite, cases in suites:
-            if suite == "twins":
-                def trial(case: Case, t: int, number: int, label: str) -> Trial:
-                    return run_trial(st, case, t, number, label)
-            else:
-                prog = (programs.stencil(build) if suite == "stencil"
-                        else programs.cloverleaf(a.cloverleaf, work))
-                ref = reference(st, prog)
-                print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
-                      f"'{ref.pattern.frm}'); reference run {ref.run_ns / 1e9:.2f} s", flush=True)
-
-                def trial(case: Case, t: int, number: int, label: str,
-                          prog=prog, ref=ref) -> Trial:
-                    return run_real_trial(st, prog, ref, case, t, number, label)
-            prefix = "" if suite == "twins" else f"{suite}-"
-            for i, case in enumerate(cases):
-                if a.short:
-                    for attempt, t in enumerate((i, i ^ 2), start=1):
-                        tr = trial(case, t, attempt, f"{prefix}{case.name}-attempt{attempt}")
-                        trials.append(tr)
-                        print(trial_line(tr), flush=True)
-                        if tr.hit or tr.error:
-                            break
-                        print(f"validate: {suite} {case.name}: miss in attempt {attempt}"
-                              + ("; retrying on swapped CPUs" if attempt == 1 else ""),
-                              flush=True)
-                    else:
-                        failed_gross.append(f"{suite} {case.name}")
-                    continue
-                for t in range(a.trials):
-                    tr = trial(case, t, t, f"{prefix}{case.name}-{t}")
-                    trials.append(tr)
-                    print(trial_line(tr), flush=True)
+        failed_gross = run_suites(st, a, suites, trials)
     except KeyboardInterrupt:
         interrupted = True
         print("validate: interrupted; the table holds the trials done", flush=True)
@@ -697,7 +748,20 @@ def main() -> int:
         print(f"validate: a program could not be prepared: {type(e).__name__}: {e}",
               file=sys.stderr)
         return 1
+    report(a, trials, suites, t_start)
+    if not a.work and not a.keep:
+        shutil.rmtree(st.work, ignore_errors=True)
+    if interrupted:
+        return 130
+    if failed_gross:
+        print(f"validate: FAILED: {', '.join(failed_gross)} missed in both attempts")
+        return 1
+    return 1 if any(t.error for t in trials) else 0
 
+
+def report(a: argparse.Namespace, trials: list[Trial], suites: list[tuple[str, list[Case]]],
+           t_start: float) -> None:
+    """The table, the time a trial took, and the trials into --json."""
     print()
     print("\n".join(table(suites, trials, a.short)))
     errors = [t for t in trials if t.error]
@@ -708,14 +772,7 @@ def main() -> int:
           f"{len(errors)} trial(s) could not run")
     if a.json:
         a.json.write_text(json.dumps([vars(t) for t in trials], indent=1) + "\n")
-    if not a.work and not a.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    if interrupted:
-        return 130
-    if failed_gross:
-        print(f"validate: FAILED: {', '.join(failed_gross)} missed in both attempts")
-        return 1
-    return 1 if errors else 0
+
 
 def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: bool,
             out_json: Path | None, t_start: float) -> int:
