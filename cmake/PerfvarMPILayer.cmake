@@ -16,6 +16,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py --flavour ${flavour}
             --out ${gen} ${shared_libs}
     DEPENDS ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/pmpi/mpi_groups.py
+            ${PROJECT_SOURCE_DIR}/src/spec/contracts.py
             ${PROJECT_SOURCE_DIR}/src/pmpi/requirements.txt
     COMMENT "Generating the ${flavour} MPI wrappers")
   # The wrappers are compiled with mpi.h's declarations in view: a prototype or an argument that
@@ -38,7 +39,10 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/inject.c
     ${PROJECT_SOURCE_DIR}/src/metrics/events.c ${PROJECT_SOURCE_DIR}/src/metrics/counting.c
     $<TARGET_OBJECTS:perfvar_recorder_trace>)
-  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen})
+  # pv_spec.h's directory named here too (perfvar_spec also brings it, through perfvar), so the
+  # targets that copy this one's INCLUDE_DIRECTORIES (the wrapper check, the TSan build) have it.
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/pmpi ${gen}
+                             ${PERFVAR_SPEC_DIR})
   target_compile_definitions(${t} PRIVATE PV_MPI_FLAVOUR="${flavour}")
   # PERFVAR_METRICS counts PAPI events when PAPI was found (CMakeLists.txt); without it the layer
   # builds and records no counters.

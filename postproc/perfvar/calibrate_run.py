@@ -27,6 +27,7 @@ import time
 from typing import Any, Optional
 
 from perfvar import __version__
+from perfvar._spec import Timer
 from perfvar.calibration.kernels import Kernels
 from perfvar.calibration.search import (
     CalibParams,
@@ -159,7 +160,7 @@ def _rows(
         ok, why = k.available(timer)
         unit = k.unit(timer)
         entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
-        if timer == "barrier" and clock is not None:
+        if timer == Timer.BARRIER and clock is not None:
             entry.update(clock=clock["name"], serialized=clock["serialized"])
         entry.update(overhead_ns=None, fluctuation_ns=None)
         if ok:

@@ -192,6 +192,7 @@ def _positive_float(text: str) -> float:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     import json
 
+    from perfvar._spec import Timer
     from perfvar.calibrate_run import run, run_mpi
     from perfvar.calibration.kernels import TIMERS
     from perfvar.calibration.search import CalibParams
@@ -202,7 +203,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     for name in ("n", "p", "q", "epsilon", "alpha"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
-    timers = args.timers or (list(TIMERS) if args.compare else ["barrier"])
+    timers = args.timers or (list(TIMERS) if args.compare else [Timer.BARRIER])
     budget = args.budget if args.budget else (45.0 if args.quick else None)
     how = run_mpi if mpi_launched() else run
     samples: Optional[dict] = {} if args.samples else None

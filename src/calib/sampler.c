@@ -6,6 +6,7 @@
 #include "flush.h"
 #include "perfvar.h"
 #include "../clock/clock.h"
+#include "pv_spec.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -18,9 +19,13 @@
 #include <papi.h>
 #endif
 
-static const char *const timer_names[PERFVAR_TIMER_COUNT] = {
-    "barrier", "rdtsc",     "clock_gettime", "papi_real_nsec",
-    "papi_real_cyc", "mpi_wtime", "cycles",        "papi_read"};
+/* The timers' names and units are src/spec/contracts.py's (Python's perfvar._spec has the same),
+ * and so is the enum of perfvar_calib.h, or this does not compile. */
+PV_SPEC_CHECK_TIMERS
+#define PV_TIMER_NAME(E, V, NAME, UNIT) [V] = NAME,
+#define PV_TIMER_UNIT(E, V, NAME, UNIT) [V] = UNIT,
+static const char *const timer_names[PERFVAR_TIMER_COUNT] = {PV_SPEC_TIMERS(PV_TIMER_NAME)};
+static const char *const timer_units[PERFVAR_TIMER_COUNT] = {PV_SPEC_TIMERS(PV_TIMER_UNIT)};
 
 const char *perfvar_timer_name(int timer)
 {
@@ -29,8 +34,7 @@ const char *perfvar_timer_name(int timer)
 
 const char *perfvar_timer_unit(int timer)
 {
-    if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return NULL;
-    return timer == PERFVAR_TIMER_CYCLES || timer == PERFVAR_TIMER_PAPI_READ ? "cycles" : "ns";
+    return timer >= 0 && timer < PERFVAR_TIMER_COUNT ? timer_units[timer] : NULL;
 }
 
 /* ---- PAPI, loaded on first use so libperfvar does not depend on it ---- */
@@ -326,19 +330,19 @@ uint64_t perfvar_cache_size(int level)
     return 0;
 }
 
-/* Every field of perfvar_clock_info in declaration order: one renamed or removed no longer
- * compiles, one added shows in the struct's size. */
-#define PV_CLOCK_INFO_FIELDS(X)                                                                    \
-    X(name) X(hz_method) X(hz) X(hz_rel_error) X(serialized) X(has_cpu_id) X(note)
-#define PV_CLOCK_INFO_OFFSET(F)                                                                    \
-    if (strcmp(name, "perfvar_clock_info." #F) == 0) return (long)offsetof(perfvar_clock_info, F); \
-    fields += strcmp(name, "perfvar_clock_info.#") == 0;
+/* perfvar_clock_info is laid out as src/spec/contracts.py says (the build fails otherwise), and
+ * Python's ctypes copy is made from the same table; what is asked here is what the compiler did,
+ * for the Python side to compare with what ctypes did. */
+PV_SPEC_CHECK_perfvar_clock_info
+#define PV_CLOCK_INFO_OFFSET(T, F)                                                                 \
+    if (strcmp(name, #T "." #F) == 0) return (long)offsetof(T, F);                               \
+    fields += strcmp(name, #T ".#") == 0;
 
 long perfvar_clock_info_layout(const char *name)
 {
     if (!name) return -1;
     if (strcmp(name, "perfvar_clock_info") == 0) return (long)sizeof(perfvar_clock_info);
     long fields = 0;
-    PV_CLOCK_INFO_FIELDS(PV_CLOCK_INFO_OFFSET)
+    PV_SPEC_FIELDS_perfvar_clock_info(PV_CLOCK_INFO_OFFSET)
     return fields ? fields : -1;
 }

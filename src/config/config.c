@@ -65,8 +65,8 @@ static int fail(char *msg, int len, const char *var, const char *value, const ch
     return PERFVAR_ERR_CONFIG;
 }
 
-const char *const pv_group_names[PV_GROUP_COUNT + 1] = {
-    "env", "p2p", "collective", "wait", "onesided", "file", "comm", "local", NULL};
+#define PV_GROUP_NAME_(E, NAME, TRACED) NAME,
+const char *const pv_group_names[PV_GROUP_COUNT + 1] = {PV_SPEC_MPI_GROUPS(PV_GROUP_NAME_) NULL};
 
 /* "all", or a comma-separated list of group names; -1 when a name is not a group. */
 static long parse_groups(const char *s)

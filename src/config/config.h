@@ -23,8 +23,8 @@
  *   PERFVAR_CLOCK=auto|tsc|cntvct|clock_monotonic_raw   the clock (validated here, applied by
  *                                         src/clock: an unavailable one is replaced and noted)
  *   PERFVAR_BOUNDARIES=GROUP,...|all      the MPI function groups whose calls end a compute segment
- *                                         and are traced (default: all but local), of env, p2p,
- *                                         collective, wait, onesided, file, comm, local; calls of
+ *                                         and are traced (default: all but local), of those
+ *                                         src/spec/contracts.py names (MPI_GROUPS); calls of
  *                                         other groups are only counted
  *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off (default),
  *                                         on (every 10 ms) or every N ms, N 1..60000, per traced
@@ -56,17 +56,19 @@
 #ifndef PV_CONFIG_H
 #define PV_CONFIG_H
 #include "../calib/calib.h"
+#include "pv_spec.h"
 
 typedef enum { PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE } pv_sync_mode;
 
-/* MPI function groups (src/pmpi/mpi_groups.py keeps the same names and order: tests/python/
- * test_layouts.py checks it against pv_group_names). */
-typedef enum {
-    PV_GROUP_ENV, PV_GROUP_P2P, PV_GROUP_COLLECTIVE, PV_GROUP_WAIT, PV_GROUP_ONESIDED,
-    PV_GROUP_FILE, PV_GROUP_COMM, PV_GROUP_LOCAL, PV_GROUP_COUNT
-} pv_mpi_group;
+/* MPI function groups: PV_GROUP_<NAME>, in the order of src/spec/contracts.py (MPI_GROUPS), the
+ * table src/pmpi/mpi_groups.py classifies MPI functions into and the Python package reads too.
+ * pv_group_names: their names, NULL-terminated. */
+#define PV_GROUP_ENUM_(E, NAME, TRACED) PV_GROUP_##E,
+typedef enum { PV_SPEC_MPI_GROUPS(PV_GROUP_ENUM_) PV_GROUP_COUNT } pv_mpi_group;
 extern const char *const pv_group_names[PV_GROUP_COUNT + 1];
-#define PV_BOUNDARIES_DEFAULT (((1u << PV_GROUP_COUNT) - 1) & ~(1u << PV_GROUP_LOCAL))
+/* The groups traced when PERFVAR_BOUNDARIES is unset: those the spec marks so (all but local). */
+#define PV_GROUP_DEFAULT_BIT_(E, NAME, TRACED) | ((TRACED) ? 1u << PV_GROUP_##E : 0u)
+#define PV_BOUNDARIES_DEFAULT (0u PV_SPEC_MPI_GROUPS(PV_GROUP_DEFAULT_BIT_))
 
 /* PERFVAR_INJECT, the validation aid's extra work (src/pmpi/inject.h); pct 0: off. */
 #define PV_INJECT_MATCH_MAX 128

@@ -19,6 +19,8 @@
  *   defined in the trace.
  * - text: the rest of the line (shown with the marker).
  * Nothing is written unless every line is valid. No MPI, no perfvar library: only OTF2.
+ * The fields, severities, scopes and default group are those of src/spec/contracts.py (MARKERS,
+ * through pv_spec.h), the table postproc/perfvar/report/markers.py writes the lines from.
  *
  * Exit status: 0 written, 1 the trace or its marker file could not be read or written, 2 usage or
  * an invalid line (the marker file is then left as it was).
@@ -31,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "pv_spec.h"
 
 #define TOOL "perfvar-markers"
 
@@ -208,21 +212,33 @@ static int has_u64(const uint64_t *a, size_t n, uint64_t v)
     return 0;
 }
 
+/* The severities and scopes a line may name: src/spec/contracts.py's, the table
+ * postproc/perfvar/report/markers.py writes its lines from. */
+#define PV_SEVERITY_ROW(E, NAME, VALUE) {NAME, VALUE},
+static const struct {
+    const char *name;
+    OTF2_MarkerSeverity value;
+} severities[] = {PV_MARKER_SEVERITIES(PV_SEVERITY_ROW)};
+#define PV_SCOPE_ROW(E, NAME, VALUE, TAKES_ID) {NAME, VALUE, TAKES_ID},
+static const struct {
+    const char *name;
+    OTF2_MarkerScope value;
+    int takes_id; /* NAME:<id>, the id a location's or a location group's */
+} scopes[] = {PV_MARKER_SCOPES(PV_SCOPE_ROW)};
+
 static int parse_severity(const char *s, OTF2_MarkerSeverity *out)
 {
-    static const char *names[] = {"NONE", "LOW", "MEDIUM", "HIGH"};
-    static const OTF2_MarkerSeverity values[] = {OTF2_SEVERITY_NONE, OTF2_SEVERITY_LOW,
-                                                 OTF2_SEVERITY_MEDIUM, OTF2_SEVERITY_HIGH};
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) return *out = values[i], 0;
+    for (size_t i = 0; i < sizeof severities / sizeof *severities; i++)
+        if (!strcmp(s, severities[i].name)) return *out = severities[i].value, 0;
     return -1;
 }
 
-/* A time field: "-" is `dflt`; else ns since the trace's origin, as ticks clipped to [lo, hi]. */
+/* A time field: PV_MARKER_WHOLE_RUN is `dflt`; else ns since the trace's origin, as ticks
+ * clipped to [lo, hi]. */
 static int parse_time(const char *s, const trace_defs *t, uint64_t lo, uint64_t hi, uint64_t dflt,
                       uint64_t *out)
 {
-    if (!strcmp(s, "-")) return *out = dflt, 0;
+    if (!strcmp(s, PV_MARKER_WHOLE_RUN)) return *out = dflt, 0;
     char *end;
     errno = 0;
     double ns = strtod(s, &end);
@@ -232,26 +248,98 @@ static int parse_time(const char *s, const trace_defs *t, uint64_t lo, uint64_t 
     return 0;
 }
 
-static int parse_scope(const char *s, const trace_defs *t, OTF2_MarkerScope *scope, uint64_t *ref)
+/* The id after a scope's name: a location (LOCATION) or location group of the trace. */
+static int parse_scope_id(const char *s, const trace_defs *t, OTF2_MarkerScope scope, uint64_t *ref)
 {
-    const char *colon = strchr(s, ':');
-    if (!strcmp(s, "GLOBAL")) return *scope = OTF2_MARKER_SCOPE_GLOBAL, *ref = OTF2_UNDEFINED_UINT64, 0;
-    if (!colon || !colon[1]) return -1;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(colon + 1, &end, 10);
-    if (*end || errno) return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno) return -1;
     *ref = v;
-    size_t kind = (size_t)(colon - s);
-    if (kind == strlen("LOCATION") && !strncmp(s, "LOCATION", kind)) {
-        *scope = OTF2_MARKER_SCOPE_LOCATION;
-        return has_u64(t->locations, t->nlocations, v) ? 0 : -1;
-    }
-    if (kind == strlen("LOCATION_GROUP") && !strncmp(s, "LOCATION_GROUP", kind)) {
-        *scope = OTF2_MARKER_SCOPE_LOCATION_GROUP;
-        return has_u64(t->groups, t->ngroups, v) ? 0 : -1;
+    if (scope == OTF2_MARKER_SCOPE_LOCATION) return has_u64(t->locations, t->nlocations, v) ? 0 : -1;
+    return has_u64(t->groups, t->ngroups, v) ? 0 : -1;
+}
+
+static int parse_scope(const char *s, const trace_defs *t, OTF2_MarkerScope *scope, uint64_t *ref)
+{
+    const char *colon = strchr(s, PV_MARKER_SCOPE_ID_SEPARATOR);
+    size_t kind = colon ? (size_t)(colon - s) : strlen(s);
+    for (size_t i = 0; i < sizeof scopes / sizeof *scopes; i++) {
+        if (strlen(scopes[i].name) != kind || strncmp(s, scopes[i].name, kind)) continue;
+        *scope = scopes[i].value;
+        if (!scopes[i].takes_id) return colon ? -1 : (*ref = OTF2_UNDEFINED_UINT64, 0);
+        return colon ? parse_scope_id(colon + 1, t, *scope, ref) : -1;
     }
     return -1;
+}
+
+/* Splits line at its separators into f[0..PV_MARKER_NFIELDS - 1] (the last field, the text, takes
+ * the rest of the line); returns the number of fields found. */
+static int split_fields(char *line, char *f[PV_MARKER_NFIELDS])
+{
+    int nf = 0;
+    char *p = line;
+    for (; nf < PV_MARKER_NFIELDS - 1; nf++) {
+        char *sep = strchr(p, PV_MARKER_SEPARATOR);
+        if (!sep) break;
+        f[nf] = p, *sep = 0, p = sep + 1;
+    }
+    f[nf++] = p;
+    return nf;
+}
+
+/* NULL when the nf fields f make a marker (its times, scope and *severity set), else what is
+ * wrong with them. */
+static const char *check_fields(char **f, int nf, const trace_defs *t, marker *mk,
+                                OTF2_MarkerSeverity *severity)
+{
+    uint64_t lo = t->offset, hi = t->length ? t->offset + t->length - 1 : t->offset, end;
+    if (nf != PV_MARKER_NFIELDS) return "not " PV_MARKER_NFIELDS_WORD " tab-separated fields";
+    if (!*f[PV_MARKER_FIELD_CATEGORY]) return "empty category";
+    if (parse_severity(f[PV_MARKER_FIELD_SEVERITY], severity))
+        return "severity not " PV_MARKER_SEVERITY_NAMES_OR;
+    if (parse_time(f[PV_MARKER_FIELD_START_NS], t, lo, hi, lo, &mk->time) ||
+        parse_time(f[PV_MARKER_FIELD_END_NS], t, lo, hi, hi, &end))
+        return "a time is neither a number of ns nor " PV_MARKER_WHOLE_RUN;
+    if (end < mk->time) return "it ends before it starts";
+    if (parse_scope(f[PV_MARKER_FIELD_SCOPE], t, &mk->scope, &mk->scope_ref))
+        return "scope not " PV_MARKER_SCOPE_FORMS_OR " of the trace";
+    mk->duration = end - mk->time;
+    return NULL;
+}
+
+/* *ref: the definition of `category` in out (a category has one severity), added with the next
+ * ref from first_ref when it is new. 0; -1 when it was defined with another severity; -2 on no
+ * memory. */
+static int category_ref(markers *out, const char *group, const char *category,
+                        OTF2_MarkerSeverity severity, OTF2_MarkerRef first_ref, OTF2_MarkerRef *ref)
+{
+    for (size_t i = 0; i < out->ndefs; i++)
+        if (!strcmp(out->defs[i].category, category)) {
+            *ref = out->defs[i].ref;
+            return out->defs[i].severity == severity ? 0 : -1;
+        }
+    *ref = first_ref + (OTF2_MarkerRef)out->ndefs;
+    return add_def(out, *ref, group, category, severity) ? -2 : 0;
+}
+
+/* One input line (its line end removed) into out; 0, or -1 with the reason in why. */
+static int parse_line(char *line, int lineno, const trace_defs *t, const char *group,
+                      OTF2_MarkerRef first_ref, markers *out, char *why, size_t why_len)
+{
+    char *f[PV_MARKER_NFIELDS];
+    OTF2_MarkerSeverity severity;
+    marker mk = {0};
+    const char *bad = check_fields(f, split_fields(line, f), t, &mk, &severity);
+    if (bad) return snprintf(why, why_len, "line %d: %s", lineno, bad), -1;
+    mk.text = f[PV_MARKER_FIELD_TEXT];
+    const char *category = f[PV_MARKER_FIELD_CATEGORY];
+    int rc = category_ref(out, group, category, severity, first_ref, &mk.ref);
+    if (rc == -1)
+        return snprintf(why, why_len, "line %d: category '%s' given two severities", lineno, category),
+               -1;
+    if (rc || add_marker(out, &mk)) return snprintf(why, why_len, "out of memory"), -1;
+    return 0;
 }
 
 /* The input's markers as definitions (refs from first_ref on) and markers; 0, or -1 with the
@@ -259,7 +347,6 @@ static int parse_scope(const char *s, const trace_defs *t, OTF2_MarkerScope *sco
 static int parse_input(FILE *in, const trace_defs *t, const char *group, OTF2_MarkerRef first_ref,
                        markers *out, char *why, size_t why_len)
 {
-    uint64_t lo = t->offset, hi = t->length ? t->offset + t->length - 1 : t->offset;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
@@ -267,49 +354,7 @@ static int parse_input(FILE *in, const trace_defs *t, const char *group, OTF2_Ma
     while (rc == 0 && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (!len) continue;
-        char *f[6], *p = line;
-        int nf = 0;
-        for (; nf < 5; nf++) { /* the sixth field, the text, takes the rest of the line */
-            char *tab = strchr(p, '\t');
-            if (!tab) break;
-            f[nf] = p, *tab = 0, p = tab + 1;
-        }
-        f[nf++] = p;
-        OTF2_MarkerSeverity severity;
-        marker mk = {0};
-        uint64_t end;
-        const char *bad = NULL;
-        if (nf != 6) bad = "not six tab-separated fields";
-        else if (!*f[0]) bad = "empty category";
-        else if (parse_severity(f[1], &severity)) bad = "severity not NONE, LOW, MEDIUM or HIGH";
-        else if (parse_time(f[2], t, lo, hi, lo, &mk.time) || parse_time(f[3], t, lo, hi, hi, &end))
-            bad = "a time is neither a number of ns nor -";
-        else if (end < mk.time) bad = "it ends before it starts";
-        else if (parse_scope(f[4], t, &mk.scope, &mk.scope_ref))
-            bad = "scope not GLOBAL, LOCATION:<id> or LOCATION_GROUP:<id> of the trace";
-        if (bad) {
-            snprintf(why, why_len, "line %d: %s", lineno, bad);
-            rc = -1;
-            break;
-        }
-        mk.duration = end - mk.time;
-        mk.text = f[5];
-        mk.ref = OTF2_UNDEFINED_MARKER;
-        for (size_t i = 0; i < out->ndefs; i++)
-            if (!strcmp(out->defs[i].category, f[0])) {
-                if (out->defs[i].severity != severity) {
-                    snprintf(why, why_len, "line %d: category '%s' given two severities", lineno,
-                             f[0]);
-                    rc = -1;
-                }
-                mk.ref = out->defs[i].ref;
-            }
-        if (rc == 0 && mk.ref == OTF2_UNDEFINED_MARKER) {
-            mk.ref = first_ref + (OTF2_MarkerRef)out->ndefs;
-            if (add_def(out, mk.ref, group, f[0], severity)) rc = -1, snprintf(why, why_len, "out of memory");
-        }
-        if (rc == 0 && add_marker(out, &mk)) rc = -1, snprintf(why, why_len, "out of memory");
+        if (len) rc = parse_line(line, lineno, t, group, first_ref, out, why, why_len);
     }
     free(line);
     return rc;
@@ -352,86 +397,108 @@ static int write_markers(const char *anchor, const markers *kept, const markers 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: " TOOL " [--group NAME] TRACE < MARKERS\n"
-               "Replace the OTF2 markers of group NAME (default perfvar) of TRACE (a trace directory\n"
+               "Replace the OTF2 markers of group NAME (default " PV_MARKER_GROUP
+               ") of TRACE (a trace directory\n"
                "or its .otf2 anchor file) with those on stdin, one a line:\n"
-               "  category<TAB>severity<TAB>start_ns<TAB>end_ns<TAB>scope<TAB>text\n"
-               "severity NONE|LOW|MEDIUM|HIGH; times in ns since the trace's origin or - (its start,\n"
-               "its end); scope GLOBAL, LOCATION:<id> or LOCATION_GROUP:<id>.\n");
+               "  " PV_MARKER_LINE_FORM "\n"
+               "severity " PV_MARKER_SEVERITY_NAMES_BAR "; times in ns since the trace's origin or "
+               PV_MARKER_WHOLE_RUN " (its start,\n"
+               "its end); scope " PV_MARKER_SCOPE_FORMS_OR ".\n");
 }
 
-int main(int argc, char **argv)
+/* [--group NAME] TRACE into *group (PV_MARKER_GROUP unless given) and *trace. -1 when they are
+ * valid, else the exit status, the usage printed. */
+static int parse_args(int argc, char **argv, const char **group, const char **trace)
 {
-    const char *group = "perfvar", *trace = NULL;
+    *group = PV_MARKER_GROUP, *trace = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--group") && i + 1 < argc) group = argv[++i];
+        if (!strcmp(argv[i], "--group") && i + 1 < argc) *group = argv[++i];
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
-        else if (!trace && argv[i][0] != '-') trace = argv[i];
+        else if (!*trace && argv[i][0] != '-') *trace = argv[i];
         else return usage(stderr), 2;
     }
-    if (!trace || !*group) return usage(stderr), 2;
+    if (!*trace || !**group) return usage(stderr), 2;
+    return -1;
+}
+
+/* The anchor file of TRACE (a directory or an anchor) and its marker file beside it. */
+static void trace_paths(const char *trace, char *anchor, size_t anchor_len, char *marker_file,
+                        size_t marker_len)
+{
     size_t n = strlen(trace);
     int is_anchor = n > 5 && !strcmp(trace + n - 5, ".otf2");
-    char anchor[4200], marker_file[4200];
-    if (is_anchor) snprintf(anchor, sizeof anchor, "%s", trace);
-    else snprintf(anchor, sizeof anchor, "%s/traces.otf2", trace);
+    if (is_anchor) snprintf(anchor, anchor_len, "%s", trace);
+    else snprintf(anchor, anchor_len, "%s/traces.otf2", trace);
     n = strlen(anchor);
-    snprintf(marker_file, sizeof marker_file, "%.*s.marker", (int)(n - 5), anchor);
-    if (access(anchor, R_OK) != 0) {
-        fprintf(stderr, TOOL ": %s: %s\n", anchor, strerror(errno));
-        return 2;
-    }
+    snprintf(marker_file, marker_len, "%.*s.marker", (int)(n - 5), anchor);
+}
 
+/* Copies the definitions and markers of existing that are not of `group` into kept (with their
+ * refs); a marker whose definition is missing is kept too: it is not ours to judge. *next: the
+ * first ref after every ref in use; *replaced: the markers of `group`. 0, or -1 on no memory. */
+static int keep_others(const markers *existing, const char *group, markers *kept,
+                       OTF2_MarkerRef *next, size_t *replaced)
+{
+    for (size_t i = 0; i < existing->ndefs; i++) {
+        const marker_def *d = &existing->defs[i];
+        if (d->ref >= *next) *next = d->ref + 1;
+        if (strcmp(d->group, group) && add_def(kept, d->ref, d->group, d->category, d->severity))
+            return -1;
+    }
+    for (size_t i = 0; i < existing->nmarks; i++) {
+        const marker *m = &existing->marks[i];
+        int ours_before = 0;
+        if (m->ref >= *next && m->ref != OTF2_UNDEFINED_MARKER) *next = m->ref + 1;
+        for (size_t j = 0; j < existing->ndefs; j++)
+            if (existing->defs[j].ref == m->ref && !strcmp(existing->defs[j].group, group))
+                ours_before = 1;
+        if (ours_before) ++*replaced;
+        else if (add_marker(kept, m)) return -1;
+    }
+    return 0;
+}
+
+/* Reads the trace and its markers, replaces those of `group` with stdin's, writes them: the exit
+ * status. */
+static int replace_markers(const char *group, const char *anchor, const char *marker_file)
+{
     trace_defs t = {0};
     markers existing = {0}, kept = {0}, ours = {0};
     OTF2_MarkerRef next = 0;
     size_t replaced = 0;
     int rc = 1;
     char why[256] = "";
-    if (read_trace_defs(anchor, &t)) {
+    if (read_trace_defs(anchor, &t))
         fprintf(stderr, TOOL ": %s: cannot read its definitions (clock properties, locations)\n",
                 anchor);
-        goto out;
-    }
-    if (read_markers(anchor, marker_file, &existing)) {
+    else if (read_markers(anchor, marker_file, &existing))
         fprintf(stderr, TOOL ": %s: cannot read it\n", marker_file);
-        goto out;
-    }
-    /* Keep the other groups' definitions and markers (with their refs); a marker whose
-     * definition is missing is kept too: it is not ours to judge. New refs follow every ref in
-     * use. */
-    for (size_t i = 0; i < existing.ndefs; i++) {
-        const marker_def *d = &existing.defs[i];
-        if (d->ref >= next) next = d->ref + 1;
-        if (strcmp(d->group, group) && add_def(&kept, d->ref, d->group, d->category, d->severity))
-            goto nomem;
-    }
-    for (size_t i = 0; i < existing.nmarks; i++) {
-        const marker *m = &existing.marks[i];
-        int ours_before = 0;
-        if (m->ref >= next && m->ref != OTF2_UNDEFINED_MARKER) next = m->ref + 1;
-        for (size_t j = 0; j < existing.ndefs; j++)
-            if (existing.defs[j].ref == m->ref && !strcmp(existing.defs[j].group, group))
-                ours_before = 1;
-        if (ours_before) replaced++;
-        else if (add_marker(&kept, m)) goto nomem;
-    }
-    if (parse_input(stdin, &t, group, next, &ours, why, sizeof why)) {
-        fprintf(stderr, TOOL ": %s\n", why);
-        rc = 2;
-        goto out;
-    }
-    if (write_markers(anchor, &kept, &ours)) {
+    else if (keep_others(&existing, group, &kept, &next, &replaced))
+        fprintf(stderr, TOOL ": out of memory\n");
+    else if (parse_input(stdin, &t, group, next, &ours, why, sizeof why))
+        fprintf(stderr, TOOL ": %s\n", why), rc = 2;
+    else if (write_markers(anchor, &kept, &ours))
         fprintf(stderr, TOOL ": %s: cannot write the markers\n", marker_file);
-        goto out;
+    else {
+        printf(TOOL ": %s: %zu markers of group \"%s\" (%zu replaced), %zu of other groups kept\n",
+               marker_file, ours.nmarks, group, replaced, kept.nmarks);
+        rc = 0;
     }
-    printf(TOOL ": %s: %zu markers of group \"%s\" (%zu replaced), %zu of other groups kept\n",
-           marker_file, ours.nmarks, group, replaced, kept.nmarks);
-    rc = 0;
-    goto out;
-nomem:
-    fprintf(stderr, TOOL ": out of memory\n");
-out:
     free_markers(&existing), free_markers(&kept), free_markers(&ours);
     free(t.locations), free(t.groups);
     return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *group, *trace;
+    int rc = parse_args(argc, argv, &group, &trace);
+    if (rc >= 0) return rc;
+    char anchor[4200], marker_file[4200];
+    trace_paths(trace, anchor, sizeof anchor, marker_file, sizeof marker_file);
+    if (access(anchor, R_OK) != 0) {
+        fprintf(stderr, TOOL ": %s: %s\n", anchor, strerror(errno));
+        return 2;
+    }
+    return replace_markers(group, anchor, marker_file);
 }

@@ -8,11 +8,26 @@ facts it records; the role and collective operation go into the OTF2 region defi
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 
-# Groups, in the order of the bit mask PERFVAR_BOUNDARIES uses (src/config/config.c knows the names).
-GROUPS = ("env", "p2p", "collective", "wait", "onesided", "file", "comm", "local")
+
+def _contracts():
+    """src/spec/contracts.py, the table the C library (src/config) and the Python package take
+    the groups from too."""
+    path = Path(__file__).resolve().parents[1] / "spec" / "contracts.py"
+    loader = importlib.util.spec_from_file_location("perfvar_contracts", path)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+# Groups, in the order of the bit mask PERFVAR_BOUNDARIES uses; G.<NAME> is a group's name.
+GROUPS = tuple(name for name, _, _ in _contracts().MPI_GROUPS)
+G = SimpleNamespace(**{name.upper(): name for name in GROUPS})
 
 # Not wrapped, and why. Prefix patterns end with '*'.
 EXCEPTIONS = {
@@ -81,6 +96,10 @@ class Info:
     role: str  # OTF2_REGION_ROLE_*
     op: str  # OTF2_COLLECTIVE_OP_* or "-"
 
+    def __post_init__(self) -> None:
+        if self.group not in GROUPS:  # the wrappers would name a PV_GROUP_ that does not exist
+            raise ValueError(f"{self.group}: not a group of src/spec/contracts.py")
+
 
 KINDS = ("init", "finalize", "send", "isend", "recv", "irecv", "sendrecv", "wait", "request_free",
          "collective", "icollective", "mprobe", "mrecv", "imrecv", "other")
@@ -130,42 +149,57 @@ _ONESIDED_LOCAL = re.compile(r"^Win_(get|set|delete|create_keyval|free_keyval|cr
 def classify(name: str) -> Info:
     """Group, recorded kind, OTF2 role and collective operation of MPI function `name`."""
     base = name[4:]  # without "MPI_"
+    return _environment(base) or _communication(base) or _completion_and_other(base)
+
+
+def _environment(base: str) -> Info | None:
+    """MPI_Init, MPI_Finalize and the like (`base`: the name without "MPI_"), or None."""
     if base in ("Init", "Init_thread"):
-        return Info("env", "init", "FUNCTION", "-")
+        return Info(G.ENV, "init", "FUNCTION", "-")
     if base == "Finalize":
-        return Info("env", "finalize", "FUNCTION", "-")
+        return Info(G.ENV, "finalize", "FUNCTION", "-")
     if base in ("Abort", "Session_init", "Session_finalize"):
-        return Info("env", "other", "FUNCTION", "-")
+        return Info(G.ENV, "other", "FUNCTION", "-")
+    return None
+
+
+def _communication(base: str) -> Info | None:
+    """Collectives and point-to-point calls, or None."""
     if base in _COLLECTIVES:
         op, role = _COLLECTIVES[base]
-        return Info("collective", "collective", role, op)
+        return Info(G.COLLECTIVE, "collective", role, op)
     blocking = base[1:].capitalize()  # Iallreduce -> Allreduce
     if base.startswith("I") and blocking in _COLLECTIVES:  # completed by a Wait/Test
-        return Info("collective", "icollective", "FUNCTION", _COLLECTIVES[blocking][0])
+        return Info(G.COLLECTIVE, "icollective", "FUNCTION", _COLLECTIVES[blocking][0])
     if re.match(rf"^(({_COLL_NAMES})_init|I?[Nn]eighbor_.*|Reduce_local)$", base):
-        group = "local" if base == "Reduce_local" else "collective"
+        group = G.LOCAL if base == "Reduce_local" else G.COLLECTIVE
         return Info(group, "other", "FUNCTION", "-")
     if base in _P2P:
-        return Info("p2p", _P2P[base], "POINT2POINT", "-")
+        return Info(G.P2P, _P2P[base], "POINT2POINT", "-")
     if re.match(r"^(Isendrecv(_replace)?|Probe|Iprobe|[BSR]?send_init|"
                 r"Recv_init|Psend_init|Precv_init|Start|Startall|Pready.*|Parrived|"
                 r"Buffer_.*|.*_attach_buffer|.*_detach_buffer|.*flush_buffer)$", base):
-        return Info("p2p", "other", "POINT2POINT", "-")
+        return Info(G.P2P, "other", "POINT2POINT", "-")
+    return None
+
+
+def _completion_and_other(base: str) -> Info:
+    """Wait/test, one-sided, I/O, communicator creation; local queries for the rest."""
     if base in _WAITS:
-        return Info("wait", "wait", "FUNCTION", "-")
+        return Info(G.WAIT, "wait", "FUNCTION", "-")
     if base == "Request_free":  # the request's pending records are dropped: it will not complete
-        return Info("wait", "request_free", "FUNCTION", "-")
+        return Info(G.WAIT, "request_free", "FUNCTION", "-")
     if base.startswith("Request_") or base in ("Cancel", "Grequest_complete", "Grequest_start"):
-        return Info("wait", "other", "FUNCTION", "-")
+        return Info(G.WAIT, "other", "FUNCTION", "-")
     if _ONESIDED.match(base):
         local = _ONESIDED_LOCAL.match(base)
-        return Info("local" if local else "onesided", "other", "FUNCTION", "-")
+        return Info(G.LOCAL if local else G.ONESIDED, "other", "FUNCTION", "-")
     if base.startswith("File_") or base == "Register_datarep":
         local = re.match(r"^File_(get_|set_errhandler|call_errhandler|create_errhandler)", base)
-        return Info("local" if local else "file", "other", "FILE_IO", "-")
+        return Info(G.LOCAL if local else G.FILE, "other", "FILE_IO", "-")
     if base.startswith("Comm_") and not _COMM_LOCAL.match(base):
-        return Info("comm", "other", "FUNCTION", "-")
+        return Info(G.COMM, "other", "FUNCTION", "-")
     if re.match(r"^(Intercomm_.*|Cart_create|Cart_sub|Graph_create|Dist_graph_create.*|"
                 r"Open_port|Close_port|Lookup_name|Publish_name|Unpublish_name)$", base):
-        return Info("comm", "other", "FUNCTION", "-")
-    return Info("local", "other", "FUNCTION", "-")
+        return Info(G.COMM, "other", "FUNCTION", "-")
+    return Info(G.LOCAL, "other", "FUNCTION", "-")

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "state.h"
 #include "../clock/clock.h"
+#include "pv_spec.h"
 
 #include <errno.h>
 #include <math.h>
@@ -40,9 +41,10 @@ static void write_mpi_meta(FILE *f)
     int len = 0;
     PMPI_Get_library_version(version, &len);
     version[strcspn(version, "\n")] = 0;
-    fprintf(f, "  \"mpi\": {\"library\": ");
+    fprintf(f, "  " PV_RJ_MPI "{" PV_RJ_MPI_LIBRARY);
     json_str(f, version);
-    fprintf(f, ", \"layer\": \"%s\", \"status_sizes\": \"%s\",\n    \"boundaries\": [", PV_MPI_FLAVOUR,
+    fprintf(f, ", " PV_RJ_MPI_LAYER "\"%s\", " PV_RJ_MPI_STATUS_SIZES "\"%s\",\n    " PV_RJ_MPI_BOUNDARIES "[",
+            PV_MPI_FLAVOUR,
             pv_messages_status_fields() ? "fields" : "MPI_Get_count");
     const char *sep = "";
     for (int g = 0; g < PV_GROUP_COUNT; g++) {
@@ -53,9 +55,9 @@ static void write_mpi_meta(FILE *f)
     /* Frames per call site (PERFVAR_CALLPATH), which name the segment classes, and what walked the
      * stack for them (its cost differs tenfold: docs/tracing.md). */
     int depth = pv_rt.cfg.callpath > 0 ? pv_rt.cfg.callpath : 1;
-    fprintf(f, "],\n    \"callpath_depth\": %d, \"callpath_unwinder\": \"%s\",", depth,
+    fprintf(f, "],\n    " PV_RJ_MPI_CALLPATH_DEPTH "%d, " PV_RJ_MPI_CALLPATH_UNWINDER "\"%s\",", depth,
             depth > 1 ? pv_site_unwinder() : "none");
-    fprintf(f, "\n    \"calls\": {");
+    fprintf(f, "\n    " PV_RJ_MPI_CALLS "{");
     sep = "";
     for (int fn = 0; fn < PV_FN_COUNT; fn++) {
         uint64_t n = __atomic_load_n(&pv_calls[fn], __ATOMIC_RELAXED);
@@ -72,15 +74,16 @@ static void write_mpi_meta(FILE *f)
 static void write_state(FILE *f, const pv_calib_state *st, const char *sep)
 {
     const char *u = st->unit ? st->unit : "ns";
-    fprintf(f, "%s{\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"n_requested\": %d, \"status\": \"%s\", "
-               "\"note\": ",
+    fprintf(f, "%s{" PV_RJ_STATE_LABEL "\"%s\", " PV_RJ_STATE_FLUSH "%llu, " PV_RJ_STATE_N_SAMPLES "%d, "
+               PV_RJ_STATE_N_REQUESTED "%d, " PV_RJ_STATE_STATUS "\"%s\", " PV_RJ_STATE_NOTE,
             sep, st->label ? st->label : "0", (unsigned long long)st->flush_bytes, st->n_samples, st->n_requested,
             st->status);
     json_str(f, st->note);
     fprintf(f,
-            ",\n       \"t_min_%s\": %.3f, \"t_diff_%s\": %.3f, \"%s_per_add\": %.5f, \"t_min_adds\": %llu, "
-            "\"t_diff_adds\": %llu, \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f,\n       \"budget_ms\": %.3f, "
-            "\"elapsed_ms\": %.3f, \"flush_ms\": %.4f, \"distributions\": %d, \"dropped\": %d}",
+            ",\n       " PV_RJ_STATE_T_MIN_UNIT "%.3f, " PV_RJ_STATE_T_DIFF_UNIT "%.3f, " PV_RJ_STATE_UNIT_PER_ADD
+            "%.5f, " PV_RJ_STATE_T_MIN_ADDS "%llu, " PV_RJ_STATE_T_DIFF_ADDS "%llu, " PV_RJ_STATE_T_MIN_CV "%.5f, "
+            PV_RJ_STATE_T_DIFF_OVERLAP "%.4f,\n       " PV_RJ_STATE_BUDGET_MS "%.3f, " PV_RJ_STATE_ELAPSED_MS "%.3f, "
+            PV_RJ_STATE_FLUSH_MS "%.4f, " PV_RJ_STATE_DISTRIBUTIONS "%d, " PV_RJ_STATE_DROPPED "%d}",
             u, st->t_min, u, st->t_diff, u, st->per_add, (unsigned long long)st->t_min_adds,
             (unsigned long long)st->t_diff_adds, st->t_min_cv, st->t_diff_overlap, st->budget_ms, st->elapsed_ms,
             st->flush_ms, st->ndists, st->dists_dropped);
@@ -89,14 +92,15 @@ static void write_state(FILE *f, const pv_calib_state *st, const char *sep)
 /* calibration.cycles: the cycle counter's pass, or why there was none. */
 static void write_cycles(FILE *f, const pv_calib_cycles *c)
 {
-    fprintf(f, "    \"cycles\": {\"available\": %s, ", c->available ? "true" : "false");
+    fprintf(f, "    " PV_RJ_CAL_CYCLES "{" PV_RJ_CYC_AVAILABLE "%s, ", c->available ? "true" : "false");
     if (!c->available) {
-        fprintf(f, "\"why\": ");
+        fprintf(f, PV_RJ_CYC_WHY);
         json_str(f, c->why[0] ? c->why : "calibration off");
         fprintf(f, "}\n");
         return;
     }
-    fprintf(f, "\"counter\": \"%s\", \"timer_overhead_cycles\": %.1f, \"clock_granularity_cycles\": %.1f,\n      \"state\": ",
+    fprintf(f, PV_RJ_CYC_COUNTER "\"%s\", " PV_RJ_CYC_TIMER_OVERHEAD_CYCLES "%.1f, "
+               PV_RJ_CYC_CLOCK_GRANULARITY_CYCLES "%.1f,\n      " PV_RJ_CYC_STATE,
             c->counter, c->timer_overhead, c->granularity);
     write_state(f, &c->state, "");
     fprintf(f, "}\n");
@@ -119,11 +123,12 @@ static void write_threads(FILE *f, uint64_t *nsegments)
 {
     const pv_convert_result *r = &pv_rt.conv;
     *nsegments = 0;
-    fprintf(f, "  \"thread_level\": \"%s\",\n  \"threads\": [", thread_level_name(pv_rt.thread_level));
+    fprintf(f, "  " PV_RJ_THREAD_LEVEL "\"%s\",\n  " PV_RJ_THREADS "[", thread_level_name(pv_rt.thread_level));
     for (int i = 0; i < r->nthreads; i++) {
         const pv_convert_thread *t = &r->threads[i];
-        fprintf(f, "%s\n    {\"thread\": %u, \"location\": %llu, \"segments\": %llu, \"events\": %llu, "
-                   "\"calls\": %llu, \"lost_records\": %llu, \"buffer_moves\": %llu, \"buffer_move_ms\": %.3f}",
+        fprintf(f, "%s\n    {" PV_RJ_THR_THREAD "%u, " PV_RJ_THR_LOCATION "%llu, " PV_RJ_THR_SEGMENTS "%llu, "
+                   PV_RJ_THR_EVENTS "%llu, " PV_RJ_THR_CALLS "%llu, " PV_RJ_THR_LOST_RECORDS "%llu, "
+                   PV_RJ_THR_BUFFER_MOVES "%llu, " PV_RJ_THR_BUFFER_MOVE_MS "%.3f}",
                 i ? "," : "", t->thread, (unsigned long long)t->location, (unsigned long long)t->segments,
                 (unsigned long long)t->events, (unsigned long long)t->calls,
                 (unsigned long long)t->lost_units, (unsigned long long)t->windows, t->window_ns / 1e6);
@@ -136,21 +141,21 @@ static void write_threads(FILE *f, uint64_t *nsegments)
 static void write_probe(FILE *f)
 {
     if (!pv_rt.cfg.probe_ms) {
-        fprintf(f, "  \"probe\": null,\n");
+        fprintf(f, "  " PV_RJ_PROBE "null,\n");
         return;
     }
     const pv_convert_result *r = &pv_rt.conv;
     uint64_t count = 0, ticks = 0;
     for (int i = 0; i < r->nthreads; i++) count += r->threads[i].probes, ticks += r->threads[i].probe_ticks;
     fprintf(f,
-            "  \"probe\": {\"period_ms\": %u, \"adds\": %llu, \"k_source\": \"%s\", \"count\": %llu, "
-            "\"total_ns\": %.1f,\n    \"threads\": [",
+            "  " PV_RJ_PROBE "{" PV_RJ_PROBE_PERIOD_MS "%u, " PV_RJ_PROBE_ADDS "%llu, " PV_RJ_PROBE_K_SOURCE
+            "\"%s\", " PV_RJ_PROBE_COUNT "%llu, " PV_RJ_PROBE_TOTAL_NS "%.1f,\n    " PV_RJ_PROBE_THREADS "[",
             pv_rt.cfg.probe_ms, (unsigned long long)pv_rt.probe_adds,
             pv_rt.probe_adds_calibrated ? "calibration t_min" : "default", (unsigned long long)count,
             perfvar_ticks_to_ns(ticks));
     for (int i = 0; i < r->nthreads; i++)
-        fprintf(f, "%s{\"thread\": %u, \"count\": %llu, \"total_ns\": %.1f}", i ? ", " : "",
-                r->threads[i].thread, (unsigned long long)r->threads[i].probes,
+        fprintf(f, "%s{" PV_RJ_PTHR_THREAD "%u, " PV_RJ_PTHR_COUNT "%llu, " PV_RJ_PTHR_TOTAL_NS "%.1f}",
+                i ? ", " : "", r->threads[i].thread, (unsigned long long)r->threads[i].probes,
                 perfvar_ticks_to_ns(r->threads[i].probe_ticks));
     fprintf(f, "]},\n");
 }
@@ -161,30 +166,110 @@ static void write_metrics(FILE *f)
 {
     int n = pv_metrics_count();
     if (!n) {
-        fprintf(f, "  \"metrics\": null,\n");
+        fprintf(f, "  " PV_RJ_METRICS "null,\n");
         return;
     }
-    fprintf(f, "  \"metrics\": {\"events\": [");
+    fprintf(f, "  " PV_RJ_METRICS "{" PV_RJ_METRICS_EVENTS "[");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s", i ? ", " : "");
         json_str(f, pv_metrics_name(i));
     }
     uint64_t reads = 0;
     for (int i = 0; i < pv_rt.conv.nthreads; i++) reads += pv_rt.conv.threads[i].metric_reads;
-    fprintf(f, "], \"min_us\": %u, \"reads\": %llu},\n", pv_rt.cfg.metrics_min_us,
+    fprintf(f, "], " PV_RJ_METRICS_MIN_US "%u, " PV_RJ_METRICS_READS "%llu},\n", pv_rt.cfg.metrics_min_us,
             (unsigned long long)reads);
 }
 
+/* "clock": the clock the rank read, how its rate was obtained, and the rate measured beside it. */
+static void write_clock(FILE *f)
+{
+    fprintf(f, "  " PV_RJ_CLOCK "{" PV_RJ_CLOCK_NAME);
+    json_str(f, pv_rt.clock.name);
+    fprintf(f, ", " PV_RJ_CLOCK_HZ "%.3f, " PV_RJ_CLOCK_HZ_METHOD, pv_rt.clock.hz);
+    json_str(f, pv_rt.clock.hz_method);
+    double measured = pv_clock_measured_hz();
+    fprintf(f, ", " PV_RJ_CLOCK_HZ_REL_ERROR "%.3g, " PV_RJ_CLOCK_MEASURED_HZ "%.3f, "
+               PV_RJ_CLOCK_MEASURED_REL_ERROR "%.3g,",
+            pv_rt.clock.hz_rel_error, measured, pv_clock_measured_rel_error());
+    /* A stated frequency (hz_rel_error 0) against the always-measured cross-check. */
+    if (measured > 0 && strncmp(pv_rt.clock.hz_method, "measured", 8) != 0)
+        fprintf(f, " " PV_RJ_CLOCK_HZ_VS_MEASURED_REL "%.3g,", fabs(pv_rt.clock.hz / measured - 1));
+    else
+        fprintf(f, " " PV_RJ_CLOCK_HZ_VS_MEASURED_REL "null,");
+    fprintf(f, "\n    " PV_RJ_CLOCK_SERIALIZED "%s, " PV_RJ_CLOCK_FENCED_READ "\"%s\", " PV_RJ_CLOCK_NOTE,
+            pv_rt.clock.serialized ? "true" : "false",
+            pv_clock_monotonic ? "clock_gettime" : PERFVAR_CLOCK_FENCED_READ);
+    json_str(f, pv_rt.clock.note);
+    fprintf(f, "},\n");
+}
+
+/* "clock_caps" and "clock_offset": what the machine's clock offers, the offsets to rank 0. */
+static void write_caps_offset(FILE *f)
+{
+    const pv_clock_caps *k = pv_clock_caps_get();
+    fprintf(f,
+            "  " PV_RJ_CLOCK_CAPS "{" PV_RJ_CAPS_RDTSCP "%s, " PV_RJ_CAPS_INVARIANT_TSC "%s, "
+            PV_RJ_CAPS_CPUID_TSC_HZ "%.0f, " PV_RJ_CAPS_CPUID_BASE_MHZ "%.0f,\n    " PV_RJ_CAPS_HYPERVISOR,
+            k->rdtscp ? "true" : "false", k->invariant_tsc ? "true" : "false", k->cpuid_tsc_hz,
+            k->cpuid_base_mhz);
+    json_str(f, k->hypervisor);
+    fprintf(f, ", " PV_RJ_CAPS_HYPERVISOR_TSC_HZ "%.0f, " PV_RJ_CAPS_TSC_STABLE_BY, k->hypervisor_tsc_hz);
+    json_str(f, k->tsc_stable_by);
+    fprintf(f, ", " PV_RJ_CAPS_KERNEL_TSC_HZ "%.3f, " PV_RJ_CAPS_KERNEL_TSC_WHY, k->kernel_tsc_hz);
+    json_str(f, k->kernel_tsc_why);
+    fprintf(f, ",\n    " PV_RJ_CAPS_CYCLES "%s, " PV_RJ_CAPS_CYCLES_WHY, k->cycles ? "true" : "false");
+    json_str(f, k->cycles_why);
+    fprintf(f, "},\n");
+    fprintf(f,
+            "  " PV_RJ_CLOCK_OFFSET "{" PV_RJ_OFFSET_BEGIN_TICKS "%lld, " PV_RJ_OFFSET_END_TICKS "%lld, "
+            PV_RJ_OFFSET_STDDEV_TICKS "%.1f},\n",
+            (long long)pv_rt.sync.offset_begin, (long long)pv_rt.sync.offset_end,
+            pv_rt.sync.stddev_end > pv_rt.sync.stddev_begin ? pv_rt.sync.stddev_end
+                                                            : pv_rt.sync.stddev_begin);
+}
+
+/* "calibration": the start-up calibration's parameters and results, per cache state and on the
+ * cycle counter. */
+static void write_calibration(FILE *f)
+{
+    const pv_calib_result *c = &pv_rt.calib;
+    const pv_calib_params *p = &pv_rt.calib_params;
+    const char *mode = pv_rt.cfg.calibration == PV_CALIB_FULL    ? "full"
+                       : pv_rt.cfg.calibration == PV_CALIB_QUICK ? "quick"
+                                                                 : "off";
+    fprintf(f,
+            "  " PV_RJ_CALIBRATION "{\n    " PV_RJ_CAL_MODE "\"%s\", " PV_RJ_CAL_STATUS "\"%s\", " PV_RJ_CAL_ESTIMATE
+            "\"C-side search, samples trimmed above median + max(3 IQR, 3 clock steps)\",\n"
+            "    " PV_RJ_CAL_TIMER_OVERHEAD_NS "%.3f, " PV_RJ_CAL_CLOCK_GRANULARITY_NS "%.3f,\n"
+            "    " PV_RJ_CAL_T_MIN_NS "%.3f, " PV_RJ_CAL_T_DIFF_NS "%.3f,\n"
+            "    " PV_RJ_CAL_NS_PER_ADD "%.5f, " PV_RJ_CAL_T_MIN_ADDS "%llu, " PV_RJ_CAL_T_DIFF_ADDS "%llu,\n"
+            "    " PV_RJ_CAL_T_MIN_CV "%.5f, " PV_RJ_CAL_T_DIFF_OVERLAP "%.4f, " PV_RJ_CAL_CPU_START "%d, "
+            PV_RJ_CAL_CPU_END "%d,\n"
+            "    " PV_RJ_CAL_ELAPSED_MS "%.3f,\n"
+            "    " PV_RJ_CAL_N_SAMPLES "%d, " PV_RJ_CAL_N_SAMPLES_FLUSHED "%d, " PV_RJ_CAL_P "%d, " PV_RJ_CAL_Q
+            "%d, " PV_RJ_CAL_EPSILON "%g, " PV_RJ_CAL_ALPHA "%g, " PV_RJ_CAL_NSTATES "%d, " PV_RJ_CAL_BUDGET_MS
+            "%.3f,\n    " PV_RJ_CAL_STATES "[",
+            mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
+            (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
+            c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms, p->n_samples, p->n_samples_flushed,
+            p->p_confirm, p->q_pairs, p->epsilon, p->alpha, p->nstates, p->budget_ms);
+    for (int i = 0; i < c->nstates; i++) write_state(f, &c->states[i], i ? ",\n      " : "\n      ");
+    fprintf(f, "%s],\n", c->nstates ? "\n    " : "");
+    write_cycles(f, &c->cycles);
+    fprintf(f, "  },\n");
+}
+
+/* The keys and layout of rank-N.json are src/spec/contracts.py's (PV_RJ_*, pv_spec.h); the Python
+ * package reads it by the same table (perfvar._spec). */
 int pv_write_rank_meta(void)
 {
     char name[64];
     snprintf(name, sizeof name, "rank-%d.json", pv_rt.rank);
     FILE *f = open_meta(name);
     if (!f) return -1;
-    const pv_calib_result *c = &pv_rt.calib;
-    fprintf(f, "{\n  \"rank\": %d,\n  \"nranks\": %d,\n  \"host\": ", pv_rt.rank, pv_rt.size);
+    fprintf(f, "{\n  " PV_RJ_RANK "%d,\n  " PV_RJ_NRANKS "%d,\n  " PV_RJ_HOST, pv_rt.rank, pv_rt.size);
     json_str(f, pv_rt.host);
-    fprintf(f, ",\n  \"pid\": %ld,\n  \"cpus\": [", (long)getpid());
+    fprintf(f, ",\n  " PV_RJ_PID "%ld,\n  " PV_RJ_CPUS "[", (long)getpid());
     const char *sep = "";
     const unsigned char *seen = pv_rt.conv.cpus_seen; /* by any thread */
     for (int cpu = 0; cpu < PV_CONVERT_MAX_CPUS; cpu++) {
@@ -192,66 +277,10 @@ int pv_write_rank_meta(void)
         fprintf(f, "%s%d", sep, cpu);
         sep = ", ";
     }
-    fprintf(f, "],\n  \"clock\": {\"name\": ");
-    json_str(f, pv_rt.clock.name);
-    fprintf(f, ", \"hz\": %.3f, \"hz_method\": ", pv_rt.clock.hz);
-    json_str(f, pv_rt.clock.hz_method);
-    double measured = pv_clock_measured_hz();
-    fprintf(f, ", \"hz_rel_error\": %.3g, \"measured_hz\": %.3f, \"measured_rel_error\": %.3g,",
-            pv_rt.clock.hz_rel_error, measured, pv_clock_measured_rel_error());
-    /* A stated frequency (hz_rel_error 0) against the always-measured cross-check. */
-    if (measured > 0 && strncmp(pv_rt.clock.hz_method, "measured", 8) != 0)
-        fprintf(f, " \"hz_vs_measured_rel\": %.3g,", fabs(pv_rt.clock.hz / measured - 1));
-    else
-        fprintf(f, " \"hz_vs_measured_rel\": null,");
-    fprintf(f, "\n    \"serialized\": %s, \"fenced_read\": \"%s\", \"note\": ",
-            pv_rt.clock.serialized ? "true" : "false",
-            pv_clock_monotonic ? "clock_gettime" : PERFVAR_CLOCK_FENCED_READ);
-    json_str(f, pv_rt.clock.note);
-    fprintf(f, "},\n");
-    const pv_clock_caps *k = pv_clock_caps_get();
-    fprintf(f,
-            "  \"clock_caps\": {\"rdtscp\": %s, \"invariant_tsc\": %s, \"cpuid_tsc_hz\": %.0f, "
-            "\"cpuid_base_mhz\": %.0f,\n    \"hypervisor\": ",
-            k->rdtscp ? "true" : "false", k->invariant_tsc ? "true" : "false", k->cpuid_tsc_hz,
-            k->cpuid_base_mhz);
-    json_str(f, k->hypervisor);
-    fprintf(f, ", \"hypervisor_tsc_hz\": %.0f, \"tsc_stable_by\": ", k->hypervisor_tsc_hz);
-    json_str(f, k->tsc_stable_by);
-    fprintf(f, ", \"kernel_tsc_hz\": %.3f, \"kernel_tsc_why\": ", k->kernel_tsc_hz);
-    json_str(f, k->kernel_tsc_why);
-    fprintf(f, ",\n    \"cycles\": %s, \"cycles_why\": ", k->cycles ? "true" : "false");
-    json_str(f, k->cycles_why);
-    fprintf(f, "},\n");
-    fprintf(f,
-            "  \"clock_offset\": {\"begin_ticks\": %lld, \"end_ticks\": %lld, "
-            "\"stddev_ticks\": %.1f},\n",
-            (long long)pv_rt.sync.offset_begin, (long long)pv_rt.sync.offset_end,
-            pv_rt.sync.stddev_end > pv_rt.sync.stddev_begin ? pv_rt.sync.stddev_end
-                                                            : pv_rt.sync.stddev_begin);
-    const char *mode = pv_rt.cfg.calibration == PV_CALIB_FULL    ? "full"
-                       : pv_rt.cfg.calibration == PV_CALIB_QUICK ? "quick"
-                                                                 : "off";
-    fprintf(f,
-            "  \"calibration\": {\n    \"mode\": \"%s\", \"status\": \"%s\", \"estimate\": "
-            "\"C-side search, samples trimmed above median + max(3 IQR, 3 clock steps)\",\n"
-            "    \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f,\n"
-            "    \"t_min_ns\": %.3f, \"t_diff_ns\": %.3f,\n"
-            "    \"ns_per_add\": %.5f, \"t_min_adds\": %llu, \"t_diff_adds\": %llu,\n"
-            "    \"t_min_cv\": %.5f, \"t_diff_overlap\": %.4f, \"cpu_start\": %d, \"cpu_end\": %d,\n"
-            "    \"elapsed_ms\": %.3f,\n"
-            "    \"n_samples\": %d, \"n_samples_flushed\": %d, \"p\": %d, \"q\": %d, \"epsilon\": %g, "
-            "\"alpha\": %g, \"nstates\": %d, \"budget_ms\": %.3f,\n    \"states\": [",
-            mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
-            (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
-            c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms, pv_rt.calib_params.n_samples,
-            pv_rt.calib_params.n_samples_flushed, pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs,
-            pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha, pv_rt.calib_params.nstates,
-            pv_rt.calib_params.budget_ms);
-    for (int i = 0; i < c->nstates; i++) write_state(f, &c->states[i], i ? ",\n      " : "\n      ");
-    fprintf(f, "%s],\n", c->nstates ? "\n    " : "");
-    write_cycles(f, &c->cycles);
-    fprintf(f, "  },\n");
+    fprintf(f, "],\n");
+    write_clock(f);
+    write_caps_offset(f);
+    write_calibration(f);
     write_mpi_meta(f);
     const pv_trace_stats *s = &pv_rt.conv.stats;
     uint64_t nsegments;
@@ -259,9 +288,10 @@ int pv_write_rank_meta(void)
     write_probe(f);
     write_metrics(f);
     fprintf(f,
-            "  \"events\": {\"written\": %llu, \"lost\": %llu, \"timestamps_raised\": %llu, "
-            "\"buffer_flushes\": %llu},\n  \"segments\": %llu,\n  \"untraced_thread_calls\": %llu,\n"
-            "  \"convert_ms\": %.1f,\n  \"records_kept\": %s,\n  \"complete\": %s\n}\n",
+            "  " PV_RJ_EVENTS "{" PV_RJ_EVENTS_WRITTEN "%llu, " PV_RJ_EVENTS_LOST "%llu, "
+            PV_RJ_EVENTS_TIMESTAMPS_RAISED "%llu, " PV_RJ_EVENTS_BUFFER_FLUSHES "%llu},\n  " PV_RJ_SEGMENTS
+            "%llu,\n  " PV_RJ_UNTRACED_THREAD_CALLS "%llu,\n  " PV_RJ_CONVERT_MS "%.1f,\n  " PV_RJ_RECORDS_KEPT
+            "%s,\n  " PV_RJ_COMPLETE "%s\n}\n",
             (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
             (unsigned long long)nsegments,

@@ -34,6 +34,9 @@
 #define PERFVAR_READ_REGION_USER (-2)  /* perfvar:user:..., counted */
 #define PERFVAR_READ_REGION_PROBE (-3) /* perfvar:probe, one probe row per pair */
 
+/* The structs below are also in src/spec/contracts.py, from which the Python side's ctypes and
+ * numpy copies are made: layout.c does not compile when one here is laid out otherwise. */
+
 /* One segment sample, laid out as reader_otf2.SAMPLE_DTYPE (packed, 44 bytes). */
 typedef struct __attribute__((packed)) perfvar_read_sample {
     int32_t segment;

@@ -23,6 +23,7 @@
 #include "comm_fork.h"
 #include "../trace/convert.h"
 #include "perfvar.h"
+#include "pv_spec.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -76,7 +77,8 @@ static int exists(const char *dir, const char *fmt, int rank)
 }
 
 /* The job's size from rank 0's rank-0.json ("nranks"), for a directory whose records were removed
- * after a clean finish; -1 when it says none. */
+ * after a clean finish; -1 when it says none. Keys: src/spec/contracts.py's, as rank_meta.c writes
+ * them. */
 static int meta_size(const char *dir)
 {
     char path[4400], line[512];
@@ -84,8 +86,8 @@ static int meta_size(const char *dir)
     FILE *f = fopen(path, "r");
     int size = -1;
     while (f && fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"nranks\":");
-        if (p && sscanf(p, "\"nranks\": %d", &size) == 1) break;
+        const char *p = strstr(line, "\"" PV_RJN_NRANKS "\":");
+        if (p && sscanf(p, PV_RJ_NRANKS "%d", &size) == 1) break;
     }
     if (f) fclose(f);
     return size;
@@ -102,7 +104,7 @@ static int all_complete(const char *dir, int size)
         size_t n = fread(buf, 1, sizeof buf - 1, f);
         fclose(f);
         buf[n] = 0;
-        if (!strstr(buf, "\"complete\": true")) return 0;
+        if (!strstr(buf, PV_RJ_COMPLETE "true")) return 0;
     }
     return exists(dir, "traces.otf2", 0);
 }

@@ -17,33 +17,14 @@ from typing import Optional
 
 import numpy as np
 
+from perfvar import _spec
 from perfvar.errors import TraceError
 from perfvar.installation import installed_path
 
-TIMERS = (
-    "barrier",
-    "rdtsc",
-    "clock_gettime",
-    "papi_real_nsec",
-    "papi_real_cyc",
-    "mpi_wtime",
-    "cycles",
-    "papi_read",
-)
-
-
-class _ClockInfo(ctypes.Structure):
-    """perfvar_clock_info (include/perfvar.h)."""
-
-    _fields_ = [
-        ("name", ctypes.c_char * 32),
-        ("hz_method", ctypes.c_char * 64),
-        ("hz", ctypes.c_double),
-        ("hz_rel_error", ctypes.c_double),
-        ("serialized", ctypes.c_int),
-        ("has_cpu_id", ctypes.c_int),
-        ("note", ctypes.c_char * 160),
-    ]
+# The timers by enum value and perfvar_clock_info, as libperfvar is built with them
+# (both from src/spec/contracts.py).
+TIMERS = _spec.TIMERS
+_ClockInfo = _spec.ClockInfo
 
 
 class KernelError(TraceError):
@@ -71,8 +52,8 @@ def _candidates() -> list[str]:
 
 
 class Kernels:
-    """Loaded libperfvar: timer availability, samples (ns; cycles for "cycles" and
-    "papi_read"), cache sizes (bytes), the clock in use."""
+    """Loaded libperfvar: timer availability, samples (ns; cycles for the timers whose
+    _spec.TIMER_UNITS says so), cache sizes (bytes), the clock in use."""
 
     def __init__(self, path: Optional[str] = None) -> None:
         tried = [path] if path else _candidates()
@@ -118,7 +99,7 @@ class Kernels:
 
     def unit(self, timer: str) -> str:
         """Unit of the timer's samples: "ns", or "cycles" for the CPU-cycle counters
-        ("cycles", "papi_read")."""
+        (as the library says; _spec.TIMER_UNITS has the same)."""
         if self._unit is None:
             return "ns"
         unit = self._unit(TIMERS.index(timer))

@@ -29,6 +29,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from perfvar._spec import RankJson as K
+from perfvar._spec import RankJsonCalibration as KCal
+from perfvar._spec import RankJsonCaps as KCaps
+from perfvar._spec import RankJsonClock as KClock
+from perfvar._spec import RankJsonCycles as KCyc
+from perfvar._spec import RankJsonEvents as KEvents
+from perfvar._spec import RankJsonState as KState
 from perfvar.read.cache_state import CacheState
 from perfvar.units import compact_ranges
 
@@ -137,23 +144,23 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
     first = next(iter(with_clock.values()))
     caps = first.caps
     summary = {
-        "name": first.clock.get("name"),
-        "hz": _number(first.clock.get("hz")),
-        "hz_method": first.clock.get("hz_method"),
-        "hz_rel_error": _number(first.clock.get("hz_rel_error")),
-        "measured_hz": _number(first.clock.get("measured_hz")),
-        "measured_rel_error": _number(first.clock.get("measured_rel_error")),
-        "fenced_read": first.clock.get("fenced_read"),
-        "cycles_counter": bool(caps.get("cycles")) if caps else None,
-        "cycles_why": caps.get("cycles_why") if caps else None,
-        "tsc_stable_by": caps.get("tsc_stable_by") if caps else None,
+        "name": first.clock.get(KClock.NAME),
+        "hz": _number(first.clock.get(KClock.HZ)),
+        "hz_method": first.clock.get(KClock.HZ_METHOD),
+        "hz_rel_error": _number(first.clock.get(KClock.HZ_REL_ERROR)),
+        "measured_hz": _number(first.clock.get(KClock.MEASURED_HZ)),
+        "measured_rel_error": _number(first.clock.get(KClock.MEASURED_REL_ERROR)),
+        "fenced_read": first.clock.get(KClock.FENCED_READ),
+        "cycles_counter": bool(caps.get(KCaps.CYCLES)) if caps else None,
+        "cycles_why": caps.get(KCaps.CYCLES_WHY) if caps else None,
+        "tsc_stable_by": caps.get(KCaps.TSC_STABLE_BY) if caps else None,
         "notes": _clock_notes(with_clock),
         "stated_vs_measured": _stated_vs_measured(with_clock),
     }
     notes = []
     rates = {}
     for r, m in with_clock.items():
-        hz = _number(m.clock.get("measured_hz")) or _number(m.clock.get("hz"))
+        hz = _number(m.clock.get(KClock.MEASURED_HZ)) or _number(m.clock.get(KClock.HZ))
         if hz:
             rates[r] = hz
     if len(rates) >= 2:
@@ -174,7 +181,7 @@ def _clock_notes(ranks: dict[int, RankMeta]) -> list[dict[str, Any]]:
     """Each distinct non-empty clock.note with the ranks that wrote it."""
     by_note: dict[str, list[int]] = {}
     for r, m in ranks.items():
-        note = m.clock.get("note")
+        note = m.clock.get(KClock.NOTE)
         if isinstance(note, str) and note:
             by_note.setdefault(note, []).append(r)
     return [{"note": n, "ranks": rs} for n, rs in by_note.items()]
@@ -187,16 +194,16 @@ def _stated_vs_measured(ranks: dict[int, RankMeta]) -> Optional[dict[str, Any]]:
     bound = 0.0
     method = None
     for r, m in ranks.items():
-        rel = _number(m.clock.get("hz_vs_measured_rel"))
+        rel = _number(m.clock.get(KClock.HZ_VS_MEASURED_REL))
         if rel is None:
             continue
-        limit = (_number(m.clock.get("measured_rel_error")) or 0.0) + (
-            _number(m.clock.get("hz_rel_error")) or 0.0
+        limit = (_number(m.clock.get(KClock.MEASURED_REL_ERROR)) or 0.0) + (
+            _number(m.clock.get(KClock.HZ_REL_ERROR)) or 0.0
         )
         if rel > limit:
             bad[r] = rel
             bound = max(bound, limit)
-            method = method or m.clock.get("hz_method")
+            method = method or m.clock.get(KClock.HZ_METHOD)
     if not bad:
         return None
     return {
@@ -230,15 +237,15 @@ def load_json(path: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
 # Fields of rank-N.json that are numbers (src/pmpi/rank_meta.c writes them so): one
 # that is not is said, not taken silently as missing.
 _NUMERIC = (
-    ("rank",),
-    ("nranks",),
-    ("pid",),
-    ("clock", "hz"),
-    ("clock", "hz_rel_error"),
-    ("calibration", "t_min_ns"),
-    ("calibration", "t_diff_ns"),
-    ("calibration", "timer_overhead_ns"),
-    ("segments",),
+    (K.RANK,),
+    (K.NRANKS,),
+    (K.PID,),
+    (K.CLOCK, KClock.HZ),
+    (K.CLOCK, KClock.HZ_REL_ERROR),
+    (K.CALIBRATION, KCal.T_MIN_NS),
+    (K.CALIBRATION, KCal.T_DIFF_NS),
+    (K.CALIBRATION, KCal.TIMER_OVERHEAD_NS),
+    (K.SEGMENTS,),
 )
 
 
@@ -258,33 +265,33 @@ def _ill_typed(data: dict[str, Any]) -> list[str]:
 
 def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     meta = RankMeta(rank=rank, source=path)
-    host = data.get("host")
+    host = data.get(K.HOST)
     meta.host = str(host) if host is not None else None
-    cpus = data.get("cpus")
+    cpus = data.get(K.CPUS)
     if isinstance(cpus, list):
         meta.cpus = sorted({int(c) for c in cpus if isinstance(c, int)})
-    clock = data.get("clock")
+    clock = data.get(K.CLOCK)
     meta.clock = clock if isinstance(clock, dict) else {}
-    caps = data.get("clock_caps")
+    caps = data.get(K.CLOCK_CAPS)
     meta.caps = caps if isinstance(caps, dict) else {}
-    events = data.get("events")
-    if isinstance(events, dict) and isinstance(events.get("lost"), int):
-        meta.events_lost = int(events["lost"])
-    probe = data.get("probe")
+    events = data.get(K.EVENTS)
+    if isinstance(events, dict) and isinstance(events.get(KEvents.LOST), int):
+        meta.events_lost = int(events[KEvents.LOST])
+    probe = data.get(K.PROBE)
     meta.probe = probe if isinstance(probe, dict) else None
-    cal = data.get("calibration")
+    cal = data.get(K.CALIBRATION)
     if not isinstance(cal, dict):
         meta.problem = "no calibration section"
         return meta
     meta.calibration = Calibration(
-        timer_overhead_ns=_number(cal.get("timer_overhead_ns")),
-        t_min_ns=_positive(cal.get("t_min_ns")),
-        t_diff_ns=_positive(cal.get("t_diff_ns")),
-        status=cal.get("status") if isinstance(cal.get("status"), str) else None,
-        mode=cal.get("mode") if isinstance(cal.get("mode"), str) else None,
+        timer_overhead_ns=_number(cal.get(KCal.TIMER_OVERHEAD_NS)),
+        t_min_ns=_positive(cal.get(KCal.T_MIN_NS)),
+        t_diff_ns=_positive(cal.get(KCal.T_DIFF_NS)),
+        status=cal.get(KCal.STATUS) if isinstance(cal.get(KCal.STATUS), str) else None,
+        mode=cal.get(KCal.MODE) if isinstance(cal.get(KCal.MODE), str) else None,
     )
-    meta.calibration.states = _parse_states(cal.get("states"), meta.calibration)
-    meta.calibration.cycles = _parse_cycles(cal.get("cycles"))
+    meta.calibration.states = _parse_states(cal.get(KCal.STATES), meta.calibration)
+    meta.calibration.cycles = _parse_cycles(cal.get(KCal.CYCLES))
     if not meta.calibrated:
         status = meta.calibration.status or "unknown"
         meta.problem = f"calibration status {status}, t_min/t_diff not available"
@@ -297,29 +304,36 @@ def _positive(value: Any) -> Optional[float]:
     return v if v else None
 
 
+def _state_key(template: str, unit: str) -> str:
+    """A calibration state's key for its unit ("t_min_{unit}", "ns" -> "t_min_ns")."""
+    return template.format(unit=unit)
+
+
 def _parse_states(raw: Any, cal: Calibration) -> list[CacheState]:
     """calibration.states of rank-N.json; flush 0 alone (the top-level values) for
     files written before cache states existed. Flush 0 mirrors the top level."""
     first = CacheState("0", 0, cal.t_min_ns, cal.t_diff_ns, cal.status, cal.source)
+    t_min = _state_key(KState.T_MIN_UNIT, "ns")
+    t_diff = _state_key(KState.T_DIFF_UNIT, "ns")
     states = [first]
     if not isinstance(raw, list):
         return states
     for entry in raw:
-        if not isinstance(entry, dict) or not isinstance(entry.get("label"), str):
+        if not isinstance(entry, dict) or not isinstance(entry.get(KState.LABEL), str):
             continue
-        if entry["label"] == "0":
-            first.note = str(entry.get("note") or "")
+        if entry[KState.LABEL] == "0":
+            first.note = str(entry.get(KState.NOTE) or "")
             continue
-        flush = entry.get("flush")
-        status = entry.get("status")
+        flush = entry.get(KState.FLUSH)
+        status = entry.get(KState.STATUS)
         states.append(
             CacheState(
-                label=entry["label"],
+                label=entry[KState.LABEL],
                 flush_bytes=int(flush) if isinstance(flush, int) and flush > 0 else 0,
-                t_min_ns=_positive(entry.get("t_min_ns")),
-                t_diff_ns=_positive(entry.get("t_diff_ns")),
+                t_min_ns=_positive(entry.get(t_min)),
+                t_diff_ns=_positive(entry.get(t_diff)),
                 status=status if isinstance(status, str) else None,
-                note=str(entry.get("note") or ""),
+                note=str(entry.get(KState.NOTE) or ""),
             )
         )
     return states
@@ -329,19 +343,19 @@ def _parse_cycles(raw: Any) -> CyclesCalibration:
     """calibration.cycles of rank-N.json: {"available": false, "why"} or the pass."""
     if not isinstance(raw, dict):
         return CyclesCalibration(why="not recorded")
-    if not raw.get("available"):
-        return CyclesCalibration(why=str(raw.get("why") or "unknown"))
-    st = raw.get("state") if isinstance(raw.get("state"), dict) else {}
-    status = st.get("status")
+    if not raw.get(KCyc.AVAILABLE):
+        return CyclesCalibration(why=str(raw.get(KCyc.WHY) or "unknown"))
+    st = raw.get(KCyc.STATE) if isinstance(raw.get(KCyc.STATE), dict) else {}
+    status = st.get(KState.STATUS)
     return CyclesCalibration(
         available=True,
-        counter=str(raw.get("counter") or "") or None,
-        timer_overhead_cycles=_number(raw.get("timer_overhead_cycles")),
-        t_min_cycles=_positive(st.get("t_min_cycles")),
-        t_diff_cycles=_positive(st.get("t_diff_cycles")),
-        cycles_per_add=_positive(st.get("cycles_per_add")),
+        counter=str(raw.get(KCyc.COUNTER) or "") or None,
+        timer_overhead_cycles=_number(raw.get(KCyc.TIMER_OVERHEAD_CYCLES)),
+        t_min_cycles=_positive(st.get(_state_key(KState.T_MIN_UNIT, "cycles"))),
+        t_diff_cycles=_positive(st.get(_state_key(KState.T_DIFF_UNIT, "cycles"))),
+        cycles_per_add=_positive(st.get(_state_key(KState.UNIT_PER_ADD, "cycles"))),
         status=status if isinstance(status, str) else None,
-        note=str(st.get("note") or ""),
+        note=str(st.get(KState.NOTE) or ""),
     )
 
 
@@ -372,9 +386,9 @@ def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
                     f"perfvar/rank-{rank}.json {why}: rank {rank} uncalibrated"
                 )
             continue
-        if data.get("rank") not in (None, rank):
+        if data.get(K.RANK) not in (None, rank):
             notes.append(
-                f"perfvar/rank-{rank}.json says rank {data.get('rank')}; "
+                f"perfvar/rank-{rank}.json says rank {data.get(K.RANK)}; "
                 f"file name wins"
             )
         result[rank] = _parse_rank(rank, path, data)

@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfvar import _spec
 from perfvar.errors import TraceError
 from perfvar.installation import installed_path
 from perfvar.read.otf2 import (
@@ -52,32 +53,12 @@ ENV = "PERFVAR_READER"
 CHOICES = ("native", "python")
 LIBRARY = "libperfvar_read.so"
 
-# Region kinds of src/read/read.h (>= 0: a segment index).
-_REGION_USER = -2
-_REGION_PROBE = -3
+# Region kinds of src/read/read.h (>= 0: a segment index) and perfvar_read_result, as
+# libperfvar_read is built with them (both from src/spec/contracts.py).
+_REGION_USER = _spec.ReadRegion.USER
+_REGION_PROBE = _spec.ReadRegion.PROBE
+_Result = _spec.ReadResult
 _ERR_IO = -9  # the I/O error status of include/perfvar.h: OTF2 failed, see otf2_status
-
-
-class _Result(ctypes.Structure):
-    """perfvar_read_result (src/read/read.h)."""
-
-    _fields_ = [
-        ("evt_reader", ctypes.c_int),
-        ("otf2_status", ctypes.c_int),
-        ("out_of_memory", ctypes.c_int),
-        ("events_read", ctypes.c_uint64),
-        ("user_regions", ctypes.c_int64),
-        ("unclosed", ctypes.c_int64),
-        ("unmatched_leaves", ctypes.c_int64),
-        ("open_at_end", ctypes.c_int64),
-        ("first_sample", ctypes.c_int64),
-        ("nsamples", ctypes.c_int64),
-        ("first_probe", ctypes.c_int64),
-        ("nprobes", ctypes.c_int64),
-        ("overrun", ctypes.c_int),
-        ("first_metric", ctypes.c_int64),
-        ("nmetrics", ctypes.c_int64),
-    ]
 
 
 def candidates() -> list[str]:

@@ -25,6 +25,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from perfvar._spec import RankJson
 from perfvar.errors import TraceError
 from perfvar.installation import find_tool
 
@@ -104,7 +105,7 @@ def _complete(directory: str) -> bool:
     for path in metas:
         try:
             with open(path, encoding="utf-8") as f:
-                if json.load(f).get("complete") is False:
+                if json.load(f).get(RankJson.COMPLETE) is False:
                     return False
         except (OSError, ValueError):
             return False

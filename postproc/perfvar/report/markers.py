@@ -41,17 +41,26 @@ import subprocess
 import sys
 from typing import Any, Optional
 
+from perfvar._spec import (
+    MARKER_FIELDS,
+    MARKER_GROUP,
+    MARKER_SCOPE_ID_SEPARATOR,
+    MARKER_SEPARATOR,
+    MARKER_WHOLE_RUN,
+    MarkerScope,
+    MarkerSeverity,
+)
 from perfvar.detect import KINDS, describe, is_verdict
 from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
 
 TOOL = "perfvar-markers"
-GROUP = "perfvar"
-MINOR_SEVERITY = "LOW"
+GROUP = MARKER_GROUP  # the group perfvar-markers replaces (its default: none is passed)
+MINOR_SEVERITY = MarkerSeverity.LOW
 CONSEQUENCE = "consequence of waiting"  # its category; severity NONE
 # (upper bound of the relative cost, severity), in order; above the last: HIGH.
-SEVERITY_STEPS = ((0.05, "LOW"), (0.20, "MEDIUM"))
+SEVERITY_STEPS = ((0.05, MarkerSeverity.LOW), (0.20, MarkerSeverity.MEDIUM))
 
 
 def marker_tool() -> Optional[str]:
@@ -63,18 +72,20 @@ def severity(anomaly: dict[str, Any]) -> str:
     """NONE for an informational kind; else LOW, MEDIUM or HIGH by the relative cost
     (LOW when the evidence gives none)."""
     if not is_verdict(anomaly):
-        return "NONE"
+        return MarkerSeverity.NONE
     cost = anomaly["evidence"].get(KINDS[anomaly["kind"]].size_key or "")
     if cost is None:
-        return "LOW"
+        return MarkerSeverity.LOW
     for bound, name in SEVERITY_STEPS:
         if abs(cost) < bound:
             return name
-    return "HIGH"
+    return MarkerSeverity.HIGH
 
 
 def category(anomaly: dict[str, Any], sev: str) -> str:
-    return anomaly["kind"] if sev == "NONE" else f"{anomaly['kind']} {sev.lower()}"
+    if sev == MarkerSeverity.NONE:
+        return anomaly["kind"]
+    return f"{anomaly['kind']} {sev.lower()}"
 
 
 def minor_category(anomaly: dict[str, Any]) -> str:
@@ -128,7 +139,26 @@ def rank_locations(anchor: str) -> dict[int, list[int]]:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.replace("\t", " ").splitlines())
+    return " ".join(text.replace(MARKER_SEPARATOR, " ").splitlines())
+
+
+def _location(loc: int) -> str:
+    """The scope of one location: LOCATION:<id>."""
+    return f"{MarkerScope.LOCATION}{MARKER_SCOPE_ID_SEPARATOR}{loc}"
+
+
+def _line(cat: str, sev: str, window: tuple[str, str], scope: str, text: str) -> str:
+    """One input line of perfvar-markers, its fields in the order src/spec gives."""
+    start_ns, end_ns = window
+    fields = {
+        "category": cat,
+        "severity": sev,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "scope": scope,
+        "text": text,
+    }
+    return MARKER_SEPARATOR.join(fields[name] for name in MARKER_FIELDS)
 
 
 def _scope(a: dict[str, Any], locs: list[int]) -> str:
@@ -139,14 +169,14 @@ def _scope(a: dict[str, Any], locs: list[int]) -> str:
     )
     if isinstance(thread, int) and thread > 0:
         loc = locs[min(thread, len(locs) - 1)]
-    return f"LOCATION:{loc}"
+    return _location(loc)
 
 
 def _window(a: dict[str, Any]) -> tuple[str, str]:
     """(start, end) ns since the trace's origin, "-" for the whole run."""
     if a.get("start_ns") is not None and a.get("end_ns") is not None:
         return repr(float(a["start_ns"])), repr(float(a["end_ns"]))
-    return "-", "-"
+    return MARKER_WHOLE_RUN, MARKER_WHOLE_RUN
 
 
 def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> list[str]:
@@ -163,22 +193,22 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
             continue
         sev = severity(a)
         text = _one_line(describe(a, labels) + cost_words(a))
-        fields = [category(a, sev), sev, *_window(a), _scope(a, locs), text]
-        lines.append("\t".join(fields))
+        lines.append(_line(category(a, sev), sev, _window(a), _scope(a, locs), text))
     for a in result.get("minor") or []:
         locs = locations.get(a["rank"])
         if not locs:
             continue
         text = _one_line(f"minor: {describe(a, labels)}{cost_words(a)}")
-        fields = [minor_category(a), MINOR_SEVERITY, *_window(a), _scope(a, locs)]
-        lines.append("\t".join([*fields, text]))
+        scope = _scope(a, locs)
+        lines.append(_line(minor_category(a), MINOR_SEVERITY, _window(a), scope, text))
     for c in result.get("consequences") or []:
         locs = locations.get(c["rank"])
         if not locs:
             continue
         text = _one_line(consequence_text(result, c))
-        fields = [CONSEQUENCE, "NONE", "-", "-", f"LOCATION:{locs[0]}", text]
-        lines.append("\t".join(fields))
+        whole = (MARKER_WHOLE_RUN, MARKER_WHOLE_RUN)
+        scope = _location(locs[0])
+        lines.append(_line(CONSEQUENCE, MarkerSeverity.NONE, whole, scope, text))
     return lines
 
 

@@ -17,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 
+from perfvar._spec import RankJsonProbe
 from perfvar.read.meta import RunMeta
 from perfvar.read.samples import TraceSamples
 from perfvar.stats.filters import filter_os
@@ -27,7 +28,7 @@ PROBE_ID = "probe"
 
 def _adds(meta: RunMeta, rank: int) -> Optional[int]:
     m = meta.ranks.get(rank)
-    k = (m.probe or {}).get("adds") if m is not None else None
+    k = (m.probe or {}).get(RankJsonProbe.ADDS) if m is not None else None
     return int(k) if isinstance(k, (int, float)) and k > 0 else None
 
 

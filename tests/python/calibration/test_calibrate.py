@@ -14,6 +14,7 @@ from perfvar.calibration.judge import judge_document
 from perfvar.calibration.ranks import judged_meta
 from perfvar.stats.filters import filter_cost, filter_os
 from perfvar.calibration.kernels import TIMERS
+from perfvar._spec import TIMER_UNITS, Timer
 from perfvar.stats.summary import overlap
 
 
@@ -91,9 +92,9 @@ def _resolution_tries(k, params):
     """Calibrate flush 0 on the real kernel, then time chains of t_min ADDs against
     chains longer by 4 x t_diff, and by 1 ADD, five times each: (the calibration, which
     tries resolved 4 x t_diff, which resolved 1 ADD or None when t_diff is under 8)."""
-    overhead, _ = timer_overhead(k.sample("barrier", 0, 0, 5000))
+    overhead, _ = timer_overhead(k.sample(Timer.BARRIER, 0, 0, 5000))
     r = calibrate_state(
-        lambda a: k.sample("barrier", a, 0, params.n), overhead, 0, "0", params
+        lambda a: k.sample(Timer.BARRIER, a, 0, params.n), overhead, 0, "0", params
     )
     if r.t_min_adds is None or r.t_diff_adds is None:
         pytest.skip(f"calibration did not finish on this machine: {r.notes}")
@@ -108,8 +109,8 @@ def _resolution_tries(k, params):
         # the test shifts both alike instead of separating them.
         parts = [[], []]
         for _ in range(n // batch):
-            parts[0].append(k.sample("barrier", base, 0, batch))
-            parts[1].append(k.sample("barrier", base + extra, 0, batch))
+            parts[0].append(k.sample(Timer.BARRIER, base, 0, batch))
+            parts[1].append(k.sample(Timer.BARRIER, base + extra, 0, batch))
         a0, a1 = (filtered(np.concatenate(p)) for p in parts)
         return overlap(a0, a1, ties=True)
 
@@ -163,15 +164,14 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
         timeout=120,
     )
     assert p.returncode == 0, p.stderr
-    assert "t_min" in p.stdout and "barrier" in p.stdout
+    assert "t_min" in p.stdout and Timer.BARRIER in p.stdout
     doc = json.loads(out.read_text())
     names = [t["name"] for t in doc["timers"]]
     assert names == list(TIMERS)  # every timer (test_layouts: the library's names)
     assert doc["clock"]["name"] and doc["clock"]["hz"] > 0
     assert doc["complete"] in (True, False) and doc["interrupted"] is False
     for t in doc["timers"]:
-        cyc = t["name"] in ("cycles", "papi_read")
-        assert t["unit"] == ("cycles" if cyc else "ns")
+        assert t["unit"] == TIMER_UNITS[t["name"]]
         if not t["available"]:
             assert t["why"]
             continue
@@ -189,21 +189,25 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
                 assert s["t_min_ns"] > 0 and s["t_diff_ns"] is not None
 
 
-@pytest.mark.parametrize("timer", ["cycles", "papi_read"])
+CYCLE_TIMERS = [t for t, unit in TIMER_UNITS.items() if unit == "cycles"]
+
+
+@pytest.mark.parametrize("timer", CYCLE_TIMERS)
 def test_cycle_timer_unavailable_is_listed_with_the_probes_reason(tmp_path, timer):
     """Where a CPU-cycle counter cannot be read (a VM without a PMU), --compare lists
     it as unavailable, in cycles, with the probe's reason (PAPI's own for papi_read);
     nothing else is affected."""
     k = _kernels()
     ok, why = k.available(timer)
-    assert k.unit(timer) == "cycles" and k.unit("barrier") == "ns"
+    assert k.unit(timer) == "cycles" and k.unit(Timer.BARRIER) == "ns"
     if ok:
         pytest.skip(f"this machine can read {timer}")
     assert why
     out = tmp_path / "cal.json"
     p = subprocess.run(
         [sys.executable, "-m", "perfvar", "calibrate", "--quick", "--timers"]
-        + [f"{timer},barrier", "--states", "0", "--budget", "4", "--json", str(out)]
+        + [f"{timer},{Timer.BARRIER}", "--states", "0", "--budget", "4"]
+        + ["--json", str(out)]
         + ["--lib", k.path],
         capture_output=True,
         text=True,
@@ -248,7 +252,7 @@ def test_the_clock_in_use_is_reported(tmp_path, clock, name, serialized, note):
         pytest.skip("cntvct is this machine's native clock")
     out = tmp_path / "cal.json"
     p = subprocess.run(
-        _calibrate(k, out, "--timers", "barrier", "--states", "0", "--budget", "2"),
+        _calibrate(k, out, "--timers", Timer.BARRIER, "--states", "0", "--budget", "2"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -272,7 +276,7 @@ def _check_interrupted(p, out, first_done):
     """rc 130, the table printed, the JSON written and marked not complete."""
     assert p.returncode == 130, p.stderr
     assert "interrupted" in p.stderr and "error" not in p.stderr
-    assert "INTERRUPTED" in p.stdout and "clock_gettime" in p.stdout
+    assert "INTERRUPTED" in p.stdout and Timer.CLOCK_GETTIME in p.stdout
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and doc["complete"] is False
     got = {s["flush_label"]: s["status"] for s in doc["timers"][0]["states"]}
@@ -286,7 +290,7 @@ def _three_states(tmp_path, budget_s: str):
     """The command both interrupt tests run (clock_gettime, flush 0, 4xL1 and 4xL2) and
     its --json path."""
     out = tmp_path / "cal.json"
-    states = ["--timers", "clock_gettime", "--states", "0,4xL1,4xL2"]
+    states = ["--timers", Timer.CLOCK_GETTIME, "--states", "0,4xL1,4xL2"]
     return _calibrate(_kernels(), out, *states, "--budget", budget_s), out
 
 
@@ -302,7 +306,7 @@ def test_ctrl_c_after_the_first_state_gives_partial_table_and_json(tmp_path):
         timeout=120,
         env=dict(os.environ, PERFVAR_CALIBRATE_INTERRUPT_AFTER="1"),
     )
-    _check_interrupted(p, out, "calibrate: 1/3 clock_gettime flush 4xL2")
+    _check_interrupted(p, out, f"calibrate: 1/3 {Timer.CLOCK_GETTIME} flush 4xL2")
 
 
 def test_cycles_figures_are_reported_in_cycles_never_as_ns():
@@ -316,8 +320,8 @@ def test_cycles_figures_are_reported_in_cycles_never_as_ns():
     )
     assert state["t_min_ns"] is None and state["t_min_cycles"] == 3000.0
     timer = in_unit(
-        {"name": "cycles", "available": True, "unit": "cycles", "overhead_ns": 120.0}
-        | {"fluctuation_ns": 8.0, "states": [state]},
+        {"name": Timer.CYCLES, "available": True, "unit": "cycles"}
+        | {"overhead_ns": 120.0, "fluctuation_ns": 8.0, "states": [state]},
         "cycles",
     )
     assert in_unit(timer, "ns") is timer  # ns timers are left alone
@@ -346,7 +350,7 @@ def test_calibrate_and_the_analysis_decide_the_same_for_the_same_samples(tmp_pat
     )
     assert p.returncode == 0, p.stderr
     reported = json.loads(table.read_text())["timers"][0]["states"][0]
-    doc = json.loads(samples.read_text())["timers"]["barrier"]
+    doc = json.loads(samples.read_text())["timers"][Timer.BARRIER]
     assert len(doc["distributions"]) == reported["distributions"]
     # The stored samples as a trace's start-up calibration of rank 0: the analysis
     # takes the C estimates (1 ns here) only where the judge does not confirm.

@@ -11,6 +11,7 @@ import pytest
 import perfvar.calibration.search as calibrate
 import perfvar.calibrate_run as calibrate_run
 from perfvar.calibration.search import CalibParams, StateResult, _Search, t_diff_search
+from perfvar._spec import TIMER_UNITS, Timer
 from calib_docs import recheck
 
 L3 = 32 << 20
@@ -38,10 +39,10 @@ class FakeKernels:
         self.rng = np.random.default_rng(0)
 
     def available(self, timer: str) -> tuple[bool, str]:
-        return (False, "no PMU") if timer == "cycles" else (True, "")
+        return (False, "no PMU") if timer == Timer.CYCLES else (True, "")
 
     def unit(self, timer: str) -> str:
-        return "cycles" if timer == "cycles" else "ns"
+        return TIMER_UNITS[timer]
 
     def cache_size(self, level: int) -> int:
         return {1: 32 << 10, 2: 512 << 10, 3: L3}[level]
@@ -90,7 +91,7 @@ def _params() -> CalibParams:
     return CalibParams(n=200, p=2, q=2, tmin_step=1000, min_step=100, trees=25)
 
 
-def _run(states, timers=("barrier",), budget=40.0):
+def _run(states, timers=(Timer.BARRIER,), budget=40.0):
     return calibrate_run.run(
         timers=list(timers),
         states=list(states),
@@ -103,27 +104,27 @@ def _run(states, timers=("barrier",), budget=40.0):
 
 def test_large_flush_state_stops_at_once_and_its_time_rolls_over(fake):
     _, kernels, _ = fake
-    doc = _run(["0", "4xL3"], timers=("barrier", "rdtsc"))
+    doc = _run(["0", "4xL3"], timers=(Timer.BARRIER, Timer.RDTSC))
     by = {(t["name"], s["flush_label"]): s for t in doc["timers"] for s in t["states"]}
     # 4xL3 is measured first, with an equal share (40 s / 4): one distribution of 200
     # samples at 0.05 s each (10 s) cannot fit, so it stops after its first chunk.
-    first = by[("barrier", "4xL3")]
+    first = by[(Timer.BARRIER, "4xL3")]
     assert first["budget_s"] == pytest.approx(10.0, abs=0.01)
     assert first["status"] == "partial" and "stopped within" in first["notes"][0]
     big = [c for c in kernels.calls if c[2] == 4 * L3]
     assert sum(c[3] for c in big) < 2 * 200  # never a whole distribution each
     assert all(c[3] < 200 for c in big)  # drawn in chunks
     # The time it left rolls over: the later states get more than an equal share.
-    assert by[("rdtsc", "4xL3")]["budget_s"] > 10.0
-    assert by[("barrier", "0")]["budget_s"] > 10.0
-    assert by[("rdtsc", "0")]["budget_s"] > 10.0
-    assert by[("barrier", "0")]["status"] == "complete"
+    assert by[(Timer.RDTSC, "4xL3")]["budget_s"] > 10.0
+    assert by[(Timer.BARRIER, "0")]["budget_s"] > 10.0
+    assert by[(Timer.RDTSC, "0")]["budget_s"] > 10.0
+    assert by[(Timer.BARRIER, "0")]["status"] == "complete"
 
 
 def test_the_clock_is_in_the_document_and_the_fallback_is_not_called_serialized(fake):
     from perfvar.report.calibrate import render
 
-    doc = _run(["0"], timers=("barrier", "cycles"))
+    doc = _run(["0"], timers=(Timer.BARRIER, Timer.CYCLES))
     assert doc["clock"]["name"] == "clock_monotonic_raw"
     barrier = doc["timers"][0]
     assert barrier["clock"] == "clock_monotonic_raw" and barrier["serialized"] is False
