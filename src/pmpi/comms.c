@@ -6,13 +6,18 @@
  * What perfvar knows of it is cached as an MPI attribute of the communicator, so MPI_Comm_free
  * forgets it (the delete callback) and a later communicator reusing the handle is looked up afresh.
  * Inter-communicators are not recorded (their peers are ranks of the remote group). Thread-safe:
- * MPI attribute calls are, and ids are handed out under defs_lock; two threads meeting a new
+ * MPI attribute calls are, and ids are handed out under this file's lock; two threads meeting a new
  * communicator at once may both define it, which the trace's unification merges (same members).
  */
-#include "state.h"
+#include "comms.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static int comm_key = MPI_KEYVAL_INVALID; /* the attribute caching a pv_comm_info: pv_comms_init */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int ncomms; /* ids handed out after MPI_COMM_WORLD's 0, under lock */
 
 typedef struct pv_comm_info {
     uint32_t id; /* trace communicator, UINT32_MAX: not recorded */
@@ -28,9 +33,9 @@ static int delete_info(MPI_Comm comm, int key, void *value, void *extra)
 
 void pv_comms_init(void)
 {
-    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &pv_rt.comm_key, NULL) !=
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_key, NULL) !=
         MPI_SUCCESS)
-        pv_rt.comm_key = MPI_KEYVAL_INVALID;
+        comm_key = MPI_KEYVAL_INVALID;
 }
 
 /* Write the definition of a communicator of n members (their ranks in MPI_COMM_WORLD); its id, or
@@ -44,11 +49,10 @@ static uint32_t comm_define(const int *wranks, int n)
     size_t at = 0;
     for (int i = 0; i < n; i++) at += (size_t)snprintf(list + at, len - at, "%s%d", i ? "\t" : "", wranks[i]);
     list[at] = 0;
-    pthread_mutex_lock(&pv_rt.defs_lock);
-    if (pv_rt.ncomms < 0xffff &&
-        pv_rec_defs_line(PV_DEFS_COMM, pv_rt.ncomms + 1, n, list) == 0)
-        id = (uint32_t)++pv_rt.ncomms;
-    pthread_mutex_unlock(&pv_rt.defs_lock);
+    pthread_mutex_lock(&lock);
+    if (ncomms < 0xffff && pv_rec_defs_line(PV_DEFS_COMM, ncomms + 1, n, list) == 0)
+        id = (uint32_t)++ncomms;
+    pthread_mutex_unlock(&lock);
     free(list);
     return id;
 }
@@ -77,10 +81,10 @@ static uint32_t define(MPI_Comm comm, int size)
 
 int pv_comm_lookup_other(MPI_Comm comm, uint32_t *id, int *size, int *rank)
 {
-    if (comm == MPI_COMM_NULL || pv_rt.comm_key == MPI_KEYVAL_INVALID) return 0;
+    if (comm == MPI_COMM_NULL || comm_key == MPI_KEYVAL_INVALID) return 0;
     pv_comm_info *info = NULL;
     int found = 0;
-    if (PMPI_Comm_get_attr(comm, pv_rt.comm_key, &info, &found) != MPI_SUCCESS) return 0;
+    if (PMPI_Comm_get_attr(comm, comm_key, &info, &found) != MPI_SUCCESS) return 0;
     if (!found) {
         int inter = 0;
         if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || !(info = malloc(sizeof *info)))
@@ -89,7 +93,7 @@ int pv_comm_lookup_other(MPI_Comm comm, uint32_t *id, int *size, int *rank)
         if (!inter && PMPI_Comm_size(comm, &info->size) == MPI_SUCCESS &&
             PMPI_Comm_rank(comm, &info->rank) == MPI_SUCCESS)
             info->id = define(comm, info->size);
-        if (PMPI_Comm_set_attr(comm, pv_rt.comm_key, info) != MPI_SUCCESS) {
+        if (PMPI_Comm_set_attr(comm, comm_key, info) != MPI_SUCCESS) {
             free(info);
             return 0;
         }

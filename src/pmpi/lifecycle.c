@@ -13,6 +13,9 @@
  * a job that dies before its stop, or whose conversion failed, keeps them for perfvar-recover. */
 #define _GNU_SOURCE
 #include "state.h"
+#include "comms.h"
+#include "messages.h"
+#include "threads.h"
 #include "../clock/clock.h"
 #include "../timer/region_sink.h"
 
@@ -67,11 +70,12 @@ static void make_output_dir(char *dir, size_t len)
 }
 
 /* ---- user timer regions: a handle's name goes to the definitions file on its first use ---- */
+static pthread_mutex_t user_defined_lock = PTHREAD_MUTEX_INITIALIZER; /* writes of pv_rt.user_defined */
 int pv_user_region_defined(int handle)
 {
     if (!pv_rt.user_defined || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return 0;
     if (__atomic_load_n(&pv_rt.user_defined[handle], __ATOMIC_ACQUIRE)) return 1;
-    pthread_mutex_lock(&pv_rt.defs_lock);
+    pthread_mutex_lock(&user_defined_lock);
     if (!pv_rt.user_defined[handle]) { /* another thread may have defined it meanwhile */
         char name[PERFVAR_NAME_MAX + 16];
         const char *n = pv_region_name(handle);
@@ -79,7 +83,7 @@ int pv_user_region_defined(int handle)
         if (pv_rec_defs_line(PV_DEFS_USER, handle, name) == 0)
             __atomic_store_n(&pv_rt.user_defined[handle], 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&pv_rt.defs_lock);
+    pthread_mutex_unlock(&user_defined_lock);
     return pv_rt.user_defined[handle];
 }
 
@@ -114,7 +118,7 @@ static int close_records(uint64_t t, int cpu)
     int stopped = 0;
     if (pv_rt.finalizer && pv_rt.finalize_unit)
         pv_rec_call_end(pv_rt.finalizer->rec, pv_rt.finalize_unit, pv_rt.finalize_entry, t, cpu);
-    for (pv_thread *th = pv_rt.threads; th; th = th->next) {
+    for (pv_thread *th = pv_threads_head(); th; th = pv_threads_next(th)) {
         pv_rec_stream *s = th->rec;
         __atomic_store_n(&th->rec, NULL, __ATOMIC_RELEASE); /* the signal handler no longer marks it */
         if (s && pv_rec_close(s, t)) stopped++;

@@ -21,36 +21,38 @@
  *
  * Facts are made on their communicator (comms.c; inter-communicators are not recorded), with
  * peers and roots as ranks in it, in the calling thread's records. */
-#include "state.h"
+#include "messages.h"
+#include "comms.h"
 
+#include <pthread.h>
 #include <string.h>
 
-/* ---- matched messages (Mprobe -> Mrecv/Imrecv), as map values ---- */
-typedef struct matched {
-    uint32_t comm;    /* trace communicator (< 65536) */
-    int32_t source, tag;
-    int64_t bytes;    /* -1 unknown */
-} matched;
+/* ---- matched messages (Mprobe -> Mrecv/Imrecv): messages.h ---- */
+static pthread_mutex_t matched_lock = PTHREAD_MUTEX_INITIALIZER; /* only at MPI_THREAD_MULTIPLE */
+static pv_u64map matched; /* message_key(handle) -> pack(pv_matched) */
 
-static pv_u64val pack(const matched *m)
+static pv_u64val pack(const pv_matched *m)
 {
     return (pv_u64val){(int64_t)m->comm, m->source, m->tag, m->bytes};
 }
 
-static matched unpack(pv_u64val v) { return (matched){(uint32_t)v.a, (int32_t)v.b, (int32_t)v.c, v.d}; }
+static pv_matched unpack(pv_u64val v)
+{
+    return (pv_matched){(uint32_t)v.a, (int32_t)v.b, (int32_t)v.c, v.d};
+}
 
 /* 1 if the map must be locked (then it is): MPI_THREAD_MULTIPLE. Below that level MPI calls, ours
  * inside them included, are serialised by the application. */
-static int messages_lock(void)
+static int matched_lock_if_needed(void)
 {
     int locked = pv_rt.thread_level == MPI_THREAD_MULTIPLE;
-    if (locked) pthread_mutex_lock(&pv_rt.messages_lock);
+    if (locked) pthread_mutex_lock(&matched_lock);
     return locked;
 }
 
-static void messages_unlock(int locked)
+static void matched_unlock(int locked)
 {
-    if (locked) pthread_mutex_unlock(&pv_rt.messages_lock);
+    if (locked) pthread_mutex_unlock(&matched_lock);
 }
 
 /* The bits of a handle of n bytes (a pointer in Open MPI, an int in MPICH). */
@@ -66,6 +68,24 @@ static uint64_t message_key(MPI_Message m) { return bits_of(&m, sizeof m) ^ 0xc2
 
 /* A request handle's bits, as records carry them. */
 static uint64_t handle_bits(MPI_Request r) { return bits_of(&r, sizeof r); }
+
+int pv_messages_matched_put(MPI_Message m, const pv_matched *facts)
+{
+    int locked = matched_lock_if_needed();
+    int rc = pv_u64map_put(&matched, message_key(m), pack(facts));
+    matched_unlock(locked);
+    return rc;
+}
+
+int pv_messages_matched_take(MPI_Message m, pv_matched *facts)
+{
+    pv_u64val v;
+    int locked = matched_lock_if_needed();
+    int found = pv_u64map_take(&matched, message_key(m), &v);
+    matched_unlock(locked);
+    if (found) *facts = unpack(v);
+    return found;
+}
 
 /* The trace communicator of comm, if its messages are recorded (and fit a fact's 16 bits). */
 static inline int recorded_comm(MPI_Comm comm, uint32_t *id, int *size, int *rank)
@@ -367,20 +387,14 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
     case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
         if (a->message && *a->message != MPI_MESSAGE_NULL && *a->message != MPI_MESSAGE_NO_PROC &&
             (!a->flag || *a->flag) && a->has_status && comm_of(a, &comm, &size, &rank)) {
-            matched m = {comm, a->status->MPI_SOURCE, a->status->MPI_TAG, status_bytes(a->status)};
-            int locked = messages_lock();
-            pv_u64map_put(&pv_rt.messages, message_key(*a->message), pack(&m));
-            messages_unlock(locked);
+            pv_matched m = {comm, a->status->MPI_SOURCE, a->status->MPI_TAG, status_bytes(a->status)};
+            pv_messages_matched_put(*a->message, &m);
         }
         break;
     case PV_KIND_MRECV:
     case PV_KIND_IMRECV: {
-        pv_u64val v;
-        int locked = messages_lock();
-        int found = pv_u64map_take(&pv_rt.messages, message_key(a->message_before), &v);
-        messages_unlock(locked);
-        if (!found) break;
-        matched m = unpack(v);
+        pv_matched m;
+        if (!pv_messages_matched_take(a->message_before, &m)) break;
         if (pv_fn_info[fn].kind == PV_KIND_MRECV)
             c->unit->x = recv_record(c, m.comm, m.source, m.tag, m.bytes, a->has_status ? a->status : NULL);
         else /* completed by a Wait/Test, like an Irecv */

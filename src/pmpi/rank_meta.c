@@ -2,6 +2,8 @@
  * the layout is documented in docs/trace-format.md. */
 #define _GNU_SOURCE
 #include "state.h"
+#include "messages.h"
+#include "threads.h"
 #include "../clock/clock.h"
 #include "pv_spec.h"
 
@@ -61,7 +63,7 @@ static void write_mpi_meta(FILE *f)
     sep = "";
     for (int fn = 0; fn < PV_FN_COUNT; fn++) {
         uint64_t n = __atomic_load_n(&pv_calls[fn], __ATOMIC_RELAXED);
-        for (const pv_thread *t = pv_rt.threads; t; t = t->next) n += t->calls[fn];
+        for (const pv_thread *t = pv_threads_head(); t; t = pv_threads_next(t)) n += t->calls[fn];
         if (!n) continue;
         fprintf(f, "%s\"%s\": %llu", sep, pv_fn_info[fn].name, (unsigned long long)n);
         sep = ", ";
@@ -295,7 +297,7 @@ int pv_write_rank_meta(void)
             (unsigned long long)s->events_written, (unsigned long long)s->events_lost,
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
             (unsigned long long)nsegments,
-            (unsigned long long)__atomic_load_n(&pv_rt.untraced_thread_calls, __ATOMIC_RELAXED),
+            (unsigned long long)pv_threads_untraced_calls(),
             pv_rt.convert_ms, pv_rt.records_removed ? "false" : "true",
             pv_rt.converted ? "true" : "false");
     return fclose(f) == 0 ? 0 : -1;

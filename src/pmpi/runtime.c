@@ -2,15 +2,15 @@
 #include "runtime.h"
 #include "../clock/clock.h"
 #include "state.h"
+#include "messages.h"
+#include "threads.h"
 #include "../timer/region_sink.h"
 #include "../calib/work_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-pv_runtime pv_rt = {.defs_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .messages_lock = PTHREAD_MUTEX_INITIALIZER,
-                    .cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
+pv_runtime pv_rt = {.cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
 _Thread_local int pv_depth PV_HIDDEN;
 MPI_Fint pv_f_request_null, pv_f_comm_world;
 uint64_t pv_calls[PV_FN_COUNT];

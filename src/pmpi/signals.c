@@ -18,6 +18,7 @@
  * process, so that the rank whose end caused the others' can be told apart.
  */
 #include "state.h"
+#include "threads.h"
 #include "../clock/clock.h"
 
 #include <signal.h>
@@ -41,8 +42,7 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
     uint64_t t = pv_now();
     uint32_t sender = sender_of(info);
-    for (pv_thread *th = __atomic_load_n(&pv_rt.threads, __ATOMIC_ACQUIRE); th;
-         th = __atomic_load_n(&th->next, __ATOMIC_ACQUIRE))
+    for (pv_thread *th = pv_threads_head(); th; th = pv_threads_next(th)) /* async-signal-safe */
         pv_rec_mark_signal(__atomic_load_n(&th->rec, __ATOMIC_ACQUIRE), sig, sender, t);
     for (int i = 0; i < NCAUGHT; i++) {
         if (caught[i] != sig) continue;

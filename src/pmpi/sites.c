@@ -27,9 +27,9 @@
  * The compute segment between two sites is named by both when the records are converted
  * (src/trace/convert.c): "perfvar:segment:<from site>;<to site>".
  * Sites are per process, shared by its threads (the same call site is the same site on every
- * thread, so a segment class is the same on every thread): defined under pv_rt.defs_lock, written to
- * the rank's definitions file. Each thread looks them up in its own cache first, so it takes the
- * lock only the first time it meets a site. */
+ * thread, so a segment class is the same on every thread): defined under this file's own lock,
+ * written to the rank's definitions file. Each thread looks them up in its own cache first, so it
+ * takes the lock only the first time it meets a site. */
 #define _GNU_SOURCE
 #include "state.h"
 
@@ -41,6 +41,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <unwind.h>
+
+/* The shared sites (sites.h), under lock: what every thread's caches are filled from. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pv_u64map sites;      /* (fn, return address) -> site id; at call-path depth > 1
+                                (PERFVAR_CALLPATH), a hash of (fn, return addresses) -> site id */
+static pv_u64map user_sites; /* (user region handle, start|stop, return address) -> site id */
+static int nsites;           /* ids handed out */
 
 static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
 {
@@ -60,7 +67,7 @@ static void module_of(void *addr, char *path, size_t len, uintptr_t *offset)
 
 /* Each site's label ("<what>@<module base name>+0x<offset>" and its caller frames, as the trace's
  * segment keys give it), by id, for those that select sites by name (PERFVAR_INJECT). Under
- * defs_lock; a label that could not be kept is only missing from pv_site_label. */
+ * lock; a label that could not be kept is only missing from pv_site_label. */
 static char **labels;
 static int nlabels, labels_cap;
 
@@ -80,7 +87,7 @@ static void keep_label(int id, const char *label)
 
 /* Define a new site "<what>@<module>+0x<offset>" for return address frames[0], followed by
  * "<<module>+0x<offset>" for each of its n - 1 caller frames: a call of static region `region`, or
- * (region -1 start, -2 stop) of user timer `handle`; its id or -1. Under defs_lock. */
+ * (region -1 start, -2 stop) of user timer `handle`; its id or -1. Under lock. */
 static int site_define(const char *what, const uintptr_t *frames, int n, int region, int handle)
 {
     char path[4096], name[8192], label[8192];
@@ -99,21 +106,21 @@ static int site_define(const char *what, const uintptr_t *frames, int n, int reg
     }
     pv_rec_defs_clean(name, sizeof name, name);
     pv_rec_defs_clean(label, sizeof label, label);
-    if (pv_rt.nsites > (int)PV_REC_MAX_SITE) return -1;
-    int id = pv_rt.nsites;
+    if (nsites > (int)PV_REC_MAX_SITE) return -1;
+    int id = nsites;
     /* The line goes out before the id is used: a record never names a site its rank's definitions
      * lack, whenever the process dies. */
     if (pv_rec_defs_line(PV_DEFS_SITE, id, region, handle, name, label)) return -1;
     keep_label(id, label);
-    return pv_rt.nsites++;
+    return nsites++;
 }
 
 int pv_site_label(int id, char *out, size_t len)
 {
-    pthread_mutex_lock(&pv_rt.defs_lock);
+    pthread_mutex_lock(&lock);
     const char *label = id >= 0 && id < nlabels ? labels[id] : NULL;
     if (label) snprintf(out, len, "%s", label);
-    pthread_mutex_unlock(&pv_rt.defs_lock);
+    pthread_mutex_unlock(&lock);
     return label ? 0 : -1;
 }
 
@@ -122,11 +129,11 @@ int pv_site_label(int id, char *out, size_t len)
 static int site_lookup(pv_u64map *cache, pv_u64map *map, uint64_t key, const char *what,
                        const uintptr_t *frames, int n, int region, int handle)
 {
-    pthread_mutex_lock(&pv_rt.defs_lock);
+    pthread_mutex_lock(&lock);
     pv_u64val *v = pv_u64map_find(map, key);
     int id = v ? (int)v->a : site_define(what, frames, n, region, handle);
     if (!v && id >= 0 && pv_u64map_put(map, key, (pv_u64val){.a = id})) id = -1;
-    pthread_mutex_unlock(&pv_rt.defs_lock);
+    pthread_mutex_unlock(&lock);
     if (id >= 0) pv_u64map_put(cache, key, (pv_u64val){.a = id});
     return id;
 }
@@ -290,7 +297,7 @@ static int path_site_id(pv_thread *t, int region, void *ra, int depth)
     uint64_t h = path_hash(region, frames, n);
     pv_u64val *p = pv_u64map_find(&t->paths, h);
     int id = p ? (int)p->a
-               : site_lookup(&t->paths, &pv_rt.sites, h, region_name(region), frames, n, region, -1);
+               : site_lookup(&t->paths, &sites, h, region_name(region), frames, n, region, -1);
     if (id < 0) return -1;
     uint64_t key = ((uint64_t)(uintptr_t)ra << 10) | (uint64_t)region;
     pv_u64val *st = pv_u64map_find(&t->sites, key);
@@ -306,14 +313,14 @@ static int path_site_id(pv_thread *t, int region, void *ra, int depth)
         left = jittered(t, st->d);
         st->d = st->d * 2 > PV_PATH_CHECK_MAX ? PV_PATH_CHECK_MAX : st->d * 2;
     }
-    *pv_site_slot_of(t, region, ra) = (pv_site_slot){(uintptr_t)ra, region, id, left};
+    *pv_site_slot_of(t->site_cache, region, ra) = (pv_site_slot){(uintptr_t)ra, region, id, left};
     return id;
 }
 
 int pv_site_id_miss(pv_thread *t, int region, void *ra)
 {
     if (pv_rt.cfg.callpath > 1 && ra) return path_site_id(t, region, ra, pv_rt.cfg.callpath);
-    pv_site_slot *slot = pv_site_slot_of(t, region, ra);
+    pv_site_slot *slot = pv_site_slot_of(t->site_cache, region, ra);
     uint64_t key = ((uint64_t)(uintptr_t)ra << 10) | (uint64_t)region;
     pv_u64val *v = pv_u64map_find(&t->sites, key);
     int id;
@@ -321,7 +328,7 @@ int pv_site_id_miss(pv_thread *t, int region, void *ra)
         id = (int)v->a;
     } else {
         uintptr_t frame = (uintptr_t)ra;
-        id = site_lookup(&t->sites, &pv_rt.sites, key, region_name(region), &frame, 1, region, -1);
+        id = site_lookup(&t->sites, &sites, key, region_name(region), &frame, 1, region, -1);
     }
     /* Served from the slot until evicted (a refill after 2^32 calls costs one lookup). */
     if (id >= 0) *slot = (pv_site_slot){(uintptr_t)ra, region, id, UINT32_MAX};
@@ -339,5 +346,5 @@ int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *
     for (char *p = what; *p; p++)
         if (*p == '@' || *p == ';') *p = '_';
     uintptr_t frame = (uintptr_t)ra;
-    return site_lookup(&t->user_sites, &pv_rt.user_sites, key, what, &frame, 1, is_stop ? -2 : -1, handle);
+    return site_lookup(&t->user_sites, &user_sites, key, what, &frame, 1, is_stop ? -2 : -1, handle);
 }

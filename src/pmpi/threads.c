@@ -5,18 +5,24 @@
  *
  * A thread's pv_thread lives until the process ends: MPI_Finalize closes the streams of threads
  * that have already exited. */
-#include "state.h"
+#include "threads.h"
 #include "../clock/clock.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 _Thread_local pv_thread *pv_self PV_HIDDEN;
+/* The traced threads (threads.h): appended under lock, each link published with release. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pv_thread *threads; /* index order */
+static int nthreads;
+static uint64_t untraced_calls; /* atomic */
 /* This thread could not be traced (no memory, OTF2 refused a location): do not retry each call. */
 static _Thread_local int t_refused;
 
-/* A new thread with the next index, linked in pv_rt.threads; NULL on failure. */
+/* A new thread with the next index, linked in the list; NULL on failure. */
 static pv_thread *thread_new(void)
 {
     pv_thread *t = calloc(1, sizeof *t);
@@ -30,18 +36,18 @@ static pv_thread *thread_new(void)
     t->metrics_min_ticks = UINT64_MAX;
     if (pv_metrics_count() && pv_metrics_thread_start(&t->metrics) == 0)
         t->metrics_min_ticks = pv_rt.metrics_min_ticks, t->metrics_since = now;
-    pthread_mutex_lock(&pv_rt.defs_lock);
-    t->index = pv_rt.nthreads;
+    pthread_mutex_lock(&lock);
+    t->index = nthreads;
     t->rec = pv_rec_open(pv_rt.dir, (uint32_t)pv_rt.rank, (uint32_t)t->index,
                          (size_t)pv_rt.cfg.buffer_mb << 20);
     if (t->rec) {
-        pv_thread **tail = &pv_rt.threads;
+        pv_thread **tail = &threads;
         while (*tail) tail = &(*tail)->next;
         /* Published last: the signal handler walks this list without the lock. */
         __atomic_store_n(tail, t, __ATOMIC_RELEASE);
-        pv_rt.nthreads++;
+        nthreads++;
     }
-    pthread_mutex_unlock(&pv_rt.defs_lock);
+    pthread_mutex_unlock(&lock);
     if (!t->rec) {
         free(t);
         return NULL;
@@ -56,6 +62,7 @@ pv_thread *pv_thread_first(void)
 
 pv_thread *pv_thread_attach(void)
 {
+    if (pv_self) return pv_self;
     if (!t_refused) {
         int depth = pv_depth;
         pv_depth = 1; /* whatever OTF2 does here is perfvar's */
@@ -66,6 +73,12 @@ pv_thread *pv_thread_attach(void)
         pv_message(0, "a thread cannot be traced (cannot create its records file: %s); its MPI calls "
                       "are counted in untraced_thread_calls", strerror(errno));
     }
-    __atomic_fetch_add(&pv_rt.untraced_thread_calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&untraced_calls, 1, __ATOMIC_RELAXED);
     return NULL;
 }
+
+pv_thread *pv_threads_head(void) { return __atomic_load_n(&threads, __ATOMIC_ACQUIRE); }
+
+pv_thread *pv_threads_next(const pv_thread *t) { return __atomic_load_n(&t->next, __ATOMIC_ACQUIRE); }
+
+uint64_t pv_threads_untraced_calls(void) { return __atomic_load_n(&untraced_calls, __ATOMIC_RELAXED); }
