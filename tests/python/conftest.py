@@ -7,8 +7,8 @@ default), segment regions with
 ``perfvar:segment:...`` canonical names, Enter/Leave carrying a UINT32 ``cpu``
 attribute where the CPU changed (as perfvar writes it; on every segment Enter/Leave
 with ``cpu_every_event``, as traces written before that), a nested ``perfvar:user:``
-region inside every segment, an MPI region between segments, and
-perfvar/rank-N.json + run.json.
+region inside every segment, an MPI region between segments (optionally preceded by
+a fixed-work probe, ``perfvar:probe``), and perfvar/rank-N.json + run.json.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 import numpy as np
@@ -47,6 +48,58 @@ CALIBRATION = {
 
 CpuSpec = Union[int, Callable[[int], int]]
 STEP_NS = 100_000.0  # time between the samples of one cell in make_prepared
+TICK_NS = 1e9 / RESOLUTION_HZ
+
+
+@dataclass
+class Probes:
+    """Fixed-work probes (PERFVAR_PROBE) for ``write_trace``, as perfvar writes them
+    (docs/trace-format.md): after the Leave of a location's segment i, when
+    ``ticks(rank, i)`` is not None, a ``perfvar:probe`` region of that many ticks,
+    5 ticks later, before the MPI region; it ends on the next CPU where ``(rank, i)``
+    is in ``moved``. ``meta``: rank-N.json's "probe" says what was written (period_ms
+    10, adds 864 from "calibration t_min", count and total_ns per thread), else it is
+    null. ``written`` is filled by write_trace: (rank, thread) -> [(start tick, ticks,
+    CPU or -1 where the probe moved)]."""
+
+    ticks: Callable[[int, int], Optional[int]]
+    moved: frozenset = frozenset()
+    meta: bool = True
+    written: dict = field(default_factory=dict)
+
+    def write(self, writer, region, loc, i: int, t: int, cpu: int, cpu_attrs) -> int:
+        """The probe after the Leave at ``t`` of segment ``i`` of ``loc`` (rank,
+        thread), if one is due; returns the time after it."""
+        mine = self.written.setdefault(loc, [])
+        ticks = self.ticks(loc[0], i)
+        if ticks is None:
+            return t
+        end_cpu = cpu + 1 if (loc[0], i) in self.moved else cpu
+        writer.enter(t + 5, region, attributes=cpu_attrs(cpu))
+        writer.leave(t + 5 + ticks, region, attributes=cpu_attrs(end_cpu))
+        mine.append((t + 5, ticks, cpu if end_cpu == cpu else -1))
+        return t + 5 + ticks
+
+    def rank_meta(self, rank: int, threads: int) -> Optional[dict]:
+        """rank-N.json's "probe" of ``rank``."""
+        if not self.meta:
+            return None
+        per = [
+            {
+                "thread": k,
+                "count": len(self.written[rank, k]),
+                "total_ns": sum(x[1] for x in self.written[rank, k]) * TICK_NS,
+            }
+            for k in range(threads)
+        ]
+        return {
+            "period_ms": 10,
+            "adds": 864,
+            "k_source": "calibration t_min",
+            "count": sum(p["count"] for p in per),
+            "total_ns": sum(p["total_ns"] for p in per),
+            "threads": per,
+        }
 
 
 def _metric_classes(defs, metrics: Mapping[int, list[str]]) -> dict:
@@ -96,6 +149,7 @@ def write_trace(
     cpu_every_event: bool = False,
     metrics: Optional[Mapping[int, list[str]]] = None,
     metric_every: int = 3,
+    probes: Optional[Probes] = None,
 ) -> str:
     """Write a perfvar trace directory.
 
@@ -115,7 +169,8 @@ def write_trace(
     locations' first event, then the running totals after the Leave of every
     ``metric_every``-th segment (i % metric_every == metric_every - 1), counter c of
     the rank having counted (c + 1) * (segment ticks) over each segment; the counters
-    that ranks share are one MetricMember.
+    that ranks share are one MetricMember. ``probes``: fixed-work probes after the
+    segments it says (see Probes).
     """
     import otf2
     from otf2.enums import CollectiveOp, GroupType, Paradigm, RegionRole, Type
@@ -142,6 +197,14 @@ def write_trace(
             region_role=RegionRole.FUNCTION,
             paradigm=Paradigm.USER,
         )
+        probe_region = None
+        if probes is not None:
+            probe_region = defs.region(
+                "perfvar:probe",
+                canonical_name="perfvar:probe",
+                region_role=RegionRole.ARTIFICIAL,
+                paradigm=Paradigm.MEASUREMENT_SYSTEM,
+            )
         keys = sorted({k for per in durations.values() for k in per})
         regions = {
             k: defs.region(
@@ -214,6 +277,10 @@ def write_trace(
                     totals = [v + (c + 1) * ticks for c, v in enumerate(totals)]
                     if i % metric_every == metric_every - 1:
                         writer.metric(t, metric_class, list(totals))
+                if probes is not None:
+                    t = probes.write(
+                        writer, probe_region, (rank, k), i, t, cpu, cpu_attrs
+                    )
                 writer.enter(t, mpi)
                 following = order[i + 1][0] if i + 1 < len(order) else None
                 if world is not None and following in moved:
@@ -227,6 +294,13 @@ def write_trace(
                         )
                 t += 500
                 writer.leave(t, mpi)
+    _write_meta(path, durations, cpus, calibration, hosts, threads, probes)
+    return path
+
+
+def _write_meta(path, durations, cpus, calibration, hosts, threads, probes) -> None:
+    """perfvar/run.json and rank-N.json for write_trace (its arguments)."""
+    ranks = sorted(durations)
     meta = os.path.join(path, "perfvar")
     os.makedirs(meta, exist_ok=True)
     with open(os.path.join(meta, "run.json"), "w") as fh:
@@ -249,9 +323,10 @@ def write_trace(
             "events": {"written": 0, "lost": 0},
             "segments": int(sum(len(v) for v in durations[rank].values())),
         }
+        if probes is not None:
+            doc["probe"] = probes.rank_meta(rank, threads)
         with open(os.path.join(meta, f"rank-{rank}.json"), "w") as fh:
             json.dump(doc, fh)
-    return path
 
 
 def normal_durations(

@@ -39,6 +39,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import otf2
@@ -71,23 +72,22 @@ def counts(spec: str) -> list[tuple[str, int]]:
     return [(k, int(v)) for k, v in (item.split("=") for item in filter(None, spec.split(",")))]
 
 
-def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, period_ms,
-                     resolution: float, t_min_adds: int) -> list[str]:
-    """rank-N.json's "probe" against the probes of rank r's threads in the trace, and its K
-    against the calibration's flush-0 t_min (t_min_adds, 0: none found)."""
-    in_trace = sum(probes[(r, k)] for k in threads)
-    if meta is None:
-        return [f"rank {r}: {in_trace} probes in the trace, rank-{r}.json says probes are off"] \
-            if in_trace else []
-    errors = []
-    if period_ms is not None and meta.get("period_ms") != period_ms:
-        errors.append(f"rank {r}: probe period_ms {meta.get('period_ms')}, expected {period_ms}")
+def check_probe_k(r: int, meta: dict, t_min_adds: int) -> list[str]:
+    """The probe's K (ADDs): the calibration's flush-0 t_min capped by the library, or the
+    default (a positive count) when the calibration found none (t_min_adds 0)."""
     k, source = meta.get("adds"), meta.get("k_source")
     capped = min(t_min_adds, PROBE_MAX_ADDS) if t_min_adds else 0
     if not (source == "calibration t_min" and t_min_adds and k == capped
             or source == "default" and not t_min_adds and isinstance(k, int) and k > 0):
-        errors.append(f"rank {r}: probe K {k} ADDs from {source!r}, the calibration's t_min is "
-                      f"{t_min_adds} ADDs")
+        return [f"rank {r}: probe K {k} ADDs from {source!r}, the calibration's t_min is "
+                f"{t_min_adds} ADDs"]
+    return []
+
+
+def check_probe_counts(r: int, meta: dict, threads: list[int], probes) -> list[str]:
+    """rank-N.json's probe count, in all and per thread, against the trace's."""
+    errors = []
+    in_trace = sum(probes[(r, k)] for k in threads)
     if meta.get("count") != in_trace:
         errors.append(f"rank {r}: rank-{r}.json counts {meta.get('count')} probes, the trace has "
                       f"{in_trace}")
@@ -95,13 +95,42 @@ def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, peri
     if per_thread != {k: probes[(r, k)] for k in threads}:
         errors.append(f"rank {r}: probes per thread {per_thread} in rank-{r}.json, the trace has "
                       f"{ {k: probes[(r, k)] for k in threads} }")
-    if resolution:
-        # The same clock differences, converted with the rank's own rate and the trace's.
-        ns = sum(probe_ticks[(r, k)] for k in threads) * 1e9 / resolution
-        if abs(ns - meta.get("total_ns", -1)) > 0.01 * ns + 1000:
-            errors.append(f"rank {r}: probes total {meta.get('total_ns')} ns in rank-{r}.json, "
-                          f"{ns:.1f} ns in the trace")
     return errors
+
+
+def check_probe_time(r: int, meta: dict, threads: list[int], probe_ticks,
+                     resolution: float) -> list[str]:
+    """rank-N.json's total probe time against the trace's (none to compare without a clock)."""
+    if not resolution:
+        return []
+    # The same clock differences, converted with the rank's own rate and the trace's.
+    ns = sum(probe_ticks[(r, k)] for k in threads) * 1e9 / resolution
+    if abs(ns - meta.get("total_ns", -1)) > 0.01 * ns + 1000:
+        return [f"rank {r}: probes total {meta.get('total_ns')} ns in rank-{r}.json, "
+                f"{ns:.1f} ns in the trace"]
+    return []
+
+
+def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, period_ms,
+                     resolution: float, t_min_adds: int) -> list[str]:
+    """rank-N.json's "probe" against the probes of rank r's threads in the trace, and its K
+    against the calibration's flush-0 t_min (t_min_adds, 0: none found)."""
+    if meta is None:
+        in_trace = sum(probes[(r, k)] for k in threads)
+        return [f"rank {r}: {in_trace} probes in the trace, rank-{r}.json says probes are off"] \
+            if in_trace else []
+    errors = []
+    if period_ms is not None and meta.get("period_ms") != period_ms:
+        errors.append(f"rank {r}: probe period_ms {meta.get('period_ms')}, expected {period_ms}")
+    errors += check_probe_k(r, meta, t_min_adds)
+    errors += check_probe_counts(r, meta, threads, probes)
+    errors += check_probe_time(r, meta, threads, probe_ticks, resolution)
+    return errors
+
+
+def ends_segment(ev) -> bool:
+    """Whether ev is a segment's Leave."""
+    return isinstance(ev, otf2.events.Leave) and ev.region.canonical_name.startswith(SEGMENT)
 
 
 def check_metric(ev, prev, where: str, last: dict, loc) -> list[str]:
@@ -113,42 +142,66 @@ def check_metric(ev, prev, where: str, last: dict, loc) -> list[str]:
     errors = []
     if any(v < b for v, b in zip(values, before)):
         errors.append(f"{where}: counters went back at {ev.time}: {before} -> {values}")
-    if not (isinstance(prev, otf2.events.Leave) and prev.time == ev.time
-            and prev.region.canonical_name.startswith(SEGMENT)):
+    if not (ends_segment(prev) and prev.time == ev.time):
         errors.append(f"{where}: counters at {ev.time} not at a segment's end")
+    return errors
+
+
+def rank_meta(trace_dir: Path, r: int) -> dict:
+    """Rank r's rank-N.json, or {} if there is none."""
+    meta = trace_dir / "perfvar" / f"rank-{r}.json"
+    return json.loads(meta.read_text()) if meta.exists() else {}
+
+
+def expected_metrics(args, nranks: int) -> dict:
+    """Rank -> the counters the command line expects (comma list, "none", or None: any)."""
+    want = {r: args.metrics for r in range(nranks)}
+    for item in args.metrics_rank:
+        r, _, spec = item.partition("=")
+        want[int(r)] = spec
+    return want
+
+
+def check_rank_metrics(r: int, doc: dict, want, seen: list, total: int) -> list[str]:
+    """Rank r's rank-N.json "metrics" against the counters the trace has (seen, and total reads
+    over its threads) and the command line wants."""
+    errors = []
+    said = (doc.get("metrics") or {}).get("events") or []
+    if seen and [list(x) for x in seen] != [said]:
+        errors.append(f"rank {r}: counters {seen} in the trace, rank-{r}.json says {said}")
+    # A rebuilt trace's rank-N.json is the one the start wrote: no reads counted yet.
+    if doc.get("metrics") and doc.get("complete") and doc["metrics"].get("reads") != total:
+        errors.append(f"rank {r}: {total} counter reads in the trace, rank-{r}.json says "
+                      f"{doc['metrics'].get('reads')}")
+    if want is not None:
+        expect = [] if want == "none" else want.split(",")
+        # The default set counts in the kernel too where it may (":k=1"), else without.
+        if [n.removesuffix(":k=1") for n in said] != expect:
+            errors.append(f"rank {r}: counters {said}, expected {expect}")
+    return errors
+
+
+def check_metric_reads(args, r: int, threads, reads) -> list[str]:
+    """Counter reads per location of rank r within --min/--max-metric-reads."""
+    errors = []
+    for k in threads:
+        n = reads[(r, k)]
+        if n < args.min_metric_reads or (args.max_metric_reads is not None
+                                         and n > args.max_metric_reads):
+            errors.append(f"rank {r} thread {k}: {n} counter reads, expected "
+                          f"{args.min_metric_reads}..{args.max_metric_reads}")
     return errors
 
 
 def check_metrics_meta(args, nranks: int, locs: dict, names: dict, reads) -> list[str]:
     """rank-N.json "metrics" against the trace, and the counters the command line expects."""
-    want = {r: args.metrics for r in range(nranks)}
-    for item in args.metrics_rank:
-        r, _, spec = item.partition("=")
-        want[int(r)] = spec
+    want = expected_metrics(args, nranks)
     errors = []
     for r in range(nranks):
-        meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
-        doc = json.loads(meta.read_text()) if meta.exists() else {}
-        said = (doc.get("metrics") or {}).get("events") or []
-        seen = sorted(names.get(r, ()))
-        if seen and [list(x) for x in seen] != [said]:
-            errors.append(f"rank {r}: counters {seen} in the trace, rank-{r}.json says {said}")
+        doc = rank_meta(args.trace_dir, r)
         total = sum(reads[(r, k)] for k in locs.get(r, ()))
-        # A rebuilt trace's rank-N.json is the one the start wrote: no reads counted yet.
-        if doc.get("metrics") and doc.get("complete") and doc["metrics"].get("reads") != total:
-            errors.append(f"rank {r}: {total} counter reads in the trace, rank-{r}.json says "
-                          f"{doc['metrics'].get('reads')}")
-        if want[r] is not None:
-            expect = [] if want[r] == "none" else want[r].split(",")
-            # The default set counts in the kernel too where it may (":k=1"), else without.
-            if [n.removesuffix(":k=1") for n in said] != expect:
-                errors.append(f"rank {r}: counters {said}, expected {expect}")
-        for k in locs.get(r, ()):
-            n = reads[(r, k)]
-            if n < args.min_metric_reads or (args.max_metric_reads is not None
-                                             and n > args.max_metric_reads):
-                errors.append(f"rank {r} thread {k}: {n} counter reads, expected "
-                              f"{args.min_metric_reads}..{args.max_metric_reads}")
+        errors += check_rank_metrics(r, doc, want[r], sorted(names.get(r, ())), total)
+        errors += check_metric_reads(args, r, locs.get(r, ()), reads)
     return errors
 
 
@@ -159,8 +212,7 @@ def check_records(trace_dir: Path, nranks: int, expect: str | None) -> list[str]
     errors: list[str] = []
     records = trace_dir / "perfvar" / "records"
     for r in range(nranks):
-        meta = trace_dir / "perfvar" / f"rank-{r}.json"
-        doc = json.loads(meta.read_text()) if meta.exists() else {}
+        doc = rank_meta(trace_dir, r)
         left = [p.name for p in (records.glob(f"rank-{r}.*") if records.is_dir() else [])]
         kept = doc.get("records_kept")
         if kept is False and left:
@@ -177,7 +229,7 @@ def check_records(trace_dir: Path, nranks: int, expect: str | None) -> list[str]
     return errors
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace_dir", type=Path)
     ap.add_argument("--ranks", type=int, help="expected number of ranks")
@@ -210,286 +262,485 @@ def main() -> int:
     ap.add_argument("--records", choices=("removed", "kept"),
                     help="the raw records (DIR/perfvar/records) after the run: removed (a clean "
                          "finish) or kept (PERFVAR_KEEP_RECORDS=1, or a rank died)")
-    args = ap.parse_args()
-    archive = args.trace_dir / "traces.otf2"
-    errors: list[str] = []
+    return ap.parse_args()
 
+
+def check_otf2_print(archive: Path) -> list[str]:
     p = subprocess.run(["otf2-print", "-Werror", str(archive)], capture_output=True, text=True)
     if p.returncode != 0:
-        errors.append(f"otf2-print -Werror failed: {p.stderr.strip()[:500]}")
+        return [f"otf2-print -Werror failed: {p.stderr.strip()[:500]}"]
+    return []
 
-    sends: collections.Counter = collections.Counter()
-    recvs: collections.Counter = collections.Counter()
-    colls: collections.Counter = collections.Counter()  # (communicator, world rank) -> count
-    comm_members: dict[str, list[int]] = {}
-    comms_used: set[str] = set()
+
+Loc = tuple[int, int]  # a location: (rank, thread)
+
+
+@dataclass(frozen=True)
+class At:
+    """Where an event is: its location, how messages name it, the location's previous event."""
+    loc: Loc
+    where: str
+    prev: object
+
+
+@dataclass
+class TraceScan:
+    """One pass over a trace's events with the Python reader: the errors found on the way, and
+    what the checks after it need. Per location, keyed (rank, thread), unless said."""
+    errors: list[str] = field(default_factory=list)
+    sends: collections.Counter = field(default_factory=collections.Counter)
+    recvs: collections.Counter = field(default_factory=collections.Counter)
+    # (communicator, world rank) -> count
+    colls: collections.Counter = field(default_factory=collections.Counter)
+    comm_members: dict[str, list[int]] = field(default_factory=dict)
+    comms_used: set[str] = field(default_factory=set)
     # (rank, kind, request id) -> started - completed: every request completes exactly once
-    requests: collections.Counter = collections.Counter()
-    # per location, keyed (rank, thread)
-    calls: dict[tuple[int, int], collections.Counter] = collections.defaultdict(collections.Counter)
-    segments: collections.Counter = collections.Counter()
-    last_t: dict[tuple[int, int], int] = {}
-    stacks: dict[tuple[int, int], list] = collections.defaultdict(list)
-    open_colls: collections.Counter = collections.Counter()
-    locs: dict[int, set] = collections.defaultdict(set)  # rank -> its threads
-    nevents = 0
-    # probes per location: count, ticks, and what the schedule check needs
-    probes: collections.Counter = collections.Counter()
-    probe_ticks: collections.Counter = collections.Counter()
-    prev_ev: dict[tuple[int, int], object] = {}  # the location's previous event
-    cpu_now: dict[tuple[int, int], int] = {}  # the location's last `cpu` attribute
-    after_probe: dict[tuple[int, int], int] = {}  # a probe's Leave time, until the next event
-    probe_start: dict[tuple[int, int], int] = {}  # the open or last probe's Enter time
-    call_entries: dict[tuple[int, int], list[int]] = collections.defaultdict(list)
-    metric_names: dict[int, set] = collections.defaultdict(set)  # rank -> its classes' members
-    metric_last: dict[tuple[int, int], list[int]] = {}  # the location's last totals
-    metric_reads: collections.Counter = collections.Counter()
-    period = None
-    resolution = 0.0
-    try:
-        with otf2.reader.open(str(archive)) as trace:
-            cp = trace.definitions.clock_properties
-            resolution = cp.timer_resolution
-            lo, hi = cp.global_offset, cp.global_offset + cp.trace_length
-            if args.probe_period_ms:
-                period = args.probe_period_ms * cp.timer_resolution / 1e3  # ticks
-                slack = period * 1e-3 + 2  # the rank's own tick rate and the readers' rounding
-            for location in trace.definitions.locations:
-                locs[rank_of(location)].add(thread_of(location))
-            for location, ev in trace.events:
-                nevents += 1
-                r = rank_of(location)
-                loc = (r, thread_of(location))
-                t = ev.time
-                if t < last_t.get(loc, 0):
-                    errors.append(f"rank {r} thread {loc[1]}: time goes back at {t}")
-                last_t[loc] = t
-                if not lo <= t <= hi:
-                    errors.append(f"rank {r}: time {t} outside [{lo}, {hi}]")
-                prev = prev_ev.get(loc)
-                where = f"rank {r} thread {loc[1]}"
-                if isinstance(ev, otf2.events.Metric):  # not an event the others are placed by
-                    errors += check_metric(ev, prev, where, metric_last, loc)
-                    metric_names[r].add(tuple(m.name for m in ev.metric.members))
-                    metric_reads[loc] += loc in metric_last  # the first is the zeros
-                    metric_last[loc] = list(ev.values)
-                    continue
-                prev_ev[loc] = ev
-                if isinstance(ev, (otf2.events.Enter, otf2.events.Leave)):
-                    for attr, value in (ev.attributes or {}).items():
-                        if attr.name == "cpu":  # written where it changed, carried forward
-                            cpu_now[loc] = value
-                if loc in after_probe:  # the event right after a probe: its MPI call's Enter
-                    left = after_probe.pop(loc)
-                    if not (isinstance(ev, otf2.events.Enter)
-                            and ev.region.paradigm == otf2.Paradigm.MPI and t >= left):
-                        errors.append(f"{where}: a probe is followed by {type(ev).__name__} "
-                                      f"{getattr(ev, 'region', None)}, not an MPI region's Enter")
-                if isinstance(ev, otf2.events.Enter):
-                    canonical = ev.region.canonical_name
-                    if canonical == PROBE:
-                        outer = [x.name for x in stacks[loc]
-                                 if not x.canonical_name.startswith("perfvar:user:")]
-                        if outer:
-                            errors.append(f"{where}: probe inside {outer}")
-                        if not (isinstance(prev, otf2.events.Leave)
-                                and prev.region.canonical_name.startswith(SEGMENT)):
-                            errors.append(f"{where}: probe at {t} not right after a segment's Leave")
-                        if cpu_now.get(loc, CPU_UNKNOWN) == CPU_UNKNOWN:
-                            errors.append(f"{where}: probe Enter with no CPU known")
-                        if period is not None and isinstance(prev, otf2.events.Leave):
-                            # prev.time is the entry read that found the probe due
-                            last = probe_start.get(loc)
-                            if last is not None and prev.time < last + period - slack:
-                                errors.append(f"{where}: probe at {t} only "
-                                              f"{(t - last) / period:.4f} periods after the last")
-                            call_entries[loc].append(prev.time)
-                        probe_start[loc] = t
-                    elif (period is not None and ev.region.paradigm == otf2.Paradigm.MPI
-                          and isinstance(prev, otf2.events.Leave)
-                          and prev.region.canonical_name.startswith(SEGMENT)):
-                        # a traced call that ran no probe: none was due at its entry read (t)
-                        last = probe_start.get(loc)
-                        if last is not None and t >= last + period + slack:
-                            errors.append(f"{where}: no probe at the call {ev.region.name} at {t}, "
-                                          f"{(t - last) / period:.4f} periods after the last")
-                        call_entries[loc].append(t)
-                    stacks[loc].append(ev.region)
-                    if canonical.startswith(SEGMENT):
-                        segments[loc] += 1
-                    elif canonical == PROBE:
-                        probes[loc] += 1
-                    else:
-                        calls[loc][ev.region.name] += 1
-                elif isinstance(ev, otf2.events.Leave):
-                    if not stacks[loc] or stacks[loc][-1] != ev.region:
-                        errors.append(f"{where}: Leave {ev.region.name} does not "
-                                      "match the open region")
-                    else:
-                        stacks[loc].pop()
-                    if ev.region.canonical_name == PROBE:
-                        if cpu_now.get(loc, CPU_UNKNOWN) == CPU_UNKNOWN:
-                            errors.append(f"{where}: probe Leave with no CPU known")
-                        if loc in probe_start:
-                            probe_ticks[loc] += t - probe_start[loc]
-                        after_probe[loc] = t
-                elif isinstance(ev, (otf2.events.MpiSend, otf2.events.MpiIsend)):
-                    peer = world_ranks(ev.communicator)[ev.receiver]
-                    comms_used.add(ev.communicator.name)
-                    sends[(r, peer, ev.msg_tag, ev.msg_length)] += 1
-                    if isinstance(ev, otf2.events.MpiIsend):
-                        requests[(r, "isend", ev.request_id)] += 1
-                elif isinstance(ev, otf2.events.MpiIsendComplete):
-                    requests[(r, "isend", ev.request_id)] -= 1
-                elif isinstance(ev, otf2.events.MpiIrecvRequest):
-                    requests[(r, "irecv", ev.request_id)] += 1
-                elif isinstance(ev, (otf2.events.MpiRecv, otf2.events.MpiIrecv)):
-                    peer = world_ranks(ev.communicator)[ev.sender]
-                    recvs[(peer, r, ev.msg_tag, ev.msg_length)] += 1
-                    if isinstance(ev, otf2.events.MpiIrecv):
-                        requests[(r, "irecv", ev.request_id)] -= 1
-                elif isinstance(ev, otf2.events.NonBlockingCollectiveRequest):
-                    requests[(r, "icoll", ev.request_id)] += 1
-                elif isinstance(ev, otf2.events.NonBlockingCollectiveComplete):
-                    requests[(r, "icoll", ev.request_id)] -= 1
-                    members = world_ranks(ev.communicator)
-                    comm_members[ev.communicator.name] = members
-                    colls[(ev.communicator.name, r)] += 1
-                    comms_used.add(ev.communicator.name)
-                elif isinstance(ev, otf2.events.MpiCollectiveBegin):
-                    open_colls[loc] += 1
-                elif isinstance(ev, otf2.events.MpiCollectiveEnd):
-                    open_colls[loc] -= 1
-                    members = world_ranks(ev.communicator)
-                    if r not in members:
-                        errors.append(f"rank {r}: collective on {ev.communicator.name}, "
-                                      f"which it is not a member of")
-                    comm_members[ev.communicator.name] = members
-                    colls[(ev.communicator.name, r)] += 1
-                    comms_used.add(ev.communicator.name)
-    except Exception as exc:  # the reader's own failure is the finding
-        errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
-        for r, k in last_t:
-            locs[r].add(k)
-    nranks = len(locs)
+    requests: collections.Counter = field(default_factory=collections.Counter)
+    calls: dict[Loc, collections.Counter] = field(
+        default_factory=lambda: collections.defaultdict(collections.Counter))
+    segments: collections.Counter = field(default_factory=collections.Counter)
+    last_t: dict[Loc, int] = field(default_factory=dict)
+    stacks: dict[Loc, list] = field(default_factory=lambda: collections.defaultdict(list))
+    open_colls: collections.Counter = field(default_factory=collections.Counter)
+    # rank -> its threads
+    locs: dict[int, set] = field(default_factory=lambda: collections.defaultdict(set))
+    nevents: int = 0
+    # probes: count, ticks, and what the schedule check needs
+    probes: collections.Counter = field(default_factory=collections.Counter)
+    probe_ticks: collections.Counter = field(default_factory=collections.Counter)
+    prev_ev: dict[Loc, object] = field(default_factory=dict)  # the location's previous event
+    cpu_now: dict[Loc, int] = field(default_factory=dict)  # the location's last `cpu` attribute
+    after_probe: dict[Loc, int] = field(default_factory=dict)  # a probe's Leave, until the next
+    probe_start: dict[Loc, int] = field(default_factory=dict)  # the open or last probe's Enter
+    call_entries: dict[Loc, list[int]] = field(
+        default_factory=lambda: collections.defaultdict(list))
+    # rank -> its classes' members
+    metric_names: dict[int, set] = field(default_factory=lambda: collections.defaultdict(set))
+    metric_last: dict[Loc, list[int]] = field(default_factory=dict)  # the location's last totals
+    metric_reads: collections.Counter = field(default_factory=collections.Counter)
+    # the clock: ticks per second, the trace's time range, the probe period and slack in ticks
+    resolution: float = 0.0
+    lo: int = 0
+    hi: int = 0
+    period: float | None = None
+    slack: float = 0.0
 
-    for (r, k) in after_probe:
-        errors.append(f"rank {r} thread {k}: the last event is a probe's Leave")
-    if period is not None:
-        for (r, k), entries in call_entries.items():
-            # Consecutive probes are at most P + one gap between calls apart, whatever the load.
-            if len(entries) < 2:
-                continue
-            span = entries[-1] - entries[0]
-            gap = max(b - a for a, b in zip(entries, entries[1:]))
-            least = int(span // (period + gap + slack)) - 1
-            if probes[(r, k)] < least:
-                errors.append(f"rank {r} thread {k}: {probes[(r, k)]} probes, expected >= {least} "
-                              f"(calls span {span / period:.1f} periods, longest gap "
-                              f"{gap / period:.2f})")
-    for (r, k), st in stacks.items():
-        if st:
-            errors.append(f"rank {r} thread {k}: regions left open: {[x.name for x in st]}")
-    for (r, k), n in open_colls.items():
-        if n:
-            errors.append(f"rank {r} thread {k}: {n} collective begin(s) without end")
+    @property
+    def nranks(self) -> int:
+        return len(self.locs)
+
+    def read(self, archive: Path, probe_period_ms: int | None) -> None:
+        try:
+            with otf2.reader.open(str(archive)) as trace:
+                self.set_clock(trace.definitions.clock_properties, probe_period_ms)
+                for location in trace.definitions.locations:
+                    self.locs[rank_of(location)].add(thread_of(location))
+                for location, ev in trace.events:
+                    self.on_event(location, ev)
+        except Exception as exc:  # the reader's own failure is the finding
+            self.errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
+            for r, k in self.last_t:
+                self.locs[r].add(k)
+
+    def set_clock(self, cp, probe_period_ms: int | None) -> None:
+        self.resolution = cp.timer_resolution
+        self.lo, self.hi = cp.global_offset, cp.global_offset + cp.trace_length
+        if probe_period_ms:
+            self.period = probe_period_ms * cp.timer_resolution / 1e3  # ticks
+            self.slack = self.period * 1e-3 + 2  # the rank's own tick rate and readers' rounding
+
+    def on_event(self, location, ev) -> None:
+        self.nevents += 1
+        r = rank_of(location)
+        loc = (r, thread_of(location))
+        self.check_time(loc, ev.time)
+        at = At(loc, f"rank {r} thread {loc[1]}", self.prev_ev.get(loc))
+        if isinstance(ev, otf2.events.Metric):  # not an event the others are placed by
+            self.on_metric(ev, at)
+            return
+        self.prev_ev[loc] = ev
+        if isinstance(ev, (otf2.events.Enter, otf2.events.Leave)):
+            self.note_cpu(ev, loc)
+        if loc in self.after_probe:  # the event right after a probe: its MPI call's Enter
+            self.check_after_probe(ev, at)
+        for types, handler in self.HANDLERS:
+            if isinstance(ev, types):
+                handler(self, ev, at)
+                break
+
+    def check_time(self, loc: Loc, t: int) -> None:
+        r = loc[0]
+        if t < self.last_t.get(loc, 0):
+            self.errors.append(f"rank {r} thread {loc[1]}: time goes back at {t}")
+        self.last_t[loc] = t
+        if not self.lo <= t <= self.hi:
+            self.errors.append(f"rank {r}: time {t} outside [{self.lo}, {self.hi}]")
+
+    def on_metric(self, ev, at: At) -> None:
+        loc = at.loc
+        self.errors += check_metric(ev, at.prev, at.where, self.metric_last, loc)
+        self.metric_names[loc[0]].add(tuple(m.name for m in ev.metric.members))
+        self.metric_reads[loc] += loc in self.metric_last  # the first is the zeros
+        self.metric_last[loc] = list(ev.values)
+
+    def note_cpu(self, ev, loc: Loc) -> None:
+        for attr, value in (ev.attributes or {}).items():
+            if attr.name == "cpu":  # written where it changed, carried forward
+                self.cpu_now[loc] = value
+
+    def cpu_unknown(self, loc: Loc) -> bool:
+        return self.cpu_now.get(loc, CPU_UNKNOWN) == CPU_UNKNOWN
+
+    def check_after_probe(self, ev, at: At) -> None:
+        left = self.after_probe.pop(at.loc)
+        if not (isinstance(ev, otf2.events.Enter)
+                and ev.region.paradigm == otf2.Paradigm.MPI and ev.time >= left):
+            self.errors.append(f"{at.where}: a probe is followed by {type(ev).__name__} "
+                               f"{getattr(ev, 'region', None)}, not an MPI region's Enter")
+
+    # ---- Enter and Leave ----
+    def on_enter(self, ev, at: At) -> None:
+        canonical = ev.region.canonical_name
+        if canonical == PROBE:
+            self.check_probe_enter(ev, at)
+        elif (self.period is not None and ev.region.paradigm == otf2.Paradigm.MPI
+              and ends_segment(at.prev)):
+            self.check_call_without_probe(ev, at)
+        self.stacks[at.loc].append(ev.region)
+        if canonical.startswith(SEGMENT):
+            self.segments[at.loc] += 1
+        elif canonical == PROBE:
+            self.probes[at.loc] += 1
+        else:
+            self.calls[at.loc][ev.region.name] += 1
+
+    def check_probe_enter(self, ev, at: At) -> None:
+        loc, t, prev = at.loc, ev.time, at.prev
+        outer = [x.name for x in self.stacks[loc]
+                 if not x.canonical_name.startswith("perfvar:user:")]
+        if outer:
+            self.errors.append(f"{at.where}: probe inside {outer}")
+        if not ends_segment(prev):
+            self.errors.append(f"{at.where}: probe at {t} not right after a segment's Leave")
+        if self.cpu_unknown(loc):
+            self.errors.append(f"{at.where}: probe Enter with no CPU known")
+        if self.period is not None and isinstance(prev, otf2.events.Leave):
+            # prev.time is the entry read that found the probe due
+            last = self.probe_start.get(loc)
+            if last is not None and prev.time < last + self.period - self.slack:
+                self.errors.append(f"{at.where}: probe at {t} only "
+                                   f"{(t - last) / self.period:.4f} periods after the last")
+            self.call_entries[loc].append(prev.time)
+        self.probe_start[loc] = t
+
+    def check_call_without_probe(self, ev, at: At) -> None:
+        # a traced call that ran no probe: none was due at its entry read (t)
+        t = ev.time
+        last = self.probe_start.get(at.loc)
+        if last is not None and t >= last + self.period + self.slack:
+            self.errors.append(f"{at.where}: no probe at the call {ev.region.name} at {t}, "
+                               f"{(t - last) / self.period:.4f} periods after the last")
+        self.call_entries[at.loc].append(t)
+
+    def on_leave(self, ev, at: At) -> None:
+        loc = at.loc
+        if not self.stacks[loc] or self.stacks[loc][-1] != ev.region:
+            self.errors.append(f"{at.where}: Leave {ev.region.name} does not "
+                               "match the open region")
+        else:
+            self.stacks[loc].pop()
+        if ev.region.canonical_name == PROBE:
+            if self.cpu_unknown(loc):
+                self.errors.append(f"{at.where}: probe Leave with no CPU known")
+            if loc in self.probe_start:
+                self.probe_ticks[loc] += ev.time - self.probe_start[loc]
+            self.after_probe[loc] = ev.time
+
+    # ---- messages, requests and collectives ----
+    def on_send(self, ev, at: At) -> None:
+        r = at.loc[0]
+        peer = world_ranks(ev.communicator)[ev.receiver]
+        self.comms_used.add(ev.communicator.name)
+        self.sends[(r, peer, ev.msg_tag, ev.msg_length)] += 1
+        if isinstance(ev, otf2.events.MpiIsend):
+            self.requests[(r, "isend", ev.request_id)] += 1
+
+    def on_isend_complete(self, ev, at: At) -> None:
+        self.requests[(at.loc[0], "isend", ev.request_id)] -= 1
+
+    def on_irecv_request(self, ev, at: At) -> None:
+        self.requests[(at.loc[0], "irecv", ev.request_id)] += 1
+
+    def on_recv(self, ev, at: At) -> None:
+        r = at.loc[0]
+        peer = world_ranks(ev.communicator)[ev.sender]
+        self.recvs[(peer, r, ev.msg_tag, ev.msg_length)] += 1
+        if isinstance(ev, otf2.events.MpiIrecv):
+            self.requests[(r, "irecv", ev.request_id)] -= 1
+
+    def on_icoll_request(self, ev, at: At) -> None:
+        self.requests[(at.loc[0], "icoll", ev.request_id)] += 1
+
+    def on_icoll_complete(self, ev, at: At) -> None:
+        self.requests[(at.loc[0], "icoll", ev.request_id)] -= 1
+        self.note_collective(ev.communicator, at.loc[0], world_ranks(ev.communicator))
+
+    def on_coll_begin(self, ev, at: At) -> None:
+        self.open_colls[at.loc] += 1
+
+    def on_coll_end(self, ev, at: At) -> None:
+        r = at.loc[0]
+        self.open_colls[at.loc] -= 1
+        members = world_ranks(ev.communicator)
+        if r not in members:
+            self.errors.append(f"rank {r}: collective on {ev.communicator.name}, "
+                               f"which it is not a member of")
+        self.note_collective(ev.communicator, r, members)
+
+    def note_collective(self, comm, r: int, members: list[int]) -> None:
+        self.comm_members[comm.name] = members
+        self.colls[(comm.name, r)] += 1
+        self.comms_used.add(comm.name)
+
+    # The first type that matches an event handles it.
+    HANDLERS = (
+        (otf2.events.Enter, on_enter),
+        (otf2.events.Leave, on_leave),
+        ((otf2.events.MpiSend, otf2.events.MpiIsend), on_send),
+        (otf2.events.MpiIsendComplete, on_isend_complete),
+        (otf2.events.MpiIrecvRequest, on_irecv_request),
+        ((otf2.events.MpiRecv, otf2.events.MpiIrecv), on_recv),
+        (otf2.events.NonBlockingCollectiveRequest, on_icoll_request),
+        (otf2.events.NonBlockingCollectiveComplete, on_icoll_complete),
+        (otf2.events.MpiCollectiveBegin, on_coll_begin),
+        (otf2.events.MpiCollectiveEnd, on_coll_end),
+    )
+
+
+# ---- the checks after the pass: each (args, scan) -> errors, in the order they are reported ----
+def check_last_events(args, scan: TraceScan) -> list[str]:
+    return [f"rank {r} thread {k}: the last event is a probe's Leave" for r, k in scan.after_probe]
+
+
+def check_probe_schedule(args, scan: TraceScan) -> list[str]:
+    """Enough probes on each thread for the span of its traced calls."""
+    if scan.period is None:
+        return []
+    errors = []
+    period = scan.period
+    for (r, k), entries in scan.call_entries.items():
+        # Consecutive probes are at most P + one gap between calls apart, whatever the load.
+        if len(entries) < 2:
+            continue
+        span = entries[-1] - entries[0]
+        gap = max(b - a for a, b in zip(entries, entries[1:]))
+        least = int(span // (period + gap + scan.slack)) - 1
+        if scan.probes[(r, k)] < least:
+            errors.append(f"rank {r} thread {k}: {scan.probes[(r, k)]} probes, expected >= {least} "
+                          f"(calls span {span / period:.1f} periods, longest gap "
+                          f"{gap / period:.2f})")
+    return errors
+
+
+def check_open_regions(args, scan: TraceScan) -> list[str]:
+    errors = [f"rank {r} thread {k}: regions left open: {[x.name for x in st]}"
+              for (r, k), st in scan.stacks.items() if st]
+    errors += [f"rank {r} thread {k}: {n} collective begin(s) without end"
+               for (r, k), n in scan.open_colls.items() if n]
+    return errors
+
+
+def check_messages(args, scan: TraceScan) -> list[str]:
+    errors = []
+    sends, recvs = scan.sends, scan.recvs
     if sends != recvs and not args.cut:
         diff = (sends - recvs) + (recvs - sends)
         errors.append(f"unmatched messages: {dict(list(diff.items())[:5])}")
     # A request may stay incomplete (MPI_Request_free, an unmatched MPI_ANY_SOURCE in Waitsome), but
     # never complete twice or without having been started.
-    unpaired = {k: v for k, v in requests.items() if v < 0}
+    unpaired = {k: v for k, v in scan.requests.items() if v < 0}
     if unpaired:
         errors.append(f"non-blocking requests completed without a start or twice: "
                       f"{dict(list(unpaired.items())[:5])}")
-    for name, members in comm_members.items():
-        per_member = {m: colls[(name, m)] for m in members}
+    return errors
+
+
+def check_collectives(args, scan: TraceScan) -> list[str]:
+    errors = []
+    for name, members in scan.comm_members.items():
+        per_member = {m: scan.colls[(name, m)] for m in members}
         if len(set(per_member.values())) > 1 and not args.cut:
             errors.append(f"the members of {name} disagree on its number of collectives: "
                           f"{per_member}")
-    if args.ranks is not None and nranks != args.ranks:
-        errors.append(f"{nranks} ranks, expected {args.ranks}")
-    for r in range(nranks):
-        threads = sorted(locs.get(r, ()))
-        if threads != list(range(args.threads)):
-            errors.append(f"rank {r}: threads {threads}, expected 0..{args.threads - 1}")
-        for name, count in counts(args.calls):
-            n = sum(calls[(r, k)][name] for k in threads)
-            if n != count:
-                errors.append(f"rank {r}: {n} x {name}, expected {count}")
-        for name, count in counts(args.thread_calls):
-            for k in threads[1:]:
-                if calls[(r, k)][name] != count:
-                    errors.append(f"rank {r} thread {k}: {calls[(r, k)][name]} x {name}, "
-                                  f"expected {count}")
-        for k in threads:
-            if segments[(r, k)] < args.min_segments:
-                errors.append(f"rank {r} thread {k}: {segments[(r, k)]} segments, expected >= "
-                              f"{args.min_segments}")
-        meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
-        if not meta.exists():
-            errors.append(f"missing {meta}")
-            continue
-        doc = json.loads(meta.read_text())
-        events = doc["events"]
-        if events["lost"]:
-            errors.append(f"rank {r}: events lost")
-        if events["buffer_flushes"] < args.min_flushes:
-            errors.append(f"rank {r}: {events['buffer_flushes']} buffer flushes, "
-                          f"expected >= {args.min_flushes}")
-        counted = doc["mpi"]["calls"]
-        for item in filter(None, args.counted.split(",")):
-            name, count = item.split("=")
-            if counted.get(name, 0) != int(count):
-                errors.append(f"rank {r}: perfvar counted {counted.get(name, 0)} x {name}, "
+    return errors
+
+
+# ---- a rank in the trace: each (args, scan, r, threads) -> errors ----
+def check_rank_threads(args, scan: TraceScan, r: int, threads: list[int]) -> list[str]:
+    if threads != list(range(args.threads)):
+        return [f"rank {r}: threads {threads}, expected 0..{args.threads - 1}"]
+    return []
+
+
+def check_rank_calls(args, scan: TraceScan, r: int, threads: list[int]) -> list[str]:
+    """Enter counts: per rank (--calls), per thread but the master thread (--thread-calls)."""
+    errors = []
+    calls = scan.calls
+    for name, count in counts(args.calls):
+        n = sum(calls[(r, k)][name] for k in threads)
+        if n != count:
+            errors.append(f"rank {r}: {n} x {name}, expected {count}")
+    for name, count in counts(args.thread_calls):
+        for k in threads[1:]:
+            if calls[(r, k)][name] != count:
+                errors.append(f"rank {r} thread {k}: {calls[(r, k)][name]} x {name}, "
                               f"expected {count}")
-        if args.layer and doc["mpi"]["layer"] != args.layer:
-            errors.append(f"rank {r}: layer {doc['mpi']['layer']}, expected {args.layer}")
-        # Both layers know their library's status layout: a receive's size read from the status
-        # fields must have agreed with MPI_Get_count at the start.
-        if args.layer and doc["mpi"].get("status_sizes") != "fields":
-            errors.append(f"rank {r}: status sizes by {doc['mpi'].get('status_sizes')}, expected fields")
-        if doc.get("untraced_thread_calls"):
-            errors.append(f"rank {r}: {doc['untraced_thread_calls']} untraced thread calls")
-        rank_probes = sum(probes[(r, k)] for k in threads)
-        if rank_probes < args.min_probes:
-            errors.append(f"rank {r}: {rank_probes} probes, expected >= {args.min_probes}")
-        errors += check_probe_meta(r, doc.get("probe"), threads, probes, probe_ticks,
-                                   args.probe_period_ms, resolution,
-                                   doc.get("calibration", {}).get("t_min_adds", 0))
-        if args.probe_k_source:
-            probe = doc.get("probe") or {}
-            if probe.get("k_source") != args.probe_k_source:
-                errors.append(f"rank {r}: probe K from {probe.get('k_source')!r}, expected "
-                              f"{args.probe_k_source!r}")
+    return errors
 
-        # A trace rebuilt by perfvar-recover: rank-N.json is the one the start wrote (no threads
-        # yet); ended-rank-N.json describes the threads whose records were converted.
-        ended = args.trace_dir / "perfvar" / f"ended-rank-{r}.json"
-        if doc.get("complete") is False and ended.exists():
-            doc = dict(doc, threads=json.loads(ended.read_text())["threads"])
-        described = sorted(x["thread"] for x in doc.get("threads", []))
-        if described != threads:
-            errors.append(f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
-                          f"{threads}")
-    errors += check_metrics_meta(args, nranks, locs, metric_names, metric_reads)
-    errors += check_records(args.trace_dir, nranks, args.records)
-    if args.messages and not sum(sends.values()):
+
+def check_rank_segments(args, scan: TraceScan, r: int, threads: list[int]) -> list[str]:
+    return [f"rank {r} thread {k}: {scan.segments[(r, k)]} segments, expected >= "
+            f"{args.min_segments}" for k in threads if scan.segments[(r, k)] < args.min_segments]
+
+
+RANK_TRACE_CHECKS = (check_rank_threads, check_rank_calls, check_rank_segments)
+
+
+# ---- rank-N.json of a rank: each (args, scan, r, threads, doc) -> errors ----
+def check_events_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    errors = []
+    events = doc["events"]
+    if events["lost"]:
+        errors.append(f"rank {r}: events lost")
+    if events["buffer_flushes"] < args.min_flushes:
+        errors.append(f"rank {r}: {events['buffer_flushes']} buffer flushes, "
+                      f"expected >= {args.min_flushes}")
+    return errors
+
+
+def check_mpi_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    errors = []
+    counted = doc["mpi"]["calls"]
+    for item in filter(None, args.counted.split(",")):
+        name, count = item.split("=")
+        if counted.get(name, 0) != int(count):
+            errors.append(f"rank {r}: perfvar counted {counted.get(name, 0)} x {name}, "
+                          f"expected {count}")
+    if args.layer and doc["mpi"]["layer"] != args.layer:
+        errors.append(f"rank {r}: layer {doc['mpi']['layer']}, expected {args.layer}")
+    # Both layers know their library's status layout: a receive's size read from the status
+    # fields must have agreed with MPI_Get_count at the start.
+    if args.layer and doc["mpi"].get("status_sizes") != "fields":
+        errors.append(f"rank {r}: status sizes by {doc['mpi'].get('status_sizes')}, "
+                      "expected fields")
+    if doc.get("untraced_thread_calls"):
+        errors.append(f"rank {r}: {doc['untraced_thread_calls']} untraced thread calls")
+    return errors
+
+
+def check_probes_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    errors = []
+    rank_probes = sum(scan.probes[(r, k)] for k in threads)
+    if rank_probes < args.min_probes:
+        errors.append(f"rank {r}: {rank_probes} probes, expected >= {args.min_probes}")
+    errors += check_probe_meta(r, doc.get("probe"), threads, scan.probes, scan.probe_ticks,
+                               args.probe_period_ms, scan.resolution,
+                               doc.get("calibration", {}).get("t_min_adds", 0))
+    if args.probe_k_source:
+        probe = doc.get("probe") or {}
+        if probe.get("k_source") != args.probe_k_source:
+            errors.append(f"rank {r}: probe K from {probe.get('k_source')!r}, expected "
+                          f"{args.probe_k_source!r}")
+    return errors
+
+
+def check_threads_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    # A trace rebuilt by perfvar-recover: rank-N.json is the one the start wrote (no threads
+    # yet); ended-rank-N.json describes the threads whose records were converted.
+    ended = args.trace_dir / "perfvar" / f"ended-rank-{r}.json"
+    if doc.get("complete") is False and ended.exists():
+        doc = dict(doc, threads=json.loads(ended.read_text())["threads"])
+    described = sorted(x["thread"] for x in doc.get("threads", []))
+    if described != threads:
+        return [f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
+                f"{threads}"]
+    return []
+
+
+RANK_DOC_CHECKS = (check_events_doc, check_mpi_doc, check_probes_doc, check_threads_doc)
+
+
+def check_rank(args, scan: TraceScan, r: int) -> list[str]:
+    """Rank r in the trace, then its rank-N.json."""
+    threads = sorted(scan.locs.get(r, ()))
+    errors = []
+    for check in RANK_TRACE_CHECKS:
+        errors += check(args, scan, r, threads)
+    meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
+    if not meta.exists():
+        return errors + [f"missing {meta}"]
+    doc = json.loads(meta.read_text())
+    for check in RANK_DOC_CHECKS:
+        errors += check(args, scan, r, threads, doc)
+    return errors
+
+
+def check_ranks(args, scan: TraceScan) -> list[str]:
+    errors = []
+    if args.ranks is not None and scan.nranks != args.ranks:
+        errors.append(f"{scan.nranks} ranks, expected {args.ranks}")
+    for r in range(scan.nranks):
+        errors += check_rank(args, scan, r)
+    return errors
+
+
+def check_metrics(args, scan: TraceScan) -> list[str]:
+    return check_metrics_meta(args, scan.nranks, scan.locs, scan.metric_names, scan.metric_reads)
+
+
+def check_raw_records(args, scan: TraceScan) -> list[str]:
+    return check_records(args.trace_dir, scan.nranks, args.records)
+
+
+def check_communication(args, scan: TraceScan) -> list[str]:
+    errors = []
+    if args.messages and not sum(scan.sends.values()):
         errors.append("no messages recorded")
-    if len(comms_used) < args.min_comms:
-        errors.append(f"records on {len(comms_used)} communicators {sorted(comms_used)}, expected "
-                      f">= {args.min_comms}")
+    if len(scan.comms_used) < args.min_comms:
+        errors.append(f"records on {len(scan.comms_used)} communicators "
+                      f"{sorted(scan.comms_used)}, expected >= {args.min_comms}")
+    return errors
 
+
+AFTER_SCAN_CHECKS = (check_last_events, check_probe_schedule, check_open_regions, check_messages,
+                     check_collectives, check_ranks, check_metrics, check_raw_records,
+                     check_communication)
+
+
+def report(args, scan: TraceScan, errors: list[str]) -> int:
     if errors:
         print(f"check_trace: {args.trace_dir}: FAILED", file=sys.stderr)
         for e in errors[:20]:
             print(f"  {e}", file=sys.stderr)
         return 1
-    nlocs = sum(len(x) for x in locs.values())
-    print(f"check_trace: {args.trace_dir}: ok ({nranks} ranks, {nlocs} locations, {nevents} events, "
-          f"{sum(sends.values())} messages matched, {sum(colls.values())} collective records, "
-          f"{sum(segments.values())} segments, {sum(probes.values())} probes)")
+    nlocs = sum(len(x) for x in scan.locs.values())
+    print(f"check_trace: {args.trace_dir}: ok ({scan.nranks} ranks, {nlocs} locations, "
+          f"{scan.nevents} events, {sum(scan.sends.values())} messages matched, "
+          f"{sum(scan.colls.values())} collective records, {sum(scan.segments.values())} segments, "
+          f"{sum(scan.probes.values())} probes)")
     return 0
+
+
+def main() -> int:
+    args = parse_args()
+    archive = args.trace_dir / "traces.otf2"
+    errors = check_otf2_print(archive)
+    scan = TraceScan()
+    scan.read(archive, args.probe_period_ms)
+    errors += scan.errors
+    for check in AFTER_SCAN_CHECKS:
+        errors += check(args, scan)
+    return report(args, scan, errors)
 
 
 if __name__ == "__main__":

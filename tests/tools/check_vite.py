@@ -234,7 +234,7 @@ def screenshot(trace: Path, display: str, out: Path, env: dict) -> tuple[int, st
     return crossings, log.read_text(errors="replace")
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace", type=Path, help="trace directory (holding traces.otf2)")
     ap.add_argument("--out", type=Path, help="where to keep vite.svg, vite.png and the logs "
@@ -242,7 +242,11 @@ def main() -> int:
     ap.add_argument("--skip-if-missing", action="store_true",
                     help="exit 77 (skip) when the trace does not exist: the run that makes it "
                     "was skipped")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def cannot_run(args) -> int | None:
+    """The exit status (message printed) when ViTE or the trace is missing, else None."""
     missing = [tool for tool in ("vite", "Xvfb") if not shutil.which(tool)]
     if missing:
         print(f"SKIP: {', '.join(missing)} not installed (Debian: apt-get install vite xvfb)")
@@ -253,56 +257,95 @@ def main() -> int:
             return SKIP
         print(f"FAIL: {args.trace}/traces.otf2 does not exist")
         return 1
-    tmp = None
-    if args.out:
-        out = args.out
-        out.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="check_vite.")
-        out = Path(tmp.name)
+    return None
 
-    expected, counted = trace_facts(args.trace)
-    errors = []
-    counters_note = ""
-    if not expected:
-        errors.append("the trace holds no message: nothing for ViTE to draw")
-    xvfb, display = start_xvfb()
+
+def output_dir(args) -> tuple[Path, tempfile.TemporaryDirectory | None]:
+    """--out (made if needed), else a temporary directory (returned too: removed with it)."""
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return args.out, None
+    tmp = tempfile.TemporaryDirectory(prefix="check_vite.")
+    return Path(tmp.name), tmp
+
+
+def vite_env(out: Path, display: str) -> dict:
     # ViTE keeps its settings under HOME; a fresh one keeps the test from the user's and theirs
     # from the test.
     runtime = out / "runtime"
     runtime.mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, DISPLAY=display, HOME=str(out), XDG_RUNTIME_DIR=str(runtime))
     env.pop("XAUTHORITY", None)
+    return env
+
+
+def check_drawing(svg: str, trace: Path, expected: collections.Counter,
+                  counted: set[int]) -> tuple[list[str], str]:
+    """ViTE's SVG against the trace: an arrow per message, counter curves on the ranks with
+    counters. Returns the errors and the note on counters for the summary."""
+    errors = []
+    rows = location_rows(trace)
+    drawn, arrow_errors = svg_arrows(svg, rows)
+    errors += arrow_errors
+    if drawn != expected:
+        errors.append(f"ViTE drew arrows (sender rank, receiver rank): {dict(drawn)}, "
+                      f"the trace has messages {dict(expected)}")
+    curves = svg_counter_rows(svg, rows)
+    if sorted(r for r in curves if r in counted) != sorted(counted):
+        errors.append(f"the trace has counters on ranks {sorted(counted)}; ViTE drew "
+                      f"counter curves on {sorted(curves)}")
+    counters_note = ""
+    if counted:
+        counters_note = (f"; its counters as curves on ranks {sorted(counted)} "
+                         f"({sum(curves.values())} segments)")
+    return errors, counters_note
+
+
+def check_export(trace: Path, out: Path, env: dict, expected: collections.Counter,
+                 counted: set[int]) -> tuple[list[str], str, str]:
+    """ViTE's SVG export (out/vite.svg, its output in out/vite-export.log): a clean parse and the
+    right drawing. Returns the errors, ViTE's output and the note on counters."""
+    svg = out / "vite.svg"
+    run = subprocess.run(["vite", "-e", str(svg), str(trace / "traces.otf2")],
+                         capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+    log = run.stdout + run.stderr
+    (out / "vite-export.log").write_text(log)
+    if run.returncode != 0 or not svg.is_file():
+        return [f"vite -e exited with {run.returncode} and "
+                f"{'an' if svg.is_file() else 'no'} SVG"], log, ""
+    errors, counters_note = check_drawing(svg.read_text(), trace, expected, counted)
+    return check_log(log) + errors, log, counters_note
+
+
+def check_gui(trace: Path, display: str, out: Path, env: dict) -> tuple[list[str], str]:
+    """ViTE's window, where ImageMagick can take screenshots: a clean parse and arrows shown.
+    Returns the errors and the note on the screenshot for the summary."""
+    if not (shutil.which("import") and shutil.which("convert")):
+        return [], "no screenshot (ImageMagick's import is not installed)"
+    crossings, gui_log = screenshot(trace, display, out, env)
+    errors = [f"GUI: {e}" for e in check_log(gui_log) if "0 errors" not in e]
+    if not crossings:
+        errors.append(f"no arrow showed in ViTE's window within {TIMEOUT_S} s")
+    return errors, f"screenshot: {crossings} arrows crossing between rank rows"
+
+
+def main() -> int:
+    args = parse_args()
+    status = cannot_run(args)
+    if status is not None:
+        return status
+    out, tmp = output_dir(args)
+
+    expected, counted = trace_facts(args.trace)
+    errors = []
+    if not expected:
+        errors.append("the trace holds no message: nothing for ViTE to draw")
+    xvfb, display = start_xvfb()
+    env = vite_env(out, display)
     try:
-        svg = out / "vite.svg"
-        run = subprocess.run(["vite", "-e", str(svg), str(args.trace / "traces.otf2")],
-                             capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
-        log = run.stdout + run.stderr
-        (out / "vite-export.log").write_text(log)
-        if run.returncode != 0 or not svg.is_file():
-            errors.append(f"vite -e exited with {run.returncode} and "
-                          f"{'an' if svg.is_file() else 'no'} SVG")
-        else:
-            errors += check_log(log)
-            drawn, arrow_errors = svg_arrows(svg.read_text(), location_rows(args.trace))
-            errors += arrow_errors
-            if drawn != expected:
-                errors.append(f"ViTE drew arrows (sender rank, receiver rank): {dict(drawn)}, "
-                              f"the trace has messages {dict(expected)}")
-            curves = svg_counter_rows(svg.read_text(), location_rows(args.trace))
-            if sorted(r for r in curves if r in counted) != sorted(counted):
-                errors.append(f"the trace has counters on ranks {sorted(counted)}; ViTE drew "
-                              f"counter curves on {sorted(curves)}")
-            if counted:
-                counters_note = (f"; its counters as curves on ranks {sorted(counted)} "
-                                 f"({sum(curves.values())} segments)")
-        crossings, shot_note = None, "no screenshot (ImageMagick's import is not installed)"
-        if shutil.which("import") and shutil.which("convert"):
-            crossings, gui_log = screenshot(args.trace, display, out, env)
-            shot_note = f"screenshot: {crossings} arrows crossing between rank rows"
-            errors += [f"GUI: {e}" for e in check_log(gui_log) if "0 errors" not in e]
-            if not crossings:
-                errors.append(f"no arrow showed in ViTE's window within {TIMEOUT_S} s")
+        export_errors, log, counters_note = check_export(args.trace, out, env, expected, counted)
+        gui_errors, shot_note = check_gui(args.trace, display, out, env)
+        errors += export_errors + gui_errors
     finally:
         xvfb.terminate()
         xvfb.wait()

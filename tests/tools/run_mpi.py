@@ -70,7 +70,7 @@ def fail(msg: str) -> None:
     sys.exit(1)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--np", type=int, required=True)
@@ -93,45 +93,84 @@ def main() -> None:
                     help="a probe (bench_metrics_read EVENTS 1 1): exit 77 (skipped) when it says "
                          "no event of EVENTS can be counted here")
     ap.add_argument("program", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    if a.skip_unless_metrics:  # perf events may be closed to us (perf_event_paranoid, a container)
-        probe = subprocess.run(shlex.split(a.skip_unless_metrics), capture_output=True, text=True,
-                               check=False)
-        said = re.search(r"^metrics-read (none: .*)$", probe.stdout, re.MULTILINE)
-        if probe.returncode != 0 or said or "metrics-read ns=" not in probe.stdout:
-            why = said.group(1) if said else f"the probe exited {probe.returncode}"
-            print(f"run_mpi: SKIPPED: no counter can be opened here ({why})", flush=True)
-            sys.exit(77)
-    program = a.program[1:] if a.program[:1] == ["--"] else a.program
-    mpi = mpiexec_cmd(a.mpiexec, a.np)
+    return ap.parse_args()
+
+
+def skip_unless_metrics(probe_cmd: str) -> None:
+    """Exit 77 (skipped) when the probe says no counter can be opened here."""
+    # perf events may be closed to us (perf_event_paranoid, a container)
+    probe = subprocess.run(shlex.split(probe_cmd), capture_output=True, text=True, check=False)
+    said = re.search(r"^metrics-read (none: .*)$", probe.stdout, re.MULTILINE)
+    if probe.returncode != 0 or said or "metrics-read ns=" not in probe.stdout:
+        why = said.group(1) if said else f"the probe exited {probe.returncode}"
+        print(f"run_mpi: SKIPPED: no counter can be opened here ({why})", flush=True)
+        sys.exit(77)
+
+
+def clean_env() -> dict:
+    """This environment without perfvar's variables nor a preload."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    env = {k: v for k, v in env.items() if not k.startswith("PERFVAR_")}
+    return {k: v for k, v in env.items() if not k.startswith("PERFVAR_")}
 
-    reference = None
-    if a.same_result:
-        p = run(mpi + shlex.split(a.reference), env, "reference")
-        if p.returncode != 0:
-            fail(f"reference run exited {p.returncode}")
-        m = re.search(a.same_result, p.stdout)
-        if not m:
-            fail(f"reference output has no line matching {a.same_result!r}")
-        reference = m.group(0)
 
-    if a.bind and "--oversubscribe" in mpi:
-        mpi += ["--bind-to", "none"]
+def reference_result(a, mpi: list[str], env: dict) -> str:
+    """The line matching --same-result that the program prints without perfvar."""
+    p = run(mpi + shlex.split(a.reference), env, "reference")
+    if p.returncode != 0:
+        fail(f"reference run exited {p.returncode}")
+    m = re.search(a.same_result, p.stdout)
+    if not m:
+        fail(f"reference output has no line matching {a.same_result!r}")
+    return m.group(0)
 
-    def instrumented(out: Path, bind: str | None) -> subprocess.CompletedProcess:
+
+class Job:
+    """The instrumented program under mpiexec, and `perfvar analyze` of its output."""
+
+    def __init__(self, a, mpi: list[str], env: dict) -> None:
+        self.a, self.mpi, self.env = a, mpi, env
+        self.program = a.program[1:] if a.program[:1] == ["--"] else a.program
+
+    def instrumented(self, out: Path, bind: str | None) -> subprocess.CompletedProcess:
         shutil.rmtree(out, ignore_errors=True)
         out.parent.mkdir(parents=True, exist_ok=True)
-        ienv = dict(env, PERFVAR_OUTPUT=str(out))
-        for kv in a.env:
+        ienv = dict(self.env, PERFVAR_OUTPUT=str(out))
+        for kv in self.a.env:
             k, v = kv.split("=", 1)
             ienv[k] = v
         shim = [str(HERE / "bind_rank.sh"), bind] if bind else []
-        return run(mpi + shim + program, ienv, "perfvar")
+        return run(self.mpi + shim + self.program, ienv, "perfvar")
 
-    p = instrumented(a.out, a.bind)
+    def rerun(self, out: Path, bind: str | None, what: str) -> None:
+        """Another instrumented run into out, which must exit as the first did."""
+        if self.instrumented(out, bind).returncode != self.a.expect_exit:
+            fail(f"{what} failed")
+
+    def analyze(self, out: Path) -> tuple[list, list[int], dict]:
+        """The slow-segment anomalies, the ranks they name, and the whole analysis.json."""
+        aenv = dict(self.env, PYTHONPATH=str(ROOT / "postproc"))
+        q = run([sys.executable, "-m", "perfvar", "analyze", str(out)], aenv, "analyze")
+        if q.returncode != 0:
+            fail(f"perfvar analyze exited {q.returncode}")
+        result = json.loads((out / "analysis.json").read_text())
+        slow = [x for x in result["anomalies"] if x["kind"] == "slow_segment"]
+        return slow, sorted({x["rank"] for x in slow}), result
+
+    def gross_only(self, slow: list) -> tuple[list, list[int]]:
+        """The findings by at least --gross (the others printed), and the ranks they name."""
+        fine = [x for x in slow if x["evidence"]["excess_rel"] < self.a.gross]
+        for x in fine:
+            print(f"run_mpi: rank {x['rank']} named in {x['segment']} by "
+                  f"{100 * x['evidence']['excess_rel']:+.1f}%, under the gross "
+                  f"{100 * self.a.gross:.0f}%: not judged here")
+        slow = [x for x in slow if x not in fine]
+        return slow, sorted({x["rank"] for x in slow})
+
+
+def check_run(a, p: subprocess.CompletedProcess, reference: str | None) -> None:
+    """The instrumented run's exit code, perfvar's message, and its result against the
+    reference's."""
     if p.returncode != a.expect_exit:
         fail(f"exit code {p.returncode}, expected {a.expect_exit}")
     if a.expect_stderr:  # one message from perfvar (or the OTF2 it links), whatever MPI adds
@@ -144,84 +183,94 @@ def main() -> None:
             fail(f"result differs with perfvar: {m.group(0) if m else None!r} vs {reference!r}")
         print(f"run_mpi: same result with and without perfvar: {reference}")
 
+
+def check_trace_output(a) -> None:
+    """No trace with --no-trace, else one that check_trace.py accepts."""
     if a.no_trace:
         if (a.out / "traces.otf2").exists():
             fail(f"a trace was written to {a.out} although none was expected")
         print("run_mpi: no trace written, as expected")
+        return
+    c = subprocess.run([sys.executable, str(HERE / "check_trace.py"), str(a.out)]
+                       + shlex.split(a.check_trace))
+    if c.returncode != 0:
+        fail("trace check")
+
+
+def expect_clean(job: Job, slow: list) -> None:
+    """--analyze-expect none: no rank named by a gross margin, or one the repeats with the CPUs
+    alternating do not name every time."""
+    a = job.a
+    slow, named = job.gross_only(slow)
+    if not slow:
+        print("run_mpi: analysis names nobody by a gross margin, as expected")
+        return
+    if not a.bind:
+        fail(f"clean run, but analysis names ranks {named}")
+    # A false positive of perfvar or of the program names the same rank whatever its
+    # CPU; a slow phase of the machine moves (the hypervisor remaps vCPUs). Repeat with
+    # the placement alternating until the named rank changes or disappears.
+    named_every_time = set(named)
+    binds = [" ".join(reversed(a.bind.split())), a.bind] * 2
+    for extra, bind in enumerate(binds[: a.confirm_runs], start=1):
+        print(f"run_mpi: clean run {extra} names ranks {sorted(named_every_time)} "
+              f"({ {x['rank']: x['cpu'] for x in slow} }); repeating with CPUs '{bind}'")
+        out = Path(f"{a.out}.repeat{extra}")
+        job.rerun(out, bind, f"repeat {extra}")
+        slow, named = job.gross_only(job.analyze(out)[0])
+        named_every_time &= set(named)
+        if not named_every_time:
+            print("run_mpi: the finding did not stay with one rank: it belonged to the "
+                  "machine, not to perfvar or the program")
+            return
+    fail(f"ranks {sorted(named_every_time)} named in {a.confirm_runs + 1} clean runs "
+         "with alternating CPUs: the finding follows the rank")
+
+
+def expect_named(job: Job, slow: list, named: list[int], result: dict) -> None:
+    """--analyze-expect RANK:SEGMENT_REGEX: that rank alone named, within --attempts runs, in a
+    segment matching the regex."""
+    a = job.a
+    rank, seg_re = a.analyze_expect.split(":", 1)
+    for attempt in range(1, a.attempts + 1):
+        if attempt > 1:
+            out = Path(f"{a.out}.attempt{attempt}")
+            job.rerun(out, a.bind, f"attempt {attempt}")
+            slow, named, result = job.analyze(out)
+        if named == [int(rank)]:
+            break
+        cells = [(j["rank"], j["median_ns"], j["overlap"]) for j in result["judgements"]
+                 if j["status"] in ("ok", "slow")]
+        print(f"run_mpi: attempt {attempt}: analysis names ranks {named}, expected "
+              f"[{rank}]; judged (rank, median ns, overlap): {cells}")
     else:
-        c = subprocess.run([sys.executable, str(HERE / "check_trace.py"), str(a.out)]
-                           + shlex.split(a.check_trace))
-        if c.returncode != 0:
-            fail("trace check")
+        fail(f"rank {rank} not named in {a.attempts} attempt(s)")
+    segs = {s["id"]: s for s in result["segments"]}
+    labels = [json.dumps(segs.get(x["segment"], x["segment"])) for x in slow]
+    if not any(re.search(seg_re, lab) for lab in labels):
+        fail(f"rank {rank} named, but in segments {labels}, not matching {seg_re!r}")
+    print(f"run_mpi: analysis names rank {rank} in {labels[0]}")
 
-    if a.analyze_expect:
-        aenv = dict(env, PYTHONPATH=str(ROOT / "postproc"))
 
-        def analyze(out: Path) -> tuple[list, list[int], dict]:
-            q = run([sys.executable, "-m", "perfvar", "analyze", str(out)], aenv, "analyze")
-            if q.returncode != 0:
-                fail(f"perfvar analyze exited {q.returncode}")
-            result = json.loads((out / "analysis.json").read_text())
-            slow = [x for x in result["anomalies"] if x["kind"] == "slow_segment"]
-            return slow, sorted({x["rank"] for x in slow}), result
-
-        def gross_only(slow: list) -> tuple[list, list[int]]:
-            fine = [x for x in slow if x["evidence"]["excess_rel"] < a.gross]
-            for x in fine:
-                print(f"run_mpi: rank {x['rank']} named in {x['segment']} by "
-                      f"{100 * x['evidence']['excess_rel']:+.1f}%, under the gross "
-                      f"{100 * a.gross:.0f}%: not judged here")
-            slow = [x for x in slow if x not in fine]
-            return slow, sorted({x["rank"] for x in slow})
-
-        slow, named, result = analyze(a.out)
-        if a.analyze_expect == "none":
-            slow, named = gross_only(slow)
-            if not slow:
-                print("run_mpi: analysis names nobody by a gross margin, as expected")
-                return
-            if not a.bind:
-                fail(f"clean run, but analysis names ranks {named}")
-            # A false positive of perfvar or of the program names the same rank whatever its
-            # CPU; a slow phase of the machine moves (the hypervisor remaps vCPUs). Repeat with
-            # the placement alternating until the named rank changes or disappears.
-            named_every_time = set(named)
-            binds = [" ".join(reversed(a.bind.split())), a.bind] * 2
-            for extra, bind in enumerate(binds[: a.confirm_runs], start=1):
-                print(f"run_mpi: clean run {extra} names ranks {sorted(named_every_time)} "
-                      f"({ {x['rank']: x['cpu'] for x in slow} }); repeating with CPUs '{bind}'")
-                out = Path(f"{a.out}.repeat{extra}")
-                if instrumented(out, bind).returncode != a.expect_exit:
-                    fail(f"repeat {extra} failed")
-                slow, named = gross_only(analyze(out)[0])
-                named_every_time &= set(named)
-                if not named_every_time:
-                    print("run_mpi: the finding did not stay with one rank: it belonged to the "
-                          "machine, not to perfvar or the program")
-                    return
-            fail(f"ranks {sorted(named_every_time)} named in {a.confirm_runs + 1} clean runs "
-                 "with alternating CPUs: the finding follows the rank")
-        else:
-            rank, seg_re = a.analyze_expect.split(":", 1)
-            for attempt in range(1, a.attempts + 1):
-                if attempt > 1:
-                    out = Path(f"{a.out}.attempt{attempt}")
-                    if instrumented(out, a.bind).returncode != a.expect_exit:
-                        fail(f"attempt {attempt} failed")
-                    slow, named, result = analyze(out)
-                if named == [int(rank)]:
-                    break
-                cells = [(j["rank"], j["median_ns"], j["overlap"]) for j in result["judgements"]
-                         if j["status"] in ("ok", "slow")]
-                print(f"run_mpi: attempt {attempt}: analysis names ranks {named}, expected "
-                      f"[{rank}]; judged (rank, median ns, overlap): {cells}")
-            else:
-                fail(f"rank {rank} not named in {a.attempts} attempt(s)")
-            segs = {s["id"]: s for s in result["segments"]}
-            labels = [json.dumps(segs.get(x["segment"], x["segment"])) for x in slow]
-            if not any(re.search(seg_re, lab) for lab in labels):
-                fail(f"rank {rank} named, but in segments {labels}, not matching {seg_re!r}")
-            print(f"run_mpi: analysis names rank {rank} in {labels[0]}")
+def main() -> None:
+    a = parse_args()
+    if a.skip_unless_metrics:
+        skip_unless_metrics(a.skip_unless_metrics)
+    mpi = mpiexec_cmd(a.mpiexec, a.np)
+    env = clean_env()
+    reference = reference_result(a, mpi, env) if a.same_result else None
+    if a.bind and "--oversubscribe" in mpi:
+        mpi += ["--bind-to", "none"]
+    job = Job(a, mpi, env)
+    check_run(a, job.instrumented(a.out, a.bind), reference)
+    check_trace_output(a)
+    if not a.analyze_expect:
+        return
+    slow, named, result = job.analyze(a.out)
+    if a.analyze_expect == "none":
+        expect_clean(job, slow)
+    else:
+        expect_named(job, slow, named, result)
 
 
 if __name__ == "__main__":

@@ -209,50 +209,95 @@ static double span(rng *g, double base_ns) { return base_ns * exp(0.1 * normal(g
 
 static int cpu_of(int r) { return r % cores; }
 
-static int read_plan(const char *path)
+/* Identical cores differ a little: a static per-rank factor of sd 0.03 %, well below the
+ * slow-segment floor (0.2 %), so that only the injected anomalies are anomalies. */
+static void init_models(void)
 {
     for (int r = 0; r < nranks; r++) {
         rank_model *m = &model[r];
-        /* Identical cores differ a little: a static per-rank factor of sd 0.03 %, well below the
-         * slow-segment floor (0.2 %), so that only the injected anomalies are anomalies. */
         rng g;
         rng_seed(&g, 0x5157ull, (uint64_t)r);
         for (int c = 0; c < NCLS; c++) m->factor[c] = 1.0 + 0.0003 * fmax(-3.0, fmin(3.0, normal(&g)));
         m->phase_cls = -1;
     }
+}
+
+/* One rule per kind of plan line: apply the line's fields to the rank's model, or return -1 if
+ * they are not valid for that kind. */
+static int plan_slow(rank_model *m, const char *line)
+{
+    int c;
+    double x;
+    if (sscanf(line, "%*s %*d %d %lf", &c, &x) != 2 || c < 0 || c >= NCLS || !(x > 0)) return -1;
+    m->factor[c] *= x;
+    return 0;
+}
+
+static int plan_core(rank_model *m, const char *line)
+{
+    double x;
+    if (sscanf(line, "%*s %*d %lf", &x) != 1 || !(x > 0)) return -1;
+    for (int c = 0; c < NCLS; c++) m->factor[c] *= x;
+    return 0;
+}
+
+static int plan_noisy(rank_model *m, const char *line)
+{
+    double x, y;
+    if (sscanf(line, "%*s %*d %lf %lf", &x, &y) != 2 || !(x >= 0) || !(y > 0)) return -1;
+    m->noisy_rate = x, m->noisy_ns = y;
+    return 0;
+}
+
+static int plan_phase(rank_model *m, const char *line)
+{
+    int c;
+    double x, from, to;
+    if (sscanf(line, "%*s %*d %d %lf %lf %lf", &c, &x, &from, &to) != 4 || c < 0 || c >= NCLS ||
+        !(x > 0) || !(0 <= from && from < to && to <= 1))
+        return -1;
+    m->phase_cls = c, m->phase_factor = x;
+    m->phase_from = (long)(from * (double)steps);
+    m->phase_to = (long)(to * (double)steps);
+    return 0;
+}
+
+static const struct {
+    const char *kind;
+    int (*apply)(rank_model *m, const char *line);
+} plan_rules[] = {{"slow", plan_slow}, {"core", plan_core}, {"noisy", plan_noisy}, {"phase", plan_phase}};
+
+/* Apply one plan line ("KIND RANK FIELDS..."); -1 if it is not a plan line. */
+static int apply_plan_line(const char *line)
+{
+    char kind[32];
+    int r;
+    if (sscanf(line, "%31s %d", kind, &r) != 2 || r < 0 || r >= nranks) return -1;
+    for (size_t i = 0; i < sizeof plan_rules / sizeof plan_rules[0]; i++)
+        if (!strcmp(kind, plan_rules[i].kind)) return plan_rules[i].apply(&model[r], line);
+    return -1;
+}
+
+static int blank_or_comment(const char *line)
+{
+    return line[strspn(line, " \t\r\n")] == 0 || line[strspn(line, " \t")] == '#';
+}
+
+/* The models of all ranks: jitter, then the plan's anomalies (none without a plan). Returns 0, or
+ * -1 with a message at the first line that is not a plan line. */
+static int read_plan(const char *path)
+{
+    init_models();
     if (!path) return 0;
     FILE *f = fopen(path, "r");
     if (!f) return fprintf(stderr, "perfvar-synth: %s: %s\n", path, strerror(errno)), -1;
-    char line[512], kind[32];
+    char line[512];
     int bad = 0, n = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (!bad && fgets(line, sizeof line, f)) {
         n++;
-        int r, c;
-        double x, y, from, to;
-        if (line[strspn(line, " \t\r\n")] == 0 || line[strspn(line, " \t")] == '#') continue;
-        if (sscanf(line, "%31s %d", kind, &r) != 2 || r < 0 || r >= nranks) {
-            bad = 1;
-        } else if (!strcmp(kind, "slow") && sscanf(line, "%*s %*d %d %lf", &c, &x) == 2 && c >= 0 &&
-                   c < NCLS && x > 0) {
-            model[r].factor[c] *= x;
-        } else if (!strcmp(kind, "core") && sscanf(line, "%*s %*d %lf", &x) == 1 && x > 0) {
-            for (c = 0; c < NCLS; c++) model[r].factor[c] *= x;
-        } else if (!strcmp(kind, "noisy") && sscanf(line, "%*s %*d %lf %lf", &x, &y) == 2 && x >= 0 &&
-                   y > 0) {
-            model[r].noisy_rate = x, model[r].noisy_ns = y;
-        } else if (!strcmp(kind, "phase") &&
-                   sscanf(line, "%*s %*d %d %lf %lf %lf", &c, &x, &from, &to) == 4 && c >= 0 &&
-                   c < NCLS && x > 0 && 0 <= from && from < to && to <= 1) {
-            model[r].phase_cls = c, model[r].phase_factor = x;
-            model[r].phase_from = (long)(from * (double)steps);
-            model[r].phase_to = (long)(to * (double)steps);
-        } else {
-            bad = 1;
-        }
-        if (bad) {
-            fprintf(stderr, "perfvar-synth: %s:%d: not a plan line: %s", path, n, line);
-            break;
-        }
+        if (blank_or_comment(line)) continue;
+        bad = apply_plan_line(line) != 0;
+        if (bad) fprintf(stderr, "perfvar-synth: %s:%d: not a plan line: %s", path, n, line);
     }
     fclose(f);
     return bad ? -1 : 0;
@@ -438,52 +483,73 @@ static void usage(FILE *to)
                 "(records, then DIR/traces.otf2 through perfvar's own writer).\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct options {
+    const char *dir, *plan, *results;
+    int ranks, cores;
+    long segments;
+    unsigned long long seed;
+    unsigned buffer_mb, record_kb;
+} options;
+
+/* Set option a to v; -1 if a is not an option. */
+static int set_option(options *o, const char *a, const char *v)
 {
-    const char *dir = NULL, *plan = NULL, *results = NULL;
-    long segments = 0;
-    unsigned long long seed = 1;
-    unsigned buffer_mb = 1, record_kb = 128;
+    if (!strcmp(a, "--out")) o->dir = v;
+    else if (!strcmp(a, "--ranks")) o->ranks = atoi(v);
+    else if (!strcmp(a, "--segments")) o->segments = atol(v);
+    else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--plan")) o->plan = v;
+    else if (!strcmp(a, "--results")) o->results = v;
+    else if (!strcmp(a, "--cores-per-node")) o->cores = atoi(v);
+    else if (!strcmp(a, "--buffer-mb")) o->buffer_mb = (unsigned)atoi(v);
+    else if (!strcmp(a, "--record-kb")) o->record_kb = (unsigned)atoi(v);
+    else return -1;
+    return 0;
+}
+
+/* 4 segments a step; at least 2 steps. CPUs must fit the records' 12-bit CPU field. */
+static int options_valid(const options *o)
+{
+    return o->dir && o->ranks >= 1 && o->segments / NCLS >= 2 && o->cores >= 1 &&
+           o->cores <= (int)PV_REC_CPU_MASK && o->buffer_mb && o->record_kb >= 64;
+}
+
+/* Read the command line into *o and the model's globals (nranks, cores, steps). Returns -1 to go
+ * on, else the exit status: 0 after --help, 2 on a usage error (the usage printed either way). */
+static int parse_args(int argc, char **argv, options *o)
+{
+    *o = (options){.cores = 64, .seed = 1, .buffer_mb = 1, .record_kb = 128};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
-        if (!v) return usage(stderr), 2;
-        if (!strcmp(a, "--out")) dir = v;
-        else if (!strcmp(a, "--ranks")) nranks = atoi(v);
-        else if (!strcmp(a, "--segments")) segments = atol(v);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--plan")) plan = v;
-        else if (!strcmp(a, "--results")) results = v;
-        else if (!strcmp(a, "--cores-per-node")) cores = atoi(v);
-        else if (!strcmp(a, "--buffer-mb")) buffer_mb = (unsigned)atoi(v);
-        else if (!strcmp(a, "--record-kb")) record_kb = (unsigned)atoi(v);
-        else return usage(stderr), 2;
+        if (!v || set_option(o, a, v)) return usage(stderr), 2;
         i++;
     }
-    /* 4 segments a step; at least 2 steps. CPUs must fit the records' 12-bit CPU field. */
-    steps = segments / NCLS;
-    if (!dir || nranks < 1 || steps < 2 || cores < 1 || cores > (int)PV_REC_CPU_MASK || !buffer_mb ||
-        record_kb < 64)
-        return usage(stderr), 2;
-    ticks_per_ns = HZ / 1e9;
+    nranks = o->ranks, cores = o->cores, steps = o->segments / NCLS;
+    if (!options_valid(o)) return usage(stderr), 2;
+    return -1;
+}
+
+/* DIR, DIR/perfvar and DIR/perfvar/records. Returns 0, or -1 (message printed). */
+static int make_dirs(const char *dir)
+{
     char path[4400];
     const char *sub[] = {"", "/perfvar", "/perfvar/records"};
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s%s", dir, sub[i]);
         if (mkdir(path, 0755) && errno != EEXIST) {
             fprintf(stderr, "perfvar-synth: cannot create %s: %s\n", path, strerror(errno));
-            return 1;
+            return -1;
         }
     }
-    model = calloc((size_t)nranks, sizeof *model);
-    st = calloc((size_t)nranks, sizeof *st);
-    if (!model || !st) return fprintf(stderr, "perfvar-synth: out of memory\n"), 1;
-    if (read_plan(plan)) return 2;
-    if (results) unlink(results);
+    return 0;
+}
 
-    double t0 = now_s();
-    if (generate(dir, seed, (size_t)record_kb << 10)) return 1;
-    double gen_s = now_s() - t0;
+/* The results' phase lines (one per rank with a slowed phase); returns the trace's first
+ * timestamp (ticks). */
+static uint64_t report_phases(const char *results)
+{
     uint64_t origin = UINT64_MAX;
     for (int r = 0; r < nranks; r++) {
         rank_model *m = &model[r];
@@ -493,6 +559,12 @@ int main(int argc, char **argv)
                         "\tend_ticks=%llu\n", r, m->phase_cls, m->phase_from, m->phase_to,
                         (unsigned long long)st[r].phase_start, (unsigned long long)st[r].phase_end);
     }
+    return origin;
+}
+
+/* The results' class lines. */
+static void report_classes(const char *results)
+{
     for (int c = 0; c < NCLS; c++) {
         int a = cls_sites[c][0], b = cls_sites[c][1];
         result_line(results, "class\tindex=%d\tname=%s\tbase_ns=%.1f\tsigma=%.3f\tkey=perfvar:segment:"
@@ -500,18 +572,32 @@ int main(int argc, char **argv)
                     regions[sites[a].region].name, APP, sites[a].offset, regions[sites[b].region].name,
                     APP, sites[b].offset);
     }
-    unsigned long long rec_bytes = records_bytes(dir);
-    free(st), free(model);
-    st = NULL, model = NULL;
+}
 
-    /* The conversion: one process per rank, as perfvar-recover runs it. */
-    t0 = now_s();
+/* The results' line of one converted rank; c0: when its conversion began (now_s). */
+static void report_rank(const char *results, int rank, const pv_convert_result *res, double c0)
+{
+    const pv_convert_thread *th = &res->threads[0];
+    result_line(results, "rank\trank=%d\thost=synth-n%04d\tcpu=%d\tcalls=%llu\tsegments=%llu"
+                "\tevents=%llu\tlost=%llu\traised=%llu\tflushes=%llu\tconvert_ms=%.1f\n",
+                rank, rank / cores, rank % cores, (unsigned long long)th->calls,
+                (unsigned long long)th->segments, (unsigned long long)th->events,
+                (unsigned long long)res->stats.events_lost,
+                (unsigned long long)res->stats.timestamps_raised,
+                (unsigned long long)res->stats.flushes, 1e3 * (now_s() - c0));
+}
+
+/* The conversion: one process per rank, as perfvar-recover runs it. Returns in rank 0 only (the
+ * others exit in pv_fork_comm_finish): the number of ranks that could not be converted, or -1 if
+ * the processes could not start (message printed). */
+static int convert_ranks(const char *dir, unsigned buffer_mb, const char *results)
+{
     fflush(NULL);
     pv_trace_comm comm;
     int rank = pv_fork_comm_start(nranks, &comm);
     if (rank < 0) {
         fprintf(stderr, "perfvar-synth: cannot start %d processes: %s\n", nranks, strerror(errno));
-        return 1;
+        return -1;
     }
     pv_convert_result res;
     char why[1024];
@@ -519,27 +605,47 @@ int main(int argc, char **argv)
     int rc = pv_convert_rank(dir, rank, &comm, buffer_mb, &res, why, sizeof why);
     if (rc != PERFVAR_OK)
         fprintf(stderr, "perfvar-synth: rank %d: %s\n", rank, why[0] ? why : perfvar_strerror(rc));
-    const pv_convert_thread *th = res.nthreads ? &res.threads[0] : NULL;
-    if (rc == PERFVAR_OK && th)
-        result_line(results, "rank\trank=%d\thost=synth-n%04d\tcpu=%d\tcalls=%llu\tsegments=%llu"
-                    "\tevents=%llu\tlost=%llu\traised=%llu\tflushes=%llu\tconvert_ms=%.1f\n",
-                    rank, rank / cores, rank % cores, (unsigned long long)th->calls,
-                    (unsigned long long)th->segments, (unsigned long long)th->events,
-                    (unsigned long long)res.stats.events_lost,
-                    (unsigned long long)res.stats.timestamps_raised,
-                    (unsigned long long)res.stats.flushes, 1e3 * (now_s() - c0));
+    if (rc == PERFVAR_OK && res.nthreads) report_rank(results, rank, &res, c0);
     pv_convert_free(&res);
-    int failed = pv_fork_comm_finish(&comm, rc == PERFVAR_OK ? 0 : 1) + (rc != PERFVAR_OK);
+    return pv_fork_comm_finish(&comm, rc == PERFVAR_OK ? 0 : 1) + (rc != PERFVAR_OK);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int status = parse_args(argc, argv, &o);
+    if (status >= 0) return status;
+    ticks_per_ns = HZ / 1e9;
+    if (make_dirs(o.dir)) return 1;
+    model = calloc((size_t)nranks, sizeof *model);
+    st = calloc((size_t)nranks, sizeof *st);
+    if (!model || !st) return fprintf(stderr, "perfvar-synth: out of memory\n"), 1;
+    if (read_plan(o.plan)) return 2;
+    if (o.results) unlink(o.results);
+
+    double t0 = now_s();
+    if (generate(o.dir, o.seed, (size_t)o.record_kb << 10)) return 1;
+    double gen_s = now_s() - t0;
+    uint64_t origin = report_phases(o.results);
+    report_classes(o.results);
+    unsigned long long rec_bytes = records_bytes(o.dir);
+    free(st), free(model);
+    st = NULL, model = NULL;
+
+    t0 = now_s();
+    int failed = convert_ranks(o.dir, o.buffer_mb, o.results);
+    if (failed < 0) return 1;
     double conv_s = now_s() - t0;
-    result_line(results, "run\thz=%.3f\torigin_ticks=%llu\trealtime_ns=%llu\trealtime_ticks=%llu"
+    result_line(o.results, "run\thz=%.3f\torigin_ticks=%llu\trealtime_ns=%llu\trealtime_ticks=%llu"
                 "\tsteps=%ld\tgenerate_s=%.3f\tconvert_s=%.3f\trecords_bytes=%llu\n", HZ,
                 (unsigned long long)origin, (unsigned long long)REALTIME_NS,
                 (unsigned long long)T_START, steps, gen_s, conv_s, rec_bytes);
     if (failed) {
-        fprintf(stderr, "perfvar-synth: %s: %d of %d ranks could not be converted\n", dir, failed, nranks);
+        fprintf(stderr, "perfvar-synth: %s: %d of %d ranks could not be converted\n", o.dir, failed,
+                nranks);
         return 1;
     }
     printf("perfvar-synth: %s: %d ranks x %ld steps (%ld segments each): records %.1f s, OTF2 %.1f s\n",
-           dir, nranks, steps, NCLS * steps + 1, gen_s, conv_s);
+           o.dir, nranks, steps, NCLS * steps + 1, gen_s, conv_s);
     return 0;
 }

@@ -1,9 +1,10 @@
 """Reading fixed-work probes (PERFVAR_PROBE) back: the ``perfvar:probe`` region of the
 trace into ``TraceSamples.probes`` and rank-N.json's ``probe`` into ``RankMeta.probe``.
 
-The trace is written as perfvar writes it (docs/trace-format.md): per traced call,
-segment Enter/Leave (with a ``perfvar:user`` region nested), then, when due, the
-probe's Enter/Leave with the ``cpu`` attribute, then the MPI region.
+The trace is written by conftest.write_trace as perfvar writes it
+(docs/trace-format.md): per traced call, segment Enter/Leave (with a ``perfvar:user``
+region nested), then, when due, the probe's Enter/Leave with the ``cpu`` attribute,
+then the MPI region.
 """
 
 import json
@@ -11,12 +12,10 @@ import os
 
 import numpy as np
 
-from conftest import RESOLUTION_HZ, SEG_A, SEG_B
+from conftest import SEG_A, SEG_B, TICK_NS, Probes, write_trace
 from perfvar.read.meta import read_meta
 from perfvar.read.samples import PROBE_DTYPE, SAMPLE_DTYPE, TraceSamples
 from perfvar.read.trace import read_trace
-
-TICK_NS = 1e9 / RESOLUTION_HZ
 
 
 def write_probe_trace(
@@ -29,104 +28,25 @@ def write_probe_trace(
     with_probes=True,
     migrate=None,
 ):
-    """Each location makes ``calls`` traced calls; every ``probe_every``-th runs a probe
-    of 400 + 10 * rank + call ticks on CPU rank + 10 * thread (``migrate``: the
-    (rank, call) whose probe ends on another CPU). Returns the probes written as
+    """Each location makes ``calls`` traced calls (segments of 1000 + 7 j ticks,
+    j < calls, classes A and B in turn); every ``probe_every``-th runs a probe of
+    400 + 10 * rank + call ticks on CPU rank + 10 * thread (``migrate``: the
+    (rank, call) whose probe ends on another CPU); ``probe_meta``: rank-N.json's
+    "probe" says so, else it is null. Returns the probes written as
     {(rank, thread): [(start, ticks, cpu)]}."""
-    import otf2
-    from otf2.enums import Paradigm, RegionRole, Type
 
-    written = {}
-    with otf2.writer.open(path, timer_resolution=RESOLUTION_HZ) as trace:
-        defs = trace.definitions
-        node = defs.system_tree_node("node0", parent=defs.system_tree_node("machine"))
-        cpu_attr = defs.attribute("cpu", "CPU the clock was read on", Type.UINT32)
-        mpi = defs.region(
-            "MPI_Allreduce",
-            canonical_name="MPI_Allreduce",
-            region_role=RegionRole.COLL_ALL2ALL,
-            paradigm=Paradigm.MPI,
-        )
-        probe = defs.region(
-            "perfvar:probe",
-            canonical_name="perfvar:probe",
-            region_role=RegionRole.ARTIFICIAL,
-            paradigm=Paradigm.MEASUREMENT_SYSTEM,
-        )
-        user = defs.region(
-            "halo",
-            canonical_name="perfvar:user:halo",
-            region_role=RegionRole.FUNCTION,
-            paradigm=Paradigm.USER,
-        )
-        segs = [
-            defs.region(
-                k.split(":", 2)[2],
-                canonical_name=k,
-                region_role=RegionRole.CODE,
-                paradigm=Paradigm.USER,
-            )
-            for k in (SEG_A, SEG_B)
-        ]
-        for rank in range(ranks):
-            group = defs.location_group(f"MPI Rank {rank}", system_tree_parent=node)
-            for k in range(threads):
-                loc = defs.location(
-                    f"Thread {k}" if k else "Master thread", group=group
-                )
-                w = trace.event_writer_from_location(loc)
-                cpu = rank + 10 * k
-                mine = written.setdefault((rank, k), [])
-                t = 1000
-                for i in range(calls):
-                    seg = segs[i % 2]
-                    w.enter(t, seg, attributes={cpu_attr: cpu})
-                    w.enter(t + 1, user)
-                    w.leave(t + 2, user)
-                    t += 1000 + 7 * i
-                    w.leave(t, seg, attributes={cpu_attr: cpu})
-                    if with_probes and i % probe_every == probe_every - 1:
-                        ticks = 400 + 10 * rank + i
-                        end_cpu = cpu + 1 if migrate == (rank, i) else cpu
-                        w.enter(t + 5, probe, attributes={cpu_attr: cpu})
-                        w.leave(t + 5 + ticks, probe, attributes={cpu_attr: end_cpu})
-                        mine.append((t + 5, ticks, cpu if end_cpu == cpu else -1))
-                        t += 5 + ticks
-                    w.enter(t, mpi)
-                    t += 300
-                    w.leave(t, mpi)
-    meta = os.path.join(path, "perfvar")
-    os.makedirs(meta, exist_ok=True)
-    for rank in range(ranks):
-        doc = {
-            "rank": rank,
-            "nranks": ranks,
-            "host": "node0",
-            "cpus": [rank],
-            "calibration": {"status": "complete", "t_min_ns": 150.0, "t_diff_ns": 4.0},
-        }
-        if probe_meta:
-            per = [
-                {
-                    "thread": k,
-                    "count": len(written[rank, k]),
-                    "total_ns": sum(x[1] for x in written[rank, k]) * TICK_NS,
-                }
-                for k in range(threads)
-            ]
-            doc["probe"] = {
-                "period_ms": 10,
-                "adds": 864,
-                "k_source": "calibration t_min",
-                "count": sum(p["count"] for p in per),
-                "total_ns": sum(p["total_ns"] for p in per),
-                "threads": per,
-            }
-        else:
-            doc["probe"] = None
-        with open(os.path.join(meta, f"rank-{rank}.json"), "w") as fh:
-            json.dump(doc, fh)
-    return written
+    def probe_ticks(rank, i):
+        due = with_probes and i % probe_every == probe_every - 1
+        return 400 + 10 * rank + i if due else None
+
+    probes = Probes(
+        probe_ticks, moved=frozenset([migrate] if migrate else []), meta=probe_meta
+    )
+    seg_ticks = 1000 + 7 * np.arange(calls)
+    per_rank = {SEG_A: seg_ticks[0::2] * TICK_NS, SEG_B: seg_ticks[1::2] * TICK_NS}
+    durations = {rank: per_rank for rank in range(ranks)}
+    write_trace(path, durations, threads=threads, cpu_every_event=True, probes=probes)
+    return probes.written
 
 
 def test_probes_are_read_per_location_with_ns_durations_and_cpu(tmp_path):
