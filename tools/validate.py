@@ -40,9 +40,10 @@ ranks[].cpu_time).
 The host, measured outside perfvar: beside every trial, tests/validation/cpu_speed runs on each
 rank's CPU, timing a fixed chain of additions every 20 ms (0.15 % of the CPU), and the trial
 prints each CPU's mean time over the fastest's ("vCPU speed cpu0 x1.00, cpu1 x1.52"). A shared
-host can run one vCPU at half speed for seconds, with no steal counted. A slower core
-(slow_core, slow_segment) named on a rank whose CPU measured x1.05 or more is then no wrong name
-but a true one (its core was slower), and it is counted apart: "names of a slower vCPU".
+host can run one vCPU's chain at half speed for seconds, with no steal counted. A wrong name of
+a slower core (slow_core, slow_segment) whose rank's CPU measured x1.15 or more stays a wrong
+name, and is also counted in "wrong names on a slower vCPU": the host, not the analysis, may
+have made that core slower. A hint, not proof: the chain is one kind of work, a program another.
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
@@ -110,7 +111,7 @@ class Case:
 
 FULL = [
     Case("clean", "none", None, target=0.95,
-         target_text="runs with any anomaly <= 5% (slower vCPUs aside)"),
+         target_text="runs with any anomaly <= 5%"),
     Case("seg10", "+10% in A", "slow_segment", 10),
     Case("seg3", "+3% in A", "slow_segment", 3, target=0.95, target_text=">= 95%"),
     Case("seg1", "+1% in A", "slow_segment", 1, target=0.90, target_text=">= 90%"),
@@ -132,8 +133,7 @@ SHORT = [
 # Real programs: "A" is the largest class of the reference run, "all" every class; phase is a
 # fraction of the reference run's duration.
 REAL = [
-    Case("clean", "none", None, target=0.90,
-         target_text="9 of 10 name nobody (slower vCPUs aside)"),
+    Case("clean", "none", None, target=0.90, target_text="9 of 10 name nobody"),
     Case("seg10", "+10% in its largest class", "slow_segment", 10),
     Case("seg3", "+3% in its largest class", "slow_segment", 3, target=0.8,
          target_text=">= 8 of 10"),
@@ -187,7 +187,7 @@ class Trial:
     clean_ratio: float | None = None  # the same in the clean reference run
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
     cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
-    slower_cpu: list[str] = field(default_factory=list)  # slower cores named on slower vCPUs
+    slower_cpu: list[str] = field(default_factory=list)  # wrong names of a slower vCPU's rank
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
 
 
@@ -251,9 +251,10 @@ def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[f
     return start, end
 
 
-# A CPU whose additions took this much longer than the other's over the run ran slower: the
-# witness's own spread between two CPUs at the same speed is under 1 % (9.27 against 9.27 us).
-SLOWER_CPU = 1.05
+# A CPU whose additions took this much longer than the fastest's over the run ran slower. The
+# chain's mean moves by up to 1.2x between two CPUs of a shared host in a quiet run, so below
+# this a wrong name's CPU being the slower one is as likely a coincidence.
+SLOWER_CPU = 1.15
 
 
 def slower_cpu_ranks(tr: Trial) -> set[int]:
@@ -264,9 +265,8 @@ def slower_cpu_ranks(tr: Trial) -> set[int]:
 
 
 def hit_of(s, case: Case) -> bool:
-    """A score's hit: the injected anomaly named, or with nothing injected nothing named
-    but slower cores of slower vCPUs."""
-    return not set(s.named) - set(s.slower_cpu) if case.kind is None else bool(s.hits)
+    """A score's hit: the injected anomaly named, or with nothing injected nothing named."""
+    return not s.named if case.kind is None else bool(s.hits)
 
 
 def found(injected: list, analysis: dict, labels: dict, case: Case, slower: set[int]) -> bool:
@@ -517,7 +517,7 @@ def trial_line(tr: Trial) -> str:
         named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
                                           for r, f in tr.off_cpu.items())
     if tr.slower_cpu:
-        named += f" (slower vCPU: {', '.join(tr.slower_cpu)})"
+        named += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
     if tr.cpu_slowdown:
         named += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
                                              for c, f in tr.cpu_slowdown.items())
@@ -533,7 +533,7 @@ def trial_line(tr: Trial) -> str:
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
             "trials with wrong names", "target", "met", "hits with minor",
-            "trials with other transients", "names of a slower vCPU"]
+            "trials with other transients", "wrong names on a slower vCPU"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]

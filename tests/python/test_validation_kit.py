@@ -1,7 +1,7 @@
 """The validation kit's scoring and class selection on inputs the test controls:
 minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
-rank, a slower core named on a CPU the host witness measured slower is no wrong name,
-and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
+rank, a wrong slower core named on a CPU the host witness measured slower is listed
+as such, and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
 
 from __future__ import annotations
 
@@ -49,18 +49,18 @@ def test_any_is_hit_by_any_verdict_of_the_rank() -> None:
     assert not s.hits and s.wrong
 
 
-def test_slower_core_on_a_slower_cpu_is_no_wrong_name() -> None:
+def test_wrong_slower_core_on_a_slower_cpu_is_listed() -> None:
     an = analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"},
                   {"kind": "slow_core", "rank": 1})
     s = score([], an, slower_cpu_ranks={1})
-    assert not s.wrong and s.slower_cpu == ["slow_segment r1 s0", "slow_core r1"]
-    # the other rank's CPU was the slower one: a wrong name still
+    assert s.wrong and s.slower_cpu == ["slow_segment r1 s0", "slow_core r1"]
+    # the other rank's CPU was the slower one: not listed
     s = score([], an, slower_cpu_ranks={0})
     assert s.wrong and not s.slower_cpu
-    # a slower CPU does not make a noisy core right
+    # a noisy core is not a slower core
     s = score([], analysis({"kind": "noisy_core", "rank": 1}), slower_cpu_ranks={1})
     assert s.wrong and not s.slower_cpu
-    # an injected anomaly still hits as before
+    # an injected anomaly hits as before; only the name it does not explain is listed
     s = score([Injected("slow_core", 1)], an, slower_cpu_ranks={1})
     assert s.hits == {0} and s.slower_cpu == ["slow_segment r1 s0"]
 

@@ -12,10 +12,10 @@ overlaps its own by half of each; otherwise it is reported, neither a hit nor a 
 name (``transients``). An injected anomaly of kind "any" (a disturbance whose verdict
 may take several forms: a busy process on the rank's CPU) is hit by any verdict
 naming its rank. Other kinds (migrated, shared_cpu...) are information, neither hits
-nor wrong names. A slower core (slow_core, slow_segment) named on a rank whose CPU a
-witness outside perfvar measured slower (``slower_cpu_ranks``: a shared host's vCPU
-running below speed) hits nothing and is no wrong name either: that core was slower
-(``slower_cpu``).
+nor wrong names. A wrong name of a slower core (slow_core, slow_segment) on a rank
+whose CPU a witness outside perfvar measured slower (``slower_cpu_ranks``: a shared
+host's vCPU running below speed) is also listed in ``slower_cpu``: the host may have
+made that core slower.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -52,7 +52,7 @@ class Score:
     wrong_names: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
-    slower_cpu: list[str] = field(default_factory=list)  # slower cores the host made slower
+    slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -107,41 +107,61 @@ def score(
         text = describe(an, names)
         if id(an) not in verdicts:
             out.info.append(text + " (minor)")
-            continue
-        if not is_verdict(an):
+        elif not is_verdict(an):
             out.info.append(text)
-            continue
-        if is_transient(an):
-            hit = _phase_hit(injected, an)
-            if hit is None:
-                out.transients.append(text)
-            else:
-                out.hits.add(hit)
-                out.named.append(text)
-            continue
-        out.named.append(text)
-        same = [
-            i
-            for i, inj in enumerate(injected)
-            if inj.kind in (an["kind"], "any")
-            and inj.rank == an["rank"]
-            and (
-                inj.kind != "slow_segment"
-                or (
-                    inj.segment is not None
-                    and key_of.get(an.get("segment")) == inj.segment
-                )
-            )
-        ]
-        if not same and an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
-            out.slower_cpu.append(text)
-            continue
-        if not same:
-            out.wrong = True
-            out.wrong_names.append(text)
-            continue
-        out.hits.update(same)
+        elif is_transient(an):
+            _score_transient(out, injected, an, text)
+        else:
+            _score_named(out, injected, an, text, key_of, slower_cpu_ranks)
     return out
+
+
+def _score_transient(
+    out: Score, injected: Sequence[Injected], an: Mapping[str, Any], text: str
+) -> None:
+    """A transient hits an injected slow_phase, or is reported apart."""
+    hit = _phase_hit(injected, an)
+    if hit is None:
+        out.transients.append(text)
+    else:
+        out.hits.add(hit)
+        out.named.append(text)
+
+
+def _score_named(
+    out: Score,
+    injected: Sequence[Injected],
+    an: Mapping[str, Any],
+    text: str,
+    key_of: Mapping[Any, str],
+    slower_cpu_ranks: Collection[int],
+) -> None:
+    """A verdict naming a rank: hits the injected it matches, else is a wrong name
+    (also listed in slower_cpu when it is a slower core on a CPU measured slower)."""
+    out.named.append(text)
+    same = [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
+    if same:
+        out.hits.update(same)
+        return
+    out.wrong = True
+    out.wrong_names.append(text)
+    if an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
+        out.slower_cpu.append(text)
+
+
+def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:
+    """Whether the verdict ``an`` names the injected ``inj``: its kind (or "any") and
+    rank, and for a slow_segment its segment class (key_of: segment id -> key)."""
+    return (
+        inj.kind in (an["kind"], "any")
+        and inj.rank == an["rank"]
+        and (
+            inj.kind != "slow_segment"
+            or (
+                inj.segment is not None and key_of.get(an.get("segment")) == inj.segment
+            )
+        )
+    )
 
 
 def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[int]:
