@@ -12,7 +12,11 @@ in each of q's segments it covers:
   the class's ``excess_rel``;
 * noisy_core: d - the class's median on that rank, for the segments beyond the
   far-out fence Q3 + 3 x max(IQR, 1 % of the median) of the class on the rank (the
-  interruptions, as perfvar.detect.noisy_core counts them).
+  interruptions, as perfvar.detect.noisy_core counts them); where the counters
+  measured the rank's time off its CPU (the finding's evidence ``measured``),
+  d x (f - f_peers) in every segment, f its share of time off the CPU and f_peers
+  its peers': a process sharing the CPU in 4 ms slices lengthens every long
+  segment alike, with no segment beyond the fence.
 
 The short-term delay cost charged at one wait state is min(waiting, excess of all
 q's findings in the delay), shared among q's findings in proportion to their
@@ -92,8 +96,16 @@ def segment_excess(
             out[inside] = d[inside] * x / (1 + x)
         return out
     if kind == "noisy_core":
-        return _noisy_excess(d, cls)
+        return _noisy_excess(d, cls) if "measured" not in ev else _off_cpu_excess(d, ev)
     return np.zeros(d.size)
+
+
+def _off_cpu_excess(durations: np.ndarray, ev: dict) -> np.ndarray:
+    """A measured noisy core's excess in each segment: its share of time off the CPU
+    beyond its peers' (the evidence of perfvar.detect.noisy_core) of the segment."""
+    off = float(ev["measured"].get("off_cpu_fraction") or 0.0)
+    beyond = max(off - float(ev.get("peers_off_cpu_fraction") or 0.0), 0.0)
+    return durations * beyond
 
 
 def costs(

@@ -48,6 +48,21 @@ def test_interruptions_of_a_noisy_core_cost_what_the_peer_waited():
     assert cost == pytest.approx(20 * 4e6, rel=0.02)
 
 
+def test_time_off_the_cpu_of_a_measured_noisy_core_costs_what_the_peer_waited():
+    # Rank 1 shares its CPU: every A segment 40 % longer, no segment beyond a fence;
+    # the counters measured it off the CPU 40/140 of the time, its peer 0.
+    trace = simulate(extra=lambda r, k, c: 0.4 * 1e5 if (r, c) == (1, "A") else 0.0)
+    off = 0.4 / 1.4
+    measured = Anomaly("noisy_core", 1, "h", 1, None, None,
+                       {"measured": {"off_cpu_fraction": off},
+                        "peers_off_cpu_fraction": 0.0})
+    shape = Anomaly("noisy_core", 1, "h", 1, None, None, {"lost_fraction": 0.3})
+    (cost,) = _costs(trace, [measured])
+    (by_shape,) = _costs(trace, [shape])
+    assert by_shape == pytest.approx(0.0, abs=1.0)
+    assert cost == pytest.approx(200 * 0.4 * 1e5, rel=0.05)
+
+
 def test_one_rank_or_an_unsynchronised_run_has_no_cost():
     trace = simulate(extra=lambda r, k, c: 5000.0 * r, synchronised=False)
     assert _costs(trace, [_slow(1, "S0", 5000.0, 0.05)]) == [None]
