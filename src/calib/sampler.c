@@ -166,37 +166,38 @@ static const char *tsc_rate_unknown(void)
     return pv_clock_monotonic ? "TSC rate not measured (PERFVAR_CLOCK=clock_monotonic_raw)" : NULL;
 }
 
-int perfvar_timer_available(int timer, char *why, int why_len)
+/* Why `timer` cannot be read here, NULL when it can. Opens what it needs on first use. */
+static const char *timer_unavailable(int timer)
 {
-    const char *reason = NULL;
     switch (timer) {
     case PERFVAR_TIMER_BARRIER:
-    case PERFVAR_TIMER_CLOCK_GETTIME: break;
+    case PERFVAR_TIMER_CLOCK_GETTIME: return NULL;
     case PERFVAR_TIMER_RDTSC:
 #if !defined(__x86_64__)
-        reason = "rdtsc exists on x86-64 only";
+        return "rdtsc exists on x86-64 only";
+#else
+        return tsc_rate_unknown();
 #endif
-        if (!reason && tsc_rate_unknown()) reason = tsc_rate_unknown();
-        break;
     case PERFVAR_TIMER_PAPI_REAL_NSEC:
     case PERFVAR_TIMER_PAPI_REAL_CYC:
         papi_load();
-        if (papi_state < 0) reason = papi_why;
-        else if (timer == PERFVAR_TIMER_PAPI_REAL_CYC) reason = tsc_rate_unknown();
-        break;
+        if (papi_state < 0) return papi_why;
+        return timer == PERFVAR_TIMER_PAPI_REAL_CYC ? tsc_rate_unknown() : NULL;
     case PERFVAR_TIMER_MPI_WTIME:
         mpi_find();
-        if (!mpi_wtime) reason = mpi_why;
-        break;
+        return mpi_wtime ? NULL : mpi_why;
     case PERFVAR_TIMER_PAPI_READ:
         papi_read_open();
-        if (papi_read_state < 0) reason = papi_read_why;
-        break;
+        return papi_read_state < 0 ? papi_read_why : NULL;
     case PERFVAR_TIMER_CYCLES:
-        if (perfvar_cycles_open(NULL, cycles_why, sizeof cycles_why) != PERFVAR_OK) reason = cycles_why;
-        break;
-    default: reason = "unknown timer";
+        return perfvar_cycles_open(NULL, cycles_why, sizeof cycles_why) != PERFVAR_OK ? cycles_why : NULL;
+    default: return "unknown timer";
     }
+}
+
+int perfvar_timer_available(int timer, char *why, int why_len)
+{
+    const char *reason = timer_unavailable(timer);
     if (why && why_len > 0) snprintf(why, (size_t)why_len, "%s", reason ? reason : "");
     if (timer < 0 || timer >= PERFVAR_TIMER_COUNT) return PERFVAR_ERR_INVALID_ARG;
     return reason ? PERFVAR_ERR_UNAVAILABLE : PERFVAR_OK;

@@ -112,6 +112,21 @@ static const char *native_unavailable(const pv_clock_caps *caps, int *forceable)
 #endif
 }
 
+/* PERFVAR_CLOCK=want names no clock usable here: the note says why and what is used instead;
+ * 1 when that is clock_monotonic_raw (the native clock is missing too). */
+static int choose_instead(const char *want, const char *native_missing, char *note, int note_len)
+{
+    int known = !strcmp(want, "tsc") || !strcmp(want, "cntvct");
+    const char *why = !known ? "not a clock perfvar knows (auto, tsc, cntvct, clock_monotonic_raw)"
+                      : !strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) ? native_missing
+                                                                  : "not this architecture's clock";
+    int fallback = native_missing != NULL;
+    snprintf(note, (size_t)note_len, "PERFVAR_CLOCK=%.32s is not available here (%s); using %s%s%s", want,
+             why, fallback ? "clock_monotonic_raw" : PERFVAR_CLOCK_NATIVE_NAME,
+             fallback && why != native_missing ? ": " : "", fallback && why != native_missing ? native_missing : "");
+    return fallback;
+}
+
 int pv_clock_choose(const pv_clock_caps *caps, const char *want, char *note, int note_len)
 {
     int forceable;
@@ -123,22 +138,12 @@ int pv_clock_choose(const pv_clock_caps *caps, const char *want, char *note, int
             snprintf(note, (size_t)note_len, "PERFVAR_CLOCK=%s used although %s", want, native_missing);
         return 0;
     }
-    if (!want || !*want || !strcmp(want, "auto")) {
-        if (native_missing && strcmp(PERFVAR_CLOCK_NATIVE_NAME, "clock_monotonic_raw"))
-            snprintf(note, (size_t)note_len, "%s not used: %s; using clock_monotonic_raw%s",
-                     PERFVAR_CLOCK_NATIVE_NAME, native_missing,
-                     forceable ? " (PERFVAR_CLOCK=" PERFVAR_CLOCK_NATIVE_NAME " forces it)" : "");
-        return native_missing != NULL;
-    }
-    int known = !strcmp(want, "tsc") || !strcmp(want, "cntvct");
-    const char *why = !known ? "not a clock perfvar knows (auto, tsc, cntvct, clock_monotonic_raw)"
-                      : !strcmp(want, PERFVAR_CLOCK_NATIVE_NAME) ? native_missing
-                                                                  : "not this architecture's clock";
-    int fallback = native_missing != NULL;
-    snprintf(note, (size_t)note_len, "PERFVAR_CLOCK=%.32s is not available here (%s); using %s%s%s", want,
-             why, fallback ? "clock_monotonic_raw" : PERFVAR_CLOCK_NATIVE_NAME,
-             fallback && why != native_missing ? ": " : "", fallback && why != native_missing ? native_missing : "");
-    return fallback;
+    if (want && *want && strcmp(want, "auto")) return choose_instead(want, native_missing, note, note_len);
+    if (native_missing && strcmp(PERFVAR_CLOCK_NATIVE_NAME, "clock_monotonic_raw"))
+        snprintf(note, (size_t)note_len, "%s not used: %s; using clock_monotonic_raw%s",
+                 PERFVAR_CLOCK_NATIVE_NAME, native_missing,
+                 forceable ? " (PERFVAR_CLOCK=" PERFVAR_CLOCK_NATIVE_NAME " forces it)" : "");
+    return native_missing != NULL;
 }
 
 static void clock_init_once(void)

@@ -98,6 +98,30 @@ static int parse_nonneg(const char *s, double hi, double *out)
     return 0;
 }
 
+/* PERFVAR_INJECT's keys, in the bit order of parse_inject's `seen`. */
+enum { INJ_RANK, INJ_PCT, INJ_TO, INJ_FROM, INJ_AFTER, INJ_UNTIL };
+
+/* One "key=value" of PERFVAR_INJECT (key already told, its index k) into out; 0 or -1. */
+static int parse_inject_value(int k, const char *val, pv_inject_spec *out)
+{
+    long num;
+    switch (k) {
+    case INJ_RANK:
+        if (parse_long(val, 0, 1L << 30, &num)) return -1;
+        out->rank = (int)num;
+        return 0;
+    case INJ_PCT:
+        return parse_nonneg(val, 1000, &out->pct) || !(out->pct > 0) ? -1 : 0;
+    case INJ_TO:
+    case INJ_FROM:
+        if (!val[0] || strlen(val) >= PV_INJECT_MATCH_MAX) return -1;
+        strcpy(k == INJ_TO ? out->to : out->from, val);
+        return 0;
+    default:
+        return parse_nonneg(val, 1e6, k == INJ_AFTER ? &out->after_s : &out->until_s);
+    }
+}
+
 /* PERFVAR_INJECT: "rank=R,pct=X[,to=S][,from=S][,after=T][,until=T]", each key at most once, rank
  * and pct required, 0 < X <= 1000, S 1..127 bytes, T in s, until > after. */
 static int parse_inject(const char *s, pv_inject_spec *out)
@@ -108,7 +132,6 @@ static int parse_inject(const char *s, pv_inject_spec *out)
     memcpy(buf, s, n + 1);
     memset(out, 0, sizeof *out);
     unsigned seen = 0;
-    long num;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *val = strchr(tok, '=');
         if (!val) return -1;
@@ -117,27 +140,11 @@ static int parse_inject(const char *s, pv_inject_spec *out)
         int k = choice(tok, keys);
         if (k < 0 || (seen & (1u << k))) return -1;
         seen |= 1u << k;
-        switch (k) {
-        case 0:
-            if (parse_long(val, 0, 1L << 30, &num)) return -1;
-            out->rank = (int)num;
-            break;
-        case 1:
-            if (parse_nonneg(val, 1000, &out->pct) || !(out->pct > 0)) return -1;
-            break;
-        case 2:
-        case 3: {
-            char *dst = k == 2 ? out->to : out->from;
-            if (!val[0] || strlen(val) >= PV_INJECT_MATCH_MAX) return -1;
-            strcpy(dst, val);
-            break;
-        }
-        default:
-            if (parse_nonneg(val, 1e6, k == 4 ? &out->after_s : &out->until_s)) return -1;
-        }
+        if (parse_inject_value(k, val, out)) return -1;
     }
-    if ((seen & 3u) != 3u) return -1;
-    if ((seen & (1u << 5)) && !(out->until_s > out->after_s)) return -1;
+    unsigned required = 1u << INJ_RANK | 1u << INJ_PCT;
+    if ((seen & required) != required) return -1;
+    if ((seen & (1u << INJ_UNTIL)) && !(out->until_s > out->after_s)) return -1;
     return 0;
 }
 

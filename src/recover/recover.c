@@ -162,43 +162,73 @@ static void usage(FILE *to)
                 "(after it was killed or crashed) and write DIR/perfvar/ended-rank-N.json.\n");
 }
 
-int main(int argc, char **argv)
+/* The command line: 0, -1 for --help (printed), or 2 (usage printed on stderr). */
+static int parse_args(int argc, char **argv, int *force, unsigned *buffer_mb, const char **dir)
 {
-    int force = 0;
-    unsigned buffer_mb = 16;
-    const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--force")) force = 1;
-        else if (!strcmp(argv[i], "--buffer-mb") && i + 1 < argc) buffer_mb = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
-        else if (!dir && argv[i][0] != '-') dir = argv[i];
+        if (!strcmp(argv[i], "--force")) *force = 1;
+        else if (!strcmp(argv[i], "--buffer-mb") && i + 1 < argc) *buffer_mb = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), -1;
+        else if (!*dir && argv[i][0] != '-') *dir = argv[i];
         else return usage(stderr), 2;
     }
-    if (!dir || !buffer_mb) return usage(stderr), 2;
-    int size = job_size(dir);
+    return *dir && *buffer_mb ? 0 : (usage(stderr), 2);
+}
+
+/* Whether dir's records can be converted (the job's size into *size), else the exit status
+ * (0: nothing to recover, 2: no records or a rank left none), with its message printed. */
+static int check_records(const char *dir, int force, int *size)
+{
+    *size = job_size(dir);
     /* A clean finish removes the records (unless PERFVAR_KEEP_RECORDS=1): nothing to recover. */
-    if (size <= 0 && meta_size(dir) > 0 && all_complete(dir, meta_size(dir))) {
+    if (*size <= 0 && meta_size(dir) > 0 && all_complete(dir, meta_size(dir))) {
         printf("perfvar-recover: %s: every rank wrote its trace at MPI_Finalize (its records were "
                "removed then); nothing to recover\n", dir);
         return 0;
     }
-    if (size <= 0) {
+    if (*size <= 0) {
         fprintf(stderr, "perfvar-recover: %s has no perfvar records (%s/perfvar/records/rank-0.defs)\n",
                 dir, dir);
         return 2;
     }
     int missing = 0;
-    for (int r = 0; r < size; r++)
+    for (int r = 0; r < *size; r++)
         if (!exists(dir, "perfvar/records/rank-%d.defs", r)) {
             fprintf(stderr, "perfvar-recover: rank %d of %d left no records (it died before perfvar "
-                            "started)\n", r, size);
+                            "started)\n", r, *size);
             missing++;
         }
     if (missing) return 2;
-    if (!force && all_complete(dir, size)) {
+    if (!force && all_complete(dir, *size)) {
         printf("perfvar-recover: %s: every rank wrote its trace at MPI_Finalize; nothing to recover\n", dir);
         return 0;
     }
+    return -1;
+}
+
+/* Converts one rank's records (this process is that rank of the forked job); its status. */
+static int convert_one(const char *dir, int rank, pv_trace_comm *comm, unsigned buffer_mb)
+{
+    pv_convert_result res;
+    char why[1024];
+    int rc = pv_convert_rank(dir, rank, comm, buffer_mb, &res, why, sizeof why);
+    if (rc != PERFVAR_OK && !why[0]) snprintf(why, sizeof why, "%s", perfvar_strerror(rc));
+    if (rc != PERFVAR_OK) fprintf(stderr, "perfvar-recover: rank %d: %s\n", rank, why);
+    if (write_ended(dir, rank, &res, rc == PERFVAR_OK ? "" : why))
+        fprintf(stderr, "perfvar-recover: cannot write %s/perfvar/ended-rank-%d.json\n", dir, rank);
+    pv_convert_free(&res);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int force = 0, size;
+    unsigned buffer_mb = 16;
+    const char *dir = NULL;
+    int st = parse_args(argc, argv, &force, &buffer_mb, &dir);
+    if (st) return st < 0 ? 0 : st;
+    st = check_records(dir, force, &size);
+    if (st >= 0) return st;
     remove_archive(dir);
     fflush(NULL);
     pv_trace_comm comm;
@@ -207,14 +237,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "perfvar-recover: cannot start %d processes: %s\n", size, strerror(errno));
         return 1;
     }
-    pv_convert_result res;
-    char why[1024];
-    int rc = pv_convert_rank(dir, rank, &comm, buffer_mb, &res, why, sizeof why);
-    if (rc != PERFVAR_OK && !why[0]) snprintf(why, sizeof why, "%s", perfvar_strerror(rc));
-    if (rc != PERFVAR_OK) fprintf(stderr, "perfvar-recover: rank %d: %s\n", rank, why);
-    if (write_ended(dir, rank, &res, rc == PERFVAR_OK ? "" : why))
-        fprintf(stderr, "perfvar-recover: cannot write %s/perfvar/ended-rank-%d.json\n", dir, rank);
-    pv_convert_free(&res);
+    int rc = convert_one(dir, rank, &comm, buffer_mb);
     /* Only rank 0 (this process) returns from finish: the children exit with their status. */
     int failed = pv_fork_comm_finish(&comm, rc == PERFVAR_OK ? 0 : 1) + (rc != PERFVAR_OK);
     if (failed) {
