@@ -110,6 +110,41 @@ def exported_symbols(libs: list[str]) -> set[str]:
     return names
 
 
+def c_variants(proc, exported: set[str]) -> list:
+    """The C bindings of a procedure (MPI_X and its _c variants) that the MPI exports with their
+    PMPI_ twins."""
+    return [v for v in proc.express.all_iso_c or ()
+            if not v.name.startswith("PMPI_") and v.name in exported and "P" + v.name in exported]
+
+
+def f77_entries(name: str, exported: set[str]) -> list[FortranEntry]:
+    """The mpif.h / use mpi entry point of MPI function `name` (gfortran's mangling), if exported
+    with its PMPI twin."""
+    lower = name.lower()
+    if lower + "_" in exported and f"p{lower}_" in exported:
+        return [FortranEntry(lower + "_", f"p{lower}_", F77, False,
+                             [lower, lower + "__", name.upper()])]
+    return []
+
+
+def f08_entries(flavour: str, name: str, exported: set[str]) -> list[FortranEntry]:
+    """The use mpi_f08 entry points of MPI function `name` that the MPI exports with their
+    targets: Open MPI's one, MPICH's four (descriptor-based ts, large-count)."""
+    lower = name.lower()
+    if flavour == "openmpi":
+        if f"{lower}_f08_" in exported and f"p{lower}_f08_" in exported:
+            return [FortranEntry(f"{lower}_f08_", f"p{lower}_f08_", F08, False)]
+        return []
+    rest = lower[len("mpi_"):]
+    out = []
+    for suffix in ("_f08", "_f08ts", "_f08_large", "_f08ts_large"):
+        sym, target = f"{lower}{suffix}_", f"pmpir_{rest}{suffix}_"
+        if sym in exported and target in exported:
+            binding = F08_DESC if "ts" in suffix else F08
+            out.append(FortranEntry(sym, target, binding, "large" in suffix))
+    return out
+
+
 def collect(flavour: str, exported: set[str]) -> list[Function]:
     functions = []
     for proc in sorted(std.PROCEDURES.values(), key=lambda p: p.express.iso_c.name
@@ -118,27 +153,12 @@ def collect(flavour: str, exported: set[str]) -> list[Function]:
         if c is None or excluded(c.name):
             continue
         fn = Function(c.name, classify(c.name))
-        for variant in proc.express.all_iso_c or ():
-            if variant.name.startswith("PMPI_"):
-                continue
-            if variant.name in exported and "P" + variant.name in exported:
-                fn.c_variants.append(variant)
-        lower = c.name.lower()
-        if proc.express.f90 is not None and not excluded(c.name, FORTRAN_EXCEPTIONS):
-            if lower + "_" in exported and f"p{lower}_" in exported:
-                fn.fortran.append(FortranEntry(lower + "_", f"p{lower}_", F77, False,
-                                               [lower, lower + "__", c.name.upper()]))
-        if proc.express.f08 is not None and not excluded(c.name, FORTRAN_EXCEPTIONS):
-            if flavour == "openmpi":
-                if f"{lower}_f08_" in exported and f"p{lower}_f08_" in exported:
-                    fn.fortran.append(FortranEntry(f"{lower}_f08_", f"p{lower}_f08_", F08, False))
-            else:
-                rest = lower[len("mpi_"):]
-                for suffix in ("_f08", "_f08ts", "_f08_large", "_f08ts_large"):
-                    sym, target = f"{lower}{suffix}_", f"pmpir_{rest}{suffix}_"
-                    if sym in exported and target in exported:
-                        binding = F08_DESC if "ts" in suffix else F08
-                        fn.fortran.append(FortranEntry(sym, target, binding, "large" in suffix))
+        fn.c_variants.extend(c_variants(proc, exported))
+        fortran_ok = not excluded(c.name, FORTRAN_EXCEPTIONS)
+        if proc.express.f90 is not None and fortran_ok:
+            fn.fortran.extend(f77_entries(c.name, exported))
+        if proc.express.f08 is not None and fortran_ok:
+            fn.fortran.extend(f08_entries(flavour, c.name, exported))
         if fn.c_variants or fn.fortran:
             functions.append(fn)
     return functions
@@ -167,84 +187,117 @@ def wait_count(names: set[str]) -> str | None:
     return "incount" if "incount" in names else ("count" if "count" in names else None)
 
 
+def c_message_fields(names: set[str], kind: str) -> list[str]:
+    """C statements filling a message or collective call's pv_args fields."""
+    out = [f"pv_a.{f} = {f};" for f in INT_FIELDS if f in names]
+    if "comm" in names:
+        out.append("pv_a.comm = comm;")
+    for cnt, typ, fld, inplace in BYTE_PAIRS:
+        if cnt in names and typ in names:
+            expr = f"pv_bytes({cnt}, {typ})"
+            if inplace and inplace in names:
+                expr = f"{inplace} == MPI_IN_PLACE ? -1 : {expr}"
+            out.append(f"pv_a.{fld} = {expr};")
+    if kind in REQUEST_KINDS:
+        out.append("pv_a.request = request;")
+    if kind == "mprobe":  # the message handle and flag are outputs
+        out.append("pv_a.message = message;")
+        if "flag" in names:
+            out.append("pv_a.flag = flag;")
+    if kind in ("mrecv", "imrecv"):  # the call sets *message to MPI_MESSAGE_NULL
+        out.append("pv_a.message_before = *message;")
+    return out
+
+
+def c_wait_fields(names: set[str]) -> list[str]:
+    """C statements filling a Wait/Test call's requests (and statuses) into pv_args."""
+    out = []
+    n = wait_count(names)
+    if "request" in names:
+        out.append("pv_a.nreq = 1, pv_a.requests = request;")
+    elif n:
+        out.append(f"pv_a.nreq = {n}, pv_a.requests = array_of_requests;")
+    # Waitsome/Testsome statuses follow array_of_indices: not decoded (Irecv arguments used).
+    if "array_of_statuses" in names and "array_of_indices" not in names:
+        out.append("pv_a.statuses = array_of_statuses, pv_a.has_statuses = 1;")
+    return out
+
+
 def c_record(params: list, kind: str) -> list[str]:
     """C statements filling pv_args `pv_a` from the C parameters."""
     names = {p.name for p in params}
-    out = []
-    if kind in MESSAGE_KINDS:
-        out += [f"pv_a.{f} = {f};" for f in INT_FIELDS if f in names]
-        if "comm" in names:
-            out.append("pv_a.comm = comm;")
-        for cnt, typ, fld, inplace in BYTE_PAIRS:
-            if cnt in names and typ in names:
-                expr = f"pv_bytes({cnt}, {typ})"
-                if inplace and inplace in names:
-                    expr = f"{inplace} == MPI_IN_PLACE ? -1 : {expr}"
-                out.append(f"pv_a.{fld} = {expr};")
-        if kind in REQUEST_KINDS:
-            out.append("pv_a.request = request;")
-        if kind == "mprobe":  # the message handle and flag are outputs
-            out.append("pv_a.message = message;")
-            if "flag" in names:
-                out.append("pv_a.flag = flag;")
-        if kind in ("mrecv", "imrecv"):  # the call sets *message to MPI_MESSAGE_NULL
-            out.append("pv_a.message_before = *message;")
+    out = c_message_fields(names, kind) if kind in MESSAGE_KINDS else []
     if kind in STATUS_KINDS and "status" in names:
         out.append("pv_a.status = status, pv_a.has_status = 1;")
     if kind == "wait":
-        n = wait_count(names)
-        if "request" in names:
-            out.append("pv_a.nreq = 1, pv_a.requests = request;")
-        elif n:
-            out.append(f"pv_a.nreq = {n}, pv_a.requests = array_of_requests;")
-        # Waitsome/Testsome statuses follow array_of_indices: not decoded (Irecv arguments used).
-        if "array_of_statuses" in names and "array_of_indices" not in names:
-            out.append("pv_a.statuses = array_of_statuses, pv_a.has_statuses = 1;")
+        out += c_wait_fields(names)
     return out
+
+
+def fint(name: str) -> str:
+    """A Fortran INTEGER argument's value in C."""
+    return f"*(const MPI_Fint *){name}"
+
+
+def f_message_fields(names: set[str], kind: str, e: FortranEntry) -> tuple[list[str], list[str]]:
+    """C statements filling a message or collective call's pv_args fields from Fortran arguments:
+    (before pv_call_prepare, after the call)."""
+    fcount = (lambda n: f"*(const MPI_Count *){n}") if e.large else fint  # noqa: E731
+    before = [f"pv_a.{f} = {fint(f)};" for f in INT_FIELDS if f in names]
+    after = []
+    if "comm" in names:
+        before.append(f"pv_a.comm = PMPI_Comm_f2c({fint('comm')});")
+    for cnt, typ, fld, inplace in BYTE_PAIRS:
+        if cnt in names and typ in names:
+            expr = f"pv_bytes({fcount(cnt)}, PMPI_Type_f2c({fint(typ)}))"
+            if inplace and inplace in names:
+                expr = f"pv_f_is_in_place({inplace}, {e.binding}) ? -1 : {expr}"
+            before.append(f"pv_a.{fld} = {expr};")
+    if kind in REQUEST_KINDS:
+        after.append("MPI_Request pv_request = PMPI_Request_f2c(*(const MPI_Fint *)request);")
+        after.append("pv_a.request = &pv_request;")
+    if kind == "mprobe":
+        after.append("MPI_Message pv_message = PMPI_Message_f2c(*(const MPI_Fint *)message);")
+        after.append("pv_a.message = &pv_message;")
+        if "flag" in names:  # Fortran LOGICAL: nonzero is true with gfortran
+            after.append("int pv_flag = *(const MPI_Fint *)flag != 0;")
+            after.append("pv_a.flag = &pv_flag;")
+    if kind in ("mrecv", "imrecv"):
+        before.append("pv_a.message_before = PMPI_Message_f2c(*(const MPI_Fint *)message);")
+    return before, after
+
+
+def f_wait_fields(names: set[str], e: FortranEntry) -> tuple[list[str], list[str], list[str]]:
+    """C statements filling a Wait/Test call's requests (and statuses) from Fortran arguments:
+    (before pv_call_prepare, after it, after the call)."""
+    before, prepared, after = [], [], []
+    n = wait_count(names)
+    if "request" in names:
+        before.append("pv_a.nreq = 1, pv_a.frequests = (MPI_Fint *)request;")
+    elif n:
+        before.append(f"pv_a.nreq = {fint(n)}, pv_a.frequests = (MPI_Fint *)array_of_requests;")
+    if "array_of_statuses" in names and "array_of_indices" not in names:
+        # After pv_call_prepare, which clears the call's heap storage (runtime.h).
+        prepared.append("void *pv_statuses = "
+                        f"pv_f_statuses_arg(&pv_c, array_of_statuses, pv_a.nreq, {e.binding});")
+        after.append(f"pv_f_statuses_done(&pv_c, &pv_a, pv_statuses, pv_a.nreq, {e.binding});")
+    return before, prepared, after
 
 
 def f_record(params: list, kind: str, e: FortranEntry) -> tuple[list[str], list[str], list[str]]:
     """C statements filling pv_args `pv_a` from Fortran arguments: (before pv_call_prepare, after
     it, after the call)."""
     names = {p.name.lower() for p in params}
-    fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
-    fcount = (lambda n: f"*(const MPI_Count *){n}") if e.large else fint  # noqa: E731
     before, prepared, after = [], [], []
     if kind in MESSAGE_KINDS:
-        before += [f"pv_a.{f} = {fint(f)};" for f in INT_FIELDS if f in names]
-        if "comm" in names:
-            before.append(f"pv_a.comm = PMPI_Comm_f2c({fint('comm')});")
-        for cnt, typ, fld, inplace in BYTE_PAIRS:
-            if cnt in names and typ in names:
-                expr = f"pv_bytes({fcount(cnt)}, PMPI_Type_f2c({fint(typ)}))"
-                if inplace and inplace in names:
-                    expr = f"pv_f_is_in_place({inplace}, {e.binding}) ? -1 : {expr}"
-                before.append(f"pv_a.{fld} = {expr};")
-        if kind in REQUEST_KINDS:
-            after.append("MPI_Request pv_request = PMPI_Request_f2c(*(const MPI_Fint *)request);")
-            after.append("pv_a.request = &pv_request;")
-        if kind == "mprobe":
-            after.append("MPI_Message pv_message = PMPI_Message_f2c(*(const MPI_Fint *)message);")
-            after.append("pv_a.message = &pv_message;")
-            if "flag" in names:  # Fortran LOGICAL: nonzero is true with gfortran
-                after.append("int pv_flag = *(const MPI_Fint *)flag != 0;")
-                after.append("pv_a.flag = &pv_flag;")
-        if kind in ("mrecv", "imrecv"):
-            before.append("pv_a.message_before = PMPI_Message_f2c(*(const MPI_Fint *)message);")
+        before, after = f_message_fields(names, kind, e)
     if kind in STATUS_KINDS and "status" in names:
         before.append(f"void *pv_status = pv_f_status_arg(&pv_c, status, {e.binding});")
         after.append(f"pv_f_status_done(&pv_c, &pv_a, pv_status, {e.binding});")
     if kind == "wait":
-        n = wait_count(names)
-        if "request" in names:
-            before.append("pv_a.nreq = 1, pv_a.frequests = (MPI_Fint *)request;")
-        elif n:
-            before.append(f"pv_a.nreq = {fint(n)}, pv_a.frequests = (MPI_Fint *)array_of_requests;")
-        if "array_of_statuses" in names and "array_of_indices" not in names:
-            # After pv_call_prepare, which clears the call's heap storage (runtime.h).
-            prepared.append("void *pv_statuses = "
-                            f"pv_f_statuses_arg(&pv_c, array_of_statuses, pv_a.nreq, {e.binding});")
-            after.append(f"pv_f_statuses_done(&pv_c, &pv_a, pv_statuses, pv_a.nreq, {e.binding});")
+        b, prepared, a = f_wait_fields(names, e)
+        before += b
+        after += a
     return before, prepared, after
 
 
@@ -412,7 +465,6 @@ def f_short_path(fn: Function, e: FortranEntry, names: list[str],
     MPI_COMM_WORLD without a conversion) and Waitall/Testall (Fortran handles compared, a null one
     not converted); None for other kinds."""
     kind = fn.info.kind
-    fint = lambda n: f"*(const MPI_Fint *){n}"  # noqa: E731
     short = short_kind(kind, set(names))
     if short == "all":
         call = traced.replace("array_of_statuses", "pv_statuses")
