@@ -213,6 +213,33 @@ static int hub_bcast(fork_comm *f, void *data, uint64_t len, uint32_t root)
     return reply_all(f, data, len, ok);
 }
 
+/* Rank r's part of a gather as root expects it (bytes): outel[r] * esz, or inlen. */
+static uint64_t gather_part(const uint32_t *outel, uint64_t esz, uint64_t inlen, int r)
+{
+    return outel ? outel[r] * esz : inlen;
+}
+
+/* At rank 0: its own inlen bytes and every child's message, concatenated in rank order into
+ * *cat (total bytes in *total); 0, or -1 when a part is missing or not the size root expects. */
+static int hub_concatenate(fork_comm *f, const void *in, uint64_t inlen, const uint32_t *outel,
+                           uint64_t esz, int am_root, char **cat, uint64_t *total)
+{
+    *cat = malloc(inlen + 1);
+    int ok = *cat && (!am_root || gather_part(outel, esz, inlen, 0) == inlen);
+    *total = inlen;
+    if (ok && inlen) memcpy(*cat, in, inlen);
+    for (int r = 1; r < f->size; r++) {
+        char *p;
+        uint64_t n;
+        if (recv_alloc(f, r, &p, &n) || (am_root && n != gather_part(outel, esz, inlen, r))) ok = 0;
+        char *grown = ok ? realloc(*cat, *total + n + 1) : NULL;
+        if (grown) memcpy(grown + *total, p, n), *cat = grown, *total += n;
+        else ok = 0;
+        free(p);
+    }
+    return ok ? 0 : -1;
+}
+
 /* Every rank's inlen bytes to root, in rank order. At root, rank r's part has outel[r] * esz
  * bytes (outel NULL: inlen). Rank 0 concatenates them; a child root gets the concatenation. */
 static int hub_gather(fork_comm *f, const void *in, uint64_t inlen, void *out, const uint32_t *outel,
@@ -220,29 +247,48 @@ static int hub_gather(fork_comm *f, const void *in, uint64_t inlen, void *out, c
 {
     int am_root = (uint32_t)f->rank == root;
     uint64_t want_total = 0;
-    for (int r = 0; am_root && r < f->size; r++) want_total += outel ? outel[r] * esz : inlen;
+    for (int r = 0; am_root && r < f->size; r++) want_total += gather_part(outel, esz, inlen, r);
     if (f->rank) {
         send_msg(f, 0, in, inlen);
         return am_root ? recv_exact(f, 0, out, want_total) : child_status(f);
     }
-    char *cat = malloc(inlen + 1);
-    int ok = cat && (!am_root || !outel || outel[0] * esz == inlen);
-    uint64_t total = inlen;
-    if (ok && inlen) memcpy(cat, in, inlen);
-    for (int r = 1; r < f->size; r++) {
-        char *p;
-        uint64_t n;
-        if (recv_alloc(f, r, &p, &n) || (am_root && n != (outel ? outel[r] * esz : inlen))) ok = 0;
-        char *grown = ok ? realloc(cat, total + n + 1) : NULL;
-        if (grown) memcpy(grown + total, p, n), cat = grown, total += n;
-        else ok = 0;
-        free(p);
-    }
+    char *cat;
+    uint64_t total;
+    int ok = hub_concatenate(f, in, inlen, outel, esz, am_root, &cat, &total) == 0;
     if (ok && am_root && total) memcpy(out, cat, total);
     for (int r = 1; r < f->size; r++)
         if (send_msg(f, r, cat, !ok ? ERR_MARK : (uint32_t)r == root ? total : 0)) ok = 0;
     free(cat);
     return ok ? 0 : -1;
+}
+
+/* At rank 0 of a scatter from a child root: that root's one message (the per-rank lengths, then
+ * the data) into *msg, with *lens and *data pointing into it; whether it is whole (the lengths
+ * add up to the data sent). */
+static int hub_scatter_from_child(fork_comm *f, uint32_t root, char **msg, uint64_t **lens,
+                                  const char **data)
+{
+    uint64_t n, head = (uint64_t)f->size * sizeof **lens;
+    int ok = recv_alloc(f, (int)root, msg, &n) == 0 && n >= head;
+    if (!ok) return 0;
+    *lens = (uint64_t *)*msg, *data = *msg + head;
+    uint64_t total = n - head;
+    for (int r = 0; ok && r < f->size; r++) ok = (*lens)[r] <= total, total -= ok ? (*lens)[r] : 0;
+    return ok && total == 0;
+}
+
+/* At the root of a scatter: the per-rank lengths (bytes; *total their sum), followed at a child
+ * root by the data itself, the message it sends rank 0; NULL when out of memory. */
+static uint64_t *scatter_lengths(fork_comm *f, const void *in, const uint32_t *inel, uint64_t esz,
+                                 uint64_t outlen, uint64_t *total)
+{
+    uint64_t head = (uint64_t)f->size * sizeof(uint64_t);
+    *total = 0;
+    for (int r = 0; r < f->size; r++) *total += inel ? inel[r] * esz : outlen;
+    uint64_t *lens = malloc(head + (f->rank ? *total : 0));
+    for (int r = 0; lens && r < f->size; r++) lens[r] = inel ? inel[r] * esz : outlen;
+    if (lens && f->rank && *total) memcpy((char *)lens + head, in, *total);
+    return lens;
 }
 
 /* Root's data to every rank, in rank order: rank r gets inel[r] * esz bytes (inel NULL: outlen
@@ -251,15 +297,11 @@ static int hub_gather(fork_comm *f, const void *in, uint64_t inlen, void *out, c
 static int hub_scatter(fork_comm *f, const void *in, const uint32_t *inel, uint64_t esz, void *out,
                        uint64_t outlen, uint32_t root)
 {
-    uint64_t *lens = NULL, head = (uint64_t)f->size * sizeof *lens, total = 0;
-    if ((uint32_t)f->rank == root) {
-        for (int r = 0; r < f->size; r++) total += inel ? inel[r] * esz : outlen;
-        lens = malloc(head + (f->rank ? total : 0));
-        for (int r = 0; lens && r < f->size; r++) lens[r] = inel ? inel[r] * esz : outlen;
-    }
+    uint64_t *lens = NULL, total = 0;
+    if ((uint32_t)f->rank == root) lens = scatter_lengths(f, in, inel, esz, outlen, &total);
     if (f->rank) {
         if ((uint32_t)f->rank == root) {
-            if (lens && total) memcpy((char *)lens + head, in, total);
+            uint64_t head = (uint64_t)f->size * sizeof *lens;
             send_msg(f, 0, lens, lens ? head + total : ERR_MARK);
             free(lens);
         }
@@ -267,14 +309,7 @@ static int hub_scatter(fork_comm *f, const void *in, const uint32_t *inel, uint6
     }
     char *msg = NULL;
     const char *data = in;
-    int ok = lens != NULL;
-    if (root != 0) {
-        uint64_t n;
-        ok = recv_alloc(f, (int)root, &msg, &n) == 0 && n >= head;
-        if (ok) lens = (uint64_t *)msg, data = msg + head, total = n - head;
-        for (int r = 0; ok && r < f->size; r++) ok = lens[r] <= total, total -= ok ? lens[r] : 0;
-        ok = ok && total == 0; /* the lengths add up to the data sent */
-    }
+    int ok = root != 0 ? hub_scatter_from_child(f, root, &msg, &lens, &data) : lens != NULL;
     ok = ok && lens[0] == outlen;
     if (ok && outlen) memcpy(out, data, outlen);
     uint64_t d = ok ? lens[0] : 0;
