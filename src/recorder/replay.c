@@ -135,6 +135,63 @@ static void drop_read(pv_rec_reader *r)
     r->dropped += len;
 }
 
+/* A metric unit of call c at v, with its raw units: the counts into c, r->at past them; 1, or 0
+ * when the file ends inside them. */
+static inline int read_metrics(pv_rec_reader *r, pv_rec_call *c, const pv_rec_unit *v)
+{
+    size_t raw = ((size_t)v->x + 1) / 2;
+    if (raw > (size_t)(r->end - r->at - 1)) return 0; /* cut by the end of the file */
+    c->nmetrics = v->x < PV_REC_METRIC_MAX ? v->x : (int)PV_REC_METRIC_MAX;
+    c->metric_since = ab(v);
+    memcpy(c->metrics, v + 1, (size_t)c->nmetrics * sizeof *c->metrics);
+    r->at += raw; /* its raw units */
+    return 1;
+}
+
+/* A probe or a nested region inside call c (the first four are kept). */
+static inline void add_inner(pv_rec_call *c, const pv_rec_unit *v)
+{
+    if (c->ninner >= 4) return;
+    pv_rec_inner_span *in = &c->inner[c->ninner++];
+    in->kind = v->tag;
+    in->region = v->tag == PV_REC_NESTED ? v->x : 0;
+    in->t0 = c->t_entry + v->a;
+    in->t1 = in->t0 + v->b;
+    in->cpu0 = cpu_of(v->cpu);
+    in->cpu1 = v->tag == PV_REC_PROBE ? cpu_of(v->x) : in->cpu0;
+}
+
+/* One unit v of call c after its first (r->at is v; units it owns are skipped past, the caller
+ * steps over v itself): 1 to go on, 0 at a cut (the call ends here), -1 when out of memory. */
+static inline int read_call_unit(pv_rec_reader *r, pv_rec_call *c, const pv_rec_unit *v, uint64_t *span)
+{
+    switch (v->tag) {
+    case PV_REC_SKIP: /* the call's units go on in the next window */
+        r->at += v->a;
+        return 1;
+    case PV_REC_FACT:
+        if (r->at + 1 >= r->end) return 0;
+        define_fact(r, v);
+        r->at++; /* its raw second unit */
+        return 1;
+    case PV_REC_METRIC: return read_metrics(r, c, v);
+    case PV_REC_SPAN64: *span = ab(v); return 1;
+    case PV_REC_CPU_OUT: c->cpu_out = cpu_of(v->cpu); return 1;
+    case PV_REC_PROBE:
+    case PV_REC_NESTED: add_inner(c, v); return 1;
+    case PV_REC_REQUEST:
+        c->request_id = PV_REC_REQUEST_ID(r->header.thread, ++r->requests);
+        c->request_handle = ab(v);
+        return 1;
+    case PV_REC_COMPLETE: {
+        pv_rec_completion done = {ab(v), 0, {0}};
+        done.has_status = fact_of(r, v->x, &done.status) && (done.status.kind_op & 0xff) == PV_REC_FACT_STATUS;
+        return add_completion(r, c, &done) ? -1 : 1;
+    }
+    default: return 1;
+    }
+}
+
 int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
 {
     if (__builtin_expect((size_t)((const char *)r->at - r->dropped) >= 2 * DROP_STEP, 0)) drop_read(r);
@@ -154,53 +211,9 @@ int pv_rec_reader_next(pv_rec_reader *r, pv_rec_call *c)
         const pv_rec_unit *v = r->at;
         if (v->tag == PV_REC_END || v->tag < PV_REC_MIN_KIND || v->tag == PV_REC_TIME)
             break; /* the next call */
-        if (v->tag == PV_REC_SKIP) { /* the call's units go on in the next window */
-            r->at += v->a;
-            continue;
-        }
-        if (v->tag == PV_REC_FACT) {
-            if (r->at + 1 >= r->end) break;
-            define_fact(r, v);
-            r->at++; /* its raw second unit */
-            continue;
-        }
-        if (v->tag == PV_REC_METRIC) {
-            size_t raw = ((size_t)v->x + 1) / 2;
-            if (raw > (size_t)(r->end - r->at - 1)) break; /* cut by the end of the file */
-            c->nmetrics = v->x < PV_REC_METRIC_MAX ? v->x : (int)PV_REC_METRIC_MAX;
-            c->metric_since = ab(v);
-            memcpy(c->metrics, v + 1, (size_t)c->nmetrics * sizeof *c->metrics);
-            r->at += raw; /* its raw units */
-            continue;
-        }
-        switch (v->tag) {
-        case PV_REC_SPAN64: span = ab(v); break;
-        case PV_REC_CPU_OUT: c->cpu_out = cpu_of(v->cpu); break;
-        case PV_REC_PROBE:
-        case PV_REC_NESTED:
-            if (c->ninner < 4) {
-                pv_rec_inner_span *in = &c->inner[c->ninner++];
-                in->kind = v->tag;
-                in->region = v->tag == PV_REC_NESTED ? v->x : 0;
-                in->t0 = c->t_entry + v->a;
-                in->t1 = in->t0 + v->b;
-                in->cpu0 = cpu_of(v->cpu);
-                in->cpu1 = v->tag == PV_REC_PROBE ? cpu_of(v->x) : in->cpu0;
-            }
-            break;
-        case PV_REC_REQUEST:
-            c->request_id = PV_REC_REQUEST_ID(r->header.thread, ++r->requests);
-            c->request_handle = ab(v);
-            break;
-        case PV_REC_COMPLETE: {
-            pv_rec_completion done = {ab(v), 0, {0}};
-            done.has_status = fact_of(r, v->x, &done.status) &&
-                              (done.status.kind_op & 0xff) == PV_REC_FACT_STATUS;
-            if (add_completion(r, c, &done)) return 0;
-            break;
-        }
-        default: break;
-        }
+        int st = read_call_unit(r, c, v, &span);
+        if (st < 0) return 0;
+        if (st == 0) break;
     }
     c->has_x = fact_of(r, fx, &c->x);
     c->has_y = fact_of(r, fy, &c->y);
