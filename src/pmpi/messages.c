@@ -355,6 +355,54 @@ void pv_messages_prepare(pv_call *c, pv_args *a)
     }
 }
 
+/* Recv or Sendrecv: the message received as the call's x (Recv) or y (Sendrecv). */
+static void recv_leave(pv_call *c, const pv_args *a, int fn)
+{
+    uint32_t comm;
+    int size, rank;
+    if (!comm_of(a, &comm, &size, &rank)) return;
+    uint16_t f = recv_record(c, comm, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
+                             a->recv_bytes >= 0 ? a->recv_bytes : a->bytes, a->has_status ? a->status : NULL);
+    if (pv_fn_info[fn].kind == PV_KIND_RECV) c->unit->x = f;
+    else c->unit->y = f;
+}
+
+/* A blocking collective's fact as the call's x, or a nonblocking one's with its request. */
+static void collective_leave(pv_call *c, const pv_args *a, int fn)
+{
+    uint32_t comm;
+    int size, rank;
+    if (!comm_of(a, &comm, &size, &rank)) return;
+    uint64_t sent, recvd;
+    collective_bytes(fn, a, size, rank, &sent, &recvd);
+    uint16_t f = coll_fact(c, pv_fn_info[fn].op, comm, root_of(a), sent, recvd);
+    if (pv_fn_info[fn].kind == PV_KIND_ICOLLECTIVE) started(c, a, f);
+    else c->unit->x = f;
+}
+
+/* Mprobe: the message is bound to this receiver now; it is received by Mrecv, which finds it. */
+static void mprobe_leave(const pv_args *a)
+{
+    uint32_t comm;
+    int size, rank;
+    if (a->message && *a->message != MPI_MESSAGE_NULL && *a->message != MPI_MESSAGE_NO_PROC &&
+        (!a->flag || *a->flag) && a->has_status && comm_of(a, &comm, &size, &rank)) {
+        pv_matched m = {comm, a->status->MPI_SOURCE, a->status->MPI_TAG, status_bytes(a->status)};
+        pv_messages_matched_put(*a->message, &m);
+    }
+}
+
+/* Mrecv (the message received as x) or Imrecv (completed by a Wait/Test, like an Irecv). */
+static void mrecv_leave(pv_call *c, const pv_args *a, int fn)
+{
+    pv_matched m;
+    if (!pv_messages_matched_take(a->message_before, &m)) return;
+    if (pv_fn_info[fn].kind == PV_KIND_MRECV)
+        c->unit->x = recv_record(c, m.comm, m.source, m.tag, m.bytes, a->has_status ? a->status : NULL);
+    else
+        started(c, a, msg_fact(c, m.comm, m.source, m.tag, m.bytes));
+}
+
 void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
 {
     int fn = c->fn;
@@ -363,51 +411,15 @@ void pv_messages_leave(pv_call *c, const pv_args *a, int rc)
         return;
     }
     if (rc != MPI_SUCCESS) return;
-    uint32_t comm;
-    int size, rank;
     switch (pv_fn_info[fn].kind) {
     case PV_KIND_RECV:
-    case PV_KIND_SENDRECV:
-        if (comm_of(a, &comm, &size, &rank)) {
-            uint16_t f = recv_record(c, comm, a->source, a->recvtag != PV_NONE ? a->recvtag : a->tag,
-                                     a->recv_bytes >= 0 ? a->recv_bytes : a->bytes,
-                                     a->has_status ? a->status : NULL);
-            if (pv_fn_info[fn].kind == PV_KIND_RECV) c->unit->x = f;
-            else c->unit->y = f;
-        }
-        break;
+    case PV_KIND_SENDRECV: recv_leave(c, a, fn); break;
     /* ISEND, IRECV: every such call takes its short path (p2p_started). */
     case PV_KIND_ICOLLECTIVE:
-        if (comm_of(a, &comm, &size, &rank)) {
-            uint64_t sent, recvd;
-            collective_bytes(fn, a, size, rank, &sent, &recvd);
-            started(c, a, coll_fact(c, pv_fn_info[fn].op, comm, root_of(a), sent, recvd));
-        }
-        break;
-    case PV_KIND_MPROBE: /* the message is bound to this receiver now; it is received by Mrecv */
-        if (a->message && *a->message != MPI_MESSAGE_NULL && *a->message != MPI_MESSAGE_NO_PROC &&
-            (!a->flag || *a->flag) && a->has_status && comm_of(a, &comm, &size, &rank)) {
-            pv_matched m = {comm, a->status->MPI_SOURCE, a->status->MPI_TAG, status_bytes(a->status)};
-            pv_messages_matched_put(*a->message, &m);
-        }
-        break;
+    case PV_KIND_COLLECTIVE: collective_leave(c, a, fn); break;
+    case PV_KIND_MPROBE: mprobe_leave(a); break;
     case PV_KIND_MRECV:
-    case PV_KIND_IMRECV: {
-        pv_matched m;
-        if (!pv_messages_matched_take(a->message_before, &m)) break;
-        if (pv_fn_info[fn].kind == PV_KIND_MRECV)
-            c->unit->x = recv_record(c, m.comm, m.source, m.tag, m.bytes, a->has_status ? a->status : NULL);
-        else /* completed by a Wait/Test, like an Irecv */
-            started(c, a, msg_fact(c, m.comm, m.source, m.tag, m.bytes));
-        break;
-    }
-    case PV_KIND_COLLECTIVE:
-        if (comm_of(a, &comm, &size, &rank)) {
-            uint64_t sent, recvd;
-            collective_bytes(fn, a, size, rank, &sent, &recvd);
-            c->unit->x = coll_fact(c, pv_fn_info[fn].op, comm, root_of(a), sent, recvd);
-        }
-        break;
+    case PV_KIND_IMRECV: mrecv_leave(c, a, fn); break;
     default: break;
     }
 }
