@@ -69,46 +69,6 @@ static void make_output_dir(char *dir, size_t len)
     dir[0] = 0;
 }
 
-/* ---- user timer regions: a handle's name goes to the definitions file on its first use ---- */
-static pthread_mutex_t user_defined_lock = PTHREAD_MUTEX_INITIALIZER; /* writes of pv_rt.user_defined */
-int pv_user_region_defined(int handle)
-{
-    if (!pv_rt.user_defined || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return 0;
-    if (__atomic_load_n(&pv_rt.user_defined[handle], __ATOMIC_ACQUIRE)) return 1;
-    pthread_mutex_lock(&user_defined_lock);
-    if (!pv_rt.user_defined[handle]) { /* another thread may have defined it meanwhile */
-        char name[PERFVAR_NAME_MAX + 16];
-        const char *n = pv_region_name(handle);
-        pv_rec_defs_clean(name, sizeof name, n ? n : "?");
-        if (pv_rec_defs_line(PV_DEFS_USER, handle, name) == 0)
-            __atomic_store_n(&pv_rt.user_defined[handle], 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&user_defined_lock);
-    return pv_rt.user_defined[handle];
-}
-
-/* The calling thread's state if its timers are traced now, else NULL. */
-static pv_thread *timer_thread(void)
-{
-    if (pv_state() != PV_ACTIVE || pv_depth) return NULL;
-    pv_thread *self = pv_self;
-    return self ? self : pv_thread_attach();
-}
-
-static void user_enter(int handle, uint64_t t, int cpu, void *site)
-{
-    pv_thread *self = timer_thread();
-    if (self) pv_user_boundary(self, handle, 0, site, t, cpu);
-}
-
-static void user_leave(int handle, uint64_t t, int cpu, void *site)
-{
-    pv_thread *self = timer_thread();
-    if (self) pv_user_boundary(self, handle, 1, site, t, cpu);
-}
-
-static const pv_region_sink user_sink = {user_enter, user_leave};
-
 /* ---- stop ---- */
 /* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. Returns how
  * many threads' records had stopped early (the file could not grow: a full disk, a file size
@@ -393,7 +353,7 @@ static int every_rank_traced(void)
     return all;
 }
 
-int pv_start_claim(void)
+static int pv_start_claim(void)
 {
     /* PV_DISABLED until pv_start has worked: other threads' calls pass through meanwhile. */
     pv_state_t expect = PV_UNINIT;
@@ -461,8 +421,8 @@ static pv_thread *open_records(void)
     int ok_defs = archive_absent(why, sizeof why) && write_definitions(why, sizeof why);
     pv_thread *self = ok_defs ? pv_thread_first() : NULL;
     if (ok_defs && !self) snprintf(why, sizeof why, "records file: %s", strerror(errno));
-    pv_rt.user_defined = calloc(PERFVAR_MAX_REGIONS, 1);
-    if (!all_agree(self && pv_rt.user_defined)) {
+    int user_ok = pv_site_user_regions_init() == 0;
+    if (!all_agree(self && user_ok)) {
         if (!why[0]) snprintf(why, sizeof why, "on another rank");
         pv_message(1, "cannot create the OTF2 archive in '%s' (%s); running uninstrumented", pv_rt.dir,
                    why);
@@ -495,7 +455,7 @@ static void record_start(pv_thread *self, int init_fn, void *site, uint64_t t_en
     pv_rec_call_end(self->rec, u, t0, t1, init_fn >= 0 ? cpu : -1);
 }
 
-void pv_start(int init_fn, void *site, uint64_t t_entry)
+static void pv_start(int init_fn, void *site, uint64_t t_entry)
 {
     if (!agree_to_trace()) return;
     uint64_t t_calib[2];
@@ -509,9 +469,25 @@ void pv_start(int init_fn, void *site, uint64_t t_entry)
     /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
     pv_write_calibration_samples();
     pv_calib_free(&pv_rt.calib);
-    pv_regions_set_sink(&user_sink);
+    pv_regions_set_sink(&pv_user_sink);
     pv_set_state(PV_ACTIVE);
     if (pv_rt.cfg.verbose >= 1)
         pv_message(1, "tracing %d ranks into %s (clock %s, %.6f GHz %s)", pv_rt.size, pv_rt.dir,
                    pv_rt.clock.name, pv_rt.clock.hz / 1e9, pv_rt.clock.hz_method);
+}
+
+int pv_start_hook(int init_fn, void *site, uint64_t t_entry)
+{
+    if (init_fn < 0) { /* a lazy start: only once MPI is up, and not after it is finalized */
+        int init = 0, fin = 0;
+        PMPI_Initialized(&init);
+        PMPI_Finalized(&fin);
+        if (!init || fin) return 0;
+    }
+    if (!pv_start_claim()) return 0;
+    int outer = pv_depth;
+    pv_depth = 1; /* MPI's calls inside perfvar's start are not the application's */
+    pv_start(init_fn, site, t_entry);
+    pv_depth = outer;
+    return 1;
 }

@@ -15,17 +15,6 @@ _Thread_local int pv_depth PV_HIDDEN;
 MPI_Fint pv_f_request_null, pv_f_comm_world;
 uint64_t pv_calls[PV_FN_COUNT];
 
-/* First traced call of a program whose MPI_Init we did not see (e.g. initialised through a binding
- * perfvar does not wrap): start now, if MPI is up. One thread starts; calls that other threads make
- * meanwhile pass through untraced (perfvar's start is collective and must not meet them: a lazy
- * start assumes the first traced call comes before other threads call MPI). */
-static void lazy_start(void)
-{
-    int init = 0, fin = 0;
-    PMPI_Initialized(&init);
-    PMPI_Finalized(&fin);
-    if (init && !fin && pv_start_claim()) pv_start(-1, NULL, 0);
-}
 
 /* Run a fixed-work probe on thread t, whose traced call's entry read is at or past its deadline,
  * and record it in the call's record: the call's region starts where the probe ends, so the probe's
@@ -89,7 +78,7 @@ void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint
     if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
     const char *name = pv_region_name(handle);
     int site_id = pv_site_user(self, handle, is_stop, name ? name : "?", site);
-    if (site_id < 0 || !pv_user_region_defined(handle)) return;
+    if (site_id < 0 || !pv_site_user_region_defined(handle)) return;
     int read = self->rec->last_exit && metrics_due(self, t);
     pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t, cpu);
     if (read) metrics_read(self, t);
@@ -97,6 +86,28 @@ void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint
     uint64_t t_exit = pv_now_cpu(&cpu_exit); /* last: starts the next segment */
     pv_rec_call_end(self->rec, u, t, t_exit, cpu_exit);
 }
+
+/* The calling thread's state if its timers are traced now, else NULL. */
+static pv_thread *timer_thread(void)
+{
+    if (pv_state() != PV_ACTIVE || pv_depth) return NULL;
+    pv_thread *self = pv_self;
+    return self ? self : pv_thread_attach();
+}
+
+static void user_enter(int handle, uint64_t t, int cpu, void *site)
+{
+    pv_thread *self = timer_thread();
+    if (self) pv_user_boundary(self, handle, 0, site, t, cpu);
+}
+
+static void user_leave(int handle, uint64_t t, int cpu, void *site)
+{
+    pv_thread *self = timer_thread();
+    if (self) pv_user_boundary(self, handle, 1, site, t, cpu);
+}
+
+const pv_region_sink pv_user_sink = {user_enter, user_leave};
 
 int pv_call_enter(pv_call *c, int fn, void *site)
 {
@@ -106,9 +117,11 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     int traced = (pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group)) != 0;
     if (__builtin_expect(!traced || !self || pv_state() != PV_ACTIVE, 0)) {
         if (traced && pv_state() == PV_UNINIT) {
-            *depth = 1;
-            lazy_start();
-            *depth = 0;
+            /* A program whose MPI_Init we did not see (initialised through a binding perfvar does
+             * not wrap): start now, if MPI is up. Calls that other threads make meanwhile pass
+             * through untraced (perfvar's start is collective and must not meet them: a lazy start
+             * assumes the first traced call comes before other threads call MPI). */
+            pv_start_hook(-1, NULL, 0);
             self = pv_self;
         }
         if (!traced || pv_state() != PV_ACTIVE || (!self && !(self = pv_thread_attach()))) {
@@ -196,11 +209,8 @@ void pv_init_begin(pv_call *c, int fn, void *site)
 void pv_init_end(pv_call *c, int rc)
 {
     pv_depth--;
-    if (rc == MPI_SUCCESS && pv_depth == 0 && pv_state() == PV_UNINIT && pv_start_claim()) {
-        pv_depth = 1;
-        pv_start(c->fn, c->site, c->t_entry);
-        pv_depth = 0;
-    }
+    if (rc == MPI_SUCCESS && pv_depth == 0 && pv_state() == PV_UNINIT)
+        pv_start_hook(c->fn, c->site, c->t_entry);
 }
 
 void pv_finalize_end(pv_call *c)

@@ -335,6 +335,33 @@ int pv_site_id_miss(pv_thread *t, int region, void *ra)
     return id;
 }
 
+/* User timer handle -> its name is in the definitions file; read without the lock (atomic),
+ * written under user_lock. */
+static unsigned char *user_defined;
+static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pv_site_user_regions_init(void)
+{
+    if (!user_defined) user_defined = calloc(PERFVAR_MAX_REGIONS, 1);
+    return user_defined ? 0 : -1;
+}
+
+int pv_site_user_region_defined(int handle)
+{
+    if (!user_defined || handle < 0 || handle >= PERFVAR_MAX_REGIONS) return 0;
+    if (__atomic_load_n(&user_defined[handle], __ATOMIC_ACQUIRE)) return 1;
+    pthread_mutex_lock(&user_lock);
+    if (!user_defined[handle]) { /* another thread may have defined it meanwhile */
+        char name[PERFVAR_NAME_MAX + 16];
+        const char *n = pv_region_name(handle);
+        pv_rec_defs_clean(name, sizeof name, n ? n : "?");
+        if (pv_rec_defs_line(PV_DEFS_USER, handle, name) == 0)
+            __atomic_store_n(&user_defined[handle], 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&user_lock);
+    return user_defined[handle];
+}
+
 int pv_site_user(pv_thread *t, int handle, int is_stop, const char *name, void *ra)
 {
     uint64_t key = ((uint64_t)(uintptr_t)ra << 16) | ((uint64_t)handle << 1) | (uint64_t)is_stop;

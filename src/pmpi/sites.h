@@ -54,6 +54,13 @@ int pv_site_id_miss(struct pv_thread *t, int region, void *return_address);
  * thread-safe. */
 int pv_site_user(struct pv_thread *t, int handle, int is_stop, const char *name, void *return_address);
 
+/* User timer regions: a handle's name goes to the definitions file on its first use.
+ * pv_site_user_regions_init makes room for every handle (at perfvar's start, before any thread
+ * traces; 0 or -1 when out of memory). pv_site_user_region_defined: 1 once handle's region is in
+ * the definitions file, 0 if it cannot be. Thread-safe. */
+int pv_site_user_regions_init(void);
+int pv_site_user_region_defined(int handle);
+
 /* Unwind the calling thread's stack from return address ra (searched among the innermost
  * frames): ra and the return addresses of up to max - 1 callers above it into frames[]; their
  * number (1 when ra is not found: ra alone). Async-signal-unsafe (the unwinder may lock);

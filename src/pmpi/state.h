@@ -11,7 +11,7 @@
  *   no MPI call after MPI_Finalize starts), and marked by the fatal-signal handler.
  * - shared definitions, which go to the rank's definitions file as they are made, are kept by the
  *   file that makes them, under its own lock: call sites (sites.h), communicators (comms.h), the
- *   thread list (threads.h), user timer regions (lifecycle.c, pv_user_region_defined). Each thread
+ *   thread list (threads.h), user timer regions (sites.h, pv_site_user_region_defined). Each thread
  *   caches what it looked up, so the steady state takes no lock.
  * - messages matched by MPI_Mprobe and not yet received: messages.c (messages.h). Requests need no
  *   shared state: their starts and completions are paired when the records are converted
@@ -36,6 +36,7 @@
 #include "runtime.h"
 #include "inject.h"
 #include "sites.h"
+#include "../timer/region_sink.h"
 
 typedef enum { PV_UNINIT = 0, PV_ACTIVE, PV_DISABLED, PV_FINISHED } pv_state_t;
 
@@ -96,8 +97,6 @@ typedef struct pv_runtime {
     pv_rec_unit *finalize_unit;
     uint64_t finalize_entry;
 
-    unsigned char *user_defined; /* user timer handle -> its name is in the definitions file;
-                                    read without the lock (atomic), written under lifecycle.c's */
     int converted;          /* the rank's records were whole and converted at the stop */
     int records_removed;    /* the records were removed at the stop (all ranks' archive whole) */
     double convert_ms;      /* how long the conversion took */
@@ -143,13 +142,17 @@ static inline pv_rec_fact_memo *pv_fact_memo_of(pv_thread *t, int site_id, int i
  * thread's segment, whose exit starts the next one. */
 void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu);
 
-/* lifecycle.c: start after MPI initialisation; init_fn < 0 for a lazy start from another call.
- * Only the caller that moved pv_rt.state from PV_UNINIT (pv_start_claim) starts.
- * pv_user_region_defined: 1 once user timer handle's region is in the definitions file (written
- * on its first use), 0 if it cannot be; thread-safe. */
-int pv_user_region_defined(int handle);
-int pv_start_claim(void);
-void pv_start(int init_fn, void *site, uint64_t t_entry);
+/* lifecycle.c, the one way the per-call path starts perfvar: after the application's MPI_Init
+ * (init_fn its function, site and t_entry its call), or lazily from another traced call (init_fn
+ * < 0: only when MPI is initialised and not finalized). Only the first caller starts (the others
+ * return 0 and pass through untraced meanwhile); it runs perfvar's collective start, with
+ * pv_depth raised so that MPI's calls inside it are not the application's. 1 when this call
+ * started it. */
+int pv_start_hook(int init_fn, void *site, uint64_t t_entry);
+
+/* runtime.c: where perfvar_start/stop report to the MPI layer (src/timer's region sink): a user
+ * timer start/stop of a traced thread is a segment boundary (pv_user_boundary). */
+extern const pv_region_sink pv_user_sink;
 
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */
 void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);
