@@ -1,5 +1,5 @@
 /* layout.c — the layout of read.h's structs as compiled, for the Python side to check its own
- * copies against (tests/python/test_layouts.py). See read.h. */
+ * copies against (tests/python/test_spec.py). See read.h. */
 #include "read/read.h"
 #include "pv_spec.h"
 

@@ -112,14 +112,27 @@ def _c_layout(fn, name: str, fields) -> tuple[int, int, list[int]]:
     return ask(name), ask(f"{name}.#"), offsets
 
 
+# The classes and rows the package reads the libraries with, by C struct.
+IN_USE = {
+    "perfvar_clock_info": kernels._ClockInfo,
+    "perfvar_read_result": reader_native._Result,
+}
+
+
 @pytest.mark.parametrize("name", list(_spec.STRUCTS))
 def test_struct_is_laid_out_by_ctypes_as_by_the_c_compiler(name):
     fields = _spec.STRUCTS[name][1]
     made = _from_table(name)
-    size, nfields, offsets = _c_layout(_layout_fn(name), name, fields)
+    fn = _layout_fn(name)
+    size, nfields, offsets = _c_layout(fn, name, fields)
     assert ctypes.sizeof(made) == size, f"{name}: size"
     assert nfields == len(fields), f"{name}: number of fields"
     assert [getattr(made, f).offset for f, _ in fields] == offsets, f"{name}: offsets"
+    used = IN_USE.get(name)
+    if used is not None:  # what the package reads with, not only the table's copy
+        assert ctypes.sizeof(used) == size, f"{name}: size in use"
+        assert [getattr(used, f).offset for f, _ in fields] == offsets, f"{name}: in use"
+    assert int(fn(f"{name}.no_such_field".encode())) == -1  # the library's unknown field
 
 
 def test_the_ctypes_classes_are_the_table_s():

@@ -167,7 +167,7 @@ def test_cli_quick_writes_the_json_layout(tmp_path):
     assert "t_min" in p.stdout and Timer.BARRIER in p.stdout
     doc = json.loads(out.read_text())
     names = [t["name"] for t in doc["timers"]]
-    assert names == list(TIMERS)  # every timer (test_layouts: the library's names)
+    assert names == list(TIMERS)  # every timer (test_spec: the library's names)
     assert doc["clock"]["name"] and doc["clock"]["hz"] > 0
     assert doc["complete"] in (True, False) and doc["interrupted"] is False
     for t in doc["timers"]:
