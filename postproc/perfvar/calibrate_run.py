@@ -221,6 +221,10 @@ def _measure_state(
 
     def sample(adds: int, n: int) -> Any:
         if hook is not None and no > hook:
+            # Started in the background by a shell without job control, the process
+            # ignores SIGINT, and Python then installs no handler for it: the hook
+            # is a Ctrl-C however it was started.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             os.kill(os.getpid(), signal.SIGINT)
         return k.sample(timer, adds, flush, n)
 
