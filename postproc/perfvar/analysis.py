@@ -366,7 +366,8 @@ def analyze(
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
     prep.cpu_use = use
-    metrics, ticks_per_ns = trace.metrics, trace.timer_resolution_hz / 1e9
+    metrics = cpu_time.after_start(trace.metrics)  # the reads of the run, not its start
+    ticks_per_ns = trace.timer_resolution_hz / 1e9
     prep.cpu_time = cpu_time.of_reads(metrics, trace.metric_names, ticks_per_ns)
     prep.counters = cpu_time.reads_by_rank(metrics, trace.metric_names, trace.trace_ns)
     prep.work = work.of_reads(metrics, trace.metric_names, trace.samples, ticks_per_ns)

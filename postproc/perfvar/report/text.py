@@ -292,7 +292,8 @@ def _rank_lines(result: dict[str, Any]) -> list[str]:
         "the compute time lost in segments the OS-noise filter took out."
         + (
             " off CPU: share of the time its counter reads covered (long compute "
-            "segments and the calls between them) that the rank was off its CPU, "
+            "segments and the calls between them, after MPI_Init) that the rank was "
+            "off its CPU, "
             "wall time minus the task clock (PERFVAR_METRICS)."
             if measured
             else ""

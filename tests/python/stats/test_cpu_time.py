@@ -9,7 +9,7 @@ import pytest
 from conftest import make_prepared
 from perfvar.detect import noisy_core
 from perfvar.read.samples import METRIC_DTYPE
-from perfvar.stats.cpu_time import of_reads
+from perfvar.stats.cpu_time import after_start, of_reads
 
 NAMES = ["perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"]
 TICKS_PER_NS = 2.5  # a 2.5 GHz clock
@@ -100,3 +100,48 @@ def test_counters_that_see_no_more_time_off_the_cpu_overrule_the_durations():
     prep.cpu_time = of_reads(reads({1: 0.35}), NAMES, TICKS_PER_NS)
     (both,) = noisy_core.detect(prep).anomalies
     assert both.evidence["named_by"] == ["time off its CPU (counters)"]
+
+
+START_NAMES = ["perf::TASK-CLOCK:k=1", "perf::CONTEXT-SWITCHES:k=1"]
+
+
+def _start_and_run(threads: dict[tuple[int, int], list[tuple[int, int]]]) -> np.ndarray:
+    """METRIC_DTYPE rows from (rank, thread) -> [(wall ns, task clock ns)], each
+    thread's intervals back to back from 0, the threads' rows interleaved (a
+    trace's rows come location by location, not in time order)."""
+    rows = []
+    for (rank, thread), intervals in threads.items():
+        t = 0
+        for i, (wall, on) in enumerate(intervals):
+            values = np.full(METRIC_DTYPE["values"].shape, np.nan)
+            values[0], values[1] = on, 1
+            rows.append((rank, thread, i, i, t + wall, t, values))
+            t += wall
+    out = np.array(rows, dtype=METRIC_DTYPE)
+    return out[::-1]  # the rule must not rely on the rows' order
+
+
+def test_first_read_of_each_thread_is_the_start_not_the_run():
+    # Each thread's first interval holds its first call: MPI_Init, asleep for 680 ms
+    # while the other processes start; then 100 reads of 1 ms, 1 % off the CPU.
+    run = [(1_000_000, 990_000)] * 100
+    start = [(680_000_000, 10_000_000)]
+    rows = _start_and_run({(r, k): start + run for r in (0, 1) for k in (0, 1)})
+
+    kept = after_start(rows)
+    assert kept.size == rows.size - 4
+    assert not np.any(kept["since_ticks"] == 0)  # every start interval gone
+    by_rank = of_reads(kept, START_NAMES, 1.0)
+    for r in (0, 1):
+        assert by_rank[r].reads == 200
+        assert abs(by_rank[r].off_fraction - 0.01) < 1e-9
+    # Without the rule the start dominates: the share a clean run showed.
+    whole = of_reads(rows, START_NAMES, 1.0)
+    assert whole[0].off_fraction > 0.8
+
+
+def test_a_thread_with_one_read_keeps_none():
+    empty = np.zeros(0, dtype=METRIC_DTYPE)
+    assert after_start(empty).size == 0
+    one = _start_and_run({(0, 0): [(1000, 1000)]})
+    assert after_start(one).size == 0
