@@ -378,13 +378,15 @@ def make_prepared(
     t_min_ns: Optional[float] = 100.0,
     t_diff_ns: Optional[float] = 4.1,
     calibrated: Optional[set] = None,
+    starts: Optional[Mapping[tuple[int, int], np.ndarray]] = None,
 ) -> Prepared:
     """A Prepared from ``samples[(segment, rank)]`` (ns), filtered like analysis does.
 
     Every rank gets (t_min_ns, t_diff_ns) unless ``calibrated`` names the ranks that
     have a calibration (the others get an unknown one). Sample i of every cell
     starts at i * STEP_NS (plus 10 ns per segment index): the classes interleave
-    step by step, as in a time-stepping code.
+    step by step, as in a time-stepping code; ``starts[(segment, rank)]`` gives a
+    cell's start times (ns) instead.
     """
     cells = {}
     ranks = sorted({r for _, r in samples})
@@ -392,7 +394,9 @@ def make_prepared(
     for (seg, rank), values in samples.items():
         durations = filter_cost(values, 0.0)
         mask, info = filter_os(durations)
-        start = np.arange(len(values)) * STEP_NS + 10.0 * seg
+        start = (starts or {}).get((seg, rank))
+        if start is None:
+            start = np.arange(len(values)) * STEP_NS + 10.0 * seg
         cells[(seg, rank)] = Cell(
             seg,
             rank,

@@ -27,13 +27,17 @@ median above t_min):
    in the rank's only class cannot be told from a slower core.
 3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
    class's time span in 40 blocks, r's shift against its peers' centre in each
-   block (what the host does to every rank in a stretch cancels) minus r's common
-   shift in the same block (_core_offset: a core drifting against its peers moves
-   all its classes alike), a one-sided sign test across the blocks (is the
-   median block excess above 0?), q values by
-   Benjamini-Hochberg over every cell tested. The excess is the median of these
-   block excesses. A cell with fewer than 5 blocks holding samples of both sides
-   (a class seen in one short window) is not tested: "too few blocks".
+   block (what the host does to every rank in a stretch cancels), beyond r's own
+   speed: where r has more than local_speed.MIN_CLASSES classes, on log-durations
+   with r's speed around each sample taken away (perfvar.stats.local_speed: a
+   vCPU's speed swings faster than a block), the excess then the difference of
+   the run's corrected medians; else minus r's common shift in the same block
+   (_core_offset: a core drifting against its peers moves all its classes
+   alike), the excess the median of these block excesses. A one-sided sign test
+   across the blocks (is the median block excess above 0?), q values by
+   Benjamini-Hochberg over every cell tested. A cell with fewer than 5 blocks
+   holding samples of both sides (a class seen in one short window) is not
+   tested: "too few blocks".
 4. r is slow in the class when q < alpha AND the excess over its peers beyond kappa,
    in ns at the peers' median, exceeds the effect floor max(t_diff of the cell's
    cache state, segment_floor x the peers' median) AND it is steady: the block
@@ -58,7 +62,7 @@ Pure function; thread-safe.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -66,7 +70,7 @@ import numpy as np
 from perfvar.detect.finding import AnomalyJson, FindingKind
 from perfvar.detect.words import state_of, stats, where, work_clause
 from perfvar.stats import work
-from perfvar.stats.blocks import BlockTest, block_test, class_blocks
+from perfvar.stats.blocks import BlockTest, ClassBlocks, block_test, class_blocks
 from perfvar.stats.cells import (
     by_segment,
     median_without_each,
@@ -74,6 +78,7 @@ from perfvar.stats.cells import (
     unjudged_reason,
 )
 from perfvar.stats.compare import fdr, rel
+from perfvar.stats.local_speed import corrected_cells
 from perfvar.stats.model import (
     Anomaly,
     Cell,
@@ -90,6 +95,9 @@ KIND = "slow_segment"
 # Other judged classes of a rank from which a negative common shift is taken as its
 # core's: their median is then not the mirror image of one class slow on the peer.
 LEVEL_CLASSES = 3
+# Of a cell's samples, the share with a speed (perfvar.stats.local_speed) for the
+# class to be judged on corrected log-durations, on the rank and on a peer.
+LOCAL_SHARE = 0.5
 # Without an instruction counter: the probes took the core's part away (kappa).
 PROBES_SAID = (
     " (beyond its core as its fixed-work probes measure it; no instruction counter "
@@ -361,6 +369,8 @@ class _Context:
     by_rank: dict[int, dict[int, float]]
     cores: dict[int, float]
     probe_shifts: dict[int, float]
+    # segment -> the class on corrected log-durations, or None (_local_blocks)
+    local: dict[int, Optional[_Local]] = field(default_factory=dict)
 
 
 def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Test]:
@@ -379,26 +389,36 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     # core, so it must clear the core's floor too.
     floor_rel = params.segment_floor
     offset: Optional[np.ndarray] = None
+    local: Optional[_Local] = None
     if kappa is None:
         kappa, floor_rel = 0.0, max(params.segment_floor, params.core_floor)
     else:
-        offset = _core_offset(
-            prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts
-        )
+        local = _local_blocks(ctx, seg, rank)
+        if local is None:
+            offset = _core_offset(
+                prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts
+            )
     center = peers.center_log
     peer_med = float(np.exp(center))
     floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
     floor_log = float(np.log1p(floor_ns / peer_med))
     leave_out = sorted(ctx.slow_first.get(seg, set()))
-    bt = block_test(
-        class_blocks(prep, seg).shifts(rank, leave_out)
-        - (kappa if offset is None else offset),
-        floor_log,
-    )
+    if local is not None:  # the rank's speed taken from each sample (module doc)
+        shifts = local.blocks.shifts(rank, leave_out)
+    else:
+        shifts = class_blocks(prep, seg).shifts(rank, leave_out) - (
+            kappa if offset is None else offset
+        )
+    bt = block_test(shifts, floor_log)
     # The excess is the blocks' median, the figure their test and interval are
     # about: under a core that drifts against its peers the run's median is a
     # median of a mixture, while each block's excess has the drift taken away.
     excess_log = bt.median_log if bt.tested else cell.log_median - kappa - center
+    if local is not None and bt.tested:
+        # With the speed taken from each sample there is no drift left to mix: the
+        # run's medians, of every sample rather than of one or two a block, are
+        # the estimate with the smaller error.
+        excess_log = local.run_excess(rank, leave_out)
     direct = cell.log_median - center
     j.shift_ns = cell.median_ns - peer_med
     j.shift_rel, j.excess_rel = rel(direct), rel(excess_log)
@@ -414,6 +434,51 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
         cell.log_median - kappa - center, bt, peer_med,
         floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Local:
+    """One class on log-durations with each rank's speed taken away
+    (perfvar.stats.local_speed): its blocks and each rank's corrected median."""
+
+    blocks: ClassBlocks
+    medians: dict[int, float]  # rank -> median corrected log-duration
+
+    def run_excess(self, rank: int, leave_out: list[int]) -> float:
+        """``rank``'s corrected median minus its peers' centre (the median of their
+        medians; those in ``leave_out`` are no peers unless none is left)."""
+        others = [q for q in self.medians if q != rank]
+        peers = [q for q in others if q not in leave_out] or others
+        centre = float(np.median([self.medians[q] for q in peers]))
+        return self.medians[rank] - centre
+
+
+def _local_blocks(ctx: _Context, seg: int, rank: int) -> Optional[_Local]:
+    """The class on corrected log-durations (perfvar.stats.local_speed), or None
+    where that does not tell ``rank``'s excess: a rank with probes (they measure
+    its core), or fewer than half of its samples or of every peer's with a speed
+    (too few other classes around them). Derived once per class."""
+    if rank in ctx.probe_shifts:
+        return None
+    if seg not in ctx.local:
+        corrected = corrected_cells(ctx.prep, ctx.judgeable)
+        cells = {
+            q: c
+            for (s, q), c in corrected.items()
+            if s == seg and c.share >= LOCAL_SHARE
+        }
+        ctx.local[seg] = (
+            _Local(
+                ClassBlocks(cells),
+                {q: float(np.median(np.log(c.samples_ns))) for q, c in cells.items()},
+            )
+            if len(cells) >= 2
+            else None
+        )
+    local = ctx.local[seg]
+    if local is None or rank not in local.medians:
+        return None
+    return local
 
 
 def _compute_by_rank(classes: dict[int, dict[int, Cell]]) -> dict[int, float]:

@@ -16,7 +16,9 @@ TICKS_PER_NS = 2.5  # a 2.5 GHz clock
 INTERVAL_NS = 10e6
 
 
-def reads(off: dict[int, float], n: int = 50, ranks: int = 4, seed: int = 0) -> np.ndarray:
+def reads(
+    off: dict[int, float], n: int = 50, ranks: int = 4, seed: int = 0
+) -> np.ndarray:
     """``n`` reads per rank of 10 ms intervals; rank r off its CPU ``off[r]`` of each
     (1 % by default, give or take 0.2 %), one context switch per ms off."""
     rng = np.random.default_rng(seed)

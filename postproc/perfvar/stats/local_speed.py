@@ -1,0 +1,175 @@
+"""A rank's speed over time, told by its own segments of other classes around each
+sample, and each sample's log-duration with that speed taken away.
+
+On a shared host a vCPU's speed swings: measured beside CloverLeaf runs, a chain of
+additions took 9.3 us or 18-21 us on the same vCPU in stretches of 0.1-1 s, each
+vCPU on its own. A class's segments then vary 10-15 % from one to the next on each
+rank, and a block of the run (perfvar.stats.blocks: 2.5 % of it, 0.16 s there)
+holds one or two of them a rank, so a rank's common shift taken per block (the
+median of its other classes' block shifts) is read at other moments than the
+class's own segments, and a class slower by a few % cannot be told from the swing.
+Read within ``WINDOW_NS`` of each segment, the swing is nearly the same for the
+segment and its neighbours:
+
+* residual of a sample: its log-duration minus its class's centre (the median over
+  the ranks of their cell log-medians), so classes of different lengths compare;
+* the rank's speed at a sample of class c: the median, over the rank's other
+  classes with samples within one ``WINDOW_NS`` bin of it (the sample's bin and the
+  two beside it), of each class's median residual there. One vote a class: a class
+  of many short segments does not outvote the others, and a class slower on this
+  rank (an anomaly) is one vote among at least ``MIN_CLASSES``, which the median
+  does not follow. Fewer classes there: no speed, the sample is not corrected;
+* corrected log-duration: log-duration minus that speed.
+
+The speed holds the rank's core as well (a slower core moves every class alike), so
+a class compared with its peers on corrected log-durations is judged beyond its
+core, stretch by stretch. With fewer than MIN_CLASSES other classes the median
+would follow one class, the mirror image of a slow class on the other ones
+(perfvar.detect.slow_segment keeps its per-block offset then).
+
+Measured on the validation kit's CloverLeaf runs (7 s, 2 ranks, about 85 segments
+a class a rank): corrected, a class's samples vary 7-11 % instead of 12-15 %, the
+class with +10 % injected measured +5.6..+11.3 % over its peer in 10 of 10 runs
+and the same class in clean runs -4.4..+3.7 %. Why 30 ms: a few segments of every
+class (2-13 ms) fall within a bin and its neighbours, and the host's stretches are
+longer.
+
+Pure functions over a Prepared's cells, derived once per Prepared; thread-safe as
+long as one thread derives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from perfvar.stats.model import Prepared
+
+WINDOW_NS = (
+    30e6  # width of a bin; a sample's speed is read in its bin and the two beside
+)
+WITNESS_SHARE = 0.95  # of a rank's compute time, in the classes that tell its speed
+MIN_CLASSES = (
+    3  # other classes in those bins for a speed: the median is not one class's
+)
+
+
+@dataclass(frozen=True)
+class Corrected:
+    """One cell's samples with the rank's speed taken away (those that had one):
+    what perfvar.stats.blocks.ClassBlocks reads of a cell."""
+
+    samples_ns: (
+        np.ndarray
+    )  # exp(corrected log-duration), ns at the class's centre scale
+    start_ns: np.ndarray
+    share: float  # of the cell's kept samples that had a speed
+
+    @property
+    def n(self) -> int:
+        return int(self.samples_ns.size)
+
+
+def _centres(prep: Prepared, cells: list[tuple[int, int]]) -> dict[int, float]:
+    """segment -> median over its ranks of their cell log-medians."""
+    by_seg: dict[int, list[float]] = {}
+    for s, r in cells:
+        by_seg.setdefault(s, []).append(prep.cells[(s, r)].log_median)
+    return {s: float(np.median(v)) for s, v in by_seg.items()}
+
+
+def _window_medians(
+    bins: np.ndarray, cls: np.ndarray, resid: np.ndarray, nbins: int, nclasses: int
+) -> np.ndarray:
+    """(bins x classes) median residual of each class over a bin and its two
+    neighbours (NaN where the class has none there)."""
+    import pandas as pd
+
+    spread = np.concatenate([bins - 1, bins, bins + 1])
+    keep = (spread >= 0) & (spread < nbins)
+    frame = pd.DataFrame(
+        {
+            "bin": spread[keep],
+            "cls": np.tile(cls, 3)[keep],
+            "e": np.tile(resid, 3)[keep],
+        }
+    )
+    med = frame.groupby(["bin", "cls"])["e"].median()
+    out = np.full((nbins, nclasses), np.nan)
+    out[med.index.get_level_values(0), med.index.get_level_values(1)] = med.to_numpy()
+    return out
+
+
+def _witnesses(cells: list) -> np.ndarray:
+    """Which of a rank's cells tell its speed: the longest in total time, down to
+    those that together hold WITNESS_SHARE of its compute time. The shortest
+    classes (a few hundred ns between two calls of one exchange) move with what
+    the calls before them did, not with the core."""
+    total = np.array([float(np.sum(c.samples_ns)) for c in cells])
+    order = np.argsort(-total)
+    before = np.cumsum(total[order]) - total[order]  # time of the longer ones
+    keep = np.zeros(len(cells), dtype=bool)
+    keep[order] = before < WITNESS_SHARE * total.sum()
+    return keep
+
+
+def _rank_speeds(
+    prep: Prepared, rank: int, segs: list[int], centres: dict[int, float]
+) -> dict[tuple[int, int], Corrected]:
+    """(segment, rank) -> Corrected for one rank's cells ``segs`` (more than
+    MIN_CLASSES)."""
+    cells = [prep.cells[(s, rank)] for s in segs]
+    start = np.concatenate([c.start_ns for c in cells])
+    logd = np.concatenate([np.log(c.samples_ns) for c in cells])
+    cls = np.concatenate([np.full(c.n, k) for k, c in enumerate(cells)])
+    resid = logd - np.array([centres[s] for s in segs])[cls]
+    bins = ((start - start.min()) // WINDOW_NS).astype(np.int64)
+    nbins = int(bins.max()) + 1
+    witness = _witnesses(cells)
+    if np.count_nonzero(witness) < MIN_CLASSES:
+        return {}  # no class has MIN_CLASSES others to tell the speed
+    told = witness[cls]  # only the witnesses' samples are read for the speed
+    windows = _window_medians(bins[told], cls[told], resid[told], nbins, len(segs))
+    out = {}
+    for k, s in enumerate(segs):
+        others = np.delete(windows, k, axis=1)
+        counted = np.count_nonzero(~np.isnan(others), axis=1)
+        with np.errstate(all="ignore"):
+            speed = np.where(
+                counted >= MIN_CLASSES,
+                np.nanmedian(np.where(counted[:, None] > 0, others, 0.0), axis=1),
+                np.nan,
+            )
+        mine = cls == k
+        v = speed[bins[mine]]
+        ok = ~np.isnan(v)
+        out[(s, rank)] = Corrected(
+            samples_ns=np.exp(logd[mine][ok] - v[ok]),
+            start_ns=start[mine][ok],
+            share=float(ok.mean()) if ok.size else 0.0,
+        )
+    return out
+
+
+def corrected_cells(
+    prep: Prepared, judgeable: set[tuple[int, int]]
+) -> dict[tuple[int, int], Corrected]:
+    """(segment, rank) -> Corrected for the ``judgeable`` cells of every rank with
+    more than MIN_CLASSES of them (derived once per Prepared and set of cells)."""
+    key = ("local_speed", frozenset(judgeable))
+    if key in prep.derived:
+        return prep.derived[key]
+    centres = _centres(prep, sorted(judgeable))
+    by_rank: dict[int, list[int]] = {}
+    for s, r in sorted(judgeable):
+        by_rank.setdefault(r, []).append(s)
+    out: dict[tuple[int, int], Corrected] = {}
+    for r, segs in by_rank.items():
+        if len(segs) <= MIN_CLASSES:
+            continue
+        out.update(_rank_speeds(prep, r, segs, centres))
+    prep.derived[key] = out
+    return out
