@@ -51,6 +51,7 @@ from perfvar.report.text import (
 )
 from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns
+from perfvar.verdict.headline import OFF_CPU, WAITING
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
@@ -85,6 +86,7 @@ ul.anomalies li { margin: 6px 0; }
 .kind.info { background: #777; }
 .kind.minor { background: #e08a1e; }
 .kind.waited { background: #4a78b8; }
+.kind.off-cpu { background: #8a6d3b; }
 .cost { display: inline-block; font-size: 12px; font-weight: 600; color: #7a1a1a;
   background: #fbe3e3; border-radius: 3px; padding: 0 6px; margin-right: 6px; }
 .cost.small { color: #6b4a12; background: #fbf0dc; }
@@ -298,30 +300,42 @@ def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
     return f" Rank {cause} made it wait; no finding names rank {cause}."
 
 
+def _consequence_item(result: dict[str, Any], c: dict[str, Any]) -> str:
+    """One consequence as a list item: of waiting (with its cause rank's link) or of
+    its own rank's time off the CPU."""
+    cause = c.get("cause_rank")
+    attrs = (
+        f'class="consequence" data-rank="{c["rank"]}" '
+        f'data-segment="{_e(c.get("segment") or "")}" '
+        f'data-cause-rank="{"" if cause is None else cause}"'
+    )
+    if c.get("cause", WAITING) != WAITING:
+        off = '<span class="kind off-cpu">off its CPU</span>'
+        return f"<li {attrs}>{off}{_e(c['text'])}.</li>"
+    peers = c.get("peers_waiting_ns")
+    vs = f" (its peers waited {fmt_ns(peers)} there)" if peers is not None else ""
+    return (
+        f'<li {attrs}><span class="kind waited">after waiting</span>'
+        f"{_e(c['text'])}{_e(vs)}.{_cause_link(result, cause)}</li>"
+    )
+
+
 def _consequences(result: dict[str, Any]) -> str:
-    """The slow segments reported under their cause: the rank had waited longer
-    before them than its peers had."""
+    """The findings reported under their cause: slower segments after their rank
+    waited longer than its peers; a slower core or segment that its rank's measured
+    time off the CPU explains."""
     consequences = result.get("consequences") or []
     if not consequences:
         return ""
-    items = []
-    for c in consequences:
-        peers = c.get("peers_waiting_ns")
-        vs = f" (its peers waited {fmt_ns(peers)} there)" if peers is not None else ""
-        cause = c.get("cause_rank")
-        items.append(
-            f'<li class="consequence" data-rank="{c["rank"]}" '
-            f'data-segment="{_e(c["segment"])}" '
-            f'data-cause-rank="{"" if cause is None else cause}">'
-            '<span class="kind waited">after waiting</span>'
-            f"{_e(c['text'])}{_e(vs)}.{_cause_link(result, cause)}</li>"
-        )
+    items = "".join(_consequence_item(result, c) for c in consequences)
     return (
-        '<h3 id="consequences">Consequences of waiting</h3>'
+        '<h3 id="consequences">Consequences of waiting or of time off the CPU</h3>'
         '<p class="note">Slower segments that follow a longer wait of their rank than '
         "its peers' (and, where the rank's segments follow both, slower after the long "
-        "waits): reported under the rank that made it wait, not as anomalies.</p>"
-        f'<ul class="consequences">{"".join(items)}</ul>'
+        "waits), reported under the rank that made it wait; a slower core or segment "
+        "that its rank's time off the CPU, measured by the counters, explains, "
+        "reported under that rank's noisy core. Not anomalies of their own.</p>"
+        f'<ul class="consequences">{items}</ul>'
     )
 
 
@@ -384,13 +398,13 @@ def _ranks(result: dict[str, Any]) -> str:
         ]
         if minor:
             verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
-        waited = [
-            c["segment"]
-            for c in result.get("consequences") or []
-            if c["rank"] == r["rank"]
-        ]
+        mine = [c for c in result.get("consequences") or [] if c["rank"] == r["rank"]]
+        waited = [c["segment"] for c in mine if c.get("cause", WAITING) == WAITING]
         if waited:
             verdict += f" ({', '.join(waited)} slower after waiting)"
+        off = [c.get("segment") or "core" for c in mine if c.get("cause") == OFF_CPU]
+        if off:
+            verdict += f" ({', '.join(off)} slower for its time off the CPU)"
         rows.append(
             [
                 f"{swatch}{r['rank']}",
@@ -669,7 +683,8 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
                 "segment class than its peers, median against median; 'slow' marks "
                 "the cells judged slow (rank test, false discovery rate, effect "
                 "floor), 'minor' those whose delay cost is below the threshold, "
-                "'waited' those that are a consequence of waiting. Blank cells were "
+                "'waited' those that are a consequence of waiting, 'off CPU' those "
+                "that the rank's measured time off the CPU explains. Blank cells were "
                 "not judged (hover for why).",
             )
             or '<p class="note">No cell could be judged.</p>',

@@ -27,7 +27,11 @@ so Vampir can show or hide them together:
   category ``consequence of waiting``, severity NONE, on the waiting rank's master
   thread, its text the analysis's ("rank 0's S3 +108 % after waiting 11.8 ms for
   rank 1 in MPI_Allreduce") followed by its cause: the cause rank's headline
-  findings (their categories, as Vampir lists them) or that it has none.
+  findings (their categories, as Vampir lists them) or that it has none;
+- a consequence of time off the CPU (a slower core or segment that the rank's
+  measured time off its CPU explains): category ``consequence of time off the
+  CPU``, severity NONE, on the rank's master thread, followed by its own noisy
+  core's category.
 
 The file is written by ``perfvar-markers`` (C, installed with perfvar's programs),
 which replaces every marker of group ``perfvar`` and keeps those of other groups, so
@@ -54,11 +58,13 @@ from perfvar.detect import KINDS, describe, is_verdict
 from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
+from perfvar.verdict.headline import WAITING
 
 TOOL = "perfvar-markers"
 GROUP = MARKER_GROUP  # the group perfvar-markers replaces (its default: none is passed)
 MINOR_SEVERITY = MarkerSeverity.LOW
 CONSEQUENCE = "consequence of waiting"  # its category; severity NONE
+SYMPTOM = "consequence of time off the CPU"  # its category; severity NONE
 # (upper bound of the relative cost, severity), in order; above the last: HIGH.
 SEVERITY_STEPS = ((0.05, MarkerSeverity.LOW), (0.20, MarkerSeverity.MEDIUM))
 
@@ -208,7 +214,8 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         text = _one_line(consequence_text(result, c))
         whole = (MARKER_WHOLE_RUN, MARKER_WHOLE_RUN)
         scope = _location(locs[0])
-        lines.append(_line(CONSEQUENCE, MarkerSeverity.NONE, whole, scope, text))
+        kind = CONSEQUENCE if c.get("cause", WAITING) == WAITING else SYMPTOM
+        lines.append(_line(kind, MarkerSeverity.NONE, whole, scope, text))
     return lines
 
 

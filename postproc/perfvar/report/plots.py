@@ -26,6 +26,7 @@ from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
 from perfvar.stats.cpu_time import RankReads
 from perfvar.stats.model import Cell, Prepared
+from perfvar.verdict.headline import WAITING
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
 TIMELINE_POINTS = 60_000  # points per timeline figure, over all ranks
@@ -99,7 +100,7 @@ def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
             words.append(kind.word)
     for (rank, seg), mark in slow_cells_apart(result).items():
         words = out.setdefault(rank, [])
-        word = "after waiting" if mark == "waited" else "minor"
+        word = {"waited": "after waiting", "off CPU": "off its CPU"}.get(mark, "minor")
         if seg == segment and not words:
             words.append(word)
     return {r: w for r, w in out.items() if w}
@@ -192,15 +193,18 @@ def _layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
 
 def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
     """(rank, segment) -> how a slow cell that is no headline finding is marked:
-    "waited" (a consequence of waiting, reported under its cause) or "minor" (its
-    delay cost is below the threshold)."""
+    "waited" (a consequence of waiting, reported under its cause), "off CPU" (a
+    consequence of its rank's measured time off the CPU) or "minor" (its delay
+    cost is below the threshold)."""
     out = {
         (a["rank"], a["segment"]): "minor"
         for a in result.get("minor") or []
         if a["kind"] == "slow_segment"
     }
     for c in result.get("consequences") or []:
-        out[(c["rank"], c["segment"])] = "waited"
+        if c.get("segment"):  # a slower core is no cell
+            waited = c.get("cause", WAITING) == WAITING
+            out[(c["rank"], c["segment"])] = "waited" if waited else "off CPU"
     return out
 
 
@@ -238,8 +242,9 @@ def _shift_cells(
 def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     """Ranks x segment classes: each cell's median shift against its peers (%), the
     slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
-    a consequence of waiting); cells that were not judged are blank (their status on
-    hover). None without judgements."""
+    a consequence of waiting, "off CPU" for one of its rank's time off the CPU);
+    cells that were not judged are blank (their status on hover). None without
+    judgements."""
     import plotly.graph_objects as go
 
     if not result.get("judgements"):

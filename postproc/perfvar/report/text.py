@@ -114,7 +114,8 @@ def _cost(a: dict[str, Any]) -> str:
 
 
 def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
-    """The minor findings (below --min-cost) and the consequences of waiting."""
+    """The minor findings (below --min-cost) and the consequences (of waiting, of
+    time off the CPU)."""
     out = []
     minor = result.get("minor") or []
     if minor:
@@ -130,7 +131,8 @@ def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
     if consequences:
         out += [
             "",
-            "Consequences of waiting (reported under their cause, " "not as anomalies)",
+            "Consequences of waiting or of time off the CPU (reported under their "
+            "cause, not as anomalies)",
         ]
         out += [f"- {c['text']}" for c in consequences]
     return out

@@ -4,7 +4,10 @@ After the detectors (perfvar.detect.run_all), on the trace's call timeline:
 
 1. wait states (perfvar.verdict.wait_states) and each finding's delay cost
    (perfvar.verdict.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
-2. symptoms apart: a slow_segment of rank r in class S is a *consequence* when r
+2. symptoms apart. A slow_core or slow_segment of a rank whose noisy core the
+   counters measured is a consequence of its time off the CPU when that time
+   explains at least half of its shift (symptom_of). A slow_segment of rank r in
+   class S is a *consequence* of waiting when r
    waited before S longer than its peers did before S (median waiting of the
    calls that open S: r's minus the peers' at least the finding's excess per
    segment, and r's larger by a one-sided Mann-Whitney U test, p < alpha), and,
@@ -37,6 +40,10 @@ from perfvar.verdict import delay_cost, wait_states
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
 # to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.
 DEFAULT_MIN_COST = 0.003
+# What a consequence follows ("cause" in analysis.json): the waiting before it, or
+# its rank's time off the CPU that the counters measured.
+WAITING = "waiting"
+OFF_CPU = "time off the CPU"
 
 
 @dataclass
@@ -124,6 +131,7 @@ def consequence_of(
         "rank": a.rank,
         "segment": a.segment,
         "kind": a.kind,
+        "cause": WAITING,
         "excess_ns": a.excess_ns,
         "excess_rel": rel,
         "after_waiting_ns": m_mine,
@@ -134,6 +142,70 @@ def consequence_of(
         "within_rank_p_value": within_p,
         "test": "one-sided Mann-Whitney U: the rank's waiting before the class vs "
         "its peers'; where both exist, its durations after long vs short waits",
+        "anomaly": a.to_json(),
+    }
+
+
+# Symptoms of a measured noisy core: its time off the CPU must explain at least this
+# share of a slower core's or slower segment's shift (on the log scale).
+OFF_CPU_EXPLAINS = 0.5
+
+
+def _off_cpu_causes(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
+    """rank -> its noisy_core finding, where the counters measured its time off the
+    CPU (the evidence perfvar.detect.noisy_core gives then)."""
+    return {
+        a.rank: a
+        for a in anomalies
+        if a.kind == "noisy_core" and "measured" in (a.evidence or {})
+    }
+
+
+def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any]]:
+    """The slow_core or slow_segment ``a`` as a symptom of its rank's measured time
+    off the CPU (a JSON-ready dict), or None.
+
+    A rank off its CPU a share f of the time, its peers f_p, runs (1 - f) / (1 - f_p)
+    of the wall time they run: every segment that long on the CPU takes
+    (1 - f_p) / (1 - f) times as long. When that explains at least
+    OFF_CPU_EXPLAINS of the finding's shift (log scale), the finding is the time
+    off the CPU seen in the durations, reported under the noisy core that measured
+    it. A shift beyond twice what the time off the CPU makes, on the log scale
+    (beyond (1 + e)^2 - 1 for its +e), stays a finding of its own."""
+    cause = causes.get(a.rank)
+    if cause is None or a.kind not in ("slow_core", "slow_segment"):
+        return None
+    ev, cev = a.evidence or {}, cause.evidence or {}
+    off = float(cev["measured"].get("off_cpu_fraction") or 0.0)
+    peers = float(cev.get("peers_off_cpu_fraction") or 0.0)
+    shift = ev.get("shift_rel")
+    if shift is None or shift <= 0 or off >= 1 or off <= peers:
+        return None
+    explained = float(np.log((1 - peers) / (1 - off)))
+    if explained < OFF_CPU_EXPLAINS * float(np.log1p(shift)):
+        return None
+    what = f"{a.segment}" if a.segment else "core"
+    text = (
+        f"rank {a.rank}'s slower {what} ({_signed_pct(shift).strip()}) is its time "
+        f"off the CPU ({off:.0%} against its peers' {peers:.0%}, which makes "
+        f"{_signed_pct(float(np.expm1(explained))).strip()})"
+    )
+    return {
+        "rank": a.rank,
+        "segment": a.segment,
+        "kind": a.kind,
+        "cause": OFF_CPU,
+        "excess_ns": a.excess_ns,
+        "excess_rel": ev.get("excess_rel", shift),
+        "shift_rel": shift,
+        "off_cpu_fraction": off,
+        "peers_off_cpu_fraction": peers,
+        "explained_rel": float(np.expm1(explained)),
+        "cause_rank": a.rank,
+        "text": text,
+        "test": "the slowdown the measured time off the CPU makes, "
+        "(1 - peers' share) / (1 - the rank's share), explains at least "
+        f"{OFF_CPU_EXPLAINS:.0%} of the shift (log scale)",
         "anomaly": a.to_json(),
     }
 
@@ -156,8 +228,11 @@ def rank_findings(
     samples = trace.samples
     consequences = []
     kept = []
+    off_cpu = _off_cpu_causes(anomalies)
     for a in anomalies:
-        c = consequence_of(a, tl, ws, samples, segment_ids, alpha, min_samples)
+        c = symptom_of(a, off_cpu) or consequence_of(
+            a, tl, ws, samples, segment_ids, alpha, min_samples
+        )
         if c is None:
             kept.append(a)
         else:

@@ -21,6 +21,7 @@ from perfvar.verdict import headline
 from perfvar.stats.model import Anomaly
 from perfvar.report.markers import (
     CONSEQUENCE,
+    SYMPTOM,
     category,
     marker_lines,
     marker_tool,
@@ -334,6 +335,29 @@ def test_minor_findings_and_consequences_are_markers_apart():
     (line,) = marker_lines(result, {0: [10]})[1:]
     assert line.split("\t")[5].endswith("; caused by rank 1, which no finding names")
     assert marker_lines(result, {}) == []
+
+
+def test_a_consequence_of_time_off_the_cpu_is_a_marker_of_its_own_category():
+    measured = {"off_cpu_fraction": 0.5, "off_cpu_ns": 1e9, "covered_ns": 2e9}
+    noisy = Anomaly(
+        "noisy_core", 1, "node0", 1, None, 0.0,
+        {"measured": measured, "peers_off_cpu_fraction": 0.01, "named_by": [],
+         "measured_q_value": 1e-9, "lost_fraction": 0.01, "interruptions": 3},
+    )  # fmt: skip
+    core = Anomaly("slow_core", 1, "node0", 1, None, 0.0, {"shift_rel": 1.0})
+    busy = simulate(steps=200, extra=lambda r, k, c: 10_000.0 if r == 1 else 0.0)
+    r = headline.rank_findings([noisy, core], busy, ["S0", "S1"])
+    result = {
+        "segments": [{"id": "S0", "label": "a -> b"}, {"id": "S1", "label": "b -> a"}],
+        "anomalies": [a.to_json() for a in r.anomalies],
+        "minor": [],
+        "consequences": r.consequences,
+    }
+    lines = [line.split("\t") for line in marker_lines(result, {1: [20, 21]})]
+    assert [line[0] for line in lines] == [lines[0][0], SYMPTOM]
+    assert lines[0][0].startswith("noisy_core")
+    assert lines[1][5].startswith("rank 1's slower core (+100%) is its time off")
+    assert lines[1][5].endswith(f"caused by rank 1's marker(s) {lines[0][0]}")
 
 
 @tools

@@ -441,3 +441,21 @@ def test_report_with_waits_and_consequences_renders_in_chromium(ranked, tmp_path
     assert "fig-waits" in {a.get("id") for t, a in dom.tags}
     assert [a["data-rank"] for a, _ in dom.items["consequence"]] == ["0"]
     assert [a["data-rank"] for a, _ in dom.items["minor"]] == ["0"]
+
+
+def test_a_consequence_of_time_off_the_cpu_is_listed_with_its_rank(ranked):
+    measured = {"off_cpu_fraction": 0.5}
+    noisy = Anomaly(
+        "noisy_core", 1, "node0", 1, None, 0.0,
+        {"measured": measured, "peers_off_cpu_fraction": 0.01},
+    )  # fmt: skip
+    core = Anomaly("slow_core", 1, "node0", 1, None, 0.0, {"shift_rel": 1.0})
+    symptom = headline.symptom_of(core, {1: noisy})
+    ranked["consequences"].append(symptom)
+    text = render_html(ranked)
+    items = _parse(text).items["consequence"]
+    attrs, sentence = items[-1]
+    assert (attrs["data-rank"], attrs["data-segment"]) == ("1", "")
+    assert sentence.startswith("off its CPUrank 1's slower core (+100%) is its time")
+    assert "Consequences of waiting or of time off the CPU" in text
+    assert "(core slower for its time off the CPU)" in text

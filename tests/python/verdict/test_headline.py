@@ -68,3 +68,50 @@ def test_a_costly_slowdown_is_the_headline_and_a_cheap_shift_is_minor():
     # Without a threshold both are named.
     both = headline.rank_findings(found, simulate(steps=200, extra=extra), IDS, 0.0)
     assert sorted(a.rank for a in both.anomalies) == [0, 1]
+
+
+def _noisy(rank, off, peers_off):
+    """A noisy_core whose time off the CPU the counters measured."""
+    evidence = {
+        "measured": {"off_cpu_fraction": off, "reads": 100},
+        "peers_off_cpu_fraction": peers_off,
+    }
+    return Anomaly("noisy_core", rank, "h", rank, None, 0.0, evidence)
+
+
+def _core(rank, rel):
+    return Anomaly("slow_core", rank, "h", rank, None, 0.0, {"shift_rel": rel})
+
+
+def _busy_run():
+    # Another process takes half of rank 1's CPU: its segments take twice as long.
+    return simulate(steps=200, extra=lambda r, k, c: 10_000.0 if r == 1 else 0.0)
+
+
+def test_what_the_time_off_the_cpu_makes_is_reported_under_the_noisy_core():
+    # Off its CPU 50 % of the time against 1 %: that makes its segments 1.98x as
+    # long. Its slower core (+100 %) and S0 (+80 %) are that, seen in the durations.
+    found = [_noisy(1, 0.50, 0.01), _core(1, 1.0), _slow(1, "S0", 8000.0, 0.8)]
+    ranked = headline.rank_findings(found, _busy_run(), IDS)
+    assert [a.kind for a in ranked.anomalies] == ["noisy_core"]
+    assert [(c["kind"], c["cause"]) for c in ranked.consequences] == [
+        ("slow_core", headline.OFF_CPU),
+        ("slow_segment", headline.OFF_CPU),
+    ]
+    core = ranked.consequences[0]
+    assert core["cause_rank"] == 1 and abs(core["explained_rel"] - 0.98) < 1e-9
+    assert core["text"] == (
+        "rank 1's slower core (+100%) is its time off the CPU (50% against its "
+        "peers' 1%, which makes +98%)"
+    )
+
+
+def test_a_shift_far_beyond_the_time_off_the_cpu_stays_a_finding():
+    # 10 % off the CPU makes +10 %: a class +200 % slower is more than that, and a
+    # noisy core that only the durations' shape named (no counters) explains none.
+    found = [_noisy(1, 0.10, 0.0), _slow(1, "S0", 20_000.0, 2.0)]
+    ranked = headline.rank_findings(found, _busy_run(), IDS)
+    assert ranked.consequences == []
+    shape_only = Anomaly("noisy_core", 1, "h", 1, None, 0.0, {"named_by": ["shape"]})
+    ranked = headline.rank_findings([shape_only, _core(1, 1.0)], _busy_run(), IDS)
+    assert ranked.consequences == []
