@@ -382,6 +382,23 @@ def _verdict(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _rank_verdict(result: dict[str, Any], r: dict[str, Any]) -> str:
+    """A rank's verdict in its row, with its minor findings and its consequences
+    (of waiting, of its time off the CPU) in parentheses."""
+    verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
+    minor = [kind_word(a) for a in result.get("minor") or [] if a["rank"] == r["rank"]]
+    if minor:
+        verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
+    mine = [c for c in result.get("consequences") or [] if c["rank"] == r["rank"]]
+    waited = [c["segment"] for c in mine if c.get("cause", WAITING) == WAITING]
+    if waited:
+        verdict += f" ({', '.join(waited)} slower after waiting)"
+    off = [c.get("segment") or "core" for c in mine if c.get("cause") == OFF_CPU]
+    if off:
+        verdict += f" ({', '.join(off)} slower for its time off the CPU)"
+    return verdict
+
+
 def _ranks(result: dict[str, Any]) -> str:
     colors = rank_colors(result)
     rows, classes = [], []
@@ -392,19 +409,7 @@ def _ranks(result: dict[str, Any]) -> str:
             if r["rank"] in colors
             else ""
         )
-        verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
-        minor = [
-            kind_word(a) for a in result.get("minor") or [] if a["rank"] == r["rank"]
-        ]
-        if minor:
-            verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
-        mine = [c for c in result.get("consequences") or [] if c["rank"] == r["rank"]]
-        waited = [c["segment"] for c in mine if c.get("cause", WAITING) == WAITING]
-        if waited:
-            verdict += f" ({', '.join(waited)} slower after waiting)"
-        off = [c.get("segment") or "core" for c in mine if c.get("cause") == OFF_CPU]
-        if off:
-            verdict += f" ({', '.join(off)} slower for its time off the CPU)"
+        verdict = _rank_verdict(result, r)
         rows.append(
             [
                 f"{swatch}{r['rank']}",
