@@ -15,10 +15,13 @@ segment and its neighbours:
   the ranks of their cell log-medians), so classes of different lengths compare;
 * the rank's speed at a sample of class c: the median, over the rank's other
   classes with samples within one ``WINDOW_NS`` bin of it (the sample's bin and the
-  two beside it), of each class's median residual there. One vote a class: a class
-  of many short segments does not outvote the others, and a class slower on this
-  rank (an anomaly) is one vote among at least ``MIN_CLASSES``, which the median
-  does not follow. Fewer classes there: no speed, the sample is not corrected;
+  two beside it), of each class's median residual there. Only the classes that
+  hold ``WITNESS_SHARE`` of the rank's compute time, the longest first, tell the
+  speed: the shortest ones (a few hundred ns between two calls of one exchange)
+  move with what the calls before them did. One vote a class: a class of many
+  short segments does not outvote the others, and a class slower on this rank (an
+  anomaly) is one vote among at least ``MIN_CLASSES``, which the median does not
+  follow. Fewer classes there: no speed, the sample is not corrected;
 * corrected log-duration: log-duration minus that speed.
 
 The speed holds the rank's core as well (a slower core moves every class alike), so
@@ -28,11 +31,11 @@ would follow one class, the mirror image of a slow class on the other ones
 (perfvar.detect.slow_segment keeps its per-block offset then).
 
 Measured on the validation kit's CloverLeaf runs (7 s, 2 ranks, about 85 segments
-a class a rank): corrected, a class's samples vary 7-11 % instead of 12-15 %, the
-class with +10 % injected measured +5.6..+11.3 % over its peer in 10 of 10 runs
-and the same class in clean runs -4.4..+3.7 %. Why 30 ms: a few segments of every
-class (2-13 ms) fall within a bin and its neighbours, and the host's stretches are
-longer.
+a class a rank): corrected, a class's samples vary 7-11 % instead of 12-15 %; the
+class with +10 % injected on one rank measured +3.8..+14.7 % beyond its peer
+(slow_segment's excess, 10 runs), with +3 % -1.8..+7.2 %, and the same class in
+clean runs -3.2..+3.6 %. Why 30 ms: a few segments of every class (2-13 ms) fall
+within a bin and its neighbours, and the host's stretches are longer.
 
 Pure functions over a Prepared's cells, derived once per Prepared; thread-safe as
 long as one thread derives them.
@@ -48,9 +51,8 @@ import numpy as np
 if TYPE_CHECKING:
     from perfvar.stats.model import Prepared
 
-WINDOW_NS = (
-    30e6  # width of a bin; a sample's speed is read in its bin and the two beside
-)
+# Width of a bin (ns); a sample's speed is read in its bin and the two beside it.
+WINDOW_NS = 30e6
 WITNESS_SHARE = 0.95  # of a rank's compute time, in the classes that tell its speed
 MIN_CLASSES = (
     3  # other classes in those bins for a speed: the median is not one class's
@@ -62,9 +64,8 @@ class Corrected:
     """One cell's samples with the rank's speed taken away (those that had one):
     what perfvar.stats.blocks.ClassBlocks reads of a cell."""
 
-    samples_ns: (
-        np.ndarray
-    )  # exp(corrected log-duration), ns at the class's centre scale
+    # exp(corrected log-duration): ns at the scale of the class's centre
+    samples_ns: np.ndarray
     start_ns: np.ndarray
     share: float  # of the cell's kept samples that had a speed
 
