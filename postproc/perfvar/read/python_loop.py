@@ -88,12 +88,33 @@ _EVENTS = (
 )
 
 
-def _c_callback(method: Callable[..., None]) -> Callable[..., int]:
-    """The handler as an OTF2 C callback: it returns OTF2_CALLBACK_SUCCESS (0)."""
+# OTF2_CALLBACK_INTERRUPT: the C value a callback returns to stop the read.
+CALLBACK_INTERRUPT = 1
+
+
+def _c_callback(method: Callable[..., None], scanner: Any) -> Callable[..., int]:
+    """The handler as an OTF2 C callback: OTF2_CALLBACK_SUCCESS (0), or
+    OTF2_CALLBACK_INTERRUPT at an event past the count the definitions announce
+    (its third argument is the event's position)."""
 
     def callback(*args: Any) -> int:
+        if scanner.past_end(args[2]):
+            return CALLBACK_INTERRUPT
         method(*args)
         return 0
+
+    return callback
+
+
+def _public_callback(method: Callable[..., None], scanner: Any) -> Callable[..., Any]:
+    """The handler for the ``_otf2`` wrapper, which takes None as success and an
+    ``_otf2`` callback code otherwise: the same stop as _c_callback."""
+    import _otf2
+
+    def callback(*args: Any) -> Any:
+        if scanner.past_end(args[2]):
+            return _otf2.CALLBACK_INTERRUPT
+        return method(*args)
 
     return callback
 
@@ -126,7 +147,7 @@ def _set_raw_callbacks(callbacks: Any, scanner: Any) -> bool:
             setter = getattr(lib, f"OTF2_EvtReaderCallbacks_Set{name}Callback")
             setter.argtypes = [ctypes.c_void_p, proto]
             setter.restype = ctypes.c_int
-            fp = proto(_c_callback(method))
+            fp = proto(_c_callback(method, scanner))
             keep.append(fp)
             if setter(callbacks, fp) != 0:
                 return False
@@ -183,6 +204,7 @@ class _LocationScanner:
         self.base_samples = 0
         self.metric_rows: list[tuple] = []
         self.failure: Optional[BaseException] = None
+        self.overrun = False  # an event came past the count the definitions announce
         self.c_callbacks: list[Any] = []  # keeps C callback objects alive
         self._u32 = ctypes.c_uint32()
         self._u32_ref = ctypes.byref(self._u32)
@@ -222,6 +244,17 @@ class _LocationScanner:
             return int(attribute_value.parse(None, value, kind))
         except Exception:
             return None  # attribute absent on this event, or not an integer
+
+    def past_end(self, position: int) -> bool:
+        """Whether an event at ``position`` (1-based) lies past the count the
+        definitions announce: OTF2 3.0 decodes the stale part of a chunk buffer a cut
+        file did not fill, possibly without end (until memory runs out). The native
+        reader stops there too (src/read/read.c, past_end)."""
+        announced = self.report.events_defined
+        if announced and position > announced:
+            self.overrun = True
+            return True
+        return False
 
     def enter(self, location, time, position, user, attributes, region) -> None:
         try:
@@ -408,13 +441,23 @@ def _read_location(
         if not _set_raw_callbacks(callbacks, scanner):
             for name, method in scanner.events:
                 setter = getattr(_otf2, f"EvtReaderCallbacks_Set{name}Callback")
-                setter(callbacks, getattr(scanner, method))
+                # The binding hangs its C function pointer on the Python callable:
+                # the scanner keeps the callable alive while events are read.
+                handler = _public_callback(getattr(scanner, method), scanner)
+                scanner.c_callbacks.append(handler)
+                setter(callbacks, handler)
         _otf2.Reader_RegisterEvtCallbacks(handle, evt_reader, callbacks, None)
         _otf2.EvtReaderCallbacks_Delete(callbacks)
         report.events_read = int(_otf2.Reader_ReadAllLocalEvents(handle, evt_reader))
     except Exception as exc:
         has_data = bool(scanner.seg or scanner.stack)
-        broke = ReadFailure(cerr.take(), exc, scanner.failure, has_data)
+        error: BaseException = exc
+        if scanner.overrun:  # stopped at the announced count: say why, not OTF2's word
+            error = TraceError(
+                f"events past the {report.events_defined} announced: the event file "
+                "is cut, and OTF2 decoded a buffer the file did not fill"
+            )
+        broke = ReadFailure(cerr.take(), error, scanner.failure, has_data)
     finally:
         _otf2.Reader_CloseEvtReader(handle, evt_reader)
     if broke is None and scanner.failure is not None:
