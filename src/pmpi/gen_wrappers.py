@@ -29,6 +29,7 @@ import argparse
 import importlib.metadata
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,17 +188,28 @@ def wait_count(names: set[str]) -> str | None:
     return "incount" if "incount" in names else ("count" if "count" in names else None)
 
 
-def c_message_fields(names: set[str], kind: str) -> list[str]:
-    """C statements filling a message or collective call's pv_args fields."""
-    out = [f"pv_a.{f} = {f};" for f in INT_FIELDS if f in names]
+def scalar_fields(names: set[str], value: Callable[[str], str], comm: str,
+                  nbytes: Callable[[str, str], str], in_place: Callable[[str], str]) -> list[str]:
+    """C statements filling the pv_args fields that both bindings take by value: the integers
+    (INT_FIELDS), the communicator and the bytes moved (BYTE_PAIRS, -1 for MPI_IN_PLACE), the
+    arguments read by the binding's expressions: value(name), the communicator `comm`,
+    nbytes(count, datatype) and in_place(buffer)."""
+    out = [f"pv_a.{f} = {value(f)};" for f in INT_FIELDS if f in names]
     if "comm" in names:
-        out.append("pv_a.comm = comm;")
+        out.append(f"pv_a.comm = {comm};")
     for cnt, typ, fld, inplace in BYTE_PAIRS:
         if cnt in names and typ in names:
-            expr = f"pv_bytes({cnt}, {typ})"
+            expr = nbytes(cnt, typ)
             if inplace and inplace in names:
-                expr = f"{inplace} == MPI_IN_PLACE ? -1 : {expr}"
+                expr = f"{in_place(inplace)} ? -1 : {expr}"
             out.append(f"pv_a.{fld} = {expr};")
+    return out
+
+
+def c_message_fields(names: set[str], kind: str) -> list[str]:
+    """C statements filling a message or collective call's pv_args fields."""
+    out = scalar_fields(names, lambda f: f, "comm", lambda c, t: f"pv_bytes({c}, {t})",
+                        lambda b: f"{b} == MPI_IN_PLACE")
     if kind in REQUEST_KINDS:
         out.append("pv_a.request = request;")
     if kind == "mprobe":  # the message handle and flag are outputs
@@ -243,16 +255,10 @@ def f_message_fields(names: set[str], kind: str, e: FortranEntry) -> tuple[list[
     """C statements filling a message or collective call's pv_args fields from Fortran arguments:
     (before pv_call_prepare, after the call)."""
     fcount = (lambda n: f"*(const MPI_Count *){n}") if e.large else fint  # noqa: E731
-    before = [f"pv_a.{f} = {fint(f)};" for f in INT_FIELDS if f in names]
+    before = scalar_fields(names, fint, f"PMPI_Comm_f2c({fint('comm')})",
+                           lambda c, t: f"pv_bytes({fcount(c)}, PMPI_Type_f2c({fint(t)}))",
+                           lambda b: f"pv_f_is_in_place({b}, {e.binding})")
     after = []
-    if "comm" in names:
-        before.append(f"pv_a.comm = PMPI_Comm_f2c({fint('comm')});")
-    for cnt, typ, fld, inplace in BYTE_PAIRS:
-        if cnt in names and typ in names:
-            expr = f"pv_bytes({fcount(cnt)}, PMPI_Type_f2c({fint(typ)}))"
-            if inplace and inplace in names:
-                expr = f"pv_f_is_in_place({inplace}, {e.binding}) ? -1 : {expr}"
-            before.append(f"pv_a.{fld} = {expr};")
     if kind in REQUEST_KINDS:
         after.append("MPI_Request pv_request = PMPI_Request_f2c(*(const MPI_Fint *)request);")
         after.append("pv_a.request = &pv_request;")
