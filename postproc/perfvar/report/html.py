@@ -51,7 +51,7 @@ from perfvar.report.text import (
 )
 from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns
-from perfvar.verdict.headline import OFF_CPU, WAITING
+from perfvar.verdict.headline import after_waiting
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
@@ -309,7 +309,7 @@ def _consequence_item(result: dict[str, Any], c: dict[str, Any]) -> str:
         f'data-segment="{_e(c.get("segment") or "")}" '
         f'data-cause-rank="{"" if cause is None else cause}"'
     )
-    if c.get("cause", WAITING) != WAITING:
+    if not after_waiting(c):
         off = '<span class="kind off-cpu">off its CPU</span>'
         return f"<li {attrs}>{off}{_e(c['text'])}.</li>"
     peers = c.get("peers_waiting_ns")
@@ -390,10 +390,10 @@ def _rank_verdict(result: dict[str, Any], r: dict[str, Any]) -> str:
     if minor:
         verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
     mine = [c for c in result.get("consequences") or [] if c["rank"] == r["rank"]]
-    waited = [c["segment"] for c in mine if c.get("cause", WAITING) == WAITING]
+    waited = [c["segment"] for c in mine if after_waiting(c)]
     if waited:
         verdict += f" ({', '.join(waited)} slower after waiting)"
-    off = [c.get("segment") or "core" for c in mine if c.get("cause") == OFF_CPU]
+    off = [c.get("segment") or "core" for c in mine if not after_waiting(c)]
     if off:
         verdict += f" ({', '.join(off)} slower for its time off the CPU)"
     return verdict

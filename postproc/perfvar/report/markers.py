@@ -58,7 +58,7 @@ from perfvar.detect import KINDS, describe, is_verdict
 from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
-from perfvar.verdict.headline import WAITING
+from perfvar.verdict.headline import after_waiting
 
 TOOL = "perfvar-markers"
 GROUP = MARKER_GROUP  # the group perfvar-markers replaces (its default: none is passed)
@@ -214,7 +214,7 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         text = _one_line(consequence_text(result, c))
         whole = (MARKER_WHOLE_RUN, MARKER_WHOLE_RUN)
         scope = _location(locs[0])
-        kind = CONSEQUENCE if c.get("cause", WAITING) == WAITING else SYMPTOM
+        kind = CONSEQUENCE if after_waiting(c) else SYMPTOM
         lines.append(_line(kind, MarkerSeverity.NONE, whole, scope, text))
     return lines
 

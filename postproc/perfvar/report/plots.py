@@ -26,7 +26,7 @@ from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
 from perfvar.stats.cpu_time import RankReads
 from perfvar.stats.model import Cell, Prepared
-from perfvar.verdict.headline import WAITING
+from perfvar.verdict.headline import after_waiting
 
 ECDF_POINTS = 200  # quantiles drawn per rank in a distribution
 TIMELINE_POINTS = 60_000  # points per timeline figure, over all ranks
@@ -203,8 +203,7 @@ def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
     }
     for c in result.get("consequences") or []:
         if c.get("segment"):  # a slower core is no cell
-            waited = c.get("cause", WAITING) == WAITING
-            out[(c["rank"], c["segment"])] = "waited" if waited else "off CPU"
+            out[(c["rank"], c["segment"])] = "waited" if after_waiting(c) else "off CPU"
     return out
 
 

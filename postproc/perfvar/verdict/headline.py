@@ -46,6 +46,13 @@ WAITING = "waiting"
 OFF_CPU = "time off the CPU"
 
 
+def after_waiting(consequence: dict[str, Any]) -> bool:
+    """Whether a consequence (an analysis.json entry) follows waiting rather than its
+    rank's time off the CPU; entries without a cause (analysis.json written before
+    causes were named) are all of waiting."""
+    return consequence.get("cause", WAITING) == WAITING
+
+
 @dataclass
 class Ranked:
     """The anomalies split: ``anomalies`` (headline verdicts by cost, then the

@@ -8,6 +8,7 @@ import numpy as np
 from conftest import make_prepared
 from perfvar.detect import slow_segment
 from perfvar.stats.local_speed import corrected_cells
+from perfvar.stats.summary import iqr
 
 STEP_NS = 10e6  # one time step: every class once, 1.5 ms apart
 STEPS = 800  # an 8 s run: blocks of 200 ms (perfvar.stats.blocks.BLOCKS = 40)
@@ -35,10 +36,6 @@ def _run(inject: float, seed: int = 3):
     return samples, starts
 
 
-def _iqr(values: np.ndarray) -> float:
-    return float(np.subtract(*np.percentile(values, [75, 25])))
-
-
 def _prepared(inject: float):
     samples, starts = _run(inject)
     return make_prepared(samples, starts=starts)
@@ -54,7 +51,7 @@ def test_a_swing_of_the_rank_is_taken_from_each_sample():
         assert corrected[(k, 0)].share > 0.9
         if k:  # both speeds in the raw samples, one in most corrected ones (a
             # sample whose bins straddle a change of speed is between the two)
-            assert _iqr(raw) > 0.35 and _iqr(fixed) < 0.05
+            assert iqr(raw) > 0.35 and iqr(fixed) < 0.05
         # Rank 0's class A, all slow raw, matches rank 1's once corrected.
         peer = np.log(corrected[(k, 1)].samples_ns)
         assert abs(np.median(fixed) - np.median(peer)) < 0.03
