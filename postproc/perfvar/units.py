@@ -52,6 +52,19 @@ def fmt_pct(x: Optional[float], signed: bool = True) -> str:
     return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
 
 
+def signed_pct(rel: Optional[float]) -> str:
+    """ " +55%" (" +0.4%" below 1 %), "" without a size: a finding's size inside a
+    sentence."""
+    if rel is None:
+        return ""
+    return f" {rel:+.0%}" if abs(rel) >= 0.01 else f" {rel:+.1%}"
+
+
+def fmt_ms(ns: float) -> str:
+    """ns as "4.4 ms", or "35 us" below 0.1 ms: a waiting time inside a sentence."""
+    return f"{ns / 1e6:.1f} ms" if ns >= 1e5 else f"{ns / 1e3:.0f} us"
+
+
 def fmt_bytes(n: Optional[int]) -> str:
     """Bytes with a binary unit (B, KiB, MiB, GiB); "?" when unknown."""
     if n is None:

@@ -68,7 +68,7 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import state_of, stats, where, work_clause
+from perfvar.detect.words import off_cpu_clause, state_of, stats, where, work_clause
 from perfvar.stats import work
 from perfvar.stats.blocks import BlockTest, ClassBlocks, block_test, class_blocks
 from perfvar.stats.cells import (
@@ -626,7 +626,7 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
         f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
         f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
-        f"{work_clause(ev.get('work'), PROBES_SAID)}"
+        f"{work_clause(ev.get('work'), PROBES_SAID)}{off_cpu_clause(ev)}"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from perfvar.stats.work import BOTH, MORE, SAME_WORK, UNTOLD
-from perfvar.units import fmt_bytes, fmt_pct
+from perfvar.units import fmt_bytes, fmt_ms, fmt_pct
 
 
 def where(a: dict[str, Any]) -> str:
@@ -75,3 +75,18 @@ def work_clause(work: Optional[dict[str, Any]], probes_said: str = "") -> str:
         return f"; the same instructions as its peers ({fmt_pct(d)}): a slower core"
     fewer = fmt_pct(-d, signed=False)
     return f"; {fewer} fewer instructions than its peers: a slower core"
+
+
+def off_cpu_clause(ev: dict[str, Any]) -> str:
+    """The part of a slow segment that its rank spent off the CPU inside the class
+    beyond its peers (its evidence ``off_cpu``, set by perfvar.verdict.off_cpu):
+    "; 0.2 ms a segment of it off the CPU beyond its peers' (0.3 ms against 0.1 ms),
+    not charged to the segment"; "" without it."""
+    off = ev.get("off_cpu")
+    if not off:
+        return ""
+    return (
+        f"; {fmt_ms(off['beyond_ns'])} a segment of it off the CPU beyond its peers' "
+        f"({fmt_ms(off['rank_ns'])} against {fmt_ms(off['peers_ns'])}), not charged "
+        "to the segment"
+    )

@@ -140,6 +140,47 @@ def reads_by_rank(
     return out
 
 
+def read_intervals(
+    metrics: np.ndarray, samples: np.ndarray, ticks_per_ns: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per counter read (METRIC_DTYPE rows whose "first"/"sample" index ``samples``,
+    SAMPLE_DTYPE): whether its segment indexes are valid, its interval's wall time
+    (ns) and the time its segments ``first`` .. ``sample`` took (ns; 0 where not
+    valid). The rest of the interval was spent in the MPI calls between them."""
+    sample, first = metrics["sample"], metrics["first"]
+    valid = (first >= 0) & (first <= sample) & (sample < samples.size)
+    ends = np.concatenate([[0.0], np.cumsum(samples["duration_ns"])])
+    segments_ns = np.where(
+        valid,
+        ends[np.where(valid, sample, 0) + 1] - ends[np.where(valid, first, 0)],
+        0.0,
+    )
+    wall = (
+        metrics["time_ticks"].astype(np.float64)
+        - metrics["since_ticks"].astype(np.float64)
+    ) / ticks_per_ns
+    return valid, wall, segments_ns
+
+
+def off_cpu_in_segments(
+    metrics: np.ndarray, names: list[str], samples: np.ndarray, ticks_per_ns: float
+) -> Optional[np.ndarray]:
+    """Per counter read (as read_intervals takes them): the ns its segments spent off
+    the CPU, its interval's time off the CPU times the segments' share of the
+    interval (NaN where the read is not usable); None without a task clock column.
+    Where in the interval the time off the CPU fell is not recorded, so it is taken
+    as spread evenly: a read that closes a long segment after a short call puts
+    nearly all of it in the segment."""
+    clock = column(names, TASK_CLOCK)
+    if clock is None or ticks_per_ns <= 0:
+        return None
+    valid, wall, segments_ns = read_intervals(metrics, samples, ticks_per_ns)
+    on = metrics["values"][:, clock]
+    ok = valid & (wall > 0) & np.isfinite(on)
+    share = np.clip(segments_ns / np.where(ok, wall, 1.0), 0.0, 1.0)
+    return np.where(ok, off_cpu_ns(np.where(ok, on, 0.0), wall) * share, np.nan)
+
+
 def after_start(metrics: np.ndarray) -> np.ndarray:
     """The counter reads (METRIC_DTYPE rows) without each thread's first one.
 

@@ -46,7 +46,7 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.stats.compare import TEST_CAP, evenly, rank_sum_greater
-from perfvar.stats.cpu_time import TASK_CLOCK, column, event_name
+from perfvar.stats.cpu_time import TASK_CLOCK, column, event_name, read_intervals
 
 # The names an instruction counter goes by, after the PMU and before the modifiers or
 # the unit mask ("perf::INSTRUCTIONS:u=1" -> "INSTRUCTIONS", "INST_RETIRED:ANY_P" ->
@@ -116,14 +116,9 @@ def of_reads(
         return Work(None, {})
     if metrics.size == 0 or samples.size == 0 or ticks_per_ns <= 0:
         return Work(names[col], {})
-    sample, first = metrics["sample"], metrics["first"]
-    valid = (first >= 0) & (first <= sample) & (sample < samples.size)
-    rows, sample, first = metrics[valid], sample[valid], first[valid]
-    ends = np.concatenate([[0.0], np.cumsum(samples["duration_ns"])])
-    segments_ns = ends[sample + 1] - ends[first]
-    wall = (
-        rows["time_ticks"].astype(np.float64) - rows["since_ticks"].astype(np.float64)
-    ) / ticks_per_ns
+    valid, wall, segments_ns = read_intervals(metrics, samples, ticks_per_ns)
+    rows, wall, segments_ns = metrics[valid], wall[valid], segments_ns[valid]
+    sample = rows["sample"]
     counted = rows["values"][:, col]
     keep = np.isfinite(counted) & (wall > 0)
     share = np.clip((wall - segments_ns) / np.where(wall > 0, wall, 1.0), 0.0, 1.0)

@@ -6,7 +6,9 @@ collective or a blocking point-to-point call) up to the call whose entry release
 p. A finding of q (slow_segment, slow_core, noisy_core, slow_phase) has an excess
 in each of q's segments it covers:
 
-* slow_segment: the finding's ``excess_ns`` in every segment of its class;
+* slow_segment: the finding's ``excess_ns`` in every segment of its class, less
+  the time off the CPU per segment beyond its peers' that its evidence names
+  (``off_cpu``, perfvar.verdict.off_cpu): another process's, not the segment's;
 * slow_core: d x s / (1 + s) in every segment, s its ``shift_rel``;
 * slow_phase: d x x / (1 + x) in the segments of its classes inside its window, x
   the class's ``excess_rel``;
@@ -80,7 +82,8 @@ def segment_excess(
     kind = anomaly.kind
     if kind == "slow_segment":
         mine = np.isin(cls, _classes_of(segment_ids, {anomaly.segment}))
-        return np.where(mine, max(anomaly.excess_ns or 0.0, 0.0), 0.0)
+        off = float((ev.get("off_cpu") or {}).get("beyond_ns") or 0.0)
+        return np.where(mine, max((anomaly.excess_ns or 0.0) - off, 0.0), 0.0)
     if kind == "slow_core":
         s = max(float(ev.get("shift_rel") or 0.0), 0.0)
         return d * s / (1 + s)

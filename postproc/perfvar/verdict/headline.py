@@ -5,8 +5,11 @@ After the detectors (perfvar.detect.run_all), on the trace's call timeline:
 1. wait states (perfvar.verdict.wait_states) and each finding's delay cost
    (perfvar.verdict.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
 2. symptoms apart. A slow_core or slow_segment of a rank whose noisy core the
-   counters measured is a consequence of its time off the CPU when that time
-   explains at least half of its shift (symptom_of). A slow_segment of rank r in
+   counters measured, or a slow_segment whose rank was off its CPU inside the
+   class's segments longer than its peers, is a consequence of that time off the
+   CPU when it explains at least half of the finding (perfvar.verdict.off_cpu);
+   where it explains less, the finding keeps it in its evidence (``off_cpu``) and
+   is charged only the rest. A slow_segment of rank r in
    class S is a *consequence* of waiting when r
    waited before S longer than its peers did before S (median waiting of the
    calls that open S: r's minus the peers' at least the finding's excess per
@@ -35,7 +38,15 @@ from scipy.stats import mannwhitneyu
 from perfvar.detect import verdict_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats.model import Anomaly
+from perfvar.units import fmt_ms, signed_pct
 from perfvar.verdict import delay_cost, wait_states
+from perfvar.verdict.off_cpu import (
+    ClassOffCpu,
+    class_symptom,
+    in_class,
+    noisy_cores,
+    symptom_of,
+)
 
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
 # to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.
@@ -43,7 +54,6 @@ DEFAULT_MIN_COST = 0.003
 # What a consequence follows ("cause" in analysis.json): the waiting before it, or
 # its rank's time off the CPU that the counters measured.
 WAITING = "waiting"
-OFF_CPU = "time off the CPU"
 
 
 def after_waiting(consequence: dict[str, Any]) -> bool:
@@ -66,10 +76,6 @@ class Ranked:
     cost_known: bool = False
 
 
-def _fmt_ms(ns: float) -> str:
-    return f"{ns / 1e6:.1f} ms" if ns >= 1e5 else f"{ns / 1e3:.0f} us"
-
-
 def _main_cause(ws: wait_states.WaitStates, calls: np.ndarray) -> Optional[int]:
     """The rank that made ``calls`` wait the longest in total, None if none did."""
     causes = ws.cause[calls]
@@ -77,13 +83,6 @@ def _main_cause(ws: wait_states.WaitStates, calls: np.ndarray) -> Optional[int]:
         np.maximum(causes, 0), weights=ws.waiting_ns[calls] * (causes >= 0)
     )
     return int(np.argmax(weights)) if weights.size and weights.max() > 0 else None
-
-
-def _signed_pct(rel: Optional[float]) -> str:
-    """ " +55%" (" +0.4%" below 1 %), "" without a size."""
-    if rel is None:
-        return ""
-    return f" {rel:+.0%}" if abs(rel) >= 0.01 else f" {rel:+.1%}"
 
 
 def consequence_of(
@@ -128,10 +127,10 @@ def consequence_of(
     function = tl.functions[int(np.argmax(fns))]
     ev = a.evidence or {}
     rel = ev.get("excess_rel", ev.get("shift_rel"))
-    pct = _signed_pct(rel)
+    pct = signed_pct(rel)
     whom = f" for rank {cause}" if cause is not None else ""
     text = (
-        f"rank {a.rank}'s {a.segment}{pct} after waiting {_fmt_ms(m_mine)}{whom} "
+        f"rank {a.rank}'s {a.segment}{pct} after waiting {fmt_ms(m_mine)}{whom} "
         f"in {function}"
     )
     return {
@@ -149,70 +148,6 @@ def consequence_of(
         "within_rank_p_value": within_p,
         "test": "one-sided Mann-Whitney U: the rank's waiting before the class vs "
         "its peers'; where both exist, its durations after long vs short waits",
-        "anomaly": a.to_json(),
-    }
-
-
-# Symptoms of a measured noisy core: its time off the CPU must explain at least this
-# share of a slower core's or slower segment's shift (on the log scale).
-OFF_CPU_EXPLAINS = 0.5
-
-
-def _off_cpu_causes(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
-    """rank -> its noisy_core finding, where the counters measured its time off the
-    CPU (the evidence perfvar.detect.noisy_core gives then)."""
-    return {
-        a.rank: a
-        for a in anomalies
-        if a.kind == "noisy_core" and "measured" in (a.evidence or {})
-    }
-
-
-def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any]]:
-    """The slow_core or slow_segment ``a`` as a symptom of its rank's measured time
-    off the CPU (a JSON-ready dict), or None.
-
-    A rank off its CPU a share f of the time, its peers f_p, runs (1 - f) / (1 - f_p)
-    of the wall time they run: every segment that long on the CPU takes
-    (1 - f_p) / (1 - f) times as long. When that explains at least
-    OFF_CPU_EXPLAINS of the finding's shift (log scale), the finding is the time
-    off the CPU seen in the durations, reported under the noisy core that measured
-    it. A shift beyond twice what the time off the CPU makes, on the log scale
-    (beyond (1 + e)^2 - 1 for its +e), stays a finding of its own."""
-    cause = causes.get(a.rank)
-    if cause is None or a.kind not in ("slow_core", "slow_segment"):
-        return None
-    ev, cev = a.evidence or {}, cause.evidence or {}
-    off = float(cev["measured"].get("off_cpu_fraction") or 0.0)
-    peers = float(cev.get("peers_off_cpu_fraction") or 0.0)
-    shift = ev.get("shift_rel")
-    if shift is None or shift <= 0 or off >= 1 or off <= peers:
-        return None
-    explained = float(np.log((1 - peers) / (1 - off)))
-    if explained < OFF_CPU_EXPLAINS * float(np.log1p(shift)):
-        return None
-    what = f"{a.segment}" if a.segment else "core"
-    text = (
-        f"rank {a.rank}'s slower {what} ({_signed_pct(shift).strip()}) is its time "
-        f"off the CPU ({off:.0%} against its peers' {peers:.0%}, which makes "
-        f"{_signed_pct(float(np.expm1(explained))).strip()})"
-    )
-    return {
-        "rank": a.rank,
-        "segment": a.segment,
-        "kind": a.kind,
-        "cause": OFF_CPU,
-        "excess_ns": a.excess_ns,
-        "excess_rel": ev.get("excess_rel", shift),
-        "shift_rel": shift,
-        "off_cpu_fraction": off,
-        "peers_off_cpu_fraction": peers,
-        "explained_rel": float(np.expm1(explained)),
-        "cause_rank": a.rank,
-        "text": text,
-        "test": "the slowdown the measured time off the CPU makes, "
-        "(1 - peers' share) / (1 - the rank's share), explains at least "
-        f"{OFF_CPU_EXPLAINS:.0%} of the shift (log scale)",
         "anomaly": a.to_json(),
     }
 
@@ -235,15 +170,21 @@ def rank_findings(
     samples = trace.samples
     consequences = []
     kept = []
-    off_cpu = _off_cpu_causes(anomalies)
+    noisy = noisy_cores(anomalies)
+    in_classes = ClassOffCpu(trace, segment_ids)
     for a in anomalies:
-        c = symptom_of(a, off_cpu) or consequence_of(
-            a, tl, ws, samples, segment_ids, alpha, min_samples
+        part = in_class(a, in_classes, alpha, min_samples)
+        c = (
+            symptom_of(a, noisy)
+            or (class_symptom(a, part) if part is not None else None)
+            or consequence_of(a, tl, ws, samples, segment_ids, alpha, min_samples)
         )
-        if c is None:
-            kept.append(a)
-        else:
+        if c is not None:
             consequences.append(c)
+            continue
+        if part is not None:  # the rest is the segment's: only that is charged
+            a.evidence = {**(a.evidence or {}), "off_cpu": part.to_json()}
+        kept.append(a)
     cost = delay_cost.costs(kept, tl, ws, samples, segment_ids)
     known = ws.synchronised and len(tl.ranks) > 1
     for a, c in zip(kept, cost):

@@ -20,7 +20,7 @@ import pytest
 from waits_sim import simulate
 
 from conftest import normal_durations, run_cli, write_trace
-from perfvar.verdict import headline
+from perfvar.verdict import headline, off_cpu
 from perfvar.cli import main
 from perfvar.stats.model import Anomaly
 from perfvar.report.html import render_html
@@ -450,7 +450,7 @@ def test_a_consequence_of_time_off_the_cpu_is_listed_with_its_rank(ranked):
         {"measured": measured, "peers_off_cpu_fraction": 0.01},
     )  # fmt: skip
     core = Anomaly("slow_core", 1, "node0", 1, None, 0.0, {"shift_rel": 1.0})
-    symptom = headline.symptom_of(core, {1: noisy})
+    symptom = off_cpu.symptom_of(core, {1: noisy})
     ranked["consequences"].append(symptom)
     text = render_html(ranked)
     items = _parse(text).items["consequence"]

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import make_prepared
 from perfvar.detect import noisy_core
-from perfvar.read.samples import METRIC_DTYPE
-from perfvar.stats.cpu_time import after_start, of_reads
+from perfvar.read.samples import METRIC_DTYPE, SAMPLE_DTYPE
+from perfvar.stats.cpu_time import after_start, of_reads, off_cpu_in_segments
 
 NAMES = ["perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"]
 TICKS_PER_NS = 2.5  # a 2.5 GHz clock
@@ -147,3 +147,19 @@ def test_a_thread_with_one_read_keeps_none():
     assert after_start(empty).size == 0
     one = _start_and_run({(0, 0): [(1000, 1000)]})
     assert after_start(one).size == 0
+
+
+def test_time_off_the_cpu_is_given_to_a_reads_segments_by_their_share():
+    # One read over 10 us: two segments of 3 and 5 us (8 us in all) and 2 us of
+    # MPI calls, 1 us off the CPU; a second read whose segment indexes are broken.
+    samples = np.zeros(3, dtype=SAMPLE_DTYPE)
+    samples["duration_ns"] = [3000.0, 5000.0, 1000.0]
+    rows = []
+    for first, sample, on in ((0, 1, 9000.0), (2, 7, 9000.0)):
+        values = np.full(METRIC_DTYPE["values"].shape, np.nan)
+        values[0] = on
+        rows.append((0, 0, sample, first, 10_000, 0, values))
+    metrics = np.array(rows, dtype=METRIC_DTYPE)
+    off = off_cpu_in_segments(metrics, START_NAMES, samples, 1.0)
+    assert off[0] == pytest.approx(800.0) and np.isnan(off[1])
+    assert off_cpu_in_segments(metrics, ["perf::CONTEXT-SWITCHES"], samples, 1.0) is None

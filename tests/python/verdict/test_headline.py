@@ -4,8 +4,9 @@ finding, a cheap shift becomes minor."""
 
 from waits_sim import simulate
 
-from perfvar.verdict import headline
+from perfvar.detect.words import off_cpu_clause
 from perfvar.stats.model import Anomaly
+from perfvar.verdict import headline, off_cpu
 
 IDS = ["S0", "S1"]
 
@@ -95,8 +96,8 @@ def test_what_the_time_off_the_cpu_makes_is_reported_under_the_noisy_core():
     ranked = headline.rank_findings(found, _busy_run(), IDS)
     assert [a.kind for a in ranked.anomalies] == ["noisy_core"]
     assert [(c["kind"], c["cause"]) for c in ranked.consequences] == [
-        ("slow_core", headline.OFF_CPU),
-        ("slow_segment", headline.OFF_CPU),
+        ("slow_core", off_cpu.OFF_CPU),
+        ("slow_segment", off_cpu.OFF_CPU),
     ]
     core = ranked.consequences[0]
     assert core["cause_rank"] == 1 and abs(core["explained_rel"] - 0.98) < 1e-9
@@ -115,3 +116,63 @@ def test_a_shift_far_beyond_the_time_off_the_cpu_stays_a_finding():
     shape_only = Anomaly("noisy_core", 1, "h", 1, None, 0.0, {"named_by": ["shape"]})
     ranked = headline.rank_findings([shape_only, _core(1, 1.0)], _busy_run(), IDS)
     assert ranked.consequences == []
+
+
+def _off_run(off_b_ns, extra_b_ns=0.0):
+    # Another process runs on rank 0's CPU inside every B segment (woken by what
+    # rank 0 writes there): B lasts off_b_ns longer, all of it off the CPU;
+    # extra_b_ns more is rank 0's own work in B.
+    return simulate(
+        steps=200,
+        extra=lambda r, k, c: extra_b_ns if (r, c) == (0, "B") else 0.0,
+        off_cpu=lambda r, k, c: off_b_ns if (r, c) == (0, "B") else 0.0,
+    )
+
+
+def test_a_class_slower_by_its_time_off_the_cpu_is_reported_under_that_time():
+    # B +15 % on rank 0, all of it time off the CPU inside B: no finding of its own.
+    found = [_slow(0, "S1", 3000.0, 0.15)]
+    ranked = headline.rank_findings(found, _off_run(3000.0), IDS)
+    assert ranked.anomalies == [] and ranked.minor == []
+    (c,) = ranked.consequences
+    assert (c["rank"], c["segment"], c["cause"]) == (0, "S1", off_cpu.OFF_CPU)
+    # Spread evenly over the read's interval, which holds the call before B too.
+    assert 2900.0 < c["off_cpu"]["beyond_ns"] <= 3000.0
+    assert c["text"] == (
+        "rank 0's S1 +15% is time off its CPU inside those segments (3 us a "
+        "segment against its peers' 0 us, 4 context switches a segment against "
+        "1)"
+    )
+
+
+def test_the_time_off_the_cpu_inside_a_class_is_not_charged_to_it():
+    # B +40 % on rank 0: 1 us of it off the CPU, 7 us its own work. The finding
+    # stays, names the 1 us, and is charged only for the rest.
+    found = [_slow(0, "S1", 8000.0, 0.40)]
+    ranked = headline.rank_findings(found, _off_run(1000.0, 7000.0), IDS)
+    assert ranked.consequences == []
+    (a,) = ranked.anomalies + ranked.minor
+    assert 950.0 < a.evidence["off_cpu"]["beyond_ns"] <= 1000.0
+    assert off_cpu_clause(a.evidence) == (
+        "; 1 us a segment of it off the CPU beyond its peers' (1 us against 0 us), "
+        "not charged to the segment"
+    )
+    alone = headline.rank_findings(
+        [_slow(0, "S1", 8000.0, 0.40)],
+        simulate(
+            steps=200, extra=lambda r, k, c: 8000.0 if (r, c) == (0, "B") else 0.0
+        ),
+        IDS,
+    )
+    (b,) = alone.anomalies + alone.minor
+    assert "off_cpu" not in b.evidence
+    assert abs(a.cost_ns / b.cost_ns - 7 / 8) < 0.02
+
+
+def test_work_on_the_cpu_is_not_taken_for_time_off_it():
+    # B +15 % of rank 0's own work; the counters see it on the CPU.
+    found = [_slow(0, "S1", 3000.0, 0.15)]
+    ranked = headline.rank_findings(found, _off_run(0.0, 3000.0), IDS)
+    assert ranked.consequences == []
+    (a,) = ranked.anomalies + ranked.minor
+    assert "off_cpu" not in a.evidence
