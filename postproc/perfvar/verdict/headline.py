@@ -152,6 +152,36 @@ def consequence_of(
     }
 
 
+def _symptoms_apart(
+    anomalies: list[Anomaly],
+    trace: TraceSamples,
+    tl: wait_states.Timeline,
+    ws: wait_states.WaitStates,
+    segment_ids: list[str],
+    alpha: float,
+    min_samples: int,
+) -> tuple[list[Anomaly], list[dict[str, Any]]]:
+    """(the findings that stay, the consequences): step 2 of the module docstring."""
+    consequences = []
+    kept = []
+    noisy = noisy_cores(anomalies)
+    in_classes = ClassOffCpu(trace, segment_ids)
+    for a in anomalies:
+        part = in_class(a, in_classes, alpha, min_samples)
+        c = (
+            symptom_of(a, noisy)
+            or (class_symptom(a, part) if part is not None else None)
+            or consequence_of(a, tl, ws, trace.samples, segment_ids, alpha, min_samples)
+        )
+        if c is not None:
+            consequences.append(c)
+            continue
+        if part is not None:  # the rest is the segment's: only that is charged
+            a.evidence = {**(a.evidence or {}), "off_cpu": part.to_json()}
+        kept.append(a)
+    return kept, consequences
+
+
 def rank_findings(
     anomalies: list[Anomaly],
     trace: TraceSamples,
@@ -168,23 +198,9 @@ def rank_findings(
     )
     ws = wait_states.find(tl)
     samples = trace.samples
-    consequences = []
-    kept = []
-    noisy = noisy_cores(anomalies)
-    in_classes = ClassOffCpu(trace, segment_ids)
-    for a in anomalies:
-        part = in_class(a, in_classes, alpha, min_samples)
-        c = (
-            symptom_of(a, noisy)
-            or (class_symptom(a, part) if part is not None else None)
-            or consequence_of(a, tl, ws, samples, segment_ids, alpha, min_samples)
-        )
-        if c is not None:
-            consequences.append(c)
-            continue
-        if part is not None:  # the rest is the segment's: only that is charged
-            a.evidence = {**(a.evidence or {}), "off_cpu": part.to_json()}
-        kept.append(a)
+    kept, consequences = _symptoms_apart(
+        anomalies, trace, tl, ws, segment_ids, alpha, min_samples
+    )
     cost = delay_cost.costs(kept, tl, ws, samples, segment_ids)
     known = ws.synchronised and len(tl.ranks) > 1
     for a, c in zip(kept, cost):
