@@ -8,7 +8,8 @@ in each of q's segments it covers:
 
 * slow_segment: the finding's ``excess_ns`` in every segment of its class, less
   the time off the CPU per segment beyond its peers' that its evidence names
-  (``off_cpu``, perfvar.verdict.off_cpu): another process's, not the segment's;
+  (``off_cpu``, perfvar.verdict.off_cpu): time the rank was not running, not
+  the segment's work;
 * slow_core: d x s / (1 + s) in every segment, s its ``shift_rel``;
 * slow_phase: d x x / (1 + x) in the segments of its classes inside its window, x
   the class's ``excess_rel``;

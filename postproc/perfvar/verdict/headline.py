@@ -51,8 +51,8 @@ from perfvar.verdict.off_cpu import (
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
 # to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.
 DEFAULT_MIN_COST = 0.003
-# What a consequence follows ("cause" in analysis.json): the waiting before it, or
-# its rank's time off the CPU that the counters measured.
+# What a consequence follows ("cause" in analysis.json): the waiting before it (or
+# its rank's time off the CPU that the counters measured: off_cpu.OFF_CPU).
 WAITING = "waiting"
 
 

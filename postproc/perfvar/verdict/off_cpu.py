@@ -21,12 +21,12 @@ CPU between two reads. Two rules take that time out of the findings it explains:
   a slow_segment's excess per segment, the finding is a consequence; when less,
   the finding stays with that part named in its evidence (``off_cpu``) and its
   delay cost counts only the rest (perfvar.verdict.delay_cost), since the
-  segment's own work did not take it. Measured on CloverLeaf (2 ranks, clean
-  runs): rank 0, which writes its step report to stdout and stderr in one class,
+  segment's own work did not take it. Measured on CloverLeaf (2 ranks): in clean
+  runs rank 0, which writes its step report to stdout and stderr in one class,
   was off its CPU 0.33-0.37 ms in the median segment of that class against
-  0.05-0.09 ms on rank 1, with 4 context switches per segment against 1; +10 %
-  injected into one class moved that class's time off the CPU by at most 8 % of
-  its excess.
+  0.05-0.09 ms on rank 1, with 4 context switches per segment against 1; +10 % or
+  +3 % injected into one class moved that class's time off the CPU by at most 8 %
+  of its excess.
 
 Pure functions; thread-safe.
 """
