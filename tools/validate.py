@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """How well `perfvar analyze` names injected anomalies: runs tests/validation's twin programs
 (two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) and
-unchanged real programs (the demo's stencil, CloverLeaf) with 2 ranks under perfvar-run, T trials
-per case, and prints a markdown table of hit rates per program and case.
+unchanged real programs (the demo's stencil, CloverLeaf, TeaLeaf) with 2 ranks under perfvar-run,
+T trials per case, and prints a markdown table of hit rates per program and case.
 
-  tools/validate.py [--programs twins,stencil,cloverleaf] [--cloverleaf PATH|URL] [--build DIR]
+  tools/validate.py [--programs twins,stencil,cloverleaf,tealeaf] [--cloverleaf PATH|URL]
+                    [--tealeaf PATH|URL] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
                     [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...]
@@ -182,7 +183,7 @@ class Trial:
     analysis_s: float = 0.0
     trace: str = ""
     error: str | None = None
-    suite: str = "twins"  # twins, stencil, cloverleaf
+    suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf)
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
@@ -585,9 +586,11 @@ def interrupt(signum, frame) -> None:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", "--program", default="twins",
-                    help="comma-separated of twins, stencil, cloverleaf (default twins)")
-    ap.add_argument("--cloverleaf", help="UK-MAC/CloverLeaf_ref checkout (built with make when "
-                    "clover_leaf is missing) or a git URL to clone")
+                    help="comma-separated of twins, stencil, "
+                    f"{', '.join(programs.MINI_APPS)} (default twins)")
+    for app in programs.MINI_APPS.values():
+        ap.add_argument(f"--{app.name}", help=f"{app.repository} checkout (built with make "
+                        f"when {app.binary} is missing) or a git URL to clone")
     ap.add_argument("--build", type=Path, default=Path("build"))
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--cases", help="comma-separated, default all (of each program)")
@@ -623,11 +626,14 @@ def asked_suites(a: argparse.Namespace) -> list[tuple[str, list[Case]]] | None:
     """(program, its cases) as --programs and --cases ask; None (after saying why) when
     they name something unknown."""
     suites_asked = a.programs.split(",")
-    bad = set(suites_asked) - {"twins", "stencil", "cloverleaf"}
-    if bad or ("cloverleaf" in suites_asked and not a.cloverleaf and not a.rejudge):
-        print(f"validate: unknown program(s) {sorted(bad)}" if bad else
-              "validate: --programs cloverleaf needs --cloverleaf PATH|URL", file=sys.stderr)
+    bad = set(suites_asked) - {"twins", "stencil", *programs.MINI_APPS}
+    if bad:
+        print(f"validate: unknown program(s) {sorted(bad)}", file=sys.stderr)
         return None
+    for name in programs.MINI_APPS:
+        if name in suites_asked and not getattr(a, name) and not a.rejudge:
+            print(f"validate: --programs {name} needs --{name} PATH|URL", file=sys.stderr)
+            return None
     only = a.cases.split(",") if a.cases else None
     suites = [(name, suite_cases(name, a.short, only)) for name in suites_asked]
     known = {c.name for _, cases in suites for c in cases}
@@ -674,13 +680,13 @@ def make_setup(a: argparse.Namespace, extra: dict[str, str]) -> Setup:
 TrialRunner = Callable[[Case, int, int, str], Trial]  # (case, placement, number, label)
 
 
-def trial_runner(st: Setup, suite: str, cloverleaf: str | None) -> TrialRunner:
-    """How one trial of ``suite`` runs; a real program is prepared and its clean reference
-    run made first."""
+def trial_runner(st: Setup, suite: str, source: str | None) -> TrialRunner:
+    """How one trial of ``suite`` runs; a real program is prepared (a mini-app from
+    ``source``, its checkout or URL) and its clean reference run made first."""
     if suite == "twins":
         return lambda case, t, number, label: run_trial(st, case, t, number, label)
     prog = (programs.stencil(st.build) if suite == "stencil"
-            else programs.cloverleaf(cloverleaf, st.work))
+            else programs.mini_app(programs.MINI_APPS[suite], source, st.work))
     ref = reference(st, prog)
     print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
           f"'{ref.pattern.frm}'); reference run {ref.run_ns / 1e9:.2f} s", flush=True)
@@ -708,7 +714,7 @@ def run_suites(st: Setup, a: argparse.Namespace, suites: list[tuple[str, list[Ca
     that missed twice (--short)."""
     failed_gross = []
     for suite, cases in suites:
-        trial = trial_runner(st, suite, a.cloverleaf)
+        trial = trial_runner(st, suite, getattr(a, suite, None))
         prefix = "" if suite == "twins" else f"{suite}-"
         for i, case in enumerate(cases):
             if a.short:
