@@ -163,3 +163,37 @@ def test_time_off_the_cpu_is_given_to_a_reads_segments_by_their_share():
     off = off_cpu_in_segments(metrics, START_NAMES, samples, 1.0)
     assert off[0] == pytest.approx(800.0) and np.isnan(off[1])
     assert off_cpu_in_segments(metrics, ["perf::CONTEXT-SWITCHES"], samples, 1.0) is None
+
+
+def _reads_of(shares: dict[int, list[float]]) -> np.ndarray:
+    """METRIC_DTYPE rows of 10 ms intervals, rank -> the share off the CPU of each."""
+    rows = []
+    for rank, values in shares.items():
+        for i, share in enumerate(values):
+            v = np.full(METRIC_DTYPE["values"].shape, np.nan)
+            v[0], v[1], v[2] = INTERVAL_NS * (1 - share), 1, 0
+            t0 = int(i * INTERVAL_NS * TICKS_PER_NS)
+            rows.append((rank, 0, i, i, t0 + int(INTERVAL_NS * TICKS_PER_NS), t0, v))
+    return np.array(rows, dtype=METRIC_DTYPE)
+
+
+def test_counters_too_few_to_decide_leave_it_to_the_durations():
+    # Rank 1 takes 5 ms time slices, 1 in 10, and its 50 reads say 35 % off its CPU;
+    # its peer's segments are short and read the counters 3 times, once while
+    # something else ran there. The counters agree but cannot decide (3 reads): the
+    # durations' shape names rank 1.
+    rng = np.random.default_rng(5)
+    durations = {(0, r): rng.normal(1e6, 1e3, 400) for r in range(2)}
+    durations[(0, 1)][::10] += 5e6
+    prep = make_prepared(durations, t_diff_ns=10.0)
+    prep.cpu_time = of_reads(
+        _reads_of({0: [0.01, 0.01, 0.30], 1: [0.35] * 50}), NAMES, TICKS_PER_NS
+    )
+    (found,) = noisy_core.detect(prep).anomalies
+    assert found.rank == 1 and found.evidence["measured_q_value"] >= 0.05
+    assert found.evidence["named_by"] == ["interruptions in its segments' durations"]
+    # Counters that measured rank 1 like its peer still overrule the shape.
+    prep.cpu_time = of_reads(
+        _reads_of({0: [0.01, 0.01, 0.30], 1: [0.10] * 50}), NAMES, TICKS_PER_NS
+    )
+    assert noisy_core.detect(prep).anomalies == []
