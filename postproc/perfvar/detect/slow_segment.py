@@ -95,6 +95,8 @@ KIND = "slow_segment"
 # Other judged classes of a rank from which a negative common shift is taken as its
 # core's: their median is then not the mirror image of one class slow on the peer.
 LEVEL_CLASSES = 3
+# The status of a cell with fewer usable blocks than a test needs (stats.blocks).
+TOO_FEW = "too few blocks"
 # Of a cell's samples, the share with a speed (perfvar.stats.local_speed) for the
 # class to be judged on corrected log-durations, on the rank and on a peer.
 LOCAL_SHARE = 0.5
@@ -426,7 +428,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     j.blocks, j.steady_share = bt.blocks, bt.steady_share
     j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
     if not bt.tested:
-        j.status = "too few blocks"
+        j.status = TOO_FEW
         return None
     j.p_value = bt.p_value
     return _Test(
