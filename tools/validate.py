@@ -147,8 +147,12 @@ REAL = [
 ]
 # The class's ratio to the other rank's carries the two CPUs' own difference in speed
 # in that run besides the injected 1.5x: vCPUs of a shared host measured up to 1.6x
-# apart for whole runs (the stencil's fastest step per rank, 1.25 ms against 1.99 ms),
-# so the bound is 1.5 x 1.6 above; below, it catches an injection that did not happen.
+# apart for whole runs (the stencil's fastest step per rank, 1.25 ms against 1.99 ms).
+# The bounds apply to the ratio as measured or with the difference the host witness
+# measured taken out (ratio_beside_cpus: a +50 % class measured x1.16 beside the other
+# rank's CPU x1.35 slower), either; the witness's addition chain does not see every
+# slowdown of a memory-bound step, so the bound is 1.5 x 1.6 above, and below it
+# catches an injection that did not happen.
 REAL_SHORT = [
     Case("seg", "+50% in its largest class", "slow_segment", 50, ratio=(1.25, 2.4),
          target_text="hit in 2 attempts"),
@@ -468,11 +472,28 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
                              tuple(tr.window_ns) if tr.window_ns else None)]
     take_score(tr, case, injected, analysis, labels)
     tr.off_cpu = off_cpu(analysis)
-    if case.ratio and not (tr.class_ratio is not None
-                           and case.ratio[0] <= tr.class_ratio <= case.ratio[1]):
+    shown = ratio_beside_cpus(tr)
+    # Either figure within the bounds shows the injection: the witness's addition
+    # chain can miss a slowdown of the class as well as see one the class did not have.
+    if case.ratio and not any(x is not None and case.ratio[0] <= x <= case.ratio[1]
+                              for x in (tr.class_ratio, shown)):
         tr.hit = False  # the injection itself did not show: a miss
-        tr.info.append(f"class measured x{tr.class_ratio:.3f}, expected "
+        beside = f" (x{shown:.3f} with the CPUs' speeds)" if shown != tr.class_ratio else ""
+        tr.info.append(f"class measured x{tr.class_ratio:.3f}{beside}, expected "
                        f"{case.ratio[0]}..{case.ratio[1]}")
+
+
+def ratio_beside_cpus(tr: Trial) -> float | None:
+    """The class's ratio to the other rank's with the two CPUs' own difference taken out,
+    as the host witness measured it beside the run (the injected rank's CPU x1.10 slower
+    divides the ratio by 1.10); the ratio as measured where the witness has no figure."""
+    if tr.class_ratio is None or not tr.cpu_slowdown:
+        return tr.class_ratio
+    cpus = tr.cpus.split()
+    mine, other = tr.cpu_slowdown.get(cpus[tr.rank]), tr.cpu_slowdown.get(cpus[1 - tr.rank])
+    if not mine or not other:
+        return tr.class_ratio
+    return tr.class_ratio * other / mine
 
 
 def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
