@@ -80,21 +80,11 @@ def simulate(
             else:
                 peer = np.roll(enter, 1)
                 t = np.maximum(enter, peer) + LAT_NS
-    samples = np.array(rows, dtype=SAMPLE_DTYPE)
-    if off_cpu:
-        return WithReads(
-            path="sim",
-            timer_resolution_hz=1e9,
-            segments=[SEG_A, SEG_B],
-            samples=samples,
-            locations=[],
-            metric_names=list(COUNTERS),
-            reads=np.array(reads, dtype=METRIC_DTYPE),
-        )
-    return TraceSamples(
-        path="sim",
-        timer_resolution_hz=1e9,
-        segments=[SEG_A, SEG_B],
-        samples=samples,
-        locations=[],
+    common = dict(
+        path="sim", timer_resolution_hz=1e9, segments=[SEG_A, SEG_B],
+        samples=np.array(rows, dtype=SAMPLE_DTYPE), locations=[],
     )
+    if off_cpu:
+        return WithReads(**common, metric_names=list(COUNTERS),
+                         reads=np.array(reads, dtype=METRIC_DTYPE))
+    return TraceSamples(**common)

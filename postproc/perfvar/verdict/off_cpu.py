@@ -97,22 +97,41 @@ def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any
         f"off the CPU ({off:.0%} against its peers' {peers:.0%}, which makes "
         f"{signed_pct(float(np.expm1(explained))).strip()})"
     )
+    test = (
+        "the slowdown the measured time off the CPU makes, "
+        "(1 - peers' share) / (1 - the rank's share), explains at least "
+        f"{OFF_CPU_EXPLAINS:.0%} of the shift (log scale)"
+    )
+    figures = {
+        "off_cpu_fraction": off,
+        "peers_off_cpu_fraction": peers,
+        "explained_rel": float(np.expm1(explained)),
+    }
+    return _consequence(a, ev.get("excess_rel", shift), shift, figures, text, test)
+
+
+def _consequence(
+    a: Anomaly,
+    excess_rel: Optional[float],
+    shift_rel: Optional[float],
+    figures: dict[str, Any],
+    text: str,
+    test: str,
+) -> dict[str, Any]:
+    """The analysis.json entry of finding ``a`` as a consequence of its rank's time
+    off the CPU: what it was, the ``figures`` that explain it, in words and test."""
     return {
         "rank": a.rank,
         "segment": a.segment,
         "kind": a.kind,
         "cause": OFF_CPU,
         "excess_ns": a.excess_ns,
-        "excess_rel": ev.get("excess_rel", shift),
-        "shift_rel": shift,
-        "off_cpu_fraction": off,
-        "peers_off_cpu_fraction": peers,
-        "explained_rel": float(np.expm1(explained)),
+        "excess_rel": excess_rel,
+        "shift_rel": shift_rel,
+        **figures,
         "cause_rank": a.rank,
         "text": text,
-        "test": "the slowdown the measured time off the CPU makes, "
-        "(1 - peers' share) / (1 - the rank's share), explains at least "
-        f"{OFF_CPU_EXPLAINS:.0%} of the shift (log scale)",
+        "test": test,
         "anomaly": a.to_json(),
     }
 
@@ -239,18 +258,9 @@ def class_symptom(a: Anomaly, part: OffCpuInClass) -> Optional[dict[str, Any]]:
         f"those segments ({fmt_ms(part.rank_ns)} a segment against its peers' "
         f"{fmt_ms(part.peers_ns)}{switches})"
     )
-    return {
-        "rank": a.rank,
-        "segment": a.segment,
-        "kind": a.kind,
-        "cause": OFF_CPU,
-        "excess_ns": a.excess_ns,
-        "excess_rel": rel,
-        "shift_rel": ev.get("shift_rel"),
-        "off_cpu": part.to_json(),
-        "cause_rank": a.rank,
-        "text": text,
-        "test": f"{CLASS_TEST}; the difference explains at least "
-        f"{OFF_CPU_EXPLAINS:.0%} of the excess per segment",
-        "anomaly": a.to_json(),
-    }
+    test = (
+        f"{CLASS_TEST}; the difference explains at least "
+        f"{OFF_CPU_EXPLAINS:.0%} of the excess per segment"
+    )
+    figures = {"off_cpu": part.to_json()}
+    return _consequence(a, rel, ev.get("shift_rel"), figures, text, test)
