@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """How well `perfvar analyze` names injected anomalies: runs tests/validation's twin programs
 (two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) and
-unchanged real programs (the demo's stencil, CloverLeaf, TeaLeaf) with 2 ranks under perfvar-run,
-T trials per case, and prints a markdown table of hit rates per program and case.
+unchanged real programs (the demo's stencil, CloverLeaf, TeaLeaf, CoMD) with 2 ranks under
+perfvar-run, T trials per case, and prints a markdown table of hit rates per program and case.
 
-  tools/validate.py [--programs twins,stencil,cloverleaf,tealeaf] [--cloverleaf PATH|URL]
-                    [--tealeaf PATH|URL] [--build DIR]
+  tools/validate.py [--programs twins,stencil,cloverleaf,tealeaf,comd] [--cloverleaf PATH|URL]
+                    [--tealeaf PATH|URL] [--comd PATH|URL] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
                     [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...]

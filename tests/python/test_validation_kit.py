@@ -1,7 +1,9 @@
 """The validation kit's scoring and class selection on inputs the test controls:
 minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
 rank, a wrong slower core named on a CPU the host witness measured slower is listed
-as such, and PERFVAR_INJECT's site patterns select classes as the C side matches them."""
+as such, PERFVAR_INJECT's site patterns select classes as the C side matches them (both
+sides of a class the analysis split by duration), and a mini-app is built as its README
+says."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
-from validation import host  # noqa: E402
+from validation import host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern,
     largest_class,
@@ -118,3 +120,24 @@ def test_largest_class_is_largest_on_every_rank() -> None:
     assert key == K1  # class 1 is larger on rank 0, absent on rank 1
     assert p == Pattern("MPI_Allreduce@app+0x20", "MPI_Waitall@app+0x10")
     assert median_ratio(fake_trace(), p, 1) == 1.5
+
+
+def test_pattern_selects_both_sides_of_a_class_split_by_duration() -> None:
+    p = Pattern(to="MPI_Allreduce@app+0x20", frm="MPI_Waitall@app+0x10")
+    keys = [K1 + "#below:3000000", K1 + "#above:3000000", K2]
+    assert selected(keys, p) == keys[:2]
+
+
+def test_mini_app_copies_its_makefile_and_builds_where_it_says(tmp_path: Path) -> None:
+    # A checkout whose README says "cp Makefile.vanilla Makefile; make" in src: the
+    # rule needs the copy to be named Makefile, as CoMD's does.
+    src = tmp_path / "app" / "src"
+    src.mkdir(parents=True)
+    (src / "Makefile.vanilla").write_text(
+        "../bin/app: Makefile\n\tmkdir -p ../bin && printf '#!/bin/sh\\n' > $@"
+        " && chmod +x $@\n")
+    app = programs.MiniApp("app", "owner/app", "bin/app", args=("-n", "2"),
+                           make=("make",), build_dir="src", makefile_from="Makefile.vanilla")
+    prog = programs.mini_app(app, str(tmp_path / "app"), tmp_path)
+    assert prog.binary == tmp_path / "app" / "bin" / "app" and prog.binary.exists()
+    assert prog.args == ["-n", "2"] and prog.files == {}
