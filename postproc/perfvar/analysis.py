@@ -32,10 +32,11 @@ from perfvar.parallel import engine
 from perfvar.progress import Progress
 from perfvar.read.families import judged_share, merge_families
 from perfvar.read.meta import RunMeta, read_meta, usability_notes
+from perfvar.read.modes import split_modes
 from perfvar.read.otf2 import trace_ranks
 from perfvar.read.recover import endings_json, ensure_trace, read_endings
 from perfvar.read.samples import TraceSamples
-from perfvar.read.segments import parse_segment_key
+from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
 from perfvar.stats import cpu_time, cpu_use, decompose, work
@@ -55,6 +56,7 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
+from perfvar.units import fmt_ns
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -117,6 +119,17 @@ def prepare(
     )
 
 
+def _class_label(
+    parsed: SegmentKey, start_label: Optional[str], end_label: Optional[str]
+) -> str:
+    """``FROM -> TO``, and for one side of a class split by duration the side (e.g.
+    "[above 2.4 ms]"); the raw key where the ends are not parsed."""
+    if not start_label:
+        return parsed.key
+    side = f" [{parsed.mode[0]} {fmt_ns(parsed.mode[1])}]" if parsed.mode else ""
+    return f"{start_label} -> {end_label}{side}"
+
+
 def _segment_row(
     seg_id: str, key: str, cells: list[Cell], total_ns: float, symbols: dict
 ) -> dict[str, Any]:
@@ -135,7 +148,7 @@ def _segment_row(
         "key": parsed.key,
         "from": start_label,
         "to": end_label,
-        "label": f"{start_label} -> {end_label}" if start_label else parsed.key,
+        "label": _class_label(parsed, start_label, end_label),
         "from_site": start.to_json() if start else None,
         "to_site": end.to_json() if end else None,
         "n": int(sum(c.raw_n for c in cells)),
@@ -281,6 +294,9 @@ def _read_serial(
     # Classes that differ only by the helper a rank calls (which neighbour) are
     # judged as one family; the parallel parts keep the classes apart.
     trace, families = merge_families(trace)
+    # A class whose segments are two kinds of work far apart in duration (a loop over
+    # MPI calls inside one helper) is judged as two.
+    trace, _ = split_modes(trace)
     progress.step(
         "checking the calibration" if paper_check else "reading the calibration"
     )

@@ -9,7 +9,9 @@ and each end is ``<FN>@<module path>+0x<hex>``, followed at call-path depth > 1
 (PERFVAR_CALLPATH) by ``<<module path>+0x<hex>`` for each caller frame, innermost
 first. FROM is the MPI call whose exit starts the segment, TO the call whose entry ends
 it. Each offset is a return address relative to the module's load bias, in bytes (see
-docs/trace-format.md). Pure functions, no I/O, thread-safe.
+docs/trace-format.md). The analysis may split a class of two kinds of work by duration
+(perfvar.read.modes): each part's key is the class's followed by ``#below:<ns>`` or
+``#above:<ns>``. Pure functions, no I/O, thread-safe.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _FN_RE = re.compile(r"^(?P<fn>[^@;]+)@(?P<rest>.+)$")
 _FRAME_RE = re.compile(r"(?P<module>.+?)\+0x(?P<off>[0-9A-Fa-f]+)(?:<|$)")
 # The two ends are split at the first ';' that follows "+0x<hex>".
 _KEY_RE = re.compile(r"^(?P<a>.+?\+0x[0-9A-Fa-f]+);(?P<b>.+)$")
+# A duration mode's tag at the end of a key (perfvar.read.modes).
+_MODE_RE = re.compile(r"^(?P<key>.+)#(?P<side>below|above):(?P<ns>[0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,14 @@ class SegmentKey:
     key: str
     start: Optional[CallSite]  # FROM: the MPI call whose exit starts the segment
     end: Optional[CallSite]  # TO: the MPI call whose entry ends the segment
+    # one side of a class split by duration (perfvar.read.modes): ("below" or
+    # "above", the threshold in ns); None for a whole class
+    mode: Optional[tuple[str, float]] = None
+
+
+def mode_key(key: str, side: str, threshold_ns: float) -> str:
+    """The key of one side ("below" or "above") of a class split at ``threshold_ns``."""
+    return f"{key}#{side}:{threshold_ns:.0f}"
 
 
 def is_segment(canonical_name: str) -> bool:
@@ -116,14 +128,17 @@ def parse_segment_key(key: str) -> SegmentKey:
     Never raises: a key that does not follow the format gives a SegmentKey whose
     ``start`` and ``end`` are None (the raw key is then used as its label).
     """
-    body = key[len(SEGMENT_PREFIX) :] if key.startswith(SEGMENT_PREFIX) else key
+    tag = _MODE_RE.match(key)
+    mode = (tag.group("side"), float(tag.group("ns"))) if tag else None
+    base = tag.group("key") if tag else key
+    body = base[len(SEGMENT_PREFIX) :] if base.startswith(SEGMENT_PREFIX) else base
     m = _KEY_RE.match(body)
     if m is None:
-        return SegmentKey(key, None, None)
+        return SegmentKey(key, None, None, mode)
     start, end = parse_call_site(m.group("a")), parse_call_site(m.group("b"))
     if start is None or end is None:
-        return SegmentKey(key, None, None)
-    return SegmentKey(key, start, end)
+        return SegmentKey(key, None, None, mode)
+    return SegmentKey(key, start, end, mode)
 
 
 def _helper_frames(a: CallSite, b: CallSite) -> Optional[int]:
