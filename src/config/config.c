@@ -99,7 +99,7 @@ static int parse_nonneg(const char *s, double hi, double *out)
 }
 
 /* PERFVAR_INJECT's keys, in the bit order of parse_inject's `seen`. */
-enum { INJ_RANK, INJ_PCT, INJ_TO, INJ_FROM, INJ_AFTER, INJ_UNTIL };
+enum { INJ_RANK, INJ_PCT, INJ_TO, INJ_FROM, INJ_AFTER, INJ_UNTIL, INJ_LONGER };
 
 /* One "key=value" of PERFVAR_INJECT (key already told, its index k) into out; 0 or -1. */
 static int parse_inject_value(int k, const char *val, pv_inject_spec *out)
@@ -117,13 +117,15 @@ static int parse_inject_value(int k, const char *val, pv_inject_spec *out)
         if (!val[0] || strlen(val) >= PV_INJECT_MATCH_MAX) return -1;
         strcpy(k == INJ_TO ? out->to : out->from, val);
         return 0;
+    case INJ_LONGER:
+        return parse_nonneg(val, 1e6, &out->longer_ms);
     default:
         return parse_nonneg(val, 1e6, k == INJ_AFTER ? &out->after_s : &out->until_s);
     }
 }
 
-/* PERFVAR_INJECT: "rank=R,pct=X[,to=S][,from=S][,after=T][,until=T]", each key at most once, rank
- * and pct required, 0 < X <= 1000, S 1..127 bytes, T in s, until > after. */
+/* PERFVAR_INJECT: "rank=R,pct=X[,to=S][,from=S][,after=T][,until=T][,longer=M]", each key at most
+ * once, rank and pct required, 0 < X <= 1000, S 1..127 bytes, T in s, until > after, M in ms. */
 static int parse_inject(const char *s, pv_inject_spec *out)
 {
     char buf[1024];
@@ -136,7 +138,7 @@ static int parse_inject(const char *s, pv_inject_spec *out)
         char *val = strchr(tok, '=');
         if (!val) return -1;
         *val++ = 0;
-        static const char *const keys[] = {"rank", "pct", "to", "from", "after", "until", NULL};
+        static const char *const keys[] = {"rank", "pct", "to", "from", "after", "until", "longer", NULL};
         int k = choice(tok, keys);
         if (k < 0 || (seen & (1u << k))) return -1;
         seen |= 1u << k;
@@ -342,9 +344,9 @@ static int load_tracing(pv_config *cfg, char *msg, int len)
     if ((v = getenv("PERFVAR_INJECT")) && parse_inject(v, &cfg->inject)) {
         memset(&cfg->inject, 0, sizeof cfg->inject);
         return fail(msg, len, "PERFVAR_INJECT", v,
-                    "rank=R,pct=X[,to=SITE][,from=SITE][,after=S][,until=S] (R a rank, "
-                    "0 < X <= 1000 percent, SITE a substring of a call site's name, S seconds, "
-                    "until > after)");
+                    "rank=R,pct=X[,to=SITE][,from=SITE][,after=S][,until=S][,longer=MS] (R a "
+                    "rank, 0 < X <= 1000 percent, SITE a substring of a call site's name, S "
+                    "seconds, until > after, MS milliseconds)");
     }
     return PERFVAR_OK;
 }

@@ -29,13 +29,14 @@
  *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off (default),
  *                                         on (every 10 ms) or every N ms, N 1..60000, per traced
  *                                         thread at the entry of a traced MPI call
- *   PERFVAR_INJECT=rank=R,pct=X[,to=S][,from=S][,after=T][,until=T]
+ *   PERFVAR_INJECT=rank=R,pct=X[,to=S][,from=S][,after=T][,until=T][,longer=M]
  *                                         validation aid (src/pmpi/inject.h): rank R adds work of X %
  *                                         (0 < X <= 1000) of each matching segment's own duration,
  *                                         in segments whose closing call site's name ("MPI_Fn@module
  *                                         +0xoffset") contains S (to) and whose opening one's contains
  *                                         S (from), between T and T seconds after perfvar started
- *                                         (default: whole run); unset: off
+ *                                         (default: whole run), that ran longer than M ms (default
+ *                                         any); unset: off
  *   PERFVAR_CALLPATH=N                    1..16, frames that name a call site: the MPI call's
  *                                         return address and those of N - 1 callers above it
  *                                         (default PV_CALLPATH_DEFAULT; 1: the return address only)
@@ -78,6 +79,7 @@ typedef struct pv_inject_spec {
     char to[PV_INJECT_MATCH_MAX];    /* substring of the closing site's name; empty: any */
     char from[PV_INJECT_MATCH_MAX];  /* substring of the opening site's name; empty: any */
     double after_s, until_s;         /* window, s since perfvar started; until_s 0: to the end */
+    double longer_ms;                /* only segments that ran longer than this, ms; 0: any */
 } pv_inject_spec;
 
 /* PERFVAR_CALLPATH: its bounds and default (chosen on CloverLeaf: the depth at which each of its

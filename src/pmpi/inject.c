@@ -36,14 +36,15 @@ void pv_inject_thread_init(pv_thread *t, uint64_t now)
     double tpn = pv_clock_ticks_per_ns();
     in->window_begin = now + (uint64_t)llround(spec->after_s * 1e9 * tpn);
     in->window_end = spec->until_s > 0 ? now + (uint64_t)llround(spec->until_s * 1e9 * tpn) : UINT64_MAX;
+    in->longer_ticks = (uint64_t)llround(spec->longer_ms * 1e6 * tpn);
     in->adds_per_tick = measure_adds_per_tick();
     in->probe_deadline = t->probe_deadline;
     t->probe_deadline = 0; /* every traced call takes the cold path, which injects */
     in->on = 1;
     /* A validation run says so: its trace is not the program's own behaviour. */
     pv_message(0, "PERFVAR_INJECT: a thread adds %.4g %% of the segments closed by '%s' and opened "
-               "by '%s' (empty: any); %.3g ADDs per ns", spec->pct, spec->to, spec->from,
-               in->adds_per_tick * tpn);
+               "by '%s' (empty: any) longer than %.4g ms; %.3g ADDs per ns", spec->pct, spec->to,
+               spec->from, spec->longer_ms, in->adds_per_tick * tpn);
 }
 
 /* The match bits of site_id, decided on the thread's first sight of it; 0 when out of memory. */
@@ -80,7 +81,8 @@ uint64_t pv_inject_run(pv_thread *t, int site_id, uint64_t t_entry, int *cpu)
     in->prev_site = site_id;
     uint64_t start = t->rec ? t->rec->last_exit : 0; /* the previous call's exit: the segment's start */
     if (!(to & PV_INJECT_TO) || prev < 0 || prev >= in->nsites || !(in->match[prev] & PV_INJECT_FROM) ||
-        !start || t_entry <= start || t_entry < in->window_begin || t_entry >= in->window_end)
+        !start || t_entry <= start || t_entry - start <= in->longer_ticks || t_entry < in->window_begin ||
+        t_entry >= in->window_end)
         return t_entry;
     double extra = pv_rt.cfg.inject.pct / 100.0 * (double)(t_entry - start);
     uint64_t adds = (uint64_t)llround(extra * in->adds_per_tick);

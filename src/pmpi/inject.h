@@ -6,8 +6,8 @@
  * whose opening one's contains `from` (src/config/config.h; names are the sites' labels as the trace's
  * segment keys give them: "MPI_Fn@module+0xoffset", the return address into the caller, then
  * "<module+0xoffset" per caller frame at PERFVAR_CALLPATH > 1, so a pattern can select one call
- * path) gets pct % of its own duration
- * so far added as dependent ADDs (src/calib/add_chain.h), calibrated once per thread in ADDs per
+ * path), and that ran longer than `longer_ms` by the time the call is entered, gets pct % of its own
+ * duration so far added as dependent ADDs (src/calib/add_chain.h), calibrated once per thread in ADDs per
  * clock tick, run just before the call's entry read: the extra work lies inside the segment, in C
  * and in every Fortran binding, since every wrapper goes through pv_call_enter.
  *
@@ -30,6 +30,7 @@ typedef struct pv_inject_thread {
     int prev_site;            /* site id of its previous traced call; -1 before the first */
     uint64_t probe_deadline;  /* the fixed-work probe's deadline while pv_thread's is held at 0 */
     uint64_t window_begin, window_end; /* ticks: injection from begin to before end */
+    uint64_t longer_ticks;    /* only segments longer than this (ticks); 0: any */
     double adds_per_tick;     /* the ADD chain's speed on this thread's core, measured at start */
     int nsites;               /* entries in match */
     unsigned char *match;     /* per site id: 0 not yet seen, else 1 | PV_INJECT_TO | PV_INJECT_FROM */

@@ -457,7 +457,9 @@ static void check_inject(void)
     CHECK(cfg.inject.after_s == 2.5 && cfg.inject.until_s == 4);
     ok("PERFVAR_INJECT", "rank=3,pct=1000,after=1");
     CHECK(cfg.inject.rank == 3 && cfg.inject.pct == 1000 && cfg.inject.after_s == 1);
-    CHECK(cfg.inject.until_s == 0);
+    CHECK(cfg.inject.until_s == 0 && cfg.inject.longer_ms == 0);
+    ok("PERFVAR_INJECT", "rank=1,pct=10,longer=3.3");
+    CHECK(cfg.inject.longer_ms == 3.3);
     char long_site[300];
     memset(long_site, 'a', sizeof long_site);
     memcpy(long_site, "rank=0,pct=1,to=", 16);
@@ -467,9 +469,10 @@ static void check_inject(void)
         "rank=-1,pct=10", "rank=x,pct=10", "rank=1,pct=10,", ",rank=1,pct=10", "rank=1,,pct=10",
         "rank=1,pct=10,to=", "rank=1,pct=10,color=red", "rank=1,pct=10,rank=2",
         "rank=1,pct=10,after=3,until=2", "rank=1,pct=10,until=0", "rank=1,pct=10,after=-1",
-        "rank=1,pct=nan", "rank=1,pct=10,to", long_site};
+        "rank=1,pct=nan", "rank=1,pct=10,to", "rank=1,pct=10,longer=-1", "rank=1,pct=10,longer=x",
+        long_site};
     static const char *const acc[] = {"rank=R", "pct=X", "to=SITE", "from=SITE", "after=S",
-                                      "until=S", NULL};
+                                      "until=S", "longer=MS", NULL};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
         bad("PERFVAR_INJECT", invalid[i], acc);
         CHECKF(cfg.inject.pct == 0, "PERFVAR_INJECT='%s' left injection on", invalid[i]);
