@@ -30,7 +30,10 @@ the same binary (tools/validation/classes.py). Cases: clean; seg10 / seg3 (+10 %
 class: a hit when that rank and class are named); busy (a spinning process on the rank's CPU) and
 duty (a process busy 5 ms of every 20 ms there): a hit when the rank is named by any verdict;
 phase (+10 % in every class from 40 % to 70 % of the reference run's duration: slow_phase with
-its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1 to be named).
+its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1 to be named);
+long10 (+10 % in the longer kind only, where the analysis splits that class in two kinds of work
+(perfvar.read.modes; PERFVAR_INJECT's longer=, the split measured on the reference run): a hit
+when that rank and the longer kind are named; not run where the class is one kind).
 Each seg trial also measures from the trace how much longer the class ran on the rank
 ("class x": its median over the other rank's in the same run; "clean x": the same in the
 reference run, the ranks' own difference in that class).
@@ -82,11 +85,12 @@ sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
+from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
-    Pattern, compute_share, largest_class, median_ratio, selected)
+    Pattern, compute_share, largest_class, median_ratio, selected, split_ns)
 from verdicts import Injected, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
@@ -107,6 +111,7 @@ class Case:
     target_text: str = "100%"
     duty: bool = False  # real programs: a process busy 5 of 20 ms on the rank's CPU
     slowed: bool = False  # real programs: the program's own injection (rank 1)
+    longer: bool = False  # real programs: the longer kind of a class of two (read.modes)
     ratio: tuple[float, float] | None = None  # --short: the class's measured slowdown range
 
 
@@ -138,6 +143,8 @@ REAL = [
     Case("seg10", "+10% in its largest class", "slow_segment", 10),
     Case("seg3", "+3% in its largest class", "slow_segment", 3, target=0.8,
          target_text=">= 8 of 10"),
+    Case("long10", "+10% in the longer kind of its largest class", "slow_segment", 10,
+         longer=True),
     Case("busy", "busy process on the rank's CPU", "any", busy=True),
     Case("duty", "process busy 5 of 20 ms on the rank's CPU", "any", duty=True, target=0.8,
          target_text=">= 8 of 10"),
@@ -167,6 +174,15 @@ class Reference:
     pattern: Pattern
     run_ns: float
     ratio: dict[int, float]  # rank -> its class median over the other rank's, clean
+    split_ns: float | None = None  # where the analysis splits it in two kinds; None: one
+    longer_ratio: dict[int, float] = field(default_factory=dict)  # ratio, the longer kind
+
+
+def skipped(case: Case, ref: Reference | None) -> str | None:
+    """Why a real program's case cannot run, None when it can."""
+    if case.longer and (ref is None or ref.split_ns is None):
+        return "its largest class is one kind of work"
+    return None
 
 
 @dataclass
@@ -190,6 +206,7 @@ class Trial:
     suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf)
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
+    longer_ns: float | None = None  # long10: only segments longer than this were slowed
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
     cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
     slower_cpu: list[str] = field(default_factory=list)  # wrong names of a slower vCPU's rank
@@ -400,7 +417,10 @@ def reference(st: Setup, prog: programs.Program) -> Reference:
               zip(s["start_ticks"][-64:], s["duration_ns"][-64:]))
     end = max(end, float(trace.trace_ns(s["start_ticks"].max())))
     ratio = {r: median_ratio(trace, pattern, r) or 1.0 for r in (0, 1)}
-    return Reference(key, pattern, end, ratio)
+    split = split_ns(trace, pattern)
+    longer = ({r: median_ratio(trace, pattern, r, split) or 1.0 for r in (0, 1)}
+              if split is not None else {})
+    return Reference(key, pattern, end, ratio, split, longer)
 
 
 def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case, t: int,
@@ -416,6 +436,9 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
     pattern = ref.pattern if case.segment == "A" else Pattern()
     if case.pct > 0:
         spec = f"rank={rank},pct={case.pct:g}" + (pattern.env() if case.segment == "A" else "")
+        if case.longer and ref.split_ns is not None:
+            tr.longer_ns = ref.split_ns
+            spec += f",longer={ref.split_ns / 1e6:.3f}"
         if case.phase:
             lo, hi = (f * ref.run_ns / 1e9 for f in case.phase)
             spec += f",after={lo:.3f},until={hi:.3f}"
@@ -431,7 +454,7 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
             st, prog, out, cpus, args, env, noise)
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None:
-            tr.clean_ratio = ref.ratio[rank]
+            tr.clean_ratio = (ref.longer_ratio if case.longer else ref.ratio)[rank]
     except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
         tr.error = f"{type(e).__name__}: {e}"
     return tr
@@ -443,6 +466,12 @@ def off_cpu(analysis: dict) -> dict[str, float] | None:
     out = {str(r["rank"]): r["cpu_time"]["off_cpu_fraction"]
            for r in analysis.get("ranks", []) if r.get("cpu_time")}
     return out or None
+
+
+def longer_kind(key: str) -> bool:
+    """Whether ``key`` is the longer side of a class split by duration (read.modes)."""
+    mode = parse_segment_key(key).mode
+    return mode is not None and mode[0] == "above"
 
 
 def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
@@ -457,6 +486,8 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
         targets = selected(keys, pattern)
         if not targets:
             raise TrialError(f"no class of the trace matches {pattern}")
+        if case.longer:  # the class's longer kind, where the analysis split it off
+            targets = [k for k in targets if longer_kind(k)] or targets
         injected = [Injected("slow_segment", rank, k) for k in targets]
         labels = {k: "C" for k in targets}
         trace = read_trace(tr.trace)
@@ -466,7 +497,7 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
             injected.append(Injected("slow_core", rank))
         # in the same run: the host's load shifts both ranks, not one (the reference's
         # ratio, from another run, is shown beside it)
-        tr.class_ratio = median_ratio(trace, pattern, rank)
+        tr.class_ratio = median_ratio(trace, pattern, rank, tr.longer_ns or 0.0)
     elif case.kind is not None:
         injected = [Injected(case.kind, rank, None,
                              tuple(tr.window_ns) if tr.window_ns else None)]
@@ -701,17 +732,20 @@ def make_setup(a: argparse.Namespace, extra: dict[str, str]) -> Setup:
 TrialRunner = Callable[[Case, int, int, str], Trial]  # (case, placement, number, label)
 
 
-def trial_runner(st: Setup, suite: str, source: str | None) -> TrialRunner:
-    """How one trial of ``suite`` runs; a real program is prepared (a mini-app from
-    ``source``, its checkout or URL) and its clean reference run made first."""
+def trial_runner(st: Setup, suite: str,
+                 source: str | None) -> tuple[TrialRunner, Reference | None]:
+    """How one trial of ``suite`` runs, and a real program's reference run: the program is
+    prepared (a mini-app from ``source``, its checkout or URL) and that run made first."""
     if suite == "twins":
-        return lambda case, t, number, label: run_trial(st, case, t, number, label)
+        return lambda case, t, number, label: run_trial(st, case, t, number, label), None
     prog = (programs.stencil(st.build) if suite == "stencil"
             else programs.mini_app(programs.MINI_APPS[suite], source, st.work))
     ref = reference(st, prog)
+    split = f"; two kinds of work, split at {ref.split_ns / 1e6:.3f} ms" if ref.split_ns else ""
     print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
-          f"'{ref.pattern.frm}'); reference run {ref.run_ns / 1e9:.2f} s", flush=True)
-    return lambda case, t, number, label: run_real_trial(st, prog, ref, case, t, number, label)
+          f"'{ref.pattern.frm}'){split}; reference run {ref.run_ns / 1e9:.2f} s", flush=True)
+    return (lambda case, t, number, label: run_real_trial(st, prog, ref, case, t, number, label),
+            ref)
 
 
 def gross_case(trial: TrialRunner, suite: str, case: Case, i: int, prefix: str,
@@ -735,9 +769,13 @@ def run_suites(st: Setup, a: argparse.Namespace, suites: list[tuple[str, list[Ca
     that missed twice (--short)."""
     failed_gross = []
     for suite, cases in suites:
-        trial = trial_runner(st, suite, getattr(a, suite, None))
+        trial, ref = trial_runner(st, suite, getattr(a, suite, None))
         prefix = "" if suite == "twins" else f"{suite}-"
         for i, case in enumerate(cases):
+            why = skipped(case, ref) if suite != "twins" else None
+            if why:
+                print(f"{suite} {case.name}: not run: {why}", flush=True)
+                continue
             if a.short:
                 if not gross_case(trial, suite, case, i, prefix, trials):
                     failed_gross.append(f"{suite} {case.name}")

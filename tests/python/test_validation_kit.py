@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import numpy.lib.recfunctions  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
@@ -25,6 +26,7 @@ from validation.classes import (  # noqa: E402
     largest_class,
     median_ratio,
     selected,
+    split_ns,
 )
 from verdicts import Injected, score, verdict_anomalies  # noqa: E402
 
@@ -141,3 +143,23 @@ def test_mini_app_copies_its_makefile_and_builds_where_it_says(tmp_path: Path) -
     prog = programs.mini_app(app, str(tmp_path / "app"), tmp_path)
     assert prog.binary == tmp_path / "app" / "bin" / "app" and prog.binary.exists()
     assert prog.args == ["-n", "2"] and prog.files == {}
+
+
+def test_split_of_the_selected_class_and_the_ratio_of_its_longer_kind() -> None:
+    # Per rank: two 0.2 ms segments for each 30 ms one of K1; rank 1's long ones 10 %
+    # slower. K2 is another class and does not count.
+    rows = []
+    for rank, slow in ((0, 1.0), (1, 1.1)):
+        for i in range(300):
+            long_one = i % 3 == 2
+            rows.append((0, rank, 3e7 * slow if long_one else 2e5))
+            rows.append((1, rank, 5e6))
+    s = np.array(rows, dtype=[("segment", "i4"), ("rank", "i4"), ("duration_ns", "f8")])
+    s = np.lib.recfunctions.append_fields(s, "thread", np.zeros(len(s), "i4"), usemask=False)
+    trace = SimpleNamespace(segments=[K1, K2], samples=s)
+    p = Pattern(to="MPI_Allreduce@app+0x20", frm="MPI_Waitall@app+0x10")
+    t = split_ns(trace, p)
+    assert t is not None and 2e5 < t < 3e7
+    assert median_ratio(trace, p, 1) == 1.0  # the whole class: the short kind's median
+    assert abs(median_ratio(trace, p, 1, t) - 1.1) < 1e-9
+    assert split_ns(trace, Pattern(to="MPI_Waitall@app+0x10")) is None  # K2: one kind

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+from perfvar.read.modes import split_threshold
 from perfvar.read.segments import CallSite, parse_segment_key
 
 
@@ -75,6 +76,16 @@ def largest_class(trace: Any, ranks: Sequence[int]) -> tuple[str, Pattern]:
     return trace.segments[best], Pattern(site_name(k.end), site_name(k.start))
 
 
+def split_ns(trace: Any, pattern: Pattern) -> Optional[float]:
+    """Where perfvar's analysis splits the selected classes in two kinds of work
+    (perfvar.read.modes, over their thread-0 segments of every rank), None when they are
+    one kind."""
+    s = trace.samples
+    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    s = s[(s["thread"] == 0) & np.isin(s["segment"], ids)]
+    return split_threshold(s["duration_ns"], s["rank"]) if s.size else None
+
+
 def selected(keys: Sequence[str], pattern: Pattern) -> list[str]:
     """The keys among ``keys`` whose class the pattern selects."""
     return [key for key in keys if pattern.matches(key)]
@@ -91,11 +102,13 @@ def compute_share(trace: Any, pattern: Pattern, rank: int) -> float:
     return mine / total if total > 0 else 0.0
 
 
-def median_ratio(trace: Any, pattern: Pattern, rank: int) -> Optional[float]:
-    """Median duration of the selected classes' segments on ``rank`` over that of the
-    other ranks (thread 0), pooling the selected classes; None without samples."""
+def median_ratio(trace: Any, pattern: Pattern, rank: int,
+                 longer_ns: float = 0.0) -> Optional[float]:
+    """Median duration of the selected classes' segments (longer than ``longer_ns``) on
+    ``rank`` over that of the other ranks (thread 0), pooling the selected classes; None
+    without samples."""
     s = trace.samples
-    s = s[s["thread"] == 0]
+    s = s[(s["thread"] == 0) & (s["duration_ns"] > longer_ns)]
     ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
     mine = np.isin(s["segment"], ids)
     on = s["duration_ns"][mine & (s["rank"] == rank)]
