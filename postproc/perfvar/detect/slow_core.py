@@ -195,6 +195,10 @@ def _anomaly(
         excess_ns=compute * (1 - np.exp(-shift_log)) / n,
         evidence={
             "shift_rel": rel(shift_log),
+            # The estimate the test and its interval belong to: the median of the
+            # blocks' shifts, each class weighted by its compute time (shift_rel pools
+            # the samples, where classes of many short segments weigh more).
+            "block_shift_rel": rel(bt.median_log),
             "shift_ci_rel": [rel(lo), rel(hi)],
             "ci_level": 0.95,
             "test": f"one-sided sign test over {bt.blocks} blocks "
@@ -234,9 +238,11 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     more = len(ev["classes"]) - SHOWN_CLASSES
     # Without an instruction counter, its probes (a class of the rule) told the core.
     probes = any(c.get("probe") for c in ev["classes"])
+    block = ev.get("block_shift_rel")
+    by_time = f"{fmt_pct(block)} per block by compute time, " if block is not None else ""
     return (
         f"{where(a)} is a slow core: {fmt_pct(ev['shift_rel'])} in all its segment "
-        f"classes ({stats(ev, 'shift_ci_rel')}; floor "
+        f"classes ({by_time}{stats(ev, 'shift_ci_rel')}; floor "
         f"{fmt_pct(ev['floor_rel'], signed=False)}), "
         f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
         f"{classes}{f' and {more} more' if more > 0 else ''}"

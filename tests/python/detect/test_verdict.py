@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from conftest import STEP_NS, make_prepared
-from perfvar.detect import run_all
+from perfvar.detect import run_all, slow_core
 from perfvar.stats.model import DetectParams
+from perfvar.units import fmt_pct
 
 
 def _cells(seed, nranks=2, n=1000, classes=(20_000.0, 20_000.0), cv=0.01, slow=None):
@@ -81,6 +82,21 @@ def test_slow_core_is_named_once_not_per_segment():
     assert ev["shift_rel"] == pytest.approx(0.05, abs=0.005)
     assert ev["shift_ci_rel"][0] < 0.05 < ev["shift_ci_rel"][1]
     assert [c["segment"] for c in ev["classes"]] == ["S0", "S1"]
+
+
+def test_slow_core_says_the_estimate_its_interval_belongs_to():
+    # Rank 2 is +3 % in a short class and +10 % in one 100x as long: the pooled
+    # samples weigh both alike, the blocks by compute time. The interval is the
+    # blocks' and must hold the estimate printed beside it.
+    slow = {(0, 2): 1.03, (1, 2): 1.10}
+    found = _named(_cells(2, nranks=4, classes=(20_000.0, 2_000_000.0), slow=slow))
+    core = next(a for a in found if a.kind == "slow_core")
+    ev = core.evidence
+    lo, hi = ev["shift_ci_rel"]
+    assert ev["block_shift_rel"] == pytest.approx(0.10, abs=0.01)
+    assert lo <= ev["block_shift_rel"] <= hi
+    text = slow_core.describe(core.to_json(), {})
+    assert f"{fmt_pct(ev['block_shift_rel'])} per block by compute time, 95% CI" in text
 
 
 def test_segment_slow_beyond_its_slow_core():
