@@ -56,7 +56,6 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
-from perfvar.units import fmt_ns
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -126,8 +125,7 @@ def _class_label(
     "[above 2.4 ms]"); the raw key where the ends are not parsed."""
     if not start_label:
         return parsed.key
-    side = f" [{parsed.mode[0]} {fmt_ns(parsed.mode[1])}]" if parsed.mode else ""
-    return f"{start_label} -> {end_label}{side}"
+    return f"{start_label} -> {end_label}{parsed.side()}"
 
 
 def _segment_row(

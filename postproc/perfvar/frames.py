@@ -39,6 +39,7 @@ from perfvar.analysis import _segment_order, analyze, prepare
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.read.families import merge_families
 from perfvar.read.meta import RunMeta, read_meta
+from perfvar.read.modes import split_modes
 from perfvar.read.recover import ensure_trace
 from perfvar.read.samples import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples
 from perfvar.read.segments import CallSite, SegmentKey, parse_segment_key
@@ -103,7 +104,7 @@ def _end_name(site: Optional[CallSite]) -> Optional[str]:
 def _class_name(parsed: SegmentKey) -> str:
     if parsed.start is None or parsed.end is None:
         return parsed.key
-    return f"{_end_name(parsed.start)} -> {_end_name(parsed.end)}"
+    return f"{_end_name(parsed.start)} -> {_end_name(parsed.end)}{parsed.side()}"
 
 
 def _nullable(values: np.ndarray, unknown: int, dtype: str) -> Any:
@@ -174,13 +175,14 @@ class Run:
 
     @cached_property
     def trace(self) -> TraceSamples:
-        """``read_trace(DIR)`` with its classes merged into families as ``perfvar
-        analyze`` judges them (perfvar.read.families: each family's samples carry its
-        largest member's index); a job that died is first rebuilt from its records,
-        as ``perfvar analyze`` does (``recover=False`` reads the archive as it is)."""
+        """``read_trace(DIR)`` with its classes as ``perfvar analyze`` judges them:
+        merged into families (perfvar.read.families: each family's samples carry its
+        largest member's index) and a class of two kinds of work split in two
+        (perfvar.read.modes); a job that died is first rebuilt from its records, as
+        ``perfvar analyze`` does (``recover=False`` reads the archive as it is)."""
         if self.recover:
             ensure_trace(self.directory)
-        return merge_families(read_trace(self.directory))[0]
+        return split_modes(merge_families(read_trace(self.directory))[0])[0]
 
     @cached_property
     def meta(self) -> RunMeta:

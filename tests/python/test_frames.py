@@ -205,6 +205,25 @@ def test_classes_match_analysis(slow_run):
     assert dict(zip(slow_run.classes["segment"], slow_run.classes["key"])) == theirs
 
 
+def test_classes_of_two_kinds_match_analysis(tmp_path):
+    # Class A alternates 0.2 ms and 30 ms segments on every rank (a loop over MPI
+    # calls in one helper): the analysis judges two classes, and the frames show
+    # the same two, labelled by their side, with no warning of another numbering.
+    durations = normal_durations(seed=2, nranks=2)
+    for r in durations:
+        durations[r][SEG_A][1::2] *= 60.0
+    path = str(tmp_path / "two")
+    write_trace(path, durations)
+    write_json(analyze(path, **ANALYZE))
+    run = perfvar.open(path, analysis="file", paper_check=False)
+    theirs = {s["id"]: s["key"] for s in run.analysis["segments"]}
+    assert dict(zip(run.classes["segment"], run.classes["key"])) == theirs
+    names = run.classes["name"].tolist()
+    assert sum(n.endswith(" ms]") for n in names) == 2
+    assert len(run.segments) == 2 * 2 * 200
+    assert run.segments["segment"].nunique() == 3
+
+
 def test_calls(slow_run):
     calls, seg = slow_run.calls, slow_run.segments
     assert_dtypes(calls, CALL_DTYPES)

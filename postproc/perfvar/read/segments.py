@@ -22,6 +22,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from perfvar.units import fmt_ns
+
 SEGMENT_PREFIX = "perfvar:segment:"
 USER_PREFIX = "perfvar:user:"
 
@@ -88,6 +90,11 @@ class SegmentKey:
     # one side of a class split by duration (perfvar.read.modes): ("below" or
     # "above", the threshold in ns); None for a whole class
     mode: Optional[tuple[str, float]] = None
+
+    def side(self) -> str:
+        """ " [above 3.4 ms]" for one side of a class split by duration, "" for a
+        whole class: what a class's label adds."""
+        return f" [{self.mode[0]} {fmt_ns(self.mode[1])}]" if self.mode else ""
 
 
 def mode_key(key: str, side: str, threshold_ns: float) -> str:
