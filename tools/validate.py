@@ -203,7 +203,7 @@ class Trial:
     analysis_s: float = 0.0
     trace: str = ""
     error: str | None = None
-    suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf)
+    suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf, comd)
     class_ratio: float | None = None  # seg cases of real programs: measured slowdown
     clean_ratio: float | None = None  # the same in the clean reference run
     longer_ns: float | None = None  # long10: only segments longer than this were slowed
