@@ -283,18 +283,24 @@ def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
     return decompose.to_json(dec, [prep.segment_ids[g] for g in order], ranks)
 
 
+def judged_classes(trace: TraceSamples) -> tuple[TraceSamples, dict[int, list[str]]]:
+    """``trace`` with its classes as the serial analysis judges them, and its families
+    (representative segment -> member keys; perfvar.read.families): classes that
+    differ only by the helper a rank calls (which neighbour) merged into one, and a
+    class whose segments are two kinds of work far apart in duration (a loop over MPI
+    calls inside one helper) split in two (perfvar.read.modes). The parallel parts keep
+    the classes as recorded."""
+    merged, families = merge_families(trace)
+    return split_modes(merged), families
+
+
 def _read_serial(
     directory: str, paper_check: bool, progress: Progress
 ) -> tuple[TraceSamples, RunMeta, dict[int, list[str]], None, None]:
-    """The whole trace in this process: (trace with families merged, judged metadata,
-    families: representative segment -> member keys, no cells yet, no CPU use)."""
-    trace = read_trace(directory)
-    # Classes that differ only by the helper a rank calls (which neighbour) are
-    # judged as one family; the parallel parts keep the classes apart.
-    trace, families = merge_families(trace)
-    # A class whose segments are two kinds of work far apart in duration (a loop over
-    # MPI calls inside one helper) is judged as two.
-    trace, _ = split_modes(trace)
+    """The whole trace in this process: (trace with its classes as judged, judged
+    metadata, families: representative segment -> member keys, no cells yet, no CPU
+    use)."""
+    trace, families = judged_classes(read_trace(directory))
     progress.step(
         "checking the calibration" if paper_check else "reading the calibration"
     )

@@ -35,11 +35,9 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfvar.analysis import _segment_order, analyze, prepare
+from perfvar.analysis import _segment_order, analyze, judged_classes, prepare
 from perfvar.calibration import ranks as calibration_ranks
-from perfvar.read.families import merge_families
 from perfvar.read.meta import RunMeta, read_meta
-from perfvar.read.modes import split_modes
 from perfvar.read.recover import ensure_trace
 from perfvar.read.samples import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples
 from perfvar.read.segments import CallSite, SegmentKey, parse_segment_key
@@ -175,14 +173,14 @@ class Run:
 
     @cached_property
     def trace(self) -> TraceSamples:
-        """``read_trace(DIR)`` with its classes as ``perfvar analyze`` judges them:
-        merged into families (perfvar.read.families: each family's samples carry its
-        largest member's index) and a class of two kinds of work split in two
-        (perfvar.read.modes); a job that died is first rebuilt from its records, as
-        ``perfvar analyze`` does (``recover=False`` reads the archive as it is)."""
+        """``read_trace(DIR)`` with its classes as ``perfvar analyze`` judges them
+        (perfvar.analysis.judged_classes: families merged, each family's samples
+        carrying its largest member's index; a class of two kinds of work split in
+        two); a job that died is first rebuilt from its records, as ``perfvar
+        analyze`` does (``recover=False`` reads the archive as it is)."""
         if self.recover:
             ensure_trace(self.directory)
-        return split_modes(merge_families(read_trace(self.directory))[0])[0]
+        return judged_classes(read_trace(self.directory))[0]
 
     @cached_property
     def meta(self) -> RunMeta:

@@ -75,20 +75,16 @@ def split_threshold(durations_ns: np.ndarray, ranks: np.ndarray) -> Optional[flo
     return threshold
 
 
-def split_modes(trace: Any) -> tuple[Any, dict[int, float]]:
-    """Split ``trace``'s classes of two kinds of work (a TraceSamples; returns a
-    copy when any is split).
-
-    Returns the new trace and, for each split class, the index of its part above the
-    threshold -> the threshold (ns); the part below keeps the class's index. Both
-    parts' keys carry the tag.
-    """
+def split_modes(trace: Any) -> Any:
+    """``trace`` (a TraceSamples) with its classes of two kinds of work split: a copy
+    when any is split. The part below the threshold keeps the class's index, the part
+    above gets a new one at the end; both parts' keys carry the tag (their side and the
+    threshold, SegmentKey.mode)."""
     s = trace.samples
     if s.size == 0:
-        return trace, {}
+        return trace
     keys = list(trace.segments)
     relabel = s["segment"].copy()
-    above: dict[int, float] = {}
     order = np.argsort(s["segment"], kind="stable")
     bounds = np.searchsorted(s["segment"][order], np.arange(len(keys) + 1))
     for g in range(len(trace.segments)):
@@ -101,9 +97,8 @@ def split_modes(trace: Any) -> tuple[Any, dict[int, float]]:
         keys[g] = mode_key(trace.segments[g], "below", threshold)
         keys.append(mode_key(trace.segments[g], "above", threshold))
         relabel[rows[s["duration_ns"][rows] > threshold]] = len(keys) - 1
-        above[len(keys) - 1] = threshold
-    if not above:
-        return trace, {}
+    if len(keys) == len(trace.segments):
+        return trace
     samples = s.copy()
     samples["segment"] = relabel
-    return dataclasses.replace(trace, samples=samples, segments=keys), above
+    return dataclasses.replace(trace, samples=samples, segments=keys)
