@@ -76,12 +76,17 @@ def largest_class(trace: Any, ranks: Sequence[int]) -> tuple[str, Pattern]:
     return trace.segments[best], Pattern(site_name(k.end), site_name(k.start))
 
 
+def selected_ids(trace: Any, pattern: Pattern) -> list[int]:
+    """The segment indices of ``trace`` whose class the pattern selects."""
+    return [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+
+
 def split_ns(trace: Any, pattern: Pattern) -> Optional[float]:
     """Where perfvar's analysis splits the selected classes in two kinds of work
     (perfvar.read.modes, over their thread-0 segments of every rank), None when they are
     one kind."""
     s = trace.samples
-    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    ids = selected_ids(trace, pattern)
     s = s[(s["thread"] == 0) & np.isin(s["segment"], ids)]
     return split_threshold(s["duration_ns"], s["rank"]) if s.size else None
 
@@ -96,7 +101,7 @@ def compute_share(trace: Any, pattern: Pattern, rank: int) -> float:
     selects; 0 without samples."""
     s = trace.samples
     s = s[(s["thread"] == 0) & (s["rank"] == rank)]
-    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    ids = selected_ids(trace, pattern)
     total = float(s["duration_ns"].sum())
     mine = float(s["duration_ns"][np.isin(s["segment"], ids)].sum())
     return mine / total if total > 0 else 0.0
@@ -109,7 +114,7 @@ def median_ratio(trace: Any, pattern: Pattern, rank: int,
     without samples."""
     s = trace.samples
     s = s[(s["thread"] == 0) & (s["duration_ns"] > longer_ns)]
-    ids = [i for i, key in enumerate(trace.segments) if pattern.matches(key)]
+    ids = selected_ids(trace, pattern)
     mine = np.isin(s["segment"], ids)
     on = s["duration_ns"][mine & (s["rank"] == rank)]
     off = s["duration_ns"][mine & (s["rank"] != rank)]
