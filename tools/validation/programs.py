@@ -118,7 +118,7 @@ def mini_app(app: MiniApp, source: str, work: Path) -> Program:
     from a git URL cloned into ``work``; runs with its arguments and deck."""
     if "://" in source or source.startswith("git@"):
         dest = work / app.repository.split("/")[1]
-        if not (dest / app.build_dir).is_dir():
+        if not (dest / app.build_dir / (app.makefile_from or "Makefile")).exists():
             clone = ["git", "clone", "--depth", "1", source, str(dest)]
             subprocess.run(clone, check=True, timeout=600)
     else:
