@@ -90,7 +90,7 @@ from perfvar.read.trace import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
-    Pattern, compute_share, largest_class, median_ratio, selected, split_ns)
+    Pattern, apart_text, compute_share, largest_class, median_ratio, selected, split_ns)
 from verdicts import Injected, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
@@ -204,7 +204,7 @@ class Trial:
     trace: str = ""
     error: str | None = None
     suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf, comd)
-    class_ratio: float | None = None  # seg cases of real programs: measured slowdown
+    class_ratio: float | None = None  # real programs, seg and clean: the largest class's ratio
     clean_ratio: float | None = None  # the same in the clean reference run
     longer_ns: float | None = None  # long10: only segments longer than this were slowed
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
@@ -453,7 +453,7 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
         analysis, tr.run_s, tr.analysis_s, tr.steal_ms, tr.cpu_slowdown = run_real(
             st, prog, out, cpus, args, env, noise)
         judge_real(tr, case, analysis, pattern)
-        if tr.class_ratio is not None:
+        if tr.class_ratio is not None and case.pct > 0:
             tr.clean_ratio = (ref.longer_ratio if case.longer else ref.ratio)[rank]
     except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
         tr.error = f"{type(e).__name__}: {e}"
@@ -501,6 +501,8 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     elif case.kind is not None:
         injected = [Injected(case.kind, rank, None,
                              tuple(tr.window_ns) if tr.window_ns else None)]
+    elif pattern.to:  # clean: how far apart the host alone ran the ranks' largest class
+        tr.class_ratio = median_ratio(read_trace(tr.trace), pattern, rank)
     take_score(tr, case, injected, analysis, labels)
     tr.off_cpu = off_cpu(analysis)
     shown = ratio_beside_cpus(tr)
@@ -565,7 +567,9 @@ def trial_line(tr: Trial) -> str:
     if tr.window_ns:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
     if tr.class_ratio is not None:
-        named += f"; class x{tr.class_ratio:.3f} (clean x{tr.clean_ratio or 0:.3f})"
+        named += f"; class x{tr.class_ratio:.3f}"
+        if tr.clean_ratio is not None and tr.case != "clean":
+            named += f" (clean x{tr.clean_ratio:.3f})"
     if tr.off_cpu:
         named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
                                           for r, f in tr.off_cpu.items())
@@ -601,6 +605,20 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
                  sum(bool(t.slower_cpu) for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
+
+
+def apart_lines(trials: list[Trial]) -> list[str]:
+    """Per real program with clean trials: how far apart its ranks ran the largest class
+    with nothing injected (validation.classes.apart_text), the floor the host puts under
+    the +x % cases."""
+    out = [""]
+    for suite in dict.fromkeys(t.suite for t in trials):
+        ratios = [t.class_ratio for t in trials if t.suite == suite and t.case == "clean"
+                  and not t.error and t.class_ratio is not None]
+        if ratios:
+            out.append(f"{suite}: its largest class, one rank's median over the other's in the "
+                       f"clean trials: {apart_text(ratios)}")
+    return out if len(out) > 1 else []
 
 
 def machine() -> str:
@@ -828,7 +846,7 @@ def report(a: argparse.Namespace, trials: list[Trial], suites: list[tuple[str, l
            t_start: float) -> None:
     """The table, the time a trial took, and the trials into --json."""
     print()
-    print("\n".join(table(suites, trials, a.short)))
+    print("\n".join(table(suites, trials, a.short) + apart_lines(trials)))
     errors = [t for t in trials if t.error]
     run_s = [t.run_s + t.analysis_s for t in trials if not t.error]
     if run_s:
@@ -853,7 +871,7 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
             trials.append(rejudge_trial(st, record, case))
             print(trial_line(trials[-1]), flush=True)
     print()
-    print("\n".join(table(suites, trials, short)))
+    print("\n".join(table(suites, trials, short) + apart_lines(trials)))
     errors = [t for t in trials if t.error]
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not be judged")

@@ -121,3 +121,16 @@ def median_ratio(trace: Any, pattern: Pattern, rank: int,
     if len(on) == 0 or len(off) == 0:
         return None
     return float(np.median(on) / np.median(off))
+
+
+def apart_text(ratios: Sequence[float], shifts: Sequence[float] = (0.03, 0.10)) -> str:
+    """How far apart the ranks ran a class: the range of ``ratios`` (one rank's median over
+    the other's, one per run) and in how many runs the slower rank's median exceeded the
+    faster's by each of ``shifts`` (fractions) or more. With nothing injected this is what
+    the host alone makes of the class, the floor under an injected shift of that size."""
+    if not ratios:
+        return "no runs"
+    apart = [max(r, 1 / r) - 1 for r in ratios]
+    counts = ", ".join(f">= {100 * s:g} % in {sum(a >= s - 1e-12 for a in apart)} of {len(apart)}"
+                       for s in shifts)
+    return f"x{min(ratios):.3f}..x{max(ratios):.3f}; apart by {counts}"
