@@ -288,8 +288,9 @@ def judged_classes(trace: TraceSamples) -> tuple[TraceSamples, dict[int, list[st
     (representative segment -> member keys; perfvar.read.families): classes that
     differ only by the helper a rank calls (which neighbour) merged into one, and a
     class whose segments are two kinds of work far apart in duration (a loop over MPI
-    calls inside one helper) split in two (perfvar.read.modes). The parallel parts keep
-    the classes as recorded."""
+    calls inside one helper) split in two (perfvar.read.modes). A parallel analysis's
+    parts make their cells on the classes as recorded (perfvar.partition.cells_as_judged
+    brings them to these)."""
     merged, families = merge_families(trace)
     return split_modes(merged), families
 
@@ -312,8 +313,8 @@ def _read_in_parts(
     directory: str, eng: Any, ranks: list[int], paper_check: bool, progress: Progress
 ) -> Optional[tuple[TraceSamples, RunMeta, dict[int, list[str]], dict, dict]]:
     """The trace read, judged and filtered in parts by rank on ``eng``'s processes:
-    (trace, metadata, no families, the parts' cells, their CPU use); None on the MPI
-    processes that do not report."""
+    (trace with its classes as judged, metadata, families, the parts' cells for those
+    classes, their CPU use); None on the MPI processes that do not report."""
     progress.step(f"reading, judging and filtering in {eng.size} processes")
     blocks = partition.split(ranks or trace_ranks(directory), eng.size)
     tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
@@ -329,11 +330,13 @@ def _read_in_parts(
     calibration_ranks.apply(meta, judged)
     borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
     meta.notes += usability_notes(meta)
-    cells = with_states_of(
-        {k: v for p in parts for k, v in p.cells.items()}, meta, borrowers
+    judged_trace, families = judged_classes(trace)
+    cells = partition.cells_as_judged(
+        trace, judged_trace, {k: v for p in parts for k, v in p.cells.items()}, meta
     )
+    cells = with_states_of(cells, meta, borrowers)
     use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
-    return trace, meta, {}, cells, use
+    return judged_trace, meta, families, cells, use
 
 
 def analyze(

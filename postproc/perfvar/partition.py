@@ -8,7 +8,11 @@ of each) and its threads' CPU table (perfvar.stats.cpu_use): the costly steps, d
 where the samples are. The reporting process merges the parts into exactly what one
 process reading the whole trace would hold (locations in definition order, the same
 reports and warnings, the same cells: filter_os is deterministic) and runs the
-detectors, which compare ranks and so need them all.
+detectors, which compare ranks and so need them all. The parts make their cells on
+the classes as recorded; the classes as judged (families merged, a class of two
+kinds of work split: perfvar.analysis.judged_classes) need every rank's samples, so
+the reporting process relabels those cells and makes again the few whose samples
+changed (cells_as_judged).
 Memory per worker is bounded by its ranks' samples; the reporting process holds the
 kept samples of every rank, as the detectors need. Not thread-safe (the reader
 redirects stderr).
@@ -16,7 +20,8 @@ redirects stderr).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -124,3 +129,47 @@ def merge(directory: str, parts: list[Part]) -> TraceSamples:
         np.concatenate(probes) if probes else np.empty(0, dtype=PROBE_DTYPE),
         first.metric_names,  # every part read the same global definitions
     )
+
+
+def cells_as_judged(
+    recorded: TraceSamples,
+    judged: TraceSamples,
+    cells: dict[CellKey, Cell],
+    meta: Any,
+) -> dict[CellKey, Cell]:
+    """The parts' ``cells``, made on the classes as ``recorded``, for the classes as
+    ``judged`` (the same samples row for row, relabelled). A judged cell whose samples
+    are exactly one recorded cell's keeps that cell's filtering under its new class;
+    the others (a rank with two members of one family, either side of a split class)
+    are made and filtered again from their samples with ``meta`` (a RunMeta), as one
+    process reading the whole trace makes them (filter_os is deterministic)."""
+    before = recorded.samples["segment"].astype(np.int64)
+    after = judged.samples["segment"].astype(np.int64)
+    if np.array_equal(before, after):
+        return cells
+    rank = recorded.samples["rank"].astype(np.int64)
+    n_ranks = int(rank.max()) + 1
+    n_old = len(recorded.segments)
+    judged_cell = after * n_ranks + rank  # one code per judged cell, per row
+    pairs = np.unique(judged_cell * n_old + before)  # (judged cell, recorded class)
+    sources: dict[int, list[int]] = defaultdict(list)  # judged cell -> recorded classes
+    feeds: dict[CellKey, int] = defaultdict(
+        int
+    )  # recorded cell -> judged cells it feeds
+    for code, old in zip((pairs // n_old).tolist(), (pairs % n_old).tolist()):
+        sources[code].append(old)
+        feeds[(old, code % n_ranks)] += 1
+    out: dict[CellKey, Cell] = {}
+    remake = []
+    for code, olds in sources.items():
+        new, r = divmod(code, n_ranks)
+        whole = len(olds) == 1 and feeds[(olds[0], r)] == 1
+        if whole and (olds[0], r) in cells:
+            out[(new, r)] = replace(cells[(olds[0], r)], segment=new)
+        else:
+            remake.append(code)
+    if remake:
+        inputs = cell_inputs(judged.samples[np.isin(judged_cell, remake)], meta)
+        results = filter_os_many([values for _, _, values in inputs])
+        out.update(make_cells(judged, meta, inputs, results))
+    return out

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from calib_docs import _doc
 
@@ -82,6 +83,61 @@ def test_local_processes_give_the_serial_result_with_counters(trace_factory):
     parallel = analyze(path, symbolize_sites=False, jobs=2)
     assert parallel["params"]["engine"]["kind"] == "processes"
     assert _without_engine(parallel) == _without_engine(serial)
+
+
+APP = "/opt/app/clover_leaf"
+
+
+def _site(fn: str, *offsets: int) -> str:
+    """A call-path label: the call's return address, then its callers'."""
+    return f"{fn}@{APP}+0x{offsets[0]:x}" + "".join(
+        f"<{APP}+0x{o:x}" for o in offsets[1:]
+    )
+
+
+def _judged_durations() -> dict[int, dict[str, np.ndarray]]:
+    """NRANKS ranks whose classes only the whole trace tells how to judge: the
+    exchange after the kernel is sent right from one helper on even ranks and left
+    from another on odd ones (one family), and the middle ranks 4-7 send both ways
+    (both members on one rank); the class after the exchange is two kinds of work
+    (two 0.2 ms segments for each 30 ms one), whose long kind rank 5 runs 10 %
+    slower."""
+    rng = np.random.default_rng(8)
+    wait = _site("MPI_Waitall", 0x100, 0x200, 0x300)
+    right = _site("MPI_Isend", 0x510, 0x610, 0x700)
+    left = _site("MPI_Isend", 0x520, 0x620, 0x700)
+    kinds = np.tile([2e5, 2e5, 3e7], 60)
+    out = {}
+    for r in range(NRANKS):
+        mix = kinds * rng.normal(1.0, 0.002, kinds.size)
+        if r == 5:
+            mix[kinds > 1e6] *= 1.10
+        sends = [right, left] if 4 <= r < 8 else [right if r % 2 == 0 else left]
+        out[r] = {
+            f"perfvar:segment:{wait};{s}": rng.normal(5e5, 500.0, 180) for s in sends
+        }
+        out[r][f"perfvar:segment:{right};{wait}"] = mix
+    return out
+
+
+def test_parts_judge_families_and_split_classes_as_one_process(trace_factory):
+    path = trace_factory("judged", _judged_durations())
+    serial = analyze(path, symbolize_sites=False, jobs=1)
+    parallel = analyze(path, symbolize_sites=False, jobs=2)
+    assert parallel["params"]["engine"]["kind"] == "processes"
+    assert _without_engine(parallel) == _without_engine(serial)
+    segments = {s["id"]: s for s in serial["segments"]}
+    assert any(len(s["family"]) == 2 for s in segments.values())
+    assert (
+        sum("#above:" in s["key"] or "#below:" in s["key"] for s in segments.values())
+        == 2
+    )
+    # Found in the long kind only (minor: the synthetic ranks never wait).
+    found = [
+        (a["kind"], a["rank"], segments[a["segment"]]["key"]) for a in serial["minor"]
+    ]
+    assert [(kind, rank) for kind, rank, _ in found] == [("slow_segment", 5)]
+    assert "#above:" in found[0][2]
 
 
 def test_the_judge_decides_once_and_a_changed_sample_file_anew(wide_trace):

@@ -239,7 +239,9 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     # Without an instruction counter, its probes (a class of the rule) told the core.
     probes = any(c.get("probe") for c in ev["classes"])
     block = ev.get("block_shift_rel")
-    by_time = f"{fmt_pct(block)} per block by compute time, " if block is not None else ""
+    by_time = (
+        f"{fmt_pct(block)} per block by compute time, " if block is not None else ""
+    )
     return (
         f"{where(a)} is a slow core: {fmt_pct(ev['shift_rel'])} in all its segment "
         f"classes ({by_time}{stats(ev, 'shift_ci_rel')}; floor "
