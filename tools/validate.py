@@ -72,6 +72,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -608,16 +609,23 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
 
 
 def apart_lines(trials: list[Trial]) -> list[str]:
-    """Per real program with clean trials: how far apart its ranks ran the largest class
-    with nothing injected (validation.classes.apart_text), the floor the host puts under
-    the +x % cases."""
+    """Per real program and case with class ratios: with nothing injected, how far apart
+    its ranks ran the largest class (validation.classes.apart_text), the floor the host
+    puts under the +x % cases; with extra work injected, how much longer the class ran
+    on that rank than on the other, i.e. what the verdict was given to find."""
     out = [""]
-    for suite in dict.fromkeys(t.suite for t in trials):
-        ratios = [t.class_ratio for t in trials if t.suite == suite and t.case == "clean"
+    for suite, case in dict.fromkeys((t.suite, t.case) for t in trials):
+        ratios = [t.class_ratio for t in trials if (t.suite, t.case) == (suite, case)
                   and not t.error and t.class_ratio is not None]
-        if ratios:
-            out.append(f"{suite}: its largest class, one rank's median over the other's in the "
-                       f"clean trials: {apart_text(ratios)}")
+        if not ratios:
+            continue
+        if case == "clean":
+            out.append(f"{suite} clean: its largest class, one rank's median over the "
+                       f"other's: {apart_text(ratios)}")
+        else:
+            out.append(f"{suite} {case}: the class on the injected rank over the other's: "
+                       f"x{min(ratios):.3f}..x{max(ratios):.3f}, median "
+                       f"x{statistics.median(ratios):.3f}")
     return out if len(out) > 1 else []
 
 
