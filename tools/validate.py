@@ -556,6 +556,16 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     return tr
 
 
+def class_text(tr: Trial) -> str:
+    """A real program's trial's class ratio, with the reference run's beside an injected
+    one; empty without."""
+    if tr.class_ratio is None:
+        return ""
+    clean = (f" (clean x{tr.clean_ratio:.3f})"
+             if tr.clean_ratio is not None and tr.case != "clean" else "")
+    return f"; class x{tr.class_ratio:.3f}{clean}"
+
+
 def trial_line(tr: Trial) -> str:
     status = "ERROR" if tr.error else "hit" if tr.hit else "miss"
     named = ", ".join(tr.named) or "nothing"
@@ -567,10 +577,7 @@ def trial_line(tr: Trial) -> str:
         named += " [wrong]"
     if tr.window_ns:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
-    if tr.class_ratio is not None:
-        named += f"; class x{tr.class_ratio:.3f}"
-        if tr.clean_ratio is not None and tr.case != "clean":
-            named += f" (clean x{tr.clean_ratio:.3f})"
+    named += class_text(tr)
     if tr.off_cpu:
         named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
                                           for r, f in tr.off_cpu.items())
