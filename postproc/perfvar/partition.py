@@ -152,10 +152,9 @@ def cells_as_judged(
     n_old = len(recorded.segments)
     judged_cell = after * n_ranks + rank  # one code per judged cell, per row
     pairs = np.unique(judged_cell * n_old + before)  # (judged cell, recorded class)
-    sources: dict[int, list[int]] = defaultdict(list)  # judged cell -> recorded classes
-    feeds: dict[CellKey, int] = defaultdict(
-        int
-    )  # recorded cell -> judged cells it feeds
+    # judged cell -> the recorded classes in it; recorded cell -> judged cells it feeds
+    sources: dict[int, list[int]] = defaultdict(list)
+    feeds: dict[CellKey, int] = defaultdict(int)
     for code, old in zip((pairs // n_old).tolist(), (pairs % n_old).tolist()):
         sources[code].append(old)
         feeds[(old, code % n_ranks)] += 1

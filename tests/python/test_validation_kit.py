@@ -36,10 +36,8 @@ K2 = "perfvar:segment:MPI_Allreduce@/x/app+0x20;MPI_Waitall@/x/app+0x10"
 
 
 def analysis(*anomalies: dict) -> dict:
-    return {
-        "segments": [{"id": "s0", "key": K1}, {"id": "s1", "key": K2}],
-        "anomalies": list(anomalies),
-    }
+    return {"segments": [{"id": "s0", "key": K1}, {"id": "s1", "key": K2}],
+            "anomalies": list(anomalies)}
 
 
 def test_minor_anomalies_are_not_verdicts() -> None:
@@ -57,10 +55,8 @@ def test_any_is_hit_by_any_verdict_of_the_rank() -> None:
 
 
 def test_wrong_slower_core_on_a_slower_cpu_is_listed() -> None:
-    an = analysis(
-        {"kind": "slow_segment", "rank": 1, "segment": "s0"},
-        {"kind": "slow_core", "rank": 1},
-    )
+    an = analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"},
+                  {"kind": "slow_core", "rank": 1})
     s = score([], an, slower_cpu_ranks={1})
     assert s.wrong and s.slower_cpu == ["slow_segment r1 s0", "slow_core r1"]
     # the other rank's CPU was the slower one: not listed
@@ -79,25 +75,21 @@ def test_speed_compares_each_cpu_with_the_fastest(tmp_path: Path) -> None:
     # lowest CPU allowed here runs at 100 ns, any other at 150
     cpus = [str(c) for c in sorted(os.sched_getaffinity(0))[:2]]
     fake = tmp_path / "fake_speed"
-    fake.write_text(
-        "#!/bin/sh\n"
-        f"case $(taskset -pc $$ | sed 's/.*: //') in\n"
-        f"  {cpus[0]}) t=100 ;;\n"
-        "  *) t=150 ;;\n"
-        "esac\n"
-        "printf '1 %s\\n2 %s\\n3 %s\\n' $t $t $t\n"
-        f"touch {tmp_path}/printed.$t\n"
-        "exec sleep 60\n"
-    )
+    fake.write_text("#!/bin/sh\n"
+                    f"case $(taskset -pc $$ | sed 's/.*: //') in\n"
+                    f"  {cpus[0]}) t=100 ;;\n"
+                    "  *) t=150 ;;\n"
+                    "esac\n"
+                    "printf '1 %s\\n2 %s\\n3 %s\\n' $t $t $t\n"
+                    f"touch {tmp_path}/printed.$t\n"
+                    "exec sleep 60\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     expected = {"100": 1.0, "150": 1.5}
-    times = ["100", "150"][: len(cpus)]
+    times = ["100", "150"][:len(cpus)]
     with host.Speed(str(fake), cpus) as speed:
         deadline = time.monotonic() + 60
-        while (
-            not all((tmp_path / f"printed.{t}").exists() for t in times)
-            and time.monotonic() < deadline
-        ):
+        while (not all((tmp_path / f"printed.{t}").exists() for t in times)
+               and time.monotonic() < deadline):
             time.sleep(0.05)
     assert speed.chain_ns == {c: [int(t)] * 3 for c, t in zip(cpus, times)}
     assert speed.slowdown() == {c: expected[t] for c, t in zip(cpus, times)}
@@ -120,15 +112,8 @@ def fake_trace() -> SimpleNamespace:
     seg = np.array([0] * 10 + [1] * 5)
     rank = np.array([0] * 5 + [1] * 5 + [0] * 5)
     dur = np.array([10e3] * 5 + [15e3] * 5 + [30e3] * 5)
-    samples = np.zeros(
-        15,
-        dtype=[
-            ("segment", "i4"),
-            ("rank", "i4"),
-            ("thread", "i4"),
-            ("duration_ns", "f8"),
-        ],
-    )
+    samples = np.zeros(15, dtype=[("segment", "i4"), ("rank", "i4"), ("thread", "i4"),
+                                  ("duration_ns", "f8")])
     samples["segment"], samples["rank"], samples["duration_ns"] = seg, rank, dur
     return SimpleNamespace(segments=[K1, K2], samples=samples)
 
@@ -153,17 +138,9 @@ def test_mini_app_copies_its_makefile_and_builds_where_it_says(tmp_path: Path) -
     src.mkdir(parents=True)
     (src / "Makefile.vanilla").write_text(
         "../bin/app: Makefile\n\tmkdir -p ../bin && printf '#!/bin/sh\\n' > $@"
-        " && chmod +x $@\n"
-    )
-    app = programs.MiniApp(
-        "app",
-        "owner/app",
-        "bin/app",
-        args=("-n", "2"),
-        make=("make",),
-        build_dir="src",
-        makefile_from="Makefile.vanilla",
-    )
+        " && chmod +x $@\n")
+    app = programs.MiniApp("app", "owner/app", "bin/app", args=("-n", "2"),
+                           make=("make",), build_dir="src", makefile_from="Makefile.vanilla")
     prog = programs.mini_app(app, str(tmp_path / "app"), tmp_path)
     assert prog.binary == tmp_path / "app" / "bin" / "app" and prog.binary.exists()
     assert prog.args == ["-n", "2"] and prog.files == {}
@@ -179,9 +156,7 @@ def test_split_of_the_selected_class_and_the_ratio_of_its_longer_kind() -> None:
             rows.append((0, rank, 3e7 * slow if long_one else 2e5))
             rows.append((1, rank, 5e6))
     s = np.array(rows, dtype=[("segment", "i4"), ("rank", "i4"), ("duration_ns", "f8")])
-    s = np.lib.recfunctions.append_fields(
-        s, "thread", np.zeros(len(s), "i4"), usemask=False
-    )
+    s = np.lib.recfunctions.append_fields(s, "thread", np.zeros(len(s), "i4"), usemask=False)
     trace = SimpleNamespace(segments=[K1, K2], samples=s)
     p = Pattern(to="MPI_Allreduce@app+0x20", frm="MPI_Waitall@app+0x10")
     t = split_ns(trace, p)
