@@ -23,7 +23,9 @@ an injected phase of its rank with its window, and is otherwise listed apart ("t
 other transients": on a shared host, its hiccups), neither a hit nor a wrong name. Other kinds
 (migrated, shared_cpu...) are shown as information. The rules are tests/tools/verdicts.py's.
 
-Real programs (tools/validation/programs.py) are injected from outside, the binary unchanged:
+Real programs (tools/validation/programs.py) are built for the MPI of --mpi (Open MPI in the
+checkout given, MPICH in a clean copy of it in the work folder; the stencil for MPICH from
+examples/stencil) and injected from outside, the binary unchanged:
 PERFVAR_INJECT (docs/tracing.md) adds work of x % of a segment's own duration on one rank, in one
 segment class: the class with the most compute time on both ranks in a clean reference run of
 the same binary (tools/validation/classes.py). Cases: clean; seg10 / seg3 (+10 % / +3 % in that
@@ -771,8 +773,8 @@ def trial_runner(st: Setup, suite: str,
     prepared (a mini-app from ``source``, its checkout or URL) and that run made first."""
     if suite == "twins":
         return lambda case, t, number, label: run_trial(st, case, t, number, label), None
-    prog = (programs.stencil(st.build) if suite == "stencil"
-            else programs.mini_app(programs.MINI_APPS[suite], source, st.work))
+    prog = (programs.stencil(st.build, st.mpi, st.work) if suite == "stencil"
+            else programs.mini_app(programs.MINI_APPS[suite], source, st.work, st.mpi))
     ref = reference(st, prog)
     split = f"; two kinds of work, split at {ref.split_ns / 1e6:.3f} ms" if ref.split_ns else ""
     print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "

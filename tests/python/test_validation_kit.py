@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -144,6 +145,32 @@ def test_mini_app_copies_its_makefile_and_builds_where_it_says(tmp_path: Path) -
     prog = programs.mini_app(app, str(tmp_path / "app"), tmp_path)
     assert prog.binary == tmp_path / "app" / "bin" / "app" and prog.binary.exists()
     assert prog.args == ["-n", "2"] and prog.files == {}
+
+
+def test_mini_app_for_another_mpi_builds_a_clean_copy(tmp_path: Path) -> None:
+    # A git checkout already built for Open MPI (its binary and an object file there,
+    # untracked): the MPICH build is made in a clone in the work folder, from the tracked
+    # files only, and make is told the MPI.
+    src = tmp_path / "app"
+    src.mkdir()
+    (src / "Makefile").write_text(
+        "app: Makefile\n\tprintf '#!/bin/sh\\necho $(MPI_COMPILER)\\n' > $@ && chmod +x $@\n")
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "Makefile"], check=True)
+    subprocess.run(git + ["commit", "-qm", "app"], check=True)
+    app = programs.MiniApp("app", "owner/app", "app", make=("make", "MPI_COMPILER=mpif90.{mpi}"))
+    built = programs.mini_app(app, str(src), tmp_path / "work")
+    assert built.binary == src / "app"
+    (src / "kernel.o").write_text("an Open MPI object")
+    work = tmp_path / "work"
+    prog = programs.mini_app(app, str(src), work, "mpich")
+    assert prog.binary == work / "app-mpich" / "app"
+    out = subprocess.run([str(prog.binary)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "mpif90.mpich"
+    assert not (work / "app-mpich" / "kernel.o").exists()
+    assert subprocess.run([str(built.binary)], capture_output=True, text=True).stdout.strip() \
+        == "mpif90.openmpi"
 
 
 def test_split_of_the_selected_class_and_the_ratio_of_its_longer_kind() -> None:

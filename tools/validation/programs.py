@@ -10,7 +10,10 @@ built here from a checkout, or cloned where the network allows:
   loop between MPI_Sendrecv halo exchanges of atoms, reductions every few steps.
 
 Each says its binary, its arguments, and what a trial's run directory needs (its input
-deck)."""
+deck). A program is built for the MPI the kit runs (Debian's compiler wrappers,
+``mpif90.openmpi`` or ``mpif90.mpich``): Open MPI's in the checkout it is given, any
+other MPI's in a clean copy of it in the kit's work folder, so the two builds never mix
+their objects."""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ class MiniApp:
     """A mini-app: its binary (a path in the checkout), its arguments, its input deck in
     the checkout (None: it has none) and the name the deck must have in the run
     directory, and how it is built (``make`` run in ``build_dir``, after copying
-    ``makefile_from`` to Makefile there where its README asks for that)."""
+    ``makefile_from`` to Makefile there where its README asks for that; ``{mpi}`` in an
+    argument of ``make`` is the MPI it is built for, openmpi or mpich)."""
 
     name: str
     repository: str  # owner/name on GitHub
@@ -37,8 +41,8 @@ class MiniApp:
     make: tuple[str, ...] = (
         "make",
         "COMPILER=GNU",
-        "MPI_COMPILER=mpif90.openmpi",
-        "C_MPI_COMPILER=mpicc.openmpi",
+        "MPI_COMPILER=mpif90.{mpi}",
+        "C_MPI_COMPILER=mpicc.{mpi}",
     )
     build_dir: str = "."
     makefile_from: Optional[str] = None
@@ -69,7 +73,7 @@ COMD = MiniApp(
     "comd", "ECP-copa/CoMD", "bin/CoMD-mpi",
     args=("-i", "2", "-j", "1", "-k", "1", "-x", "20", "-y", "20", "-z", "20",
           "-N", "150", "-n", "10"),
-    make=("make", "CC=mpicc.openmpi"), build_dir="src-mpi",
+    make=("make", "CC=mpicc.{mpi}"), build_dir="src-mpi",
     makefile_from="Makefile.vanilla",
 )  # fmt: skip
 MINI_APPS = {app.name: app for app in (CLOVERLEAF, TEALEAF, COMD)}
@@ -95,27 +99,52 @@ class Program:
             shutil.copyfile(src, rundir / name)
 
 
-def stencil(build: Path) -> Program:
+def stencil(build: Path, mpi: str = "openmpi", work: Optional[Path] = None) -> Program:
     """The demo's stencil, as the demo runs it (200 steps); its own injection: rank 1
-    does 3x the work in its segment."""
-    exe = build / "examples" / "stencil" / "stencil"
-    if not exe.exists():
-        raise FileNotFoundError(f"{exe}: build the tree first (examples are on)")
+    does 3x the work in its segment. The build tree's for Open MPI; for another MPI
+    built into ``work`` from examples/stencil as its README builds it."""
+    if mpi == "openmpi":
+        exe = build / "examples" / "stencil" / "stencil"
+        if not exe.exists():
+            raise FileNotFoundError(f"{exe}: build the tree first (examples are on)")
+    else:
+        if work is None:
+            raise ValueError(f"the stencil for {mpi} needs a work folder to be built in")
+        source = Path(__file__).resolve().parents[2] / "examples" / "stencil" / "stencil.f90"
+        exe = work / f"stencil-{mpi}"
+        compile_ = [f"mpifort.{mpi}", "-O2", "-g", str(source), "-o", str(exe)]
+        subprocess.run(compile_, cwd=work, check=True, timeout=600)
     slowed = ["--slow-rank", "1", "--slow-factor", "3"]
     return Program("stencil", exe, slowed_args=slowed)
 
 
-def build(app: MiniApp, dest: Path) -> None:
-    """Build ``app`` in its checkout ``dest`` as its README says."""
+def build(app: MiniApp, dest: Path, mpi: str = "openmpi") -> None:
+    """Build ``app`` in its checkout ``dest`` as its README says, for ``mpi``."""
     where = dest / app.build_dir
     if app.makefile_from:
         shutil.copyfile(where / app.makefile_from, where / "Makefile")
-    subprocess.run(list(app.make), cwd=where, check=True, timeout=1800)
+    make = [arg.replace("{mpi}", mpi) for arg in app.make]
+    subprocess.run(make, cwd=where, check=True, timeout=1800)
 
 
-def mini_app(app: MiniApp, source: str, work: Path) -> Program:
+def clean_copy(checkout: Path, dest: Path, binary: str) -> None:
+    """``dest``: the files git tracks in ``checkout`` (a local clone), or where it is no
+    git checkout, its files without objects, modules and the ``binary`` a build left
+    there; an existing ``dest`` is kept (an earlier copy, maybe built)."""
+    if dest.exists():
+        return
+    if (checkout / ".git").exists():
+        clone = ["git", "clone", "--quiet", "--no-local", str(checkout), str(dest)]
+        subprocess.run(clone, check=True, timeout=600)
+    else:
+        leave = shutil.ignore_patterns("*.o", "*.mod", Path(binary).name)
+        shutil.copytree(checkout, dest, ignore=leave)
+
+
+def mini_app(app: MiniApp, source: str, work: Path, mpi: str = "openmpi") -> Program:
     """``app`` from a checkout path (built with make when its binary is missing), or
-    from a git URL cloned into ``work``; runs with its arguments and deck."""
+    from a git URL cloned into ``work``, built for ``mpi`` (Open MPI in the checkout,
+    another MPI in a clean copy of it in ``work``); runs with its arguments and deck."""
     if "://" in source or source.startswith("git@"):
         dest = work / app.repository.split("/")[1]
         if not (dest / app.build_dir / (app.makefile_from or "Makefile")).exists():
@@ -123,9 +152,12 @@ def mini_app(app: MiniApp, source: str, work: Path) -> Program:
             subprocess.run(clone, check=True, timeout=600)
     else:
         dest = Path(source).resolve()
+    if mpi != "openmpi":
+        dest, checkout = work / f"{app.repository.split('/')[1]}-{mpi}", dest
+        clean_copy(checkout, dest, app.binary)
     exe = dest / app.binary
     if not exe.exists():
-        build(app, dest)
+        build(app, dest, mpi)
     deck = dest / app.deck if app.deck is not None else None
     if not exe.exists() or (deck is not None and not deck.exists()):
         missing = f"no {app.binary}" + (f" or {app.deck}" if deck is not None else "")
