@@ -186,6 +186,20 @@ def _segment_table(
     ]
 
 
+def _resolution(judgements: list[Judgement]) -> dict[str, float]:
+    """Segment id -> what the run could tell in that class: the half-width of the
+    widest 95 % interval of a rank's excess over the blocks among its tested ranks
+    (0.02: a rank 2 % slower in it is at the edge of what the blocks resolve). A
+    class none of whose ranks was tested has none."""
+    out: dict[str, float] = {}
+    for j in judgements:
+        if j.excess_ci_rel is None or not np.all(np.isfinite(j.excess_ci_rel)):
+            continue
+        half = (j.excess_ci_rel[1] - j.excess_ci_rel[0]) / 2
+        out[j.segment] = max(out.get(j.segment, 0.0), half)
+    return out
+
+
 def _rank_verdict(
     statuses: Counter, broken: bool, calibrated: bool, kinds: list[str]
 ) -> str:
@@ -418,8 +432,10 @@ def analyze(
     noise = rank_noise(prep)
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
     segments = _segment_table(trace, order, prep, symbols)
+    resolution = _resolution(judgements)
     for seg, row in zip(order, segments):
         row["family"] = families.get(seg, [row["key"]])
+        row["resolution_rel"] = resolution.get(row["id"])
     params_json = {
         "min_samples": min_samples,
         "peers": peers,

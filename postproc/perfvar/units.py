@@ -52,6 +52,14 @@ def fmt_pct(x: Optional[float], signed: bool = True) -> str:
     return f"{v:+.{digits}f}%" if signed else f"{v:.{digits}f}%"
 
 
+def fmt_plus_minus(half_width: Optional[float]) -> str:
+    """An interval's half-width (0.021) as "+/-2.1%", "-" without one (ASCII, as the
+    reports are, for any terminal's encoding)."""
+    if half_width is None:
+        return "-"
+    return "+/-" + fmt_pct(half_width, signed=False)
+
+
 def signed_pct(rel: Optional[float]) -> str:
     """ " +55%" (" +0.4%" below 1 %), "" without a size: a finding's size inside a
     sentence."""

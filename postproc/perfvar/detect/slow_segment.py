@@ -431,6 +431,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
         j.status = TOO_FEW
         return None
     j.p_value = bt.p_value
+    j.excess_ci_rel = [rel(bt.ci_log[0]), rel(bt.ci_log[1])]
     return _Test(
         j, cell, ctx.slow_first.get(seg, set()), kappa, excess_log,
         cell.log_median - kappa - center, bt, peer_med,

@@ -50,7 +50,7 @@ from perfvar.report.text import (
     verdict_line,
 )
 from perfvar.stats.model import Prepared
-from perfvar.units import compact_ranges, fmt_bytes, fmt_ns
+from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_plus_minus
 from perfvar.verdict.headline import after_waiting
 
 REPORT_FILE = "report.html"
@@ -537,15 +537,18 @@ def _segments(result: dict[str, Any]) -> str:
                 _e(fmt_ns(s["total_ns"])),
                 _e(fmt_bytes(s.get("context_bytes"))),
                 _e(state),
+                _e(fmt_plus_minus(s.get("resolution_rel"))),
                 _e(s["label"]),
             ]
         )
     header = ["id", "n", "kept", "ranks", "median", "total", "moved", "state"]
-    header += ["from -> to"]
-    return _table(header, rows, numeric=[1, 2, 3, 4, 5, 6]) + (
+    header += ["resolves", "from -> to"]
+    return _table(header, rows, numeric=[1, 2, 3, 4, 5, 6, 8]) + (
         '<p class="note">kept: after the OS-noise filter; moved: bytes the MPI call '
         "before the segment moved (median); state: the cache state whose t_min/t_diff "
-        "judged it.</p>"
+        "judged it; resolves: half the widest 95 % interval of a rank's excess over "
+        "the blocks of the run, the smallest difference this run could tell in the "
+        "class.</p>"
     )
 
 

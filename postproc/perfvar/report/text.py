@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_transient, names_rank
-from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct
+from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 
 
 def _table(header: Sequence[str], rows: list[Sequence[str]], right: set[int]) -> list:
@@ -317,18 +317,22 @@ def _segment_lines(result: dict[str, Any]) -> list[str]:
             fmt_ns(s["median_ns"]),
             fmt_bytes(s.get("context_bytes")),
             _segment_state(s),
+            fmt_plus_minus(s.get("resolution_rel")),
             s["label"],
         ]
         for s in result["segments"]
     ]
-    header = ["id", "n", "ranks", "median", "moved", "state", "from -> to"]
+    header = ["id", "n", "ranks", "median", "moved", "state", "resolves", "from -> to"]
     return (
         ["Segment classes"]
-        + _table(header, rows, right={1, 2, 3, 4})
+        + _table(header, rows, right={1, 2, 3, 4, 6})
         + [
             "moved: bytes the MPI call before the segment moved (median); state: the "
             "cache state whose t_min/t_diff judged it (the largest flush <= moved; "
-            "unknown -> 0; nearest calibrated one if that one is not)."
+            "unknown -> 0; nearest calibrated one if that one is not); resolves: "
+            "half the widest 95 % interval of a rank's excess over the blocks of the "
+            "run, the smallest difference this run could tell in the class ('-': "
+            "not tested)."
         ]
     )
 

@@ -212,6 +212,9 @@ class Judgement:
     context_bytes: Optional[int] = None  # what chose it (None: unknown context)
     blocks: Optional[int] = None  # blocks of the run the test used (stats_blocks)
     steady_share: Optional[float] = None  # of those, the share beyond the floor
+    # 95 % interval of the excess over the blocks (relative, [low, high]); its width
+    # is what this run could tell in this cell (None: not tested)
+    excess_ci_rel: Optional[list[float]] = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -231,6 +234,7 @@ class Judgement:
             "context_bytes": self.context_bytes,
             "blocks": self.blocks,
             "steady_share": self.steady_share,
+            "excess_ci_rel": self.excess_ci_rel,
         }
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import make_prepared
 from perfvar.stats import blocks as stats_blocks
+from perfvar import analysis
 from perfvar.detect import slow_core, slow_segment
 from perfvar.stats.model import DetectParams
 
@@ -224,3 +225,19 @@ def test_with_one_other_class_a_faster_rank_is_not_taken_as_its_core(seed):
     samples[(0, 1)] *= 1.10
     result = slow_segment.detect(make_prepared(samples, t_diff_ns=0.1))
     assert (1, "S0") not in [(a.rank, a.segment) for a in result.anomalies]
+
+
+def test_a_class_says_what_its_blocks_resolve():
+    # The same class in two runs, its samples wandering 0.5 % around their centre in
+    # one and 5 % in the other: the interval of each rank's excess over the blocks,
+    # and the class's resolution in analysis.json (perfvar.analysis), are about ten
+    # times wider in the second.
+    resolution = []
+    for sigma in (0.005, 0.05):
+        cells = {k: v for k, v in _cells(7, n=4000, sigma=sigma).items() if k[0] == 0}
+        result = slow_segment.detect(make_prepared(cells, t_diff_ns=0.1))
+        for j in result.judgements:
+            low, high = j.excess_ci_rel
+            assert low < high
+        resolution.append(analysis._resolution(result.judgements)["S0"])
+    assert 5 * resolution[0] < resolution[1] < 0.05
