@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import make_prepared
-from perfvar.stats import blocks as stats_blocks
 from perfvar import analysis
 from perfvar.detect import slow_core, slow_segment
+from perfvar.stats import blocks as stats_blocks
 from perfvar.stats.model import DetectParams
 
 N = 20_000  # samples per cell: a per-sample test calls +0.1 % significant
