@@ -93,7 +93,8 @@ from perfvar.read.trace import read_trace  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
-    Pattern, apart_text, compute_share, largest_class, median_ratio, selected, split_ns)
+    Pattern, apart_text, compute_share, largest_class, median_ratio, range_text, selected,
+    split_ns)
 from verdicts import Injected, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
@@ -560,11 +561,10 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
 
 def class_text(tr: Trial) -> str:
     """A real program's trial's class ratio, with the reference run's beside an injected
-    one; empty without."""
+    one (run_real_trial sets clean_ratio for those only); empty without."""
     if tr.class_ratio is None:
         return ""
-    clean = (f" (clean x{tr.clean_ratio:.3f})"
-             if tr.clean_ratio is not None and tr.case != "clean" else "")
+    clean = f" (clean x{tr.clean_ratio:.3f})" if tr.clean_ratio is not None else ""
     return f"; class x{tr.class_ratio:.3f}{clean}"
 
 
@@ -633,8 +633,7 @@ def apart_lines(trials: list[Trial]) -> list[str]:
                        f"other's: {apart_text(ratios)}")
         else:
             out.append(f"{suite} {case}: the class on the injected rank over the other's: "
-                       f"x{min(ratios):.3f}..x{max(ratios):.3f}, median "
-                       f"x{statistics.median(ratios):.3f}")
+                       f"{range_text(ratios)}, median x{statistics.median(ratios):.3f}")
     return out if len(out) > 1 else []
 
 

@@ -190,10 +190,11 @@ def _resolution(judgements: list[Judgement]) -> dict[str, float]:
     """Segment id -> what the run could tell in that class: the half-width of the
     widest 95 % interval of a rank's excess over the blocks among its tested ranks
     (0.02: a rank 2 % slower in it is at the edge of what the blocks resolve). A
-    class none of whose ranks was tested has none."""
+    class none of whose ranks was tested has none (a tested cell's interval is two of
+    its blocks' shifts, finite)."""
     out: dict[str, float] = {}
     for j in judgements:
-        if j.excess_ci_rel is None or not np.all(np.isfinite(j.excess_ci_rel)):
+        if j.excess_ci_rel is None:
             continue
         half = (j.excess_ci_rel[1] - j.excess_ci_rel[0]) / 2
         out[j.segment] = max(out.get(j.segment, 0.0), half)

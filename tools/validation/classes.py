@@ -123,6 +123,11 @@ def median_ratio(trace: Any, pattern: Pattern, rank: int,
     return float(np.median(on) / np.median(off))
 
 
+def range_text(ratios: Sequence[float]) -> str:
+    """The range of class ratios over runs, "x0.943..x1.267"."""
+    return f"x{min(ratios):.3f}..x{max(ratios):.3f}"
+
+
 def apart_text(ratios: Sequence[float], shifts: Sequence[float] = (0.03, 0.10)) -> str:
     """How far apart the ranks ran a class: the range of ``ratios`` (one rank's median over
     the other's, one per run) and in how many runs the slower rank's median exceeded the
@@ -133,4 +138,4 @@ def apart_text(ratios: Sequence[float], shifts: Sequence[float] = (0.03, 0.10)) 
     apart = [max(r, 1 / r) - 1 for r in ratios]
     counts = ", ".join(f">= {100 * s:g} % in {sum(a >= s - 1e-12 for a in apart)} of {len(apart)}"
                        for s in shifts)
-    return f"x{min(ratios):.3f}..x{max(ratios):.3f}; apart by {counts}"
+    return f"{range_text(ratios)}; apart by {counts}"
