@@ -18,10 +18,12 @@ placement and the language (C / Fortran) independently.
 
 A trial hits when the expected (rank, kind[, segment A or window]) is among the anomalies. Any
 other verdict (slow_segment, slow_core, noisy_core: another rank, kind or segment) is a wrong
-name. A slow_phase is a transient (a shift that came and went names no anomalous core): it hits
-an injected phase of its rank with its window, and is otherwise listed apart ("trials with
-other transients": on a shared host, its hiccups), neither a hit nor a wrong name. Other kinds
-(migrated, shared_cpu...) are shown as information. The rules are tests/tools/verdicts.py's.
+name; "of them naming another rank" counts the trials with a wrong name of a rank nothing was
+injected into (the targets' "nobody else", "the other rank in none"). A slow_phase is a
+transient (a shift that came and went names no anomalous core): it hits an injected phase of its
+rank with its window, and is otherwise listed apart ("trials with other transients": on a shared
+host, its hiccups), neither a hit nor a wrong name. Other kinds (migrated, shared_cpu...) are
+shown as information. The rules are tests/tools/verdicts.py's.
 
 Real programs (tools/validation/programs.py) are built for the MPI of --mpi (Open MPI in the
 checkout given, MPICH in a clean copy of it in the work folder; the stencil for MPICH from
@@ -199,6 +201,7 @@ class Trial:
     hit: bool = False
     found: bool = False  # a hit when minor findings count too (validate.found)
     wrong: bool = False
+    other_rank: bool = False  # a wrong name of a rank nothing was injected into
     named: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
     transients: list[str] = field(default_factory=list)  # shifts that came and went, unmatched
@@ -308,6 +311,7 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     slower = slower_cpu_ranks(tr)
     s = score(injected, analysis, labels, slower_cpu_ranks=slower)
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
+    tr.other_rank = bool(s.other_ranks)
     tr.slower_cpu = s.slower_cpu
     tr.hit = hit_of(s, case)
     tr.found = found(injected, analysis, labels, case, slower)
@@ -537,8 +541,8 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     """A trial of an earlier run (a record of its --json) judged again: its kept trace analysed
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
-    tr = Trial(**dict(known, hit=False, found=False, wrong=False, named=[], info=[], slower_cpu=[],
-                      transients=[], error=None))
+    tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
+                      info=[], slower_cpu=[], transients=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -599,8 +603,8 @@ def trial_line(tr: Trial) -> str:
 
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
-            "trials with wrong names", "target", "met", "hits with minor",
-            "trials with other transients", "wrong names on a slower vCPU"]
+            "trials with wrong names", "of them naming another rank", "target", "met",
+            "hits with minor", "trials with other transients", "wrong names on a slower vCPU"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -610,7 +614,8 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
         rate = hits / len(done)
         met = hits >= 1 if short else rate >= case.target - 1e-9
         cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
-                 sum(t.wrong for t in done), case.target_text, "yes" if met else "no",
+                 sum(t.wrong for t in done), sum(t.other_rank for t in done),
+                 case.target_text, "yes" if met else "no",
                  sum(t.found for t in done), sum(bool(t.transients) for t in done),
                  sum(bool(t.slower_cpu) for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")

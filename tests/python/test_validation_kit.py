@@ -71,6 +71,20 @@ def test_wrong_slower_core_on_a_slower_cpu_is_listed() -> None:
     assert s.hits == {0} and s.slower_cpu == ["slow_segment r1 s0"]
 
 
+def test_a_wrong_name_of_another_rank_is_counted_apart() -> None:
+    injected = [Injected("slow_segment", 1, K1)]
+    # the injected rank's core beside its class: wrong, but nobody else named
+    s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"},
+                                 {"kind": "slow_core", "rank": 1}))
+    assert s.hits == {0} and s.wrong and not s.other_ranks
+    # the other rank's core: somebody else
+    s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"},
+                                 {"kind": "noisy_core", "rank": 0}))
+    assert s.hits == {0} and s.wrong and s.other_ranks == {0}
+    # nothing injected: every name is of another rank
+    assert score([], analysis({"kind": "slow_core", "rank": 1})).other_ranks == {1}
+
+
 def test_speed_compares_each_cpu_with_the_fastest(tmp_path: Path) -> None:
     # a stand-in witness whose chain times (ns) depend on the CPU it was pinned to: the
     # lowest CPU allowed here runs at 100 ns, any other at 150

@@ -2,20 +2,22 @@
 tools/validate.py (real runs of the twin programs) and tests/python/test_synthetic.py
 (synthetic traces) judge by.
 
-An anomaly of a kind that names its rank (slow_segment, slow_core, noisy_core) that is
-a verdict (``verdict_anomalies``: not flagged minor) is
-*named*. A named anomaly hits an injected one of the same kind and rank
-(slow_segment: and the same segment class, by its canonical key). Any other named
-anomaly is a wrong name. A transient (slow_phase: a shift that came and went, which
-names no anomalous core) hits an injected slow_phase of its rank whose window
-overlaps its own by half of each; otherwise it is reported, neither a hit nor a wrong
-name (``transients``). An injected anomaly of kind "any" (a disturbance whose verdict
-may take several forms: a busy process on the rank's CPU) is hit by any verdict
-naming its rank. Other kinds (migrated, shared_cpu...) are information, neither hits
-nor wrong names. A wrong name of a slower core (slow_core, slow_segment) on a rank
-whose CPU a witness outside perfvar measured slower (``slower_cpu_ranks``: a shared
-host's vCPU running below speed) is also listed in ``slower_cpu``: the host may have
-made that core slower.
+An anomaly of a kind that names its rank (slow_segment, slow_core, noisy_core) that
+is a verdict (``verdict_anomalies``: not flagged minor) is *named*. A named anomaly
+hits an injected one of the same kind and rank (slow_segment: and the same segment
+class, by its canonical key). Any other named anomaly is a wrong name; one naming a
+rank nothing was injected into also names *another rank* (``other_ranks``: "nobody
+else" broken; a wrong name of the injected rank, its core beside its injected class,
+is not). A transient (slow_phase: a shift that came and went, which names no
+anomalous core) hits an injected slow_phase of its rank whose window overlaps its
+own by half of each; otherwise it is reported, neither a hit nor a wrong name
+(``transients``). An injected anomaly of kind "any" (a disturbance whose verdict may
+take several forms: a busy process on the rank's CPU) is hit by any verdict naming
+its rank. Other kinds (migrated, shared_cpu...) are information, neither hits nor
+wrong names. A wrong name of a slower core (slow_core, slow_segment) on a rank whose
+CPU a witness outside perfvar measured slower (``slower_cpu_ranks``: a shared host's
+vCPU running below speed) is also listed in ``slower_cpu``: the host may have made
+that core slower.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -53,6 +55,8 @@ class Score:
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
+    # ranks a wrong name named that nothing was injected into ("nobody else")
+    other_ranks: set[int] = field(default_factory=set)
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -145,6 +149,8 @@ def _score_named(
         return
     out.wrong = True
     out.wrong_names.append(text)
+    if all(inj.rank != an["rank"] for inj in injected):
+        out.other_ranks.add(an["rank"])
     if an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
         out.slower_cpu.append(text)
 
