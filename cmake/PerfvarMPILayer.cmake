@@ -38,6 +38,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/signals.c ${PROJECT_SOURCE_DIR}/src/pmpi/roll_call.c
     ${PROJECT_SOURCE_DIR}/src/pmpi/inject.c
     ${PROJECT_SOURCE_DIR}/src/metrics/events.c ${PROJECT_SOURCE_DIR}/src/metrics/counting.c
+    ${PROJECT_SOURCE_DIR}/src/metrics/neighbours.c
     $<TARGET_OBJECTS:perfvar_recorder_trace>)
   # pv_spec.h's directory named here too (perfvar_spec also brings it, through perfvar), so the
   # targets that copy this one's INCLUDE_DIRECTORIES (the wrapper check, the TSan build) have it.

@@ -251,6 +251,7 @@ class RankJson:
     THREADS = "threads"
     PROBE = "probe"
     METRICS = "metrics"
+    NEIGHBOURS = "neighbours"
     EVENTS = "events"
     SEGMENTS = "segments"
     UNTRACED_THREAD_CALLS = "untraced_thread_calls"
@@ -414,6 +415,40 @@ class RankJsonMetrics:
     READS = "reads"
 
 
+class RankJsonNeighbours:
+    """rank-N.json: neighbours."""
+
+    SPAN_NS = "span_ns"
+    TICK_NS = "tick_ns"
+    SELF_NS = "self_ns"
+    CPUS = "cpus"
+    TASKS = "tasks"
+
+
+class RankJsonNeighbourCpu:
+    """rank-N.json: neighbours.cpus[]."""
+
+    CPU = "cpu"
+    USER_NS = "user_ns"
+    NICE_NS = "nice_ns"
+    SYSTEM_NS = "system_ns"
+    IDLE_NS = "idle_ns"
+    IOWAIT_NS = "iowait_ns"
+    IRQ_NS = "irq_ns"
+    SOFTIRQ_NS = "softirq_ns"
+    STEAL_NS = "steal_ns"
+
+
+class RankJsonNeighbourTask:
+    """rank-N.json: neighbours.tasks[]."""
+
+    PID = "pid"
+    TID = "tid"
+    COMM = "comm"
+    CPU = "cpu"
+    NS = "ns"
+
+
 class RankJsonEvents:
     """rank-N.json: events."""
 
@@ -445,6 +480,7 @@ RANK_JSON = {
             ("threads", "array", None),
             ("probe", "object|null", None),
             ("metrics", "object|null", None),
+            ("neighbours", "object|null", None),
             ("events", "object", None),
             ("segments", "int", None),
             ("untraced_thread_calls", "int", None),
@@ -629,6 +665,46 @@ RANK_JSON = {
             ("events", "array", None),
             ("min_us", "int", None),
             ("reads", "int", None),
+        ),
+    },
+    "neighbours": {
+        "paths": {
+            "neighbours": {},
+        },
+        "keys": (
+            ("span_ns", "number", None),
+            ("tick_ns", "number", None),
+            ("self_ns", "number", None),
+            ("cpus", "array", None),
+            ("tasks", "array", None),
+        ),
+    },
+    "neighbour_cpu": {
+        "paths": {
+            "neighbours.cpus[]": {},
+        },
+        "keys": (
+            ("cpu", "int", None),
+            ("user_ns", "number", None),
+            ("nice_ns", "number", None),
+            ("system_ns", "number", None),
+            ("idle_ns", "number", None),
+            ("iowait_ns", "number", None),
+            ("irq_ns", "number", None),
+            ("softirq_ns", "number", None),
+            ("steal_ns", "number", None),
+        ),
+    },
+    "neighbour_task": {
+        "paths": {
+            "neighbours.tasks[]": {},
+        },
+        "keys": (
+            ("pid", "int", None),
+            ("tid", "int", None),
+            ("comm", "string", None),
+            ("cpu", "int", None),
+            ("ns", "number", None),
         ),
     },
     "events": {

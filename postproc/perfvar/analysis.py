@@ -56,6 +56,7 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
+from perfvar.verdict import neighbours
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -422,6 +423,7 @@ def analyze(
         anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples
     )
     anomalies = ranked.anomalies  # the headline verdicts by cost, then information
+    neighbours.attach(anomalies + ranked.minor, meta.ranks)
     progress.step("naming call sites")
 
     sites = []

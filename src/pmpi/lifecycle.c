@@ -155,6 +155,7 @@ static void stop(void)
     pv_regions_set_sink(NULL);
     pv_set_state(PV_FINISHED);
     int stopped = close_records(t, cpu);
+    pv_neighbours_end(&pv_rt.neighbours); /* beside the trace's end, its scan outside it */
     pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
                   &pv_rt.sync.stddev_end);
     pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_end,
@@ -177,6 +178,7 @@ static void stop(void)
     /* rank-N.json first: a job killed while the records go still says its archive is complete. */
     pv_write_rank_meta();
     pv_write_run_meta();
+    pv_neighbours_free(&pv_rt.neighbours);
     if (pv_rt.records_removed) remove_records();
     uint64_t counts[2] = {pv_rt.conv.stats.events_written, pv_rt.conv.stats.events_lost};
     PMPI_Reduce(pv_rt.rank ? counts : MPI_IN_PLACE, counts, 2, MPI_UINT64_T, MPI_SUM, 0,
@@ -462,6 +464,9 @@ static void pv_start(int init_fn, void *site, uint64_t t_entry)
     measure_this_rank(t_calib);
     pv_thread *self = open_records();
     if (!self) return;
+    /* Inside MPI_Init's record (or before the first segment of a lazy start): its scan of /proc
+     * is no compute segment. Without /proc, rank-N.json says null. */
+    pv_neighbours_begin(&pv_rt.neighbours);
     record_start(self, init_fn, site, t_entry, t_calib);
     pv_signals_install();
     pv_write_rank_meta(); /* what a rank that dies before its stop leaves */

@@ -182,6 +182,50 @@ static void write_metrics(FILE *f)
             (unsigned long long)reads);
 }
 
+/* "neighbours": what else ran on the CPUs the rank's threads ran on, from its start to its stop
+ * (src/metrics/neighbours.h): each CPU's time by the kernel's columns, and the tasks of other
+ * processes that ran last on one of them, most time first; null before the stop, or without /proc. */
+enum { NEIGHBOUR_TASKS_SHOWN = 8 };
+static int cpu_seen(int cpu)
+{
+    return cpu >= 0 && cpu < PV_CONVERT_MAX_CPUS &&
+           (pv_rt.conv.cpus_seen[cpu / 8] & (1u << (cpu % 8)));
+}
+
+static void write_neighbours(FILE *f)
+{
+    const pv_neighbours *n = &pv_rt.neighbours;
+    if (!n->ended) {
+        fprintf(f, "  " PV_RJ_NEIGHBOURS "null,\n");
+        return;
+    }
+    fprintf(f, "  " PV_RJ_NEIGHBOURS "{" PV_RJ_NEIGH_SPAN_NS "%.0f, " PV_RJ_NEIGH_TICK_NS "%.0f, "
+            PV_RJ_NEIGH_SELF_NS "%.0f,\n    " PV_RJ_NEIGH_CPUS "[", n->span_ns, n->tick_ns, n->self_ns);
+    const char *sep = "";
+    for (int cpu = 0; cpu < n->ncpus; cpu++) {
+        if (!cpu_seen(cpu)) continue;
+        fprintf(f, "%s{" PV_RJ_NCPU_CPU "%d", sep, cpu);
+        /* The columns in /proc/stat's order, which the spec's keys follow. */
+        for (int c = 0; c < PV_CPU_TIMES; c++)
+            fprintf(f, ", \"%s_ns\": %.0f", pv_cpu_time_names[c], n->cpu_ns[cpu * PV_CPU_TIMES + c]);
+        fprintf(f, "}");
+        sep = ", ";
+    }
+    fprintf(f, "],\n    " PV_RJ_NEIGH_TASKS "[");
+    sep = "";
+    for (int i = 0, shown = 0; i < n->ngrew && shown < NEIGHBOUR_TASKS_SHOWN; i++) {
+        const pv_neighbour_task *t = &n->grew[i];
+        if (!cpu_seen(t->cpu)) continue;
+        fprintf(f, "%s{" PV_RJ_NTASK_PID "%d, " PV_RJ_NTASK_TID "%d, " PV_RJ_NTASK_COMM, sep, t->pid,
+                t->tid);
+        json_str(f, t->comm);
+        fprintf(f, ", " PV_RJ_NTASK_CPU "%d, " PV_RJ_NTASK_NS "%.0f}", t->cpu, t->ns);
+        sep = ", ";
+        shown++;
+    }
+    fprintf(f, "]},\n");
+}
+
 /* "clock": the clock the rank read, how its rate was obtained, and the rate measured beside it. */
 static void write_clock(FILE *f)
 {
@@ -289,6 +333,7 @@ int pv_write_rank_meta(void)
     write_threads(f, &nsegments);
     write_probe(f);
     write_metrics(f);
+    write_neighbours(f);
     fprintf(f,
             "  " PV_RJ_EVENTS "{" PV_RJ_EVENTS_WRITTEN "%llu, " PV_RJ_EVENTS_LOST "%llu, "
             PV_RJ_EVENTS_TIMESTAMPS_RAISED "%llu, " PV_RJ_EVENTS_BUFFER_FLUSHES "%llu},\n  " PV_RJ_SEGMENTS

@@ -30,6 +30,7 @@
 #include "../core/message.h"
 #include "../core/u64map.h"
 #include "../metrics/metrics.h"
+#include "../metrics/neighbours.h"
 #include "../recorder/recorder.h"
 #include "../trace/convert.h"
 #include "perfvar.h"
@@ -91,6 +92,7 @@ typedef struct pv_runtime {
     uint64_t probe_adds;           /* K, the chain length of one probe */
     int probe_adds_calibrated;     /* K is the calibration's flush-0 t_min (else the default) */
     uint64_t metrics_min_ticks;    /* PERFVAR_METRICS_MIN_US in ticks (threads copy it) */
+    pv_neighbours neighbours;      /* what else ran on the rank's CPUs, from start to stop */
 
     /* MPI_Finalize entered through a wrapper on this thread: its CALL is ended at the stop */
     pv_thread *finalizer;

@@ -181,6 +181,7 @@ RANK_JSON = (
             ("threads", "array"),
             ("probe", "object|null"),
             ("metrics", "object|null"),
+            ("neighbours", "object|null"),
             ("events", "object"),
             ("segments", "int"),
             ("untraced_thread_calls", "int"),
@@ -379,6 +380,52 @@ RANK_JSON = (
             ("events", "array"),
             ("min_us", "int"),
             ("reads", "int"),
+        ),
+    },
+    {
+        # What else ran on the rank's CPUs from its start to its stop (src/metrics/neighbours.h).
+        "name": "neighbours",
+        "c": "NEIGH",
+        "py": "Neighbours",
+        "paths": {"neighbours": {}},
+        "keys": (
+            ("span_ns", "number"),
+            ("tick_ns", "number"),
+            ("self_ns", "number"),  # the rank's process's CPU time
+            ("cpus", "array"),
+            ("tasks", "array"),
+        ),
+    },
+    {
+        # One CPU the rank ran on: where its time went (the kernel's /proc/stat columns).
+        "name": "neighbour_cpu",
+        "c": "NCPU",
+        "py": "NeighbourCpu",
+        "paths": {"neighbours.cpus[]": {}},
+        "keys": (
+            ("cpu", "int"),
+            ("user_ns", "number"),
+            ("nice_ns", "number"),
+            ("system_ns", "number"),
+            ("idle_ns", "number"),
+            ("iowait_ns", "number"),
+            ("irq_ns", "number"),
+            ("softirq_ns", "number"),
+            ("steal_ns", "number"),
+        ),
+    },
+    {
+        # A task of another process that ran, last on one of the rank's CPUs; most time first.
+        "name": "neighbour_task",
+        "c": "NTASK",
+        "py": "NeighbourTask",
+        "paths": {"neighbours.tasks[]": {}},
+        "keys": (
+            ("pid", "int"),
+            ("tid", "int"),
+            ("comm", "string"),
+            ("cpu", "int"),
+            ("ns", "number"),
         ),
     },
     {

@@ -310,6 +310,9 @@ def _spec_doc(cycles: bool) -> dict:
     doc["threads"] = [fill("thread", {})]
     doc["probe"] = fill("probe", {})
     doc["probe"]["threads"] = [fill("probe_thread", {})]
+    doc["neighbours"] = fill("neighbours", {})
+    doc["neighbours"]["cpus"] = [fill("neighbour_cpu", {})]
+    doc["neighbours"]["tasks"] = [fill("neighbour_task", {})]
     doc["calibration"] = cal = fill("calibration", {})
     cal["states"] = [fill("state", {"unit": "ns"})]
     cal["cycles"] = fill("cycles", {}, available=cycles)
@@ -363,7 +366,8 @@ def test_real_rank_json_has_the_spec_s_keys():
         assert problems == [], f"{path}: {problems}"
         seen |= where
     # The trace is made with probes on: every object but the cycle counter's pass
-    # (which needs a readable PMU) and the counters (which need PAPI) was seen.
+    # (which needs a readable PMU), the counters (which need PAPI) and the tasks beside
+    # the ranks (none may have run on their CPUs) was seen.
     wanted = {p for s in _spec.RANK_JSON.values() for p in s["paths"]}
-    optional = {"calibration.cycles.state", "metrics"}
+    optional = {"calibration.cycles.state", "metrics", "neighbours.tasks[]"}
     assert wanted - optional <= seen, sorted(wanted - seen)

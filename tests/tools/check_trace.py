@@ -25,6 +25,9 @@
    class and counts its reads. With --metrics NAMES|none (and --metrics-rank R=NAMES|none for a rank
    configured otherwise) the counters each rank recorded; --min-metric-reads / --max-metric-reads
    bound the reads per location.
+6. rank-N.json's "neighbours" (what else ran on the rank's CPUs): one entry per CPU the rank
+   ran on, its times within the span, tasks of other processes only, on those CPUs, most time
+   first; --neighbour RANK:COMM:SHARE asks for a task COMM on that rank's CPU for SHARE of it.
 
 A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
 the location id (k << 32) | rank (docs/trace-format.md).
@@ -259,6 +262,9 @@ def parse_args() -> argparse.Namespace:
                     help="R=NAMES|none: rank R's counters, where they differ from --metrics")
     ap.add_argument("--min-metric-reads", type=int, default=0, help="per location")
     ap.add_argument("--max-metric-reads", type=int, help="per location")
+    ap.add_argument("--neighbour", action="append", default=[], metavar="RANK:COMM:SHARE",
+                    help="rank-N.json lists a task COMM on rank RANK's CPU that ran at least "
+                         "SHARE (0..1) of the rank's traced time")
     ap.add_argument("--records", choices=("removed", "kept"),
                     help="the raw records (DIR/perfvar/records) after the run: removed (a clean "
                          "finish) or kept (PERFVAR_KEEP_RECORDS=1, or a rank died)")
@@ -667,7 +673,52 @@ def check_threads_doc(args, scan: TraceScan, r: int, threads: list[int], doc: di
     return []
 
 
-RANK_DOC_CHECKS = (check_events_doc, check_mpi_doc, check_probes_doc, check_threads_doc)
+def check_neighbour_cpus(r: int, n: dict, cpus: list[int], doc: dict) -> list[str]:
+    """Rank r's neighbours: one entry per CPU it ran on, each CPU's times of at least 0 that add
+    up to the span within a tick per column."""
+    errors = []
+    if cpus != sorted(doc.get("cpus", [])):
+        errors.append(f"rank {r}: neighbours of CPUs {cpus}, the rank ran on {doc.get('cpus')}")
+    for c in n["cpus"]:
+        times = {k: v for k, v in c.items() if k.endswith("_ns")}
+        if min(times.values()) < 0 or sum(times.values()) > n["span_ns"] + 9 * n["tick_ns"]:
+            errors.append(f"rank {r}: cpu {c['cpu']}'s times {times} do not fit in the span "
+                          f"{n['span_ns']:.0f} ns")
+    return errors
+
+
+def check_neighbour_tasks(args, r: int, n: dict, cpus: list[int], pid: int) -> list[str]:
+    """Rank r's neighbours: tasks of other processes on its CPUs, most time first, and the ones
+    --neighbour asks for."""
+    errors = []
+    tasks = n["tasks"]
+    if any(t["cpu"] not in cpus or t["pid"] == pid for t in tasks):
+        errors.append(f"rank {r}: neighbour tasks {tasks}: own, or off the rank's CPUs {cpus}")
+    if [t["ns"] for t in tasks] != sorted((t["ns"] for t in tasks), reverse=True):
+        errors.append(f"rank {r}: neighbour tasks not most time first: {tasks}")
+    for want in args.neighbour:
+        rank, comm, share = want.split(":")
+        enough = float(share) * n["span_ns"]
+        if int(rank) == r and not any(t["comm"] == comm and t["ns"] >= enough for t in tasks):
+            errors.append(f"rank {r}: no task {comm} on its CPU for {share} of the span "
+                          f"{n['span_ns'] / 1e9:.2f} s: {tasks}")
+    return errors
+
+
+def check_neighbours_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    """rank-N.json "neighbours" of a rank that stopped (null before it, or without /proc)."""
+    n = doc.get("neighbours")
+    if n is None:
+        if doc.get("complete") and Path("/proc/stat").exists():
+            return [f"rank {r}: no neighbours in rank-{r}.json although /proc is there"]
+        return []
+    cpus = sorted(c["cpu"] for c in n["cpus"])
+    return check_neighbour_cpus(r, n, cpus, doc) + check_neighbour_tasks(args, r, n, cpus,
+                                                                        doc["pid"])
+
+
+RANK_DOC_CHECKS = (check_events_doc, check_mpi_doc, check_probes_doc, check_threads_doc,
+                   check_neighbours_doc)
 
 
 def check_rank(args, scan: TraceScan, r: int) -> list[str]:

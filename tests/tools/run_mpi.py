@@ -11,6 +11,8 @@ arguments) or that none was (--no-trace), and what `perfvar analyze` names (--an
 `none`: no rank named slow by a gross margin, see below; or `RANK:SEGMENT_REGEX` for exactly that
 rank named slow in a segment matching the regex).
 
+With --busy CPU a process named pv-busy spins on that CPU while the instrumented program runs.
+
 With --bind "C0 C1 ..." rank i runs pinned on CPU Ci. A run without injection may still have a truly
 slow core (a shared VM: a vCPU whose host core is busy runs the same code ~45% slower for seconds).
 So when `none` is expected and a rank is named, the run is repeated (up to --confirm-runs times) with
@@ -29,6 +31,7 @@ up to N times in all, printing each miss, and fails when the rank is never named
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -84,6 +87,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--no-trace", action="store_true")
     ap.add_argument("--analyze-expect")
     ap.add_argument("--bind", help="CPU per rank, e.g. '0 1' (needs taskset)")
+    ap.add_argument("--busy", metavar="CPU",
+                    help="a process named pv-busy spinning on CPU beside the instrumented run")
     ap.add_argument("--attempts", type=int, default=1, help="runs allowed to name RANK")
     ap.add_argument("--confirm-runs", type=int, default=3,
                     help="clean runs repeated, CPUs alternating, before a named rank fails")
@@ -166,6 +171,21 @@ class Job:
                   f"{100 * self.a.gross:.0f}%: not judged here")
         slow = [x for x in slow if x not in fine]
         return slow, sorted({x["rank"] for x in slow})
+
+
+@contextlib.contextmanager
+def busy_process(cpu: str | None):
+    """With a CPU: a process that spins on it, named pv-busy (its /proc comm), for the block."""
+    if cpu is None:
+        yield
+        return
+    spin = "open('/proc/self/comm', 'w').write('pv-busy')\nwhile True: pass"
+    busy = subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", spin])
+    try:
+        yield
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def check_run(a, p: subprocess.CompletedProcess, reference: str | None) -> None:
@@ -262,7 +282,9 @@ def main() -> None:
     if a.bind and "--oversubscribe" in mpi:
         mpi += ["--bind-to", "none"]
     job = Job(a, mpi, env)
-    check_run(a, job.instrumented(a.out, a.bind), reference)
+    with busy_process(a.busy):
+        p = job.instrumented(a.out, a.bind)
+    check_run(a, p, reference)
     check_trace_output(a)
     if not a.analyze_expect:
         return

@@ -42,7 +42,7 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import where
+from perfvar.detect.words import neighbours_clause, where
 from perfvar.stats.cells import by_rank, median_without_each
 from perfvar.stats.compare import fdr
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
@@ -424,7 +424,10 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
             f"{fmt_pct(ev['peers_lost_fraction'], signed=False)}; Welch t test "
             f"q {ev['q_value']:.1g} < {ev['alpha']:g})"
         )
-    return f"{where(a)} is a noisy core: {_measured_words(ev)}{shape}"
+    return (
+        f"{where(a)} is a noisy core: {_measured_words(ev)}{shape}"
+        f"{neighbours_clause(ev)}"
+    )
 
 
 def _phrase(a: AnomalyJson) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from perfvar.stats.work import BOTH, MORE, SAME_WORK, UNTOLD
-from perfvar.units import fmt_bytes, fmt_ms, fmt_pct
+from perfvar.units import fmt_bytes, fmt_ms, fmt_ns, fmt_pct
 
 
 def where(a: dict[str, Any]) -> str:
@@ -89,4 +89,25 @@ def off_cpu_clause(ev: dict[str, Any]) -> str:
         f"; {fmt_ms(off['beyond_ns'])} a segment of it off the CPU beyond its peers' "
         f"({fmt_ms(off['rank_ns'])} against {fmt_ms(off['peers_ns'])}), not charged "
         "to the segment"
+    )
+
+
+def neighbours_clause(ev: dict[str, Any]) -> str:
+    """What else ran on a core's CPU over the run (its evidence ``on_its_cpu``, set by
+    perfvar.verdict.neighbours): "; on cpu 1 over the run (2.8 s): other tasks 1.4 s,
+    interrupts 10 ms, host steal 0 ns; most there: python3 (pid 2129) 1.4 s"; "" without
+    it. The tasks are those last seen on that CPU."""
+    n = ev.get("on_its_cpu")
+    if not n:
+        return ""
+    others = ""
+    if n.get("others_ns") is not None:  # the rank alone on it: the rest is others'
+        others = f"other tasks {fmt_ns(n['others_ns'])}, "
+    tasks = ", ".join(
+        f"{t['comm']} (pid {t['pid']}) {fmt_ns(t['ns'])}" for t in n.get("tasks", [])
+    )
+    return (
+        f"; on cpu {n['cpu']} over the run ({fmt_ns(n['span_ns'])}): {others}"
+        f"interrupts {fmt_ns(n['interrupts_ns'])}, host steal {fmt_ns(n['steal_ns'])}"
+        + (f"; most there: {tasks}" if tasks else "")
     )

@@ -10,7 +10,9 @@ each segment is judged with. ``Calibration.cycles`` holds the pass on the CPU-cy
 counter (flush 0, in cycles) where the counter was readable, or why it was not.
 ``RankMeta.probe`` is rank-N.json's ``probe`` object (PERFVAR_PROBE's fixed-work probes:
 ``period_ms``, ``adds``, ``k_source``, ``count``, ``total_ns``, ``threads``), None when
-the run had probes off or the file predates them.
+the run had probes off or the file predates them. ``RankMeta.neighbours`` is its
+``neighbours`` object (what else ran on the rank's CPUs: src/metrics/neighbours.h),
+None where it was not recorded.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
@@ -99,6 +101,10 @@ class RankMeta:
     # ("calibration t_min" or "default"), count, total_ns and per-thread
     # {"thread", "count", "total_ns"}; None when off or not recorded.
     probe: Optional[dict[str, Any]] = None
+    # rank-N.json "neighbours": what else ran on the rank's CPUs from its start to its
+    # stop (span_ns, tick_ns, self_ns, cpus[] by the kernel's columns, tasks[] of other
+    # processes); None when not recorded (no /proc, a rank that died, an older trace).
+    neighbours: Optional[dict[str, Any]] = None
 
     @property
     def calibrated(self) -> bool:
@@ -279,6 +285,8 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
         meta.events_lost = int(events[KEvents.LOST])
     probe = data.get(K.PROBE)
     meta.probe = probe if isinstance(probe, dict) else None
+    neighbours = data.get(K.NEIGHBOURS)
+    meta.neighbours = neighbours if isinstance(neighbours, dict) else None
     cal = data.get(K.CALIBRATION)
     if not isinstance(cal, dict):
         meta.problem = "no calibration section"
