@@ -43,7 +43,9 @@ Each seg trial also measures from the trace how much longer the class ran on the
 reference run, the ranks' own difference in that class).
 Where the run read the counters (PERFVAR_METRICS), each trial of a real program also prints each
 rank's measured share of time off its CPU ("off CPU r0 1.2%, r1 48.0%"; analysis.json
-ranks[].cpu_time).
+ranks[].cpu_time), and for a core it names (noisy or slow, headline or minor) what else ran on
+that core's CPU over the run ("beside the named cores: r0 cpu1: others 205 ms, steal 20 ms:
+kdamond.0 75 ms"; the finding's evidence on_its_cpu).
 
 The host, measured outside perfvar: beside every trial, tests/validation/cpu_speed runs on each
 rank's CPU, timing a fixed chain of additions every 20 ms (0.15 % of the CPU), and the trial
@@ -218,6 +220,7 @@ class Trial:
     cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
     slower_cpu: list[str] = field(default_factory=list)  # wrong names of a slower vCPU's rank
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
+    beside: list[str] = field(default_factory=list)  # what else ran on a named core's CPU
 
 
 class TrialError(Exception):
@@ -476,6 +479,22 @@ def off_cpu(analysis: dict) -> dict[str, float] | None:
     return out or None
 
 
+def beside_cores(analysis: dict) -> list[str]:
+    """For each core named in the headline or as minor (noisy_core, slow_core) whose evidence
+    says what else ran on its CPU (on_its_cpu, perfvar.verdict.neighbours): the other tasks'
+    time there and the most of them ("r0 cpu1: others 205 ms, steal 20 ms: kdamond.0 75 ms")."""
+    out = []
+    for an in analysis.get("anomalies", []) + analysis.get("minor", []):
+        n = (an.get("evidence") or {}).get("on_its_cpu")
+        if an["kind"] not in ("noisy_core", "slow_core") or not n:
+            continue
+        others = f"others {n['others_ns'] / 1e6:.0f} ms, " if n["others_ns"] is not None else ""
+        tasks = ", ".join(f"{t['comm']} {t['ns'] / 1e6:.0f} ms" for t in n["tasks"])
+        out.append(f"r{an['rank']} cpu{n['cpu']}: {others}steal {n['steal_ns'] / 1e6:.0f} ms"
+                   + (f": {tasks}" if tasks else ""))
+    return list(dict.fromkeys(out))
+
+
 def longer_kind(key: str) -> bool:
     """Whether ``key`` is the longer side of a class split by duration (read.modes)."""
     mode = parse_segment_key(key).mode
@@ -513,6 +532,7 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
         tr.class_ratio = median_ratio(read_trace(tr.trace), pattern, rank)
     take_score(tr, case, injected, analysis, labels)
     tr.off_cpu = off_cpu(analysis)
+    tr.beside = beside_cores(analysis)
     shown = ratio_beside_cpus(tr)
     # Either figure within the bounds shows the injection: the witness's addition
     # chain can miss a slowdown of the class as well as see one the class did not have.
@@ -542,7 +562,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
-                      info=[], slower_cpu=[], transients=[], error=None))
+                      info=[], slower_cpu=[], transients=[], beside=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -589,6 +609,8 @@ def trial_line(tr: Trial) -> str:
                                           for r, f in tr.off_cpu.items())
     if tr.slower_cpu:
         named += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
+    if tr.beside:
+        named += f"; beside the named cores: {'; '.join(tr.beside)}"
     if tr.cpu_slowdown:
         named += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
                                              for c, f in tr.cpu_slowdown.items())
