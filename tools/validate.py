@@ -48,12 +48,12 @@ that core's CPU over the run ("beside the named cores: r0 cpu1: others 205 ms, s
 kdamond.0 75 ms"; the finding's evidence on_its_cpu).
 
 The host, measured outside perfvar: beside every trial, tests/validation/cpu_speed runs on each
-rank's CPU, timing a fixed chain of additions every 20 ms (0.15 % of the CPU), and the trial
-prints each CPU's mean time over the fastest's ("vCPU speed cpu0 x1.00, cpu1 x1.52"). A shared
-host can run one vCPU's chain at half speed for seconds, with no steal counted. A wrong name of
-a slower core (slow_core, slow_segment) whose rank's CPU measured x1.15 or more stays a wrong
-name, and is also counted in "wrong names on a slower vCPU": the host, not the analysis, may
-have made that core slower. A hint, not proof: the chain is one kind of work, a program another.
+rank's CPU, timing a fixed chain of additions every 100 ms, and the trial prints each CPU's mean
+time over the fastest's ("vCPU speed cpu0 x1.00, cpu1 x1.52"). A shared host can run one vCPU's
+chain at half speed for seconds, with no steal counted. A wrong name of a slower core
+(slow_core, slow_segment) whose rank's CPU measured x1.15 or more stays a wrong name, and is
+also counted in "wrong names on a slower vCPU": the host, not the analysis, may have made that
+core slower. A hint, not proof: the chain is one kind of work, a program another.
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
