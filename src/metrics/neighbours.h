@@ -13,9 +13,9 @@
  * ran last; a task that ended before the second snapshot is not seen.
  *
  * Costs: one read of /proc/stat and one of each task's stat file per snapshot, outside the traced
- * time (about 20 us a task: 1.5 ms for 80 tasks on a 2-vCPU KVM guest); 32 bytes a task held
- * between them. Elsewhere than Linux, or without /proc, pv_neighbours_begin fails and nothing is
- * recorded.
+ * time (about 20 us a task: 1.5 ms for 80 tasks on a 2-vCPU KVM guest); under 100 bytes a task
+ * held between them (a hash map entry). Elsewhere than Linux, or without /proc,
+ * pv_neighbours_begin fails and nothing is recorded.
  *
  * Thread-safety: none; one owner (the rank's start and stop). Not async-signal-safe.
  */

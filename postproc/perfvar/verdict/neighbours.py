@@ -1,4 +1,4 @@
-"""What else ran on the CPU of a rank found noisy or slow: the cause of its lost time.
+"""What else ran on the CPU of a core found noisy or slow: a candidate cause.
 
 The library records, per rank, two snapshots of the kernel's accounting, at its start
 and its stop (rank-N.json ``neighbours``, src/metrics/neighbours.h): each CPU's time by
@@ -17,7 +17,8 @@ splits that CPU's busy time between the rank and the rest:
 
 Figures are in ns, within one kernel tick (10 ms at USER_HZ 100) each. The finding
 gets them as its evidence ``on_its_cpu``; perfvar.detect.words.neighbours_clause puts
-them in words. Pure functions; thread-safe.
+them in words. ``on_cpu`` is a pure function; ``attach`` sets the evidence of the
+anomalies it is given, in place. Thread-safe on distinct anomalies.
 """
 
 from __future__ import annotations
