@@ -119,7 +119,7 @@ static void remember(pv_neighbours *n, int pid, int tid, const char *comm, uint6
  * meanwhile ran all its time since) joins n->grew. */
 static void compare(pv_neighbours *n, int pid, int tid, const char *comm, uint64_t ticks, int cpu)
 {
-    if (pid == getpid()) return;
+    if (pid == n->self_pid) return;
     pv_u64val *was = pv_u64map_find(&n->tasks, (uint64_t)tid);
     uint64_t before = was ? (uint64_t)was->a : 0;
     if (ticks <= before) return;
@@ -157,6 +157,7 @@ int pv_neighbours_begin(pv_neighbours *n)
         pv_neighbours_free(n);
         return -1;
     }
+    n->self_pid = getpid();
     n->self_start = self_ticks();
     n->mono_start = mono_ns();
     n->begun = 1;

@@ -50,6 +50,7 @@ typedef struct pv_neighbours {
     int ncpus;            /* CPUs /proc/stat listed at the start (cpu0..cpuN-1) */
     uint64_t *start;      /* [cpu * PV_CPU_TIMES + column], ticks, at the start */
     double *cpu_ns;       /* the same layout, ns between the snapshots (after _end) */
+    int self_pid;         /* this process, whose tasks are not neighbours */
     uint64_t self_start;  /* ticks */
     int64_t mono_start;   /* ns */
     pv_u64map tasks;      /* tid -> {ticks at the start} */

@@ -186,6 +186,7 @@ static void write_metrics(FILE *f)
  * (src/metrics/neighbours.h): each CPU's time by the kernel's columns, and the tasks of other
  * processes that ran last on one of them, most time first; null before the stop, or without /proc. */
 enum { NEIGHBOUR_TASKS_SHOWN = 8 };
+/* Whether a clock read of a traced call, on any thread, was taken on cpu. */
 static int cpu_seen(int cpu)
 {
     return cpu >= 0 && cpu < PV_CONVERT_MAX_CPUS &&
@@ -317,9 +318,8 @@ int pv_write_rank_meta(void)
     json_str(f, pv_rt.host);
     fprintf(f, ",\n  " PV_RJ_PID "%ld,\n  " PV_RJ_CPUS "[", (long)getpid());
     const char *sep = "";
-    const unsigned char *seen = pv_rt.conv.cpus_seen; /* by any thread */
     for (int cpu = 0; cpu < PV_CONVERT_MAX_CPUS; cpu++) {
-        if (!(seen[cpu / 8] & (1u << (cpu % 8)))) continue;
+        if (!cpu_seen(cpu)) continue;
         fprintf(f, "%s%d", sep, cpu);
         sep = ", ";
     }

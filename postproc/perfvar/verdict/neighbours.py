@@ -79,6 +79,6 @@ def attach(anomalies: list[Anomaly], metas: dict[int, Any]) -> None:
         if a.kind not in KINDS or a.rank not in metas:
             continue
         m = metas[a.rank]
-        found = on_cpu(getattr(m, "neighbours", None), a.cpu, getattr(m, "cpus", []))
+        found = on_cpu(m.neighbours, a.cpu, m.cpus)
         if found is not None:
             a.evidence = {**(a.evidence or {}), "on_its_cpu": found}
