@@ -53,7 +53,13 @@ time over the fastest's ("vCPU speed cpu0 x1.00, cpu1 x1.52"). A shared host can
 chain at half speed for seconds, with no steal counted. A wrong name of a slower core
 (slow_core, slow_segment) whose rank's CPU measured x1.15 or more stays a wrong name, and is
 also counted in "wrong names on a slower vCPU": the host, not the analysis, may have made that
-core slower. A hint, not proof: the chain is one kind of work, a program another.
+core slower. A hint, not proof: the chain is one kind of work, a program another. Each rank also
+records the kernel's accounting of its CPU (rank-N.json neighbours), and the trial prints the
+share of the run other tasks took there ("others on the CPU r0 2.4%, r1 0.3%"); a wrong name of
+a noisy core whose CPU other tasks took 1 % of the run or more beyond every other rank's CPU is
+counted in "on a CPU other tasks took": time truly lost, to the kernel's own threads or the
+launcher. "trials whose wrong names the host explains" counts the trials whose every wrong name
+is one of these two.
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
@@ -219,6 +225,9 @@ class Trial:
     steal_ms: dict[str, float] | None = None  # CPU -> the host's steal while it ran (ms)
     cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
     slower_cpu: list[str] = field(default_factory=list)  # wrong names of a slower vCPU's rank
+    others: dict[str, float] | None = None  # rank -> share of its run other tasks took on its CPU
+    busier_cpu: list[str] = field(default_factory=list)  # wrong names of a busier CPU's rank
+    host_explained: bool = False  # every wrong name is in slower_cpu or busier_cpu
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
     beside: list[str] = field(default_factory=list)  # what else ran on a named core's CPU
 
@@ -296,6 +305,12 @@ def slower_cpu_ranks(tr: Trial) -> set[int]:
             if (tr.cpu_slowdown or {}).get(cpu, 1.0) >= SLOWER_CPU}
 
 
+def busier_cpu_ranks(tr: Trial) -> set[int]:
+    """The ranks whose CPU other tasks took more of than every other rank's CPU (tr.others,
+    from each rank's record of the kernel's accounting; host.busier)."""
+    return host.busier({int(r): f for r, f in (tr.others or {}).items()})
+
+
 def hit_of(s, case: Case) -> bool:
     """A score's hit: the injected anomaly named, or with nothing injected nothing named."""
     return not s.named if case.kind is None else bool(s.hits)
@@ -312,10 +327,13 @@ def found(injected: list, analysis: dict, labels: dict, case: Case, slower: set[
 def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict) -> None:
     """Sets tr's verdict fields from analysis.json scored against ``injected``."""
     slower = slower_cpu_ranks(tr)
-    s = score(injected, analysis, labels, slower_cpu_ranks=slower)
+    if tr.trace and tr.others is None:
+        tr.others = {str(r): f for r, f in host.others_share(Path(tr.trace), [0, 1]).items()}
+    s = score(injected, analysis, labels, slower_cpu_ranks=slower,
+              busier_cpu_ranks=busier_cpu_ranks(tr))
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
     tr.other_rank = bool(s.other_ranks)
-    tr.slower_cpu = s.slower_cpu
+    tr.slower_cpu, tr.busier_cpu, tr.host_explained = s.slower_cpu, s.busier_cpu, s.host_explained
     tr.hit = hit_of(s, case)
     tr.found = found(injected, analysis, labels, case, slower)
 
@@ -562,7 +580,8 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
-                      info=[], slower_cpu=[], transients=[], beside=[], error=None))
+                      info=[], slower_cpu=[], busier_cpu=[], host_explained=False,
+                      transients=[], beside=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -609,8 +628,13 @@ def trial_line(tr: Trial) -> str:
                                           for r, f in tr.off_cpu.items())
     if tr.slower_cpu:
         named += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
+    if tr.busier_cpu:
+        named += f" (on a CPU other tasks took: {', '.join(tr.busier_cpu)})"
     if tr.beside:
         named += f"; beside the named cores: {'; '.join(tr.beside)}"
+    if tr.others:
+        named += "; others on the CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
+                                                    for r, f in tr.others.items())
     if tr.cpu_slowdown:
         named += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
                                              for c, f in tr.cpu_slowdown.items())
@@ -626,7 +650,8 @@ def trial_line(tr: Trial) -> str:
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
             "trials with wrong names", "of them naming another rank", "target", "met",
-            "hits with minor", "trials with other transients", "wrong names on a slower vCPU"]
+            "hits with minor", "trials with other transients", "wrong names on a slower vCPU",
+            "on a CPU other tasks took", "trials whose wrong names the host explains"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -639,7 +664,8 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
                  sum(t.wrong for t in done), sum(t.other_rank for t in done),
                  case.target_text, "yes" if met else "no",
                  sum(t.found for t in done), sum(bool(t.transients) for t in done),
-                 sum(bool(t.slower_cpu) for t in done)]
+                 sum(bool(t.slower_cpu) for t in done), sum(bool(t.busier_cpu) for t in done),
+                 sum(t.host_explained for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
 

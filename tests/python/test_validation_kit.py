@@ -1,12 +1,14 @@
 """The validation kit's scoring and class selection on inputs the test controls:
 minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
 rank, a wrong slower core named on a CPU the host witness measured slower is listed
-as such, PERFVAR_INJECT's site patterns select classes as the C side matches them (both
+as such and so is a wrong noisy core on a CPU the kernel counted busier with other
+tasks, PERFVAR_INJECT's site patterns select classes as the C side matches them (both
 sides of a class the analysis split by duration), and a mini-app is built as its README
 says."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -69,6 +71,53 @@ def test_wrong_slower_core_on_a_slower_cpu_is_listed() -> None:
     # an injected anomaly hits as before; only the name it does not explain is listed
     s = score([Injected("slow_core", 1)], an, slower_cpu_ranks={1})
     assert s.hits == {0} and s.slower_cpu == ["slow_segment r1 s0"]
+
+
+def test_wrong_noisy_core_on_a_busier_cpu_is_listed() -> None:
+    an = analysis({"kind": "noisy_core", "rank": 0})
+    s = score([], an, busier_cpu_ranks={0})
+    assert s.wrong and s.busier_cpu == ["noisy_core r0"] and s.host_explained
+    # the other rank's CPU was the busier one, or the rank's CPU only slower: not listed
+    for kw in ({"busier_cpu_ranks": {1}}, {"slower_cpu_ranks": {0}}):
+        s = score([], an, **kw)
+        assert s.wrong and not s.busier_cpu and not s.host_explained
+    # a slower core is not a busier CPU's name
+    s = score([], analysis({"kind": "slow_core", "rank": 0}), busier_cpu_ranks={0})
+    assert s.wrong and not s.busier_cpu
+    # the host explains a trial only when it explains every wrong name
+    two = analysis({"kind": "noisy_core", "rank": 0}, {"kind": "slow_core", "rank": 1})
+    assert not score([], two, busier_cpu_ranks={0}).host_explained
+    assert score([], two, busier_cpu_ranks={0}, slower_cpu_ranks={1}).host_explained
+    # nothing wrong: nothing to explain
+    assert not score([], analysis()).host_explained
+
+
+def rank_json(directory: Path, rank: int, cpus: list[int], self_ns: int,
+              busy_ns: dict[int, int]) -> None:
+    """A rank-N.json whose neighbours record says the CPUs of ``busy_ns`` were busy that
+    long (user 3/4, system 1/4) over a 10 s span, the rank's own process ``self_ns``."""
+    rows = [{"cpu": c, "user_ns": b * 3 // 4, "nice_ns": 0, "system_ns": b - b * 3 // 4,
+             "idle_ns": 0, "iowait_ns": 0, "irq_ns": 0, "softirq_ns": 0, "steal_ns": 0}
+            for c, b in busy_ns.items()]
+    record = {"span_ns": 10_000_000_000, "tick_ns": 10_000_000, "self_ns": self_ns,
+              "cpus": rows, "tasks": []}
+    (directory / "perfvar").mkdir(exist_ok=True)
+    (directory / "perfvar" / f"rank-{rank}.json").write_text(
+        json.dumps({"rank": rank, "cpus": cpus, "neighbours": record}))
+
+
+def test_others_share_is_the_cpu_busy_beyond_the_rank(tmp_path: Path) -> None:
+    rank_json(tmp_path, 0, [1], 9_000_000_000, {1: 9_300_000_000})
+    rank_json(tmp_path, 1, [0], 9_500_000_000, {0: 9_550_000_000})
+    share = host.others_share(tmp_path, [0, 1])
+    assert share == {0: 0.03, 1: 0.005}
+    assert host.busier(share) == {0}
+    assert host.busier({0: 0.03, 1: 0.025}) == set()  # within 1 % of the run
+    assert host.busier({0: 0.03}) == set()  # nobody to compare with
+    # a rank on two CPUs: its own time cannot be told apart per CPU
+    rank_json(tmp_path, 1, [0, 1], 9_500_000_000, {0: 9_550_000_000, 1: 9_300_000_000})
+    assert host.others_share(tmp_path, [0, 1]) == {0: 0.03}
+    assert host.others_share(tmp_path / "none", [0, 1]) == {}
 
 
 def test_a_wrong_name_of_another_rank_is_counted_apart() -> None:

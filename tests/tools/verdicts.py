@@ -17,7 +17,10 @@ its rank. Other kinds (migrated, shared_cpu...) are information, neither hits no
 wrong names. A wrong name of a slower core (slow_core, slow_segment) on a rank whose
 CPU a witness outside perfvar measured slower (``slower_cpu_ranks``: a shared host's
 vCPU running below speed) is also listed in ``slower_cpu``: the host may have made
-that core slower.
+that core slower. A wrong name of a noisy core on a rank whose CPU the kernel counted
+busier with other tasks than its peers' (``busier_cpu_ranks``) is also listed in
+``busier_cpu``: time the machine gave to something else, truly lost. ``host_explained``
+says that every wrong name is one of these.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -32,6 +35,8 @@ from perfvar.detect import is_transient, is_verdict
 
 # The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
 SLOWER_CORE_KINDS = ("slow_core", "slow_segment")
+# The kind that says a rank lost time to something else on its CPU.
+BUSIER_CORE_KINDS = ("noisy_core",)
 
 
 @dataclass(frozen=True)
@@ -55,8 +60,17 @@ class Score:
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
+    busier_cpu: list[str] = field(default_factory=list)  # wrong names on a busier CPU
     # ranks a wrong name named that nothing was injected into ("nobody else")
     other_ranks: set[int] = field(default_factory=set)
+
+    @property
+    def host_explained(self) -> bool:
+        """Wrong names, each of a core the host was measured to slow down or take
+        time from (slower_cpu, busier_cpu)."""
+        return self.wrong and set(self.wrong_names) <= set(
+            self.slower_cpu + self.busier_cpu
+        )
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -91,13 +105,15 @@ def score(
     labels: Optional[Mapping[str, str]] = None,
     with_minor: bool = False,
     slower_cpu_ranks: Collection[int] = (),
+    busier_cpu_ranks: Collection[int] = (),
 ) -> Score:
     """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
     segment keys for the text (e.g. {key_a: "A"}); other segments show their id.
     ``with_minor``: the minor findings (below the headline's cost threshold) are judged
     like the verdict, for a test of what the detectors found rather than of what the
     headline names. ``slower_cpu_ranks``: ranks whose CPU was measured slower, outside
-    perfvar, while the run ran."""
+    perfvar, while the run ran; ``busier_cpu_ranks``: ranks whose CPU other tasks took
+    more of than their peers' CPUs, by the kernel's accounting."""
     segments = analysis.get("segments", [])
     key_of = {x["id"]: x["key"] for x in segments}
     labels = labels or {}
@@ -116,7 +132,9 @@ def score(
         elif is_transient(an):
             _score_transient(out, injected, an, text)
         else:
-            _score_named(out, injected, an, text, key_of, slower_cpu_ranks)
+            _score_named(
+                out, injected, an, text, key_of, slower_cpu_ranks, busier_cpu_ranks
+            )
     return out
 
 
@@ -139,9 +157,11 @@ def _score_named(
     text: str,
     key_of: Mapping[Any, str],
     slower_cpu_ranks: Collection[int],
+    busier_cpu_ranks: Collection[int],
 ) -> None:
     """A verdict naming a rank: hits the injected it matches, else is a wrong name
-    (also listed in slower_cpu when it is a slower core on a CPU measured slower)."""
+    (also listed in slower_cpu when it is a slower core on a CPU measured slower, in
+    busier_cpu when it is a noisy core on a CPU other tasks took more of)."""
     out.named.append(text)
     same = [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
     if same:
@@ -153,6 +173,8 @@ def _score_named(
         out.other_ranks.add(an["rank"])
     if an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
         out.slower_cpu.append(text)
+    if an["kind"] in BUSIER_CORE_KINDS and an["rank"] in busier_cpu_ranks:
+        out.busier_cpu.append(text)
 
 
 def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:

@@ -8,6 +8,10 @@ a run with nothing injected can be set beside it:
   ranks (tests/validation/cpu_speed). A shared host can run one vCPU at half speed for
   seconds at a time, with no steal counted: the rank on it is slower with nothing injected,
   and a verdict naming it names a slower core truly.
+- Others: how much of each rank's CPU other tasks took while it ran, by the kernel's own
+  accounting, which every rank records at its start and stop (rank-N.json ``neighbours``,
+  read by perfvar.verdict.neighbours.on_cpu). Counted per CPU by the kernel, not derived
+  from the durations the verdict judges.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
+from perfvar.read.meta import read_meta
+from perfvar.verdict.neighbours import on_cpu
+
 STAT = Path("/proc/stat")
+# Other tasks took a rank's CPU when, by the kernel's accounting, they ran there this share of
+# the run or more beyond what they ran on every other rank's CPU. The kernel counts in 10 ms
+# ticks, 1 % of a 9 s run is 9 of them; in clean CloverLeaf runs the two CPUs differed by
+# -1.2..+2.9 %, the kernel's reclaim thread and the launcher landing on one of them.
+BUSIER_CPU = 0.01
 # The field of a "cpuN" line, after the name: user nice system idle iowait irq softirq steal.
 STEAL = 8
 
@@ -100,3 +112,23 @@ class Speed:
             return {}
         fastest = min(means.values())
         return {c: m / fastest for c, m in sorted(means.items())}
+
+
+def others_share(trace: Path, ranks: list[int]) -> dict[int, float]:
+    """Rank -> the share of its run (its span between the two snapshots) that other tasks
+    took on its CPU: the CPU's user, nice and system time minus the rank's own process's.
+    Ranks on several CPUs, or whose rank-N.json has no ``neighbours``, are left out."""
+    out = {}
+    for rank, meta in read_meta(str(trace), ranks).ranks.items():
+        cpus = meta.cpus or []
+        found = on_cpu(meta.neighbours, cpus[0], cpus) if len(cpus) == 1 else None
+        if found and found["others_ns"] is not None and found["span_ns"] > 0:
+            out[rank] = found["others_ns"] / found["span_ns"]
+    return out
+
+
+def busier(share: dict[int, float], margin: float = BUSIER_CPU) -> set[int]:
+    """The ranks of ``share`` (others_share) whose CPU other tasks took at least ``margin``
+    of the run more of than every other rank's; none where fewer than two ranks are known."""
+    return {r for r, f in share.items() if len(share) > 1
+            and all(f - g >= margin for q, g in share.items() if q != r)}
