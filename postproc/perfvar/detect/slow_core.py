@@ -44,7 +44,13 @@ from typing import Any, Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import neighbours_clause, stats, where, work_clause
+from perfvar.detect.words import (
+    neighbours_clause,
+    stats,
+    virtual_clause,
+    where,
+    work_clause,
+)
 from perfvar.stats import work
 from perfvar.stats.blocks import block_test, class_blocks, weighted_blocks
 from perfvar.stats.cells import by_segment, class_pool, peer_pool, unjudged_reason
@@ -249,7 +255,7 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
         f"{classes}{f' and {more} more' if more > 0 else ''}"
         f"{work_clause(ev.get('work'), PROBES_SAID if probes else '')}"
-        f"{neighbours_clause(ev)}"
+        f"{neighbours_clause(ev)}{virtual_clause(ev)}"
     )
 
 

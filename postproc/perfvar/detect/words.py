@@ -92,6 +92,19 @@ def off_cpu_clause(ev: dict[str, Any]) -> str:
     )
 
 
+def virtual_clause(ev: dict[str, Any]) -> str:
+    """For a core on a virtual CPU (its evidence ``on_its_cpu`` names the hypervisor):
+    "; its CPU is virtual (KVM): a host can run ..."; "" on a CPU not known to be
+    virtual. How to tell a slower CPU from more work is work_clause's to say."""
+    name = (ev.get("on_its_cpu") or {}).get("hypervisor")
+    if not name:
+        return ""
+    return (
+        f"; its CPU is virtual ({name}): a host can run one virtual CPU slower than "
+        "another, for seconds or whole runs, without counting steal time"
+    )
+
+
 def neighbours_clause(ev: dict[str, Any]) -> str:
     """What else ran on a core's CPU over the run (its evidence ``on_its_cpu``, set by
     perfvar.verdict.neighbours): "; on cpu 1 over the run (2.8 s): other tasks 1.4 s,

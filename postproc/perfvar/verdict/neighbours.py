@@ -13,7 +13,11 @@ splits that CPU's busy time between the rank and the rest:
 * ``steal_ns``: the time the host ran something else on that virtual CPU;
 * ``tasks``: the other processes' tasks last seen on that CPU, most time first
   (``TASKS_SHOWN``), each with its CPU time. A task that moved between CPUs counts
-  where it ran last, so a task listed may have taken its time elsewhere.
+  where it ran last, so a task listed may have taken its time elsewhere;
+* ``hypervisor``: the hypervisor the rank's CPU ran under (rank-N.json
+  ``clock_caps.hypervisor``, CPUID's vendor signature, by the name users know it:
+  "KVM"), None on bare metal or where it is not known. Such a CPU shares a host
+  with other guests, which can run it slower without any steal time counted.
 
 Figures are in ns, within one kernel tick (10 ms at USER_HZ 100) each. The finding
 gets them as its evidence ``on_its_cpu``; perfvar.detect.words.neighbours_clause puts
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from perfvar._spec import RankJsonCaps as KCaps
 from perfvar._spec import RankJsonNeighbourCpu as KCpu
 from perfvar._spec import RankJsonNeighbours as K
 from perfvar._spec import RankJsonNeighbourTask as KTask
@@ -33,6 +38,25 @@ from perfvar.stats.model import Anomaly
 # Findings about a core, whose cause may have run beside it.
 KINDS = ("noisy_core", "slow_core")
 TASKS_SHOWN = 3
+# CPUID leaf 0x40000000's vendor signatures (blanks stripped) by their usual names.
+HYPERVISORS = {
+    "KVMKVMKVM": "KVM",
+    "Microsoft Hv": "Hyper-V",
+    "VMwareVMware": "VMware",
+    "XenVMMXenVMM": "Xen",
+    "TCGTCGTCGTCG": "QEMU TCG",
+    "bhyve bhyve": "bhyve",
+    "VBoxVBoxVBox": "VirtualBox",
+    "ACRNACRNACRN": "ACRN",
+}
+
+
+def hypervisor_name(signature: Any) -> Optional[str]:
+    """The usual name of a CPUID hypervisor signature ("KVMKVMKVM": "KVM"), the
+    signature itself where it is not one of HYPERVISORS, None for none."""
+    if not isinstance(signature, str) or not signature.strip():
+        return None
+    return HYPERVISORS.get(signature.strip(), signature.strip())
 
 
 def on_cpu(
@@ -73,12 +97,14 @@ def on_cpu(
 
 def attach(anomalies: list[Anomaly], metas: dict[int, Any]) -> None:
     """Give each noisy_core and slow_core in ``anomalies`` (a rank and its CPU) the
-    evidence ``on_its_cpu`` from its rank's metadata (``metas``: rank -> RankMeta);
-    others, and ranks without the record, are left as they are."""
+    evidence ``on_its_cpu`` from its rank's metadata (``metas``: rank -> RankMeta:
+    its neighbours record and its clock_caps' hypervisor); others, and ranks without
+    the record, are left as they are."""
     for a in anomalies:
         if a.kind not in KINDS or a.rank not in metas:
             continue
         m = metas[a.rank]
         found = on_cpu(m.neighbours, a.cpu, m.cpus)
         if found is not None:
+            found["hypervisor"] = hypervisor_name(m.caps.get(KCaps.HYPERVISOR))
             a.evidence = {**(a.evidence or {}), "on_its_cpu": found}

@@ -1,10 +1,11 @@
 """What else ran on a noisy or slow core's CPU (perfvar.verdict.neighbours), from
-rank-N.json's "neighbours" as the library writes it (src/metrics/neighbours.h), and how
-a finding says it."""
+rank-N.json's "neighbours" as the library writes it (src/metrics/neighbours.h), the
+hypervisor under it (clock_caps), and how a finding says it."""
 
 import json
 
-from perfvar.detect.words import neighbours_clause
+from perfvar.detect import slow_core
+from perfvar.detect.words import neighbours_clause, virtual_clause
 from perfvar.read.meta import read_meta
 from perfvar.stats.model import Anomaly
 from perfvar.verdict import neighbours
@@ -76,6 +77,7 @@ def test_only_findings_about_a_core_get_it():
     class Meta:
         cpus = [1]
         neighbours = _record()
+        caps = {"hypervisor": "KVMKVMKVM"}
 
     noisy = Anomaly("noisy_core", 1, "h", 1, None, 1.0, {"lost_fraction": 0.5})
     core = Anomaly("slow_core", 1, "h", 1, None, 1.0, {})
@@ -84,7 +86,7 @@ def test_only_findings_about_a_core_get_it():
     neighbours.attach([noisy, core, segment, other_rank], {1: Meta()})
     assert noisy.evidence["on_its_cpu"]["others_ns"] == 500 * MS
     assert noisy.evidence["lost_fraction"] == 0.5  # the rest of the evidence kept
-    assert "on_its_cpu" in core.evidence
+    assert core.evidence["on_its_cpu"]["hypervisor"] == "KVM"
     assert (
         "on_its_cpu" not in segment.evidence and "on_its_cpu" not in other_rank.evidence
     )
@@ -112,3 +114,40 @@ def test_the_reader_keeps_the_record(tmp_path):
     doc["neighbours"] = None  # a rank that died before its stop
     (tmp_path / "perfvar" / "rank-0.json").write_text(json.dumps(doc))
     assert read_meta(str(tmp_path), [0]).ranks[0].neighbours is None
+
+
+def test_a_virtual_cpu_is_named_by_its_hypervisor():
+    assert neighbours.hypervisor_name("KVMKVMKVM") == "KVM"
+    assert neighbours.hypervisor_name("Microsoft Hv") == "Hyper-V"
+    assert neighbours.hypervisor_name("bhyve bhyve ") == "bhyve"
+    assert neighbours.hypervisor_name("NewVisorXYZ") == "NewVisorXYZ"
+    for none in ("", "   ", None, 0):
+        assert neighbours.hypervisor_name(none) is None
+
+
+def test_a_slow_core_on_a_virtual_cpu_says_what_a_host_can_do():
+    on = dict(neighbours.on_cpu(_record(), 1, [1]), hypervisor="KVM")
+    text = virtual_clause({"on_its_cpu": on})
+    assert text.startswith("; its CPU is virtual (KVM): a host can run one virtual CPU")
+    # bare metal, or no record: nothing said
+    bare = dict(on, hypervisor=None)
+    assert virtual_clause({"on_its_cpu": bare}) == ""
+    assert virtual_clause({}) == ""
+    # the slow core's sentence carries it after what ran beside it
+    ev = {
+        "shift_rel": 0.12,
+        "block_shift_rel": 0.11,
+        "shift_ci_rel": [0.08, 0.15],
+        "ci_level": 0.95,
+        "q_value": 1e-6,
+        "alpha": 0.05,
+        "test": "one-sided sign test over 40 blocks",
+        "floor_rel": 0.02,
+        "classes": [{"segment": "S0", "shift_rel": 0.12, "probe": False}],
+        "on_its_cpu": on,
+    }
+    an = {"kind": "slow_core", "rank": 1, "host": "h", "cpu": 1, "excess_ns": 5e5}
+    text = slow_core.describe(dict(an, evidence=ev), {})
+    assert text.endswith(virtual_clause(ev)) and "; on cpu 1 over the run" in text
+    text = slow_core.describe(dict(an, evidence=dict(ev, on_its_cpu=bare)), {})
+    assert "virtual" not in text
