@@ -611,6 +611,32 @@ def class_text(tr: Trial) -> str:
     return f"; class x{tr.class_ratio:.3f}{clean}"
 
 
+def host_text(tr: Trial) -> str:
+    """What the trial measured of the host beside the verdict: time off the CPUs, which
+    wrong names fell on a slower or busier CPU, what ran beside the named cores, the
+    other tasks' share, the witness's speeds and the steal; "" where nothing was."""
+    def shares(label: str, by_rank: dict[str, float] | None) -> str:
+        if not by_rank:
+            return ""
+        return f"; {label} " + ", ".join(f"r{r} {100 * f:.1f}%" for r, f in by_rank.items())
+
+    text = shares("off CPU", tr.off_cpu)
+    if tr.slower_cpu:
+        text += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
+    if tr.busier_cpu:
+        text += f" (on a CPU other tasks took: {', '.join(tr.busier_cpu)})"
+    if tr.beside:
+        text += f"; beside the named cores: {'; '.join(tr.beside)}"
+    text += shares("others on the CPU", tr.others)
+    if tr.cpu_slowdown:
+        text += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
+                                            for c, f in tr.cpu_slowdown.items())
+    if tr.steal_ms and any(ms > 0 for ms in tr.steal_ms.values()):
+        text += "; host steal " + ", ".join(f"cpu{c} {ms:.0f} ms"
+                                            for c, ms in tr.steal_ms.items())
+    return text
+
+
 def trial_line(tr: Trial) -> str:
     status = "ERROR" if tr.error else "hit" if tr.hit else "miss"
     named = ", ".join(tr.named) or "nothing"
@@ -622,25 +648,7 @@ def trial_line(tr: Trial) -> str:
         named += " [wrong]"
     if tr.window_ns:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
-    named += class_text(tr)
-    if tr.off_cpu:
-        named += "; off CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
-                                          for r, f in tr.off_cpu.items())
-    if tr.slower_cpu:
-        named += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
-    if tr.busier_cpu:
-        named += f" (on a CPU other tasks took: {', '.join(tr.busier_cpu)})"
-    if tr.beside:
-        named += f"; beside the named cores: {'; '.join(tr.beside)}"
-    if tr.others:
-        named += "; others on the CPU " + ", ".join(f"r{r} {100 * f:.1f}%"
-                                                    for r, f in tr.others.items())
-    if tr.cpu_slowdown:
-        named += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
-                                             for c, f in tr.cpu_slowdown.items())
-    if tr.steal_ms and any(ms > 0 for ms in tr.steal_ms.values()):
-        named += "; host steal " + ", ".join(f"cpu{c} {ms:.0f} ms"
-                                             for c, ms in tr.steal_ms.items())
+    named += class_text(tr) + host_text(tr)
     text = (f"{tr.suite:10} {tr.case:6} trial {tr.trial:2}  {tr.program:7}  rank {tr.rank}  "
             f"cpus {tr.cpus}  "
             f"{status:5}  named: {named}  run {tr.run_s:.1f} s  analysis {tr.analysis_s:.1f} s")
