@@ -21,8 +21,12 @@ median above t_min):
    classes, a rank faster elsewhere is as well the mirror image of its peer being
    slow there, and would name a ghost; the median of three or more is the rank's
    core, and a class slow on a faster core (its peer's core slower, a real
-   program's ranks on a shared host) is seen beyond it. With no other judged
-   class, kappa is the rank's slow-core shift when the probes made it a slow
+   program's ranks on a shared host) is seen beyond it. Only the classes that
+   carry the rank's compute time tell its core (local_speed.witness_classes: the
+   longest, down to 95 % of it): the short ones between two calls move with what
+   the calls did (in the demo's stencil they ran 40 % faster on one rank, and its
+   one large class, as fast on both, was named +86 % beyond that "core"). With no
+   other such class, kappa is the rank's slow-core shift when the probes made it a slow
    core; else kappa is 0 and the floor below is at least ``core_floor``: a shift
    in the rank's only class cannot be told from a slower core.
 3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
@@ -78,7 +82,7 @@ from perfvar.stats.cells import (
     unjudged_reason,
 )
 from perfvar.stats.compare import fdr, rel
-from perfvar.stats.local_speed import corrected_cells
+from perfvar.stats.local_speed import corrected_cells, witness_classes
 from perfvar.stats.model import (
     Anomaly,
     Cell,
@@ -176,12 +180,15 @@ def _kappa(
     by_rank: dict[int, dict[int, float]],
     cores: dict[int, float],
     probes: dict[int, float],
+    witnesses: dict[int, set[int]],
 ) -> Optional[float]:
-    """The rank's common shift (log) from its shifts in the other classes
-    (``by_rank``: _by_rank of the shifts); None when nothing can tell it."""
+    """The rank's common shift (log) from its shifts in the other classes that tell
+    its core (``by_rank``: _by_rank of the shifts; ``witnesses``: rank -> those
+    classes); None when nothing can tell it."""
     if rank in probes:  # fixed work measures the core itself
         return max(probes[rank], 0.0)
-    mine = [v for s, v in by_rank.get(rank, {}).items() if s != seg]
+    tells = witnesses.get(rank, set())
+    mine = [v for s, v in by_rank.get(rank, {}).items() if s != seg and s in tells]
     if mine:
         level = float(np.median(mine))
         return level if len(mine) >= LEVEL_CLASSES else max(level, 0.0)
@@ -195,12 +202,14 @@ def _core_offset(
     judgeable: set[tuple[int, int]],
     slow_first: dict[int, set[int]],
     probes: dict[int, float],
+    witnesses: dict[int, set[int]],
 ) -> Optional[np.ndarray]:
     """Per block of the run, the rank's common shift to take from its block shifts
     in ``seg`` (log), or None when nothing tells it per block.
 
     The common shift per block is its probes' block shift where it has probes, else
-    the median over its other judged classes of theirs (each against the peers not
+    the median over its other judged classes that tell its core (``witnesses``) of
+    theirs (each against the peers not
     found slow there). Why per block: a core's speed against its peers drifts (on a
     shared host two vCPUs trade places for seconds), moving every class of the
     rank alike; taken away in the same block, the drift leaves the class's own
@@ -215,7 +224,10 @@ def _core_offset(
         rows = [
             class_blocks(prep, s).shifts(r, sorted(slow_first.get(s, set())))
             for s, r in judgeable
-            if r == rank and s != seg and _tells_core(prep, s, r, slow_first)
+            if r == rank
+            and s != seg
+            and s in witnesses.get(rank, set())
+            and _tells_core(prep, s, r, slow_first)
         ]
     if not rows or np.isnan(np.vstack(rows)).all():
         return None
@@ -293,6 +305,7 @@ def _explained(
     params: DetectParams,
     cores: dict[int, float],
     probes: dict[int, float],
+    witnesses: dict[int, set[int]],
 ) -> tuple[dict[int, set[int]], dict[tuple[int, int], float]]:
     """(segment -> ranks of the first pass that stay slow once larger shifts explain
     smaller ones, the direct shifts against the peers not kept slow), from
@@ -315,7 +328,7 @@ def _explained(
         own = shifts.get((seg, r))
         if own is None:
             continue
-        kappa = _kappa(seg, r, by_rank, cores, probes)
+        kappa = _kappa(seg, r, by_rank, cores, probes, witnesses)
         floor = params.segment_floor
         if kappa is None:
             kappa, floor = 0.0, max(params.segment_floor, params.core_floor)
@@ -371,6 +384,7 @@ class _Context:
     by_rank: dict[int, dict[int, float]]
     cores: dict[int, float]
     probe_shifts: dict[int, float]
+    witnesses: dict[int, set[int]]  # rank -> the classes that tell its core
     # segment -> the class on corrected log-durations, or None (_local_blocks)
     local: dict[int, Optional[_Local]] = field(default_factory=dict)
 
@@ -386,7 +400,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
         j.status = "no peers"
         return None
     cal = cell_calibration(prep, cell)
-    kappa = _kappa(seg, rank, ctx.by_rank, ctx.cores, ctx.probe_shifts)
+    kappa = _kappa(seg, rank, ctx.by_rank, ctx.cores, ctx.probe_shifts, ctx.witnesses)
     # With no other class on the rank, a shift here cannot be told from a slower
     # core, so it must clear the core's floor too.
     floor_rel = params.segment_floor
@@ -398,8 +412,9 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
         local = _local_blocks(ctx, seg, rank)
         if local is None:
             offset = _core_offset(
-                prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts
-            )
+                prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts,
+                ctx.witnesses,
+            )  # fmt: skip
     center = peers.center_log
     peer_med = float(np.exp(center))
     floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
@@ -514,15 +529,17 @@ def detect(
     medians = _log_medians(classes)
     shifts = _direct_shifts(classes, judgeable, medians)
     probe_shifts = _probe_shifts(prep)
+    witnesses = witness_classes(prep, judgeable)
     slow_first: dict[int, set[int]] = {}
     if params.peers == "robust":
         first = _first_pass_slow(prep, classes, judgeable, shifts, params)
         slow_first, shifts = _explained(
-            classes, judgeable, medians, shifts, first, params, cores, probe_shifts
-        )
+            classes, judgeable, medians, shifts, first, params, cores, probe_shifts,
+            witnesses,
+        )  # fmt: skip
     ctx = _Context(
         prep, params, classes, judgeable, slow_first, _by_rank(shifts), cores,
-        probe_shifts,
+        probe_shifts, witnesses,
     )  # fmt: skip
     tests = [t for seg, rank, j in pending if (t := _test_cell(ctx, seg, rank, j))]
     compute_ns = _compute_by_rank(classes)

@@ -155,6 +155,29 @@ def _rank_speeds(
     return out
 
 
+def witness_classes(
+    prep: Prepared, judgeable: set[tuple[int, int]]
+) -> dict[int, set[int]]:
+    """rank -> the segments of its ``judgeable`` cells that tell its speed and its
+    core (_witnesses: the longest, down to WITNESS_SHARE of its compute time).
+    perfvar.detect.slow_segment reads a rank's core from these only: in the demo's
+    stencil one class holds 99 % of a rank's time, and the short ones between its
+    calls ran 40 % faster on one rank than on the other, which no core does.
+    Derived once per Prepared and set of cells."""
+    key = ("witness_classes", frozenset(judgeable))
+    if key in prep.derived:
+        return prep.derived[key]
+    by_rank: dict[int, list[int]] = {}
+    for s, r in sorted(judgeable):
+        by_rank.setdefault(r, []).append(s)
+    out = {}
+    for r, segs in by_rank.items():
+        keep = _witnesses([prep.cells[(s, r)] for s in segs])
+        out[r] = {s for s, k in zip(segs, keep) if k}
+    prep.derived[key] = out
+    return out
+
+
 def corrected_cells(
     prep: Prepared, judgeable: set[tuple[int, int]]
 ) -> dict[tuple[int, int], Corrected]:

@@ -74,6 +74,17 @@ def test_one_slow_class_holding_most_of_the_time_is_no_slow_core():
     assert _kinds(_named(samples)) == [("slow_segment", 1, "S0")]
 
 
+def test_a_rank_faster_in_its_short_classes_only_has_no_faster_core():
+    # The demo's stencil, clean: one long class, 99 % of each rank's time and as fast on
+    # both, and three short ones between calls that rank 1 runs 40 % faster. Those
+    # carry none of the compute time: they do not tell rank 1's core, and its long
+    # class is not slow beyond a core 40 % faster.
+    slow = {(c, 1): 0.6 for c in (1, 2, 3)}
+    samples = _cells(8, classes=(1_000_000.0, 2_000.0, 2_000.0, 2_000.0), slow=slow)
+    found = _kinds(_named(samples))
+    assert [k for k in found if k[2] == "S0" or k[0] == "slow_core"] == []
+
+
 def test_slow_core_is_named_once_not_per_segment():
     slow = {(0, 2): 1.05, (1, 2): 1.05}
     found = _named(_cells(2, nranks=4, slow=slow))
