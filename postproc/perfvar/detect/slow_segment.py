@@ -26,9 +26,9 @@ median above t_min):
    longest, down to 95 % of it): the short ones between two calls move with what
    the calls did (in the demo's stencil they ran 40 % faster on one rank, and its
    one large class, as fast on both, was named +86 % beyond that "core"). With no
-   other such class, kappa is the rank's slow-core shift when the probes made it a slow
-   core; else kappa is 0 and the floor below is at least ``core_floor``: a shift
-   in the rank's only class cannot be told from a slower core.
+   other such class, kappa is the rank's slow-core shift when the probes made it a
+   slow core; else kappa is 0 and the floor below is at least ``core_floor``: a
+   shift in the rank's only class cannot be told from a slower core.
 3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
    class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels), beyond r's own
@@ -209,15 +209,14 @@ def _core_offset(
 
     The common shift per block is its probes' block shift where it has probes, else
     the median over its other judged classes that tell its core (``witnesses``) of
-    theirs (each against the peers not
-    found slow there). Why per block: a core's speed against its peers drifts (on a
-    shared host two vCPUs trade places for seconds), moving every class of the
-    rank alike; taken away in the same block, the drift leaves the class's own
-    excess. A class whose only peers are found slow there does not count (it
-    would show the rank fast). As for kappa, with fewer than LEVEL_CLASSES classes
-    (or with probes) a negative level, the median over the blocks, is not added
-    back: only the drift around it is taken away. Blocks the common shift does not
-    cover take the level."""
+    theirs (each against the peers not found slow there). Why per block: a core's
+    speed against its peers drifts (on a shared host two vCPUs trade places for
+    seconds), moving every class of the rank alike; taken away in the same block,
+    the drift leaves the class's own excess. A class whose only peers are found
+    slow there does not count (it would show the rank fast). As for kappa, with
+    fewer than LEVEL_CLASSES classes (or with probes) a negative level, the median
+    over the blocks, is not added back: only the drift around it is taken away.
+    Blocks the common shift does not cover take the level."""
     if rank in probes and prep.probe_segment is not None:
         rows = [class_blocks(prep, prep.probe_segment).shifts(rank)]
     else:
