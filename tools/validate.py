@@ -56,10 +56,10 @@ also counted in "wrong names on a slower vCPU": the host, not the analysis, may 
 core slower. A hint, not proof: the chain is one kind of work, a program another. Each rank also
 records the kernel's accounting of its CPU (rank-N.json neighbours), and the trial prints the
 share of the run other tasks took there ("others on the CPU r0 2.4%, r1 0.3%"); a wrong name of
-a noisy core whose CPU other tasks took 1 % of the run or more beyond every other rank's CPU is
-counted in "on a CPU other tasks took": time truly lost, to the kernel's own threads or the
-launcher. "trials whose wrong names the host explains" counts the trials whose every wrong name
-is one of these two.
+a noisy core whose CPU other tasks took 1 % of the run (and 4 kernel ticks) or more beyond every
+other rank's CPU is counted in "on a CPU other tasks took": time truly lost, to the kernel's own
+threads or the launcher. "trials whose wrong names the host explains" counts the trials whose
+every wrong name is one of these two.
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
@@ -226,6 +226,7 @@ class Trial:
     cpu_slowdown: dict[str, float] | None = None  # CPU -> its addition chain over the fastest's
     slower_cpu: list[str] = field(default_factory=list)  # wrong names of a slower vCPU's rank
     others: dict[str, float] | None = None  # rank -> share of its run other tasks took on its CPU
+    others_tick: float = 0.0  # the kernel's tick, as a share of the shortest rank's run
     busier_cpu: list[str] = field(default_factory=list)  # wrong names of a busier CPU's rank
     host_explained: bool = False  # every wrong name is in slower_cpu or busier_cpu
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
@@ -308,7 +309,7 @@ def slower_cpu_ranks(tr: Trial) -> set[int]:
 def busier_cpu_ranks(tr: Trial) -> set[int]:
     """The ranks whose CPU other tasks took more of than every other rank's CPU (tr.others,
     from each rank's record of the kernel's accounting; host.busier)."""
-    return host.busier({int(r): f for r, f in (tr.others or {}).items()})
+    return host.busier({int(r): f for r, f in (tr.others or {}).items()}, tr.others_tick)
 
 
 def hit_of(s, case: Case) -> bool:
@@ -328,7 +329,8 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     """Sets tr's verdict fields from analysis.json scored against ``injected``."""
     slower = slower_cpu_ranks(tr)
     if tr.trace and tr.others is None:
-        tr.others = {str(r): f for r, f in host.others_share(Path(tr.trace), [0, 1]).items()}
+        share, tr.others_tick = host.others_share(Path(tr.trace), [0, 1])
+        tr.others = {str(r): f for r, f in share.items()}
     s = score(injected, analysis, labels, slower_cpu_ranks=slower,
               busier_cpu_ranks=busier_cpu_ranks(tr))
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
@@ -580,7 +582,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     by this tree's analysis (into analysis.rejudged.json beside it), scored as when it ran."""
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
-                      info=[], slower_cpu=[], busier_cpu=[], host_explained=False,
+                      info=[], slower_cpu=[], busier_cpu=[], host_explained=False, others=None,
                       transients=[], beside=[], error=None))
     out = Path(tr.trace)
     try:

@@ -109,15 +109,17 @@ def rank_json(directory: Path, rank: int, cpus: list[int], self_ns: int,
 def test_others_share_is_the_cpu_busy_beyond_the_rank(tmp_path: Path) -> None:
     rank_json(tmp_path, 0, [1], 9_000_000_000, {1: 9_300_000_000})
     rank_json(tmp_path, 1, [0], 9_500_000_000, {0: 9_550_000_000})
-    share = host.others_share(tmp_path, [0, 1])
-    assert share == {0: 0.03, 1: 0.005}
-    assert host.busier(share) == {0}
-    assert host.busier({0: 0.03, 1: 0.025}) == set()  # within 1 % of the run
-    assert host.busier({0: 0.03}) == set()  # nobody to compare with
+    share, tick = host.others_share(tmp_path, [0, 1])
+    assert share == {0: 0.03, 1: 0.005} and tick == 0.001  # a 10 ms tick of a 10 s run
+    assert host.busier(share, tick) == {0}
+    assert host.busier({0: 0.03, 1: 0.025}, tick) == set()  # within 1 % of the run
+    assert host.busier({0: 0.03}, tick) == set()  # nobody to compare with
+    # a short run: 2.5 % is a few ticks, within what the two figures' ticks allow
+    assert host.busier(share, 0.01) == set()
     # a rank on two CPUs: its own time cannot be told apart per CPU
     rank_json(tmp_path, 1, [0, 1], 9_500_000_000, {0: 9_550_000_000, 1: 9_300_000_000})
-    assert host.others_share(tmp_path, [0, 1]) == {0: 0.03}
-    assert host.others_share(tmp_path / "none", [0, 1]) == {}
+    assert host.others_share(tmp_path, [0, 1]) == ({0: 0.03}, 0.001)
+    assert host.others_share(tmp_path / "none", [0, 1]) == ({}, 0.0)
 
 
 def test_a_wrong_name_of_another_rank_is_counted_apart() -> None:

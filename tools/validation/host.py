@@ -32,6 +32,10 @@ STAT = Path("/proc/stat")
 # ticks, 1 % of a 9 s run is 9 of them; in clean CloverLeaf runs the two CPUs differed by
 # -1.2..+2.9 %, the kernel's reclaim thread and the launcher landing on one of them.
 BUSIER_CPU = 0.01
+# A rank's figure is its CPU's busy time minus its own process's, each counted within one
+# kernel tick: two ranks' figures can differ by this many ticks with nothing between them
+# (one tick is 5.5 % of a twin program's 180 ms run).
+TICKS_APART = 4
 # The field of a "cpuN" line, after the name: user nice system idle iowait irq softirq steal.
 STEAL = 8
 
@@ -114,21 +118,25 @@ class Speed:
         return {c: m / fastest for c, m in sorted(means.items())}
 
 
-def others_share(trace: Path, ranks: list[int]) -> dict[int, float]:
-    """Rank -> the share of its run (its span between the two snapshots) that other tasks
-    took on its CPU: the CPU's user, nice and system time minus the rank's own process's.
-    Ranks on several CPUs, or whose rank-N.json has no ``neighbours``, are left out."""
-    out = {}
+def others_share(trace: Path, ranks: list[int]) -> tuple[dict[int, float], float]:
+    """(rank -> the share of its run (its span between the two snapshots) that other tasks
+    took on its CPU: the CPU's user, nice and system time minus the rank's own process's;
+    the kernel's tick as a share of the shortest of those spans, 0.0 without any). Ranks on
+    several CPUs, or whose rank-N.json has no ``neighbours``, are left out."""
+    out, tick = {}, 0.0
     for rank, meta in read_meta(str(trace), ranks).ranks.items():
         cpus = meta.cpus or []
         found = on_cpu(meta.neighbours, cpus[0], cpus) if len(cpus) == 1 else None
         if found and found["others_ns"] is not None and found["span_ns"] > 0:
             out[rank] = found["others_ns"] / found["span_ns"]
-    return out
+            tick = max(tick, found["tick_ns"] / found["span_ns"])
+    return out, tick
 
 
-def busier(share: dict[int, float], margin: float = BUSIER_CPU) -> set[int]:
-    """The ranks of ``share`` (others_share) whose CPU other tasks took at least ``margin``
-    of the run more of than every other rank's; none where fewer than two ranks are known."""
+def busier(share: dict[int, float], tick: float = 0.0, margin: float = BUSIER_CPU) -> set[int]:
+    """The ranks of ``share`` (others_share) whose CPU other tasks took more of than every
+    other rank's, by ``margin`` of the run and by TICKS_APART ``tick``s (others_share's);
+    none where fewer than two ranks are known."""
+    need = max(margin, TICKS_APART * tick)
     return {r for r, f in share.items() if len(share) > 1
-            and all(f - g >= margin for q, g in share.items() if q != r)}
+            and all(f - g >= need for q, g in share.items() if q != r)}
