@@ -73,7 +73,7 @@ is a hit too, by slow_core's own rule.
 Otherwise the exit code is 0 unless a trial
 could not run: the full benchmark reports rates, it does not assert them.
 
-Needs numpy and taskset; perfvar is imported from postproc/ (only its trace reader).
+Needs numpy and taskset; perfvar is imported from postproc/ (its trace and metadata readers).
 """
 from __future__ import annotations
 
