@@ -95,6 +95,18 @@ def test_slow_core_is_named_once_not_per_segment():
     assert [c["segment"] for c in ev["classes"]] == ["S0", "S1"]
 
 
+@pytest.mark.parametrize("slow_of_five, named", [(3, False), (4, True)])
+def test_a_core_is_slow_over_most_of_the_run(slow_of_five, named):
+    # Rank 1 +5 % in both classes in ``slow_of_five`` of every five stretches of 25 steps
+    # (a block of the run each), scattered over the run as a host's slow stretches are:
+    # in 60 % of the blocks it comes and goes (the host), in 80 % it is a slow core.
+    def part(i):
+        return np.where((i // 25) % 5 < slow_of_five, 1.05, 1.0)
+
+    found = _kinds(_named(_cells(4, nranks=4, slow={(0, 1): part, (1, 1): part})))
+    assert (("slow_core", 1, None) in found) == named
+
+
 def test_slow_core_says_the_estimate_its_interval_belongs_to():
     # Rank 2 is +3 % in a short class and +10 % in one 100x as long: the pooled
     # samples weigh both alike, the blocks by compute time. The interval is the
