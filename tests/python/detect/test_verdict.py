@@ -97,9 +97,10 @@ def test_slow_core_is_named_once_not_per_segment():
 
 @pytest.mark.parametrize("slow_of_five, named", [(3, False), (4, True)])
 def test_a_core_is_slow_over_most_of_the_run(slow_of_five, named):
-    # Rank 1 +5 % in both classes in ``slow_of_five`` of every five stretches of 25 steps
-    # (a block of the run each), scattered over the run as a host's slow stretches are:
-    # in 60 % of the blocks it comes and goes (the host), in 80 % it is a slow core.
+    # Rank 1 +5 % in both classes in ``slow_of_five`` of every five stretches of 25
+    # steps (a block of the run each), scattered over the run as a host's slow
+    # stretches are: in 60 % of the blocks it comes and goes (the host), in 80 % it is
+    # a slow core.
     def part(i):
         return np.where((i // 25) % 5 < slow_of_five, 1.05, 1.0)
 
