@@ -118,10 +118,14 @@ def _witnesses(cells: list) -> np.ndarray:
 
 
 def _rank_speeds(
-    prep: Prepared, rank: int, segs: list[int], centres: dict[int, float]
+    prep: Prepared,
+    rank: int,
+    segs: list[int],
+    centres: dict[int, float],
+    witnesses: set[int],
 ) -> dict[tuple[int, int], Corrected]:
     """(segment, rank) -> Corrected for one rank's cells ``segs`` (more than
-    MIN_CLASSES)."""
+    MIN_CLASSES), the rank's speed read from its ``witnesses`` (witness_classes)."""
     cells = [prep.cells[(s, rank)] for s in segs]
     start = np.concatenate([c.start_ns for c in cells])
     logd = np.concatenate([np.log(c.samples_ns) for c in cells])
@@ -129,7 +133,7 @@ def _rank_speeds(
     resid = logd - np.array([centres[s] for s in segs])[cls]
     bins = ((start - start.min()) // WINDOW_NS).astype(np.int64)
     nbins = int(bins.max()) + 1
-    witness = _witnesses(cells)
+    witness = np.array([s in witnesses for s in segs])
     if np.count_nonzero(witness) < MIN_CLASSES:
         return {}  # no class has MIN_CLASSES others to tell the speed
     told = witness[cls]  # only the witnesses' samples are read for the speed
@@ -155,6 +159,14 @@ def _rank_speeds(
     return out
 
 
+def _segments_by_rank(judgeable: set[tuple[int, int]]) -> dict[int, list[int]]:
+    """rank -> the segments of its ``judgeable`` cells, in order."""
+    by_rank: dict[int, list[int]] = {}
+    for s, r in sorted(judgeable):
+        by_rank.setdefault(r, []).append(s)
+    return by_rank
+
+
 def witness_classes(
     prep: Prepared, judgeable: set[tuple[int, int]]
 ) -> dict[int, set[int]]:
@@ -167,11 +179,8 @@ def witness_classes(
     key = ("witness_classes", frozenset(judgeable))
     if key in prep.derived:
         return prep.derived[key]
-    by_rank: dict[int, list[int]] = {}
-    for s, r in sorted(judgeable):
-        by_rank.setdefault(r, []).append(s)
     out = {}
-    for r, segs in by_rank.items():
+    for r, segs in _segments_by_rank(judgeable).items():
         keep = _witnesses([prep.cells[(s, r)] for s in segs])
         out[r] = {s for s, k in zip(segs, keep) if k}
     prep.derived[key] = out
@@ -187,13 +196,11 @@ def corrected_cells(
     if key in prep.derived:
         return prep.derived[key]
     centres = _centres(prep, sorted(judgeable))
-    by_rank: dict[int, list[int]] = {}
-    for s, r in sorted(judgeable):
-        by_rank.setdefault(r, []).append(s)
+    witnesses = witness_classes(prep, judgeable)
     out: dict[tuple[int, int], Corrected] = {}
-    for r, segs in by_rank.items():
+    for r, segs in _segments_by_rank(judgeable).items():
         if len(segs) <= MIN_CLASSES:
             continue
-        out.update(_rank_speeds(prep, r, segs, centres))
+        out.update(_rank_speeds(prep, r, segs, centres, witnesses[r]))
     prep.derived[key] = out
     return out
