@@ -15,8 +15,14 @@ With --busy CPU a process named pv-busy spins on that CPU while the instrumented
 
 With --bind "C0 C1 ..." rank i runs pinned on CPU Ci. A run without injection may still have a truly
 slow core (a shared VM: a vCPU whose host core is busy runs the same code ~45% slower for seconds).
-So when `none` is expected and a rank is named, the run is repeated (up to --confirm-runs times) with
-the CPU list alternately reversed: a finding that leaves the rank is the machine's and passes
+With --own-clock, the program's own timer of a segment (the stencil's --timing: Fortran's
+system_clock around its compute, read independently of perfvar) confirms or not a rank named there:
+a rank that timer measured slower by at least half of perfvar's shift over the run really computed
+slower, which no clean run rules out on a shared host (in one CI run perfvar measured the stencil's
+rank 0 computing 9 to 92 % slower in four runs in a row, on either CPU); a false positive of perfvar
+has that timer see no difference. When `none` is expected and a rank is named that the program's
+timer does not confirm, the run is repeated (up to --confirm-runs times) with the CPU list
+alternately reversed: a finding that leaves the rank is the machine's and passes
 (reported); one that names the same rank in every run, on alternating CPUs, is a false positive of
 perfvar or of the program, and fails. (One swap is not enough: the hypervisor can move a slow phase
 from one vCPU to the other between runs.) Only gross findings count (excess >= --gross of the
@@ -94,6 +100,10 @@ def parse_args() -> argparse.Namespace:
                     help="clean runs repeated, CPUs alternating, before a named rank fails")
     ap.add_argument("--gross", type=float, default=0.10,
                     help="clean runs: the least excess (relative to the peers' median) that counts")
+    ap.add_argument("--own-clock", nargs=2, metavar=("SEGMENT_REGEX", "LINE_REGEX"),
+                    help="clean runs: the program's own timer of the segments matching "
+                         "SEGMENT_REGEX, one output line per rank matching LINE_REGEX (groups: "
+                         "rank, time); a finding that timer confirms is the machine's")
     ap.add_argument("--skip-unless-metrics",
                     help="a probe (bench_metrics_read EVENTS 1 1): exit 77 (skipped) when it says "
                          "no event of EVENTS can be counted here")
@@ -147,10 +157,12 @@ class Job:
         shim = [str(HERE / "bind_rank.sh"), bind] if bind else []
         return run(self.mpi + shim + self.program, ienv, "perfvar")
 
-    def rerun(self, out: Path, bind: str | None, what: str) -> None:
-        """Another instrumented run into out, which must exit as the first did."""
-        if self.instrumented(out, bind).returncode != self.a.expect_exit:
+    def rerun(self, out: Path, bind: str | None, what: str) -> str:
+        """Another instrumented run into out, which must exit as the first did; its stdout."""
+        p = self.instrumented(out, bind)
+        if p.returncode != self.a.expect_exit:
             fail(f"{what} failed")
+        return p.stdout
 
     def analyze(self, out: Path) -> tuple[list, list[int], dict]:
         """The slow-segment anomalies, the ranks they name, and the whole analysis.json."""
@@ -217,13 +229,58 @@ def check_trace_output(a) -> None:
         fail("trace check")
 
 
-def expect_clean(job: Job, slow: list) -> None:
-    """--analyze-expect none: no rank named by a gross margin, or one the repeats with the CPUs
-    alternating do not name every time."""
+def own_clock_ratio(a, stdout: str, rank: int) -> float | None:
+    """The program's own time for ``rank`` (--own-clock) over the median of the other ranks',
+    minus 1; None when the output does not give it for every rank."""
+    times = {int(r): float(t) for r, t in re.findall(a.own_clock[1], stdout)}
+    others = [t for r, t in times.items() if r != rank]
+    if rank not in times or len(times) != a.np or not others:
+        return None
+    others.sort()
+    mid = len(others) // 2
+    centre = others[mid] if len(others) % 2 else (others[mid - 1] + others[mid]) / 2
+    return times[rank] / centre - 1.0
+
+
+def unconfirmed(job: Job, slow: list, result: dict, stdout: str) -> list[int]:
+    """The ranks of the gross findings in ``slow`` that the program's own timer (--own-clock)
+    does not confirm. Confirmed: a finding in the timed segments whose rank that timer, read
+    independently of perfvar, measured slower than its peers by at least half of perfvar's
+    shift over the run (its median against the peers': the timer gives a mean over the run)
+    and by half the gross margin. Such a rank really computed slower (a shared host's vCPU or
+    memory), which a clean run cannot rule out; a false positive of perfvar has the program's
+    timer see no difference."""
     a = job.a
-    slow, named = job.gross_only(slow)
-    if not slow:
-        print("run_mpi: analysis names nobody by a gross margin, as expected")
+    if not a.own_clock:
+        return sorted({x["rank"] for x in slow})
+    segs = {s["id"]: json.dumps(s) for s in result["segments"]}
+    named = set()
+    for x in slow:
+        ev = x["evidence"]
+        said = ev["shift_rel"]
+        ratio = own_clock_ratio(a, stdout, x["rank"])
+        timed = re.search(a.own_clock[0], segs.get(x["segment"], x["segment"]))
+        if timed and ratio is not None and ratio >= max(said, a.gross) / 2:
+            print(f"run_mpi: rank {x['rank']} in {x['segment']} +{100 * said:.1f}%: the "
+                  f"program's own timer measured it {100 * ratio:+.1f}% against its peers: "
+                  "the machine's, not perfvar's")
+            continue
+        if ratio is not None:
+            print(f"run_mpi: rank {x['rank']} in {x['segment']} +{100 * said:.1f}%: the "
+                  f"program's own timer measured it {100 * ratio:+.1f}%: not confirmed")
+        named.add(x["rank"])
+    return sorted(named)
+
+
+def expect_clean(job: Job, slow: list, result: dict, stdout: str) -> None:
+    """--analyze-expect none: no rank named by a gross margin that the program's own timer
+    does not confirm, or one the repeats with the CPUs alternating do not name every time."""
+    a = job.a
+    slow, _ = job.gross_only(slow)
+    named = unconfirmed(job, slow, result, stdout)
+    if not named:
+        print("run_mpi: analysis names nobody by a gross margin the program's own timer "
+              "does not confirm, as expected")
         return
     if not a.bind:
         fail(f"clean run, but analysis names ranks {named}")
@@ -236,9 +293,10 @@ def expect_clean(job: Job, slow: list) -> None:
         print(f"run_mpi: clean run {extra} names ranks {sorted(named_every_time)} "
               f"({ {x['rank']: x['cpu'] for x in slow} }); repeating with CPUs '{bind}'")
         out = Path(f"{a.out}.repeat{extra}")
-        job.rerun(out, bind, f"repeat {extra}")
-        slow, named = job.gross_only(job.analyze(out)[0])
-        named_every_time &= set(named)
+        stdout = job.rerun(out, bind, f"repeat {extra}")
+        found, _, result = job.analyze(out)
+        slow, _ = job.gross_only(found)
+        named_every_time &= set(unconfirmed(job, slow, result, stdout))
         if not named_every_time:
             print("run_mpi: the finding did not stay with one rank: it belonged to the "
                   "machine, not to perfvar or the program")
@@ -290,7 +348,7 @@ def main() -> None:
         return
     slow, named, result = job.analyze(a.out)
     if a.analyze_expect == "none":
-        expect_clean(job, slow)
+        expect_clean(job, slow, result, p.stdout)
     else:
         expect_named(job, slow, named, result)
 
