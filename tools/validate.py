@@ -61,6 +61,15 @@ other rank's CPU is counted in "on a CPU other tasks took": time truly lost, to 
 threads or the launcher. "trials whose wrong names the host explains" counts the trials whose
 every wrong name is one of these two.
 
+The program, measured outside perfvar: the demo's stencil runs with --timing, its own timer
+(Fortran's system_clock) around the compute between MPI_Waitall and MPI_Allreduce, 99 % of a
+rank's compute; the trial prints how much slower each rank timed it than the other ("the
+program's own timer r0 +38.1%, r1 -27.6%"). A wrong name of a slower core, or of a slow segment
+in that class, whose rank the program timed slower by at least half of the finding's shift is
+listed as confirmed: the rank really computed slower, by a clock perfvar does not read.
+"trials whose wrong names the program's own timer confirms" counts the trials whose every
+wrong name is confirmed (tests/tools/verdicts.py OwnTimer).
+
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
 changed on the analysis side, measured on the same runs).
@@ -105,7 +114,7 @@ from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern, apart_text, compute_share, largest_class, median_ratio, range_text, selected,
     split_ns)
-from verdicts import Injected, score  # noqa: E402
+from verdicts import Injected, OwnTimer, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
 CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
@@ -229,6 +238,9 @@ class Trial:
     others_tick: float = 0.0  # the kernel's tick, as a share of the shortest rank's run
     busier_cpu: list[str] = field(default_factory=list)  # wrong names of a busier CPU's rank
     host_explained: bool = False  # every wrong name is in slower_cpu or busier_cpu
+    own_slower: dict[str, float] | None = None  # rank -> slower by the program's own timer
+    own_timer: list[str] = field(default_factory=list)  # wrong names that timer confirms
+    timer_confirmed: bool = False  # every wrong name is in own_timer
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
     beside: list[str] = field(default_factory=list)  # what else ran on a named core's CPU
 
@@ -325,6 +337,17 @@ def found(injected: list, analysis: dict, labels: dict, case: Case, slower: set[
                   case)
 
 
+def own_timer(tr: Trial, analysis: dict) -> OwnTimer | None:
+    """What the program's own timer measured in the trial (programs.OWN_CLOCKS), with the
+    keys of the classes it times; None for a program without one or a run that did not
+    print it."""
+    clock = programs.OWN_CLOCKS.get(tr.suite)
+    if clock is None or not tr.own_slower:
+        return None
+    keys = selected([x["key"] for x in analysis.get("segments", [])], clock.timed)
+    return OwnTimer({int(r): f for r, f in tr.own_slower.items()}, keys)
+
+
 def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict) -> None:
     """Sets tr's verdict fields from analysis.json scored against ``injected``."""
     slower = slower_cpu_ranks(tr)
@@ -332,10 +355,11 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
         share, tr.others_tick = host.others_share(Path(tr.trace), [0, 1])
         tr.others = {str(r): f for r, f in share.items()}
     s = score(injected, analysis, labels, slower_cpu_ranks=slower,
-              busier_cpu_ranks=busier_cpu_ranks(tr))
+              busier_cpu_ranks=busier_cpu_ranks(tr), own_timer=own_timer(tr, analysis))
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
     tr.other_rank = bool(s.other_ranks)
     tr.slower_cpu, tr.busier_cpu, tr.host_explained = s.slower_cpu, s.busier_cpu, s.host_explained
+    tr.own_timer, tr.timer_confirmed = s.own_timer, s.timer_confirmed
     tr.hit = hit_of(s, case)
     tr.found = found(injected, analysis, labels, case, slower)
 
@@ -410,10 +434,11 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
 
 def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list[str],
              env: dict, disturbance) -> tuple[dict, float, float, dict[str, float],
-                                             dict[str, float]]:
+                                             dict[str, float], str]:
     """Runs prog with 2 ranks on cpus under perfvar-run (trace in out, its files in out's run
     directory) beside disturbance, then analyses it: (analysis.json, run s, analysis s, the
-    host's steal per CPU while it ran in ms, each CPU's slowdown by the host witness)."""
+    host's steal per CPU while it ran in ms, each CPU's slowdown by the host witness, the
+    program's standard output)."""
     rundir = out.with_name(out.name + "-run")
     prog.prepare(rundir)
     shutil.rmtree(out, ignore_errors=True)
@@ -429,7 +454,7 @@ def run_real(st: Setup, prog: programs.Program, out: Path, cpus: str, args: list
     analysis, analysis_s = analyze(st, out)
     if not st.keep_runs:
         shutil.rmtree(rundir, ignore_errors=True)
-    return analysis, run_s, analysis_s, steal.ms, speed.slowdown()
+    return analysis, run_s, analysis_s, steal.ms, speed.slowdown(), p.stdout
 
 
 def real_env(st: Setup) -> dict:
@@ -452,6 +477,20 @@ def reference(st: Setup, prog: programs.Program) -> Reference:
     longer = ({r: median_ratio(trace, pattern, r, split) or 1.0 for r in (0, 1)}
               if split is not None else {})
     return Reference(key, pattern, end, ratio, split, longer)
+
+
+def program_args(prog: programs.Program, case: Case) -> list[str]:
+    """The program's arguments in a case: its own injection (slowed), its own timer."""
+    args = list(prog.slowed_args if case.slowed and prog.slowed_args else [])
+    clock = programs.OWN_CLOCKS.get(prog.name)
+    return args + (list(clock.args) if clock else [])
+
+
+def own_slower(prog: programs.Program, stdout: str) -> dict[str, float] | None:
+    """rank -> how much slower than the other its own timer measured it (OwnClock.slower),
+    None for a program without one."""
+    clock = programs.OWN_CLOCKS.get(prog.name)
+    return clock.slower(stdout) if clock else None
 
 
 def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case, t: int,
@@ -479,10 +518,10 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
     noise = (disturb.busy(cpu) if case.busy else
              disturb.duty(cpu, str(st.build / "tests" / "validation" / "duty")) if case.duty
              else disturb.busy(None))
-    args = prog.slowed_args if case.slowed and prog.slowed_args else []
     try:
-        analysis, tr.run_s, tr.analysis_s, tr.steal_ms, tr.cpu_slowdown = run_real(
-            st, prog, out, cpus, args, env, noise)
+        analysis, tr.run_s, tr.analysis_s, tr.steal_ms, tr.cpu_slowdown, stdout = run_real(
+            st, prog, out, cpus, program_args(prog, case), env, noise)
+        tr.own_slower = own_slower(prog, stdout)
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None and case.pct > 0:
             tr.clean_ratio = (ref.longer_ratio if case.longer else ref.ratio)[rank]
@@ -583,6 +622,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     known = {k: v for k, v in record.items() if k in Trial.__dataclass_fields__}
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
                       info=[], slower_cpu=[], busier_cpu=[], host_explained=False, others=None,
+                      own_timer=[], timer_confirmed=False,
                       transients=[], beside=[], error=None))
     out = Path(tr.trace)
     try:
@@ -627,9 +667,14 @@ def host_text(tr: Trial) -> str:
         text += f" (on a slower vCPU: {', '.join(tr.slower_cpu)})"
     if tr.busier_cpu:
         text += f" (on a CPU other tasks took: {', '.join(tr.busier_cpu)})"
+    if tr.own_timer:
+        text += f" (the program's own timer confirms: {', '.join(tr.own_timer)})"
     if tr.beside:
         text += f"; beside the named cores: {'; '.join(tr.beside)}"
     text += shares("others on the CPU", tr.others)
+    if tr.own_slower:
+        text += "; the program's own timer " + ", ".join(
+            f"r{r} {100 * f:+.1f}%" for r, f in tr.own_slower.items())
     if tr.cpu_slowdown:
         text += "; vCPU speed " + ", ".join(f"cpu{c} x{f:.2f}"
                                             for c, f in tr.cpu_slowdown.items())
@@ -661,7 +706,8 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
             "trials with wrong names", "of them naming another rank", "target", "met",
             "hits with minor", "trials with other transients", "wrong names on a slower vCPU",
-            "on a CPU other tasks took", "trials whose wrong names the host explains"]
+            "on a CPU other tasks took", "trials whose wrong names the host explains",
+            "trials whose wrong names the program's own timer confirms"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
@@ -675,7 +721,7 @@ def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool
                  case.target_text, "yes" if met else "no",
                  sum(t.found for t in done), sum(bool(t.transients) for t in done),
                  sum(bool(t.slower_cpu) for t in done), sum(bool(t.busier_cpu) for t in done),
-                 sum(t.host_explained for t in done)]
+                 sum(t.host_explained for t in done), sum(t.timer_confirmed for t in done)]
         rows.append("| " + " | ".join(map(str, cells)) + " |")
     return rows
 

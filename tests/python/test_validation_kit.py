@@ -2,9 +2,9 @@
 minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
 rank, a wrong slower core named on a CPU the host witness measured slower is listed
 as such and so is a wrong noisy core on a CPU the kernel counted busier with other
-tasks, PERFVAR_INJECT's site patterns select classes as the C side matches them (both
-sides of a class the analysis split by duration), and a mini-app is built as its README
-says."""
+tasks and a wrong slower core the program's own timer measured slower, PERFVAR_INJECT's
+site patterns select classes as the C side matches them (both sides of a class the
+analysis split by duration), and a mini-app is built as its README says."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from validation.classes import (  # noqa: E402
     selected,
     split_ns,
 )
-from verdicts import Injected, score, verdict_anomalies  # noqa: E402
+from verdicts import Injected, OwnTimer, score, verdict_anomalies  # noqa: E402
 
 K1 = "perfvar:segment:MPI_Waitall@/x/app+0x10;MPI_Allreduce@/x/app+0x20"
 K2 = "perfvar:segment:MPI_Allreduce@/x/app+0x20;MPI_Waitall@/x/app+0x10"
@@ -90,6 +90,44 @@ def test_wrong_noisy_core_on_a_busier_cpu_is_listed() -> None:
     assert score([], two, busier_cpu_ranks={0}, slower_cpu_ranks={1}).host_explained
     # nothing wrong: nothing to explain
     assert not score([], analysis()).host_explained
+
+
+def test_a_wrong_slower_core_the_programs_timer_measured_is_confirmed() -> None:
+    def slow(kind: str, shift: float, **kw) -> dict:
+        return dict(kind=kind, rank=0, evidence={"shift_rel": shift}, **kw)
+
+    timer = OwnTimer({0: 0.30, 1: -0.23}, [K1])
+    an = analysis(slow("slow_segment", 0.45, segment="s0"), slow("slow_core", 0.40))
+    s = score([], an, own_timer=timer)
+    assert s.own_timer == ["slow_segment r0 s0", "slow_core r0"] and s.timer_confirmed
+    # the timer saw less than half of the shift, or the other rank slower: not confirmed
+    for slower in ({0: 0.10, 1: -0.09}, {0: -0.20, 1: 0.25}):
+        s = score([], an, own_timer=OwnTimer(slower, [K1]))
+        assert s.wrong and not s.own_timer and not s.timer_confirmed
+    # a class the program does not time, or a noisy core: not the timer's to confirm
+    for an in (analysis(slow("slow_segment", 0.45, segment="s1")),
+               analysis(slow("noisy_core", 0.45))):
+        s = score([], an, own_timer=timer)
+        assert s.wrong and not s.own_timer
+    # a slow core's shift is the one weighted by compute time, where it has one
+    core = slow("slow_core", 0.90)
+    core["evidence"]["block_shift_rel"] = 0.40
+    assert score([], analysis(core), own_timer=timer).timer_confirmed
+    # every wrong name must be confirmed
+    two = analysis(slow("slow_core", 0.40), slow("slow_segment", 0.45, segment="s1"))
+    assert not score([], two, own_timer=timer).timer_confirmed
+    assert not score([], two).own_timer
+
+
+def test_the_stencils_own_timer_per_rank() -> None:
+    out = ("stencil: grid 64x64x48 per rank\n"
+           "stencil[timing] rank 1: compute/step mean 2.0000 ms, min 1.5 ms, max 7.6 ms\n"
+           "stencil[timing] rank 0: compute/step mean 2.6000 ms, min 1.8 ms, max 9.9 ms\n")
+    slower = programs.STENCIL_CLOCK.slower(out)
+    assert slower == {"0": 2.6 / 2.0 - 1, "1": 2.0 / 2.6 - 1}
+    assert programs.STENCIL_CLOCK.slower(out.split("\n", 2)[2]) is None  # one rank only
+    key = ("perfvar:segment:MPI_Waitall@/x/stencil+0x10;MPI_Allreduce@/x/stencil+0x20")
+    assert selected([key, K2.replace("app", "stencil")], programs.STENCIL_CLOCK.timed) == [key]
 
 
 def rank_json(directory: Path, rank: int, cpus: list[int], self_ns: int,

@@ -20,7 +20,11 @@ vCPU running below speed) is also listed in ``slower_cpu``: the host may have ma
 that core slower. A wrong name of a noisy core on a rank whose CPU the kernel counted
 busier with other tasks than its peers' (``busier_cpu_ranks``) is also listed in
 ``busier_cpu``: time the machine gave to something else, truly lost. ``host_explained``
-says that every wrong name is one of these.
+says that every wrong name is one of these. A wrong name of a slower core, or of a slow
+segment in the compute the program times itself, on a rank that timer measured slower than
+its peers by at least half of the finding's shift (``own_timer``, OwnTimer) is also listed
+in ``own_timer``: the rank really computed slower, by a clock perfvar does not read;
+``timer_confirmed`` says that every wrong name is one of these.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -49,6 +53,31 @@ class Injected:
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
 
 
+@dataclass(frozen=True)
+class OwnTimer:
+    """What a program's own timer of its compute measured beside perfvar (the demo's
+    stencil with --timing): rank -> how much slower than the other ranks it timed that
+    compute (0.10: 10 % slower), and the segment keys of the classes it times, which
+    hold most of the rank's compute (so a slower core there is the rank's)."""
+
+    slower: Mapping[int, float]
+    keys: Collection[str]
+
+    def confirms(self, an: Mapping[str, Any], key_of: Mapping[Any, str]) -> bool:
+        """Whether the verdict ``an``, a slower core or a slow timed class, names a rank
+        the timer measured slower by at least half of the verdict's shift."""
+        rank, kind = an["rank"], an["kind"]
+        if kind not in SLOWER_CORE_KINDS or rank not in self.slower:
+            return False
+        if kind == "slow_segment" and key_of.get(an.get("segment")) not in self.keys:
+            return False
+        ev = an.get("evidence", {})
+        # a slow core's shift weighted by compute time (its shift_rel pools the samples,
+        # where the short classes between calls weigh more than the timed compute)
+        said = ev.get("block_shift_rel", ev.get("shift_rel")) or 0.0
+        return self.slower[rank] > 0 and self.slower[rank] >= said / 2
+
+
 @dataclass
 class Score:
     """How the anomalies of one analysis compare with what was injected."""
@@ -61,6 +90,7 @@ class Score:
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
     busier_cpu: list[str] = field(default_factory=list)  # wrong names on a busier CPU
+    own_timer: list[str] = field(default_factory=list)  # wrong names the program's timer saw
     # ranks a wrong name named that nothing was injected into ("nobody else")
     other_ranks: set[int] = field(default_factory=set)
 
@@ -71,6 +101,12 @@ class Score:
         return self.wrong and set(self.wrong_names) <= set(
             self.slower_cpu + self.busier_cpu
         )
+
+    @property
+    def timer_confirmed(self) -> bool:
+        """Wrong names, each of a rank the program's own timer measured slower
+        (OwnTimer.confirms)."""
+        return self.wrong and set(self.wrong_names) <= set(self.own_timer)
 
     def exact(self, n_injected: int) -> bool:
         """Every injected anomaly hit and nothing else named."""
@@ -106,6 +142,7 @@ def score(
     with_minor: bool = False,
     slower_cpu_ranks: Collection[int] = (),
     busier_cpu_ranks: Collection[int] = (),
+    own_timer: Optional[OwnTimer] = None,
 ) -> Score:
     """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
     segment keys for the text (e.g. {key_a: "A"}); other segments show their id.
@@ -113,7 +150,8 @@ def score(
     like the verdict, for a test of what the detectors found rather than of what the
     headline names. ``slower_cpu_ranks``: ranks whose CPU was measured slower, outside
     perfvar, while the run ran; ``busier_cpu_ranks``: ranks whose CPU other tasks took
-    more of than their peers' CPUs, by the kernel's accounting."""
+    more of than their peers' CPUs, by the kernel's accounting; ``own_timer``: what the
+    program's own timer of its compute measured, where it has one."""
     segments = analysis.get("segments", [])
     key_of = {x["id"]: x["key"] for x in segments}
     labels = labels or {}
@@ -133,8 +171,9 @@ def score(
             _score_transient(out, injected, an, text)
         else:
             _score_named(
-                out, injected, an, text, key_of, slower_cpu_ranks, busier_cpu_ranks
-            )
+                out, injected, an, text, key_of,
+                (slower_cpu_ranks, busier_cpu_ranks), own_timer,
+            )  # fmt: skip
     return out
 
 
@@ -156,12 +195,14 @@ def _score_named(
     an: Mapping[str, Any],
     text: str,
     key_of: Mapping[Any, str],
-    slower_cpu_ranks: Collection[int],
-    busier_cpu_ranks: Collection[int],
+    cpu_ranks: tuple[Collection[int], Collection[int]],
+    own_timer: Optional[OwnTimer],
 ) -> None:
     """A verdict naming a rank: hits the injected it matches, else is a wrong name
     (also listed in slower_cpu when it is a slower core on a CPU measured slower, in
-    busier_cpu when it is a noisy core on a CPU other tasks took more of)."""
+    busier_cpu when it is a noisy core on a CPU other tasks took more of: ``cpu_ranks``
+    holds those two sets of ranks; in own_timer when the program's timer confirms it)."""
+    slower_cpu_ranks, busier_cpu_ranks = cpu_ranks
     out.named.append(text)
     same = [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
     if same:
@@ -175,6 +216,8 @@ def _score_named(
         out.slower_cpu.append(text)
     if an["kind"] in BUSIER_CORE_KINDS and an["rank"] in busier_cpu_ranks:
         out.busier_cpu.append(text)
+    if own_timer is not None and own_timer.confirms(an, key_of):
+        out.own_timer.append(text)
 
 
 def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:

@@ -17,11 +17,15 @@ their objects."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from validation.classes import Pattern
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,39 @@ COMD = MiniApp(
     makefile_from="Makefile.vanilla",
 )  # fmt: skip
 MINI_APPS = {app.name: app for app in (CLOVERLEAF, TEALEAF, COMD)}
+
+
+@dataclass(frozen=True)
+class OwnClock:
+    """A program's own timer of one class of its compute, one output line per rank: the
+    arguments that turn it on, the line (groups: rank, time in any one unit) and the class
+    it times (its pattern)."""
+
+    args: tuple[str, ...]
+    line: str
+    timed: Pattern
+
+    def slower(self, stdout: str, nranks: int = 2) -> Optional[dict[str, float]]:
+        """rank -> its time over the median of the other ranks' minus 1 (0.10: 10 %
+        slower), from the program's output; None when it gives no time for every rank."""
+        times = {int(r): float(t) for r, t in re.findall(self.line, stdout)}
+        if len(times) != nranks or min(times.values()) <= 0:
+            return None
+        return {
+            str(r): t / statistics.median(v for q, v in times.items() if q != r) - 1.0
+            for r, t in sorted(times.items())
+        }
+
+
+# The demo's stencil with --timing: Fortran's system_clock around its compute between
+# MPI_Waitall and MPI_Allreduce (99 % of a rank's compute), with no MPI call inside.
+STENCIL_CLOCK = OwnClock(
+    ("--timing",),
+    r"stencil\[timing\] rank (\d+): compute/step mean ([0-9.]+) ms",
+    Pattern(to="MPI_Allreduce@", frm="MPI_Waitall@"),
+)
+# program name -> its own timer, where it has one
+OWN_CLOCKS = {"stencil": STENCIL_CLOCK}
 
 
 @dataclass
