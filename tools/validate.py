@@ -75,10 +75,10 @@ wrong name is confirmed (tests/tools/verdicts.py OwnTimer).
 changed on the analysis side, measured on the same runs).
 
 --short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
-retry on a miss; exits 1 when a case misses twice. For a real program (validate.gross.stencil)
---short is +50 % in its largest class, which also must measure 1.25x..2.4x in the trace;
-where that class holds most of the rank's compute (the stencil's), a slow_core of the rank
-is a hit too, by slow_core's own rule.
+retry on a miss (the other rank injected, on the other CPU); exits 1 when a case misses twice.
+For a real program (validate.gross.stencil) --short is +50 % in its largest class, which also
+must measure 1.25x..2.4x in the trace; where that class holds most of the rank's compute (the
+stencil's), a slow_core of the rank is a hit too, by slow_core's own rule.
 Otherwise the exit code is 0 unless a trial
 could not run: the full benchmark reports rates, it does not assert them.
 
@@ -893,16 +893,21 @@ def trial_runner(st: Setup, suite: str,
 
 def gross_case(trial: TrialRunner, suite: str, case: Case, i: int, prefix: str,
                trials: list[Trial]) -> bool:
-    """--short: one trial of ``case`` (the i-th), retried once on swapped CPUs after a miss;
-    whether it hit (or could not run) in one of the two."""
-    for attempt, t in enumerate((i, i ^ 2), start=1):
+    """--short: one trial of ``case`` (the i-th), retried once after a miss with the other
+    rank injected, on the other CPU (placement: trial i ^ 1); whether it hit (or could not
+    run) in one of the two. Why both: a shared host slows one vCPU for a run, and it also
+    slowed one rank's compute whichever its CPU for several runs in a row (the stencil's
+    own timer: rank 1 +46 % in both attempts of one CI run, the injected rank 0's +50 %
+    hidden under it in its time), so a retry on swapped CPUs alone can miss again."""
+    for attempt, t in enumerate((i, i ^ 1), start=1):
         tr = trial(case, t, attempt, f"{prefix}{case.name}-attempt{attempt}")
         trials.append(tr)
         print(trial_line(tr), flush=True)
         if tr.hit or tr.error:
             return True
         print(f"validate: {suite} {case.name}: miss in attempt {attempt}"
-              + ("; retrying on swapped CPUs" if attempt == 1 else ""), flush=True)
+              + ("; retrying with the other rank on the other CPU" if attempt == 1 else ""),
+              flush=True)
     return False
 
 

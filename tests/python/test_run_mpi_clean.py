@@ -13,8 +13,8 @@ SEG = "MPI_Waitall.*MPI_Allreduce"
 LINE = r"stencil\[timing\] rank ([0-9]+): compute/step mean ([0-9.]+) ms"
 RESULT = {
     "segments": [
-        {"id": "S0", "from": "x.f90:1 MPI_Waitall", "to": "x.f90:2 MPI_Allreduce"},
-        {"id": "S1", "from": "x.f90:2 MPI_Allreduce", "to": "x.f90:3 MPI_Irecv"},
+        {"id": "S0", "key": "perfvar:segment:MPI_Waitall@/x/app+0x1;MPI_Allreduce@/x/app+0x2"},
+        {"id": "S1", "key": "perfvar:segment:MPI_Allreduce@/x/app+0x2;MPI_Irecv@/x/app+0x3"},
     ]
 }
 
@@ -27,7 +27,12 @@ def job(own_clock=(SEG, LINE)) -> Job:
 
 
 def finding(rank: int, shift: float, segment: str = "S0") -> dict:
-    return {"rank": rank, "segment": segment, "evidence": {"shift_rel": shift, "excess_rel": shift}}
+    return {
+        "kind": "slow_segment",
+        "rank": rank,
+        "segment": segment,
+        "evidence": {"shift_rel": shift, "excess_rel": shift},
+    }
 
 
 def timer(ms0: float, ms1: float) -> str:
@@ -45,6 +50,8 @@ def test_a_rank_the_programs_timer_saw_no_slower_counts_against_perfvar():
     assert unconfirmed(job(), [finding(0, 0.92)], RESULT, timer(1.41, 1.40)) == [0]
     # slower, but by less than half of perfvar's shift
     assert unconfirmed(job(), [finding(0, 0.92)], RESULT, timer(1.9, 1.4)) == [0]
+    # half of perfvar's shift, but under half the gross margin
+    assert unconfirmed(job(), [finding(0, 0.08)], RESULT, timer(1.456, 1.40)) == [0]
     # the other rank slower: the timer contradicts the finding
     assert unconfirmed(job(), [finding(0, 0.30)], RESULT, timer(1.4, 2.0)) == [0]
 

@@ -229,38 +229,29 @@ def check_trace_output(a) -> None:
         fail("trace check")
 
 
-def own_clock_ratio(a, stdout: str, rank: int) -> float | None:
-    """The program's own time for ``rank`` (--own-clock) over the median of the other ranks',
-    minus 1; None when the output does not give it for every rank."""
-    times = {int(r): float(t) for r, t in re.findall(a.own_clock[1], stdout)}
-    others = [t for r, t in times.items() if r != rank]
-    if rank not in times or len(times) != a.np or not others:
-        return None
-    others.sort()
-    mid = len(others) // 2
-    centre = others[mid] if len(others) % 2 else (others[mid - 1] + others[mid]) / 2
-    return times[rank] / centre - 1.0
-
-
 def unconfirmed(job: Job, slow: list, result: dict, stdout: str) -> list[int]:
     """The ranks of the gross findings in ``slow`` that the program's own timer (--own-clock)
-    does not confirm. Confirmed: a finding in the timed segments whose rank that timer, read
-    independently of perfvar, measured slower than its peers by at least half of perfvar's
-    shift over the run (its median against the peers': the timer gives a mean over the run)
-    and by half the gross margin. Such a rank really computed slower (a shared host's vCPU or
-    memory), which a clean run cannot rule out; a false positive of perfvar has the program's
-    timer see no difference."""
+    does not confirm. Confirmed (verdicts.OwnTimer): a finding in the timed segments whose
+    rank that timer, read independently of perfvar, measured slower than its peers by at
+    least half of perfvar's shift over the run (its median against the peers': the timer
+    gives a mean over the run), and here by half the gross margin too. Such a rank really
+    computed slower (a shared host's vCPU or memory), which a clean run cannot rule out; a
+    false positive of perfvar has the program's timer see no difference."""
     a = job.a
     if not a.own_clock:
         return sorted({x["rank"] for x in slow})
-    segs = {s["id"]: json.dumps(s) for s in result["segments"]}
+    # verdicts reads perfvar's verdict kinds: the tree's package, as analyze() runs it
+    sys.path.insert(0, str(ROOT / "postproc"))
+    from verdicts import OwnTimer, slower_by_own_timer
+
+    key_of = {s["id"]: s["key"] for s in result["segments"]}
+    timed = [s["key"] for s in result["segments"] if re.search(a.own_clock[0], json.dumps(s))]
+    slower = slower_by_own_timer(a.own_clock[1], stdout, a.np) or {}
+    timer = OwnTimer(slower, timed)
     named = set()
     for x in slow:
-        ev = x["evidence"]
-        said = ev["shift_rel"]
-        ratio = own_clock_ratio(a, stdout, x["rank"])
-        timed = re.search(a.own_clock[0], segs.get(x["segment"], x["segment"]))
-        if timed and ratio is not None and ratio >= max(said, a.gross) / 2:
+        said, ratio = x["evidence"]["shift_rel"], slower.get(x["rank"])
+        if timer.confirms(x, key_of) and ratio >= a.gross / 2:
             print(f"run_mpi: rank {x['rank']} in {x['segment']} +{100 * said:.1f}%: the "
                   f"program's own timer measured it {100 * ratio:+.1f}% against its peers: "
                   "the machine's, not perfvar's")

@@ -31,6 +31,8 @@ Pure functions over analysis.json's content; thread-safe.
 
 from __future__ import annotations
 
+import re
+import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -51,6 +53,19 @@ class Injected:
     rank: int
     segment: Optional[str] = None  # slow_segment: the class's canonical segment key
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
+
+
+def slower_by_own_timer(line: str, stdout: str, nranks: int) -> Optional[dict[int, float]]:
+    """rank -> its own time over the median of the other ranks' minus 1 (0.10: 10 %
+    slower), from a program's output lines matching ``line`` (groups: rank, time in any
+    one unit); None when the output gives no positive time for every one of ``nranks``."""
+    times = {int(r): float(t) for r, t in re.findall(line, stdout)}
+    if len(times) != nranks or nranks < 2 or min(times.values()) <= 0:
+        return None
+    return {
+        r: t / statistics.median(v for q, v in times.items() if q != r) - 1.0
+        for r, t in sorted(times.items())
+    }
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ their objects."""
 
 from __future__ import annotations
 
-import re
 import shutil
-import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from verdicts import slower_by_own_timer
 
 from validation.classes import Pattern
 
@@ -94,15 +94,11 @@ class OwnClock:
     timed: Pattern
 
     def slower(self, stdout: str, nranks: int = 2) -> Optional[dict[str, float]]:
-        """rank -> its time over the median of the other ranks' minus 1 (0.10: 10 %
-        slower), from the program's output; None when it gives no time for every rank."""
-        times = {int(r): float(t) for r, t in re.findall(self.line, stdout)}
-        if len(times) != nranks or min(times.values()) <= 0:
-            return None
-        return {
-            str(r): t / statistics.median(v for q, v in times.items() if q != r) - 1.0
-            for r, t in sorted(times.items())
-        }
+        """rank (as text, the kit's JSON key) -> its time over the median of the other
+        ranks' minus 1 (verdicts.slower_by_own_timer); None when the output gives no time
+        for every rank."""
+        slower = slower_by_own_timer(self.line, stdout, nranks)
+        return None if slower is None else {str(r): f for r, f in slower.items()}
 
 
 # The demo's stencil with --timing: Fortran's system_clock around its compute between
