@@ -241,7 +241,8 @@ def unconfirmed(job: Job, slow: list, result: dict, stdout: str) -> list[int]:
     if not a.own_clock:
         return sorted({x["rank"] for x in slow})
     # verdicts reads perfvar's verdict kinds: the tree's package, as analyze() runs it
-    sys.path.insert(0, str(ROOT / "postproc"))
+    if str(ROOT / "postproc") not in sys.path:
+        sys.path.insert(0, str(ROOT / "postproc"))
     from verdicts import OwnTimer, slower_by_own_timer
 
     key_of = {s["id"]: s["key"] for s in result["segments"]}
