@@ -165,8 +165,7 @@ def _is_slow_core(
     largest_excess = largest["peers_median_ns"] * rel(shift_log)
     return (
         q < params.alpha
-        and bt.tested
-        and bt.steady_share >= CORE_STEADY_SHARE
+        and bt.steady_in(CORE_STEADY_SHARE)
         and shift_log > float(np.log1p(params.core_floor))
         and shifted >= MIN_SHIFTED_CLASSES
         and common >= COMMON_SHARE * time

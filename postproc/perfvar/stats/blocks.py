@@ -138,7 +138,12 @@ class BlockTest:
     @property
     def steady(self) -> bool:
         """The shift clears the floor in at least STEADY_SHARE of the blocks."""
-        return self.tested and self.steady_share >= STEADY_SHARE
+        return self.steady_in(STEADY_SHARE)
+
+    def steady_in(self, share: float) -> bool:
+        """Tested, and the shift clears the floor in at least ``share`` (0..1) of the
+        usable blocks (a detector with a stricter bar than STEADY_SHARE: slow_core)."""
+        return self.tested and self.steady_share >= share
 
     def evidence(self) -> dict:
         """The figures a finding carries (relative shifts: 0.01 = 1 %)."""
