@@ -63,8 +63,9 @@ every wrong name is one of these two.
 
 The program, measured outside perfvar: the demo's stencil runs with --timing, its own timer
 (Fortran's system_clock) around the compute between MPI_Waitall and MPI_Allreduce, 99 % of a
-rank's compute; the trial prints how much slower each rank timed it than the other ("the
-program's own timer r0 +38.1%, r1 -27.6%"). A wrong name of a slower core, or of a slow segment
+rank's compute; CoMD times its force loop and prints each timer's fastest and slowest rank
+(tools/validation/programs.py OWN_CLOCKS); the trial prints how much slower each rank timed it
+than the other ("the program's own timer r0 +38.1%, r1 -27.6%"). A wrong name of a slower core, or of a slow segment
 in that class, whose rank the program timed slower by at least half of the finding's shift is
 listed as confirmed: the rank really computed slower, by a clock perfvar does not read.
 "trials whose wrong names the program's own timer confirms" counts the trials whose every

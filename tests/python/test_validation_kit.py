@@ -130,6 +130,18 @@ def test_the_stencils_own_timer_per_rank() -> None:
     assert selected([key, K2.replace("app", "stencil")], programs.STENCIL_CLOCK.timed) == [key]
 
 
+def test_comds_own_timer_gives_both_ranks_on_one_line() -> None:
+    # CoMD's printPerformanceResults format: "%-16s%6d:%10.4f  %6d:%10.4f  %10.4f  %10.4f"
+    row = "{:<16}{:6d}:{:10.4f}  {:6d}:{:10.4f}  {:10.4f}  {:10.4f}\n"
+    out = ("Timings for Rank 0\n"
+           "  force                  150       0.0300        4.5000       88.00\n"
+           "Timing Statistics Across 2 Ranks:\n"
+           + row.format("loop", 0, 5.0, 1, 5.1, 5.05, 0.05)
+           + row.format("  force", 1, 4.0, 0, 5.0, 4.5, 0.5))
+    assert programs.COMD_CLOCK.slower(out) == {"0": 5.0 / 4.0 - 1, "1": 4.0 / 5.0 - 1}
+    assert programs.COMD_CLOCK.slower(out.replace("force   ", "velocity")) is None
+
+
 def rank_json(directory: Path, rank: int, cpus: list[int], self_ns: int,
               busy_ns: dict[int, int]) -> None:
     """A rank-N.json whose neighbours record says the CPUs of ``busy_ns`` were busy that

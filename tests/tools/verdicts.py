@@ -58,8 +58,13 @@ class Injected:
 def slower_by_own_timer(line: str, stdout: str, nranks: int) -> Optional[dict[int, float]]:
     """rank -> its own time over the median of the other ranks' minus 1 (0.10: 10 %
     slower), from a program's output lines matching ``line`` (groups: rank, time in any
-    one unit); None when the output gives no positive time for every one of ``nranks``."""
-    times = {int(r): float(t) for r, t in re.findall(line, stdout)}
+    one unit, and more such pairs where one line gives several ranks, as CoMD's slowest
+    and fastest); None when the output gives no positive time for every one of
+    ``nranks``."""
+    times = {}
+    for groups in re.findall(line, stdout):
+        pairs = groups if isinstance(groups, tuple) else ()
+        times.update({int(r): float(t) for r, t in zip(pairs[0::2], pairs[1::2])})
     if len(times) != nranks or nranks < 2 or min(times.values()) <= 0:
         return None
     return {

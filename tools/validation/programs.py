@@ -108,8 +108,19 @@ STENCIL_CLOCK = OwnClock(
     r"stencil\[timing\] rank (\d+): compute/step mean ([0-9.]+) ms",
     Pattern(to="MPI_Allreduce@", frm="MPI_Waitall@"),
 )
+# CoMD's timer of its force loop (computeForce, no MPI call inside for Lennard-Jones),
+# from the table rank 0 prints at the end, "Timing Statistics Across 2 Ranks" (indented
+# under "timestep"): each timer's fastest and slowest rank and their times in s, which on
+# 2 ranks are both. The force loop is the longer kind of its class from one MPI_Sendrecv
+# line to the other (docs/measurements.md, CoMD), with the velocity and position updates
+# of a step.
+COMD_CLOCK = OwnClock(
+    (),
+    r"(?m)^ *force +(\d+):\s*([0-9.]+)\s+(\d+):\s*([0-9.]+)",
+    Pattern(to="MPI_Sendrecv@", frm="MPI_Sendrecv@"),
+)
 # program name -> its own timer, where it has one
-OWN_CLOCKS = {"stencil": STENCIL_CLOCK}
+OWN_CLOCKS = {"stencil": STENCIL_CLOCK, "comd": COMD_CLOCK}
 
 
 @dataclass
