@@ -65,11 +65,11 @@ The program, measured outside perfvar: the demo's stencil runs with --timing, it
 (Fortran's system_clock) around the compute between MPI_Waitall and MPI_Allreduce, 99 % of a
 rank's compute; CoMD times its force loop and prints each timer's fastest and slowest rank
 (tools/validation/programs.py OWN_CLOCKS); the trial prints how much slower each rank timed it
-than the other ("the program's own timer r0 +38.1%, r1 -27.6%"). A wrong name of a slower core, or of a slow segment
-in that class, whose rank the program timed slower by at least half of the finding's shift is
-listed as confirmed: the rank really computed slower, by a clock perfvar does not read.
-"trials whose wrong names the program's own timer confirms" counts the trials whose every
-wrong name is confirmed (tests/tools/verdicts.py OwnTimer).
+than the other ("the program's own timer r0 +38.1%, r1 -27.6%"). A wrong name of a slower
+core, or of a slow segment in the class timed, whose rank the program timed slower by at least
+half of the finding's shift is listed as confirmed: the rank really computed slower, by a
+clock perfvar does not read. "trials whose wrong names the program's own timer confirms"
+counts the trials whose every wrong name is confirmed (tests/tools/verdicts.py OwnTimer).
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
