@@ -41,10 +41,20 @@ def _failed(reports):
     return [dataclasses.replace(r, error=r.error is not None) for r in reports]
 
 
+def _errors_unworded(warnings, reports):
+    """``warnings`` with each location's error words, which a warning quotes, replaced
+    by one mark."""
+    out = list(warnings)
+    for r in reports:
+        if r.error is not None:
+            out = [w.replace(f"({r.error})", "(error)") for w in out]
+    return out
+
+
 def assert_same(a, b, error_text=True):
-    """``error_text`` False: a location's error compares by whether there is one (a
-    cut file's: OTF2 decodes a buffer it did not fill, and which error that raises
-    depends on what the heap held)."""
+    """``error_text`` False: a location's error, and the warnings that quote it, compare
+    by whether there is one (a cut file's: OTF2 decodes a buffer it did not fill, and
+    which error that raises depends on what the heap held)."""
     assert a.samples.dtype == b.samples.dtype and a.probes.dtype == b.probes.dtype
     for name in a.samples.dtype.names:
         assert np.array_equal(a.samples[name], b.samples[name]), name
@@ -56,9 +66,12 @@ def assert_same(a, b, error_text=True):
         assert np.array_equal(ma[name], mb[name], equal_nan=name == "values"), name
     if error_text:
         assert a.locations == b.locations
+        assert a.warnings == b.warnings
     else:
         assert _failed(a.locations) == _failed(b.locations)
-    assert a.warnings == b.warnings
+        assert _errors_unworded(a.warnings, a.locations) == _errors_unworded(
+            b.warnings, b.locations
+        )
     assert (a.path, a.timer_resolution_hz, a.segments, a.global_offset_ticks) == (
         b.path,
         b.timer_resolution_hz,
