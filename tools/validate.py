@@ -601,16 +601,18 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     take_score(tr, case, injected, analysis, labels)
     tr.off_cpu = off_cpu(analysis)
     tr.beside = beside_cores(analysis)
-    require_injection_shown(tr, case, injected)
+    require_injection_shown(tr, case, injected, own_timer(tr, analysis))
 
 
-def require_injection_shown(tr: Trial, case: Case, injected: list[Injected]) -> None:
+def require_injection_shown(tr: Trial, case: Case, injected: list[Injected],
+                            timer: OwnTimer | None) -> None:
     """A --short case's trial whose class did not measure within the case's bounds is a miss,
-    whatever was named: the injection itself did not show."""
+    whatever was named: the injection itself did not show. ``timer``: the program's own, or
+    None."""
     shown = ratio_beside_cpus(tr)
     # Any figure within the bounds shows the injection: the witness's addition chain can
     # miss a slowdown of the class as well as see one the class did not have.
-    figures = (tr.class_ratio, shown, ratio_beside_own(tr, injected_keys(injected)))
+    figures = (tr.class_ratio, shown, ratio_beside_own(tr, timer, injected_keys(injected)))
     if case.ratio and not any(x is not None and case.ratio[0] <= x <= case.ratio[1]
                               for x in figures):
         tr.hit = False  # the injection itself did not show: a miss
@@ -639,17 +641,14 @@ def injected_keys(injected: list[Injected]) -> list[str]:
     return [x.segment for x in injected if x.segment]
 
 
-def ratio_beside_own(tr: Trial, keys: list[str]) -> float | None:
+def ratio_beside_own(tr: Trial, timer: OwnTimer | None, keys: list[str]) -> float | None:
     """The class's ratio to the other rank's over the ratio of the two ranks' times by the
-    program's own timer (OwnClock), where that timer times one of the injected classes
+    program's own timer (own_timer), where that timer times one of the injected classes
     ``keys``: it brackets the class's compute and not the injected work, which runs inside
     the MPI call after it, so what is left is the injection. None without such a timer."""
-    clock = programs.OWN_CLOCKS.get(tr.suite)
-    if tr.class_ratio is None or not tr.own_slower or clock is None:
+    if tr.class_ratio is None or timer is None or not set(keys) & set(timer.keys):
         return None
-    if not selected(keys, clock.timed):
-        return None
-    return tr.class_ratio / (1 + tr.own_slower[str(tr.rank)])
+    return tr.class_ratio / (1 + timer.slower[tr.rank])
 
 
 def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:

@@ -323,11 +323,12 @@ def test_the_class_ratio_with_the_programs_own_timer_taken_out() -> None:
     # while its own timer had rank 0's compute 18.5 % under rank 1's.
     tr = validate.Trial("seg", 1, "stencil", 0, "0 1", suite="stencil", class_ratio=1.055,
                         own_slower={"0": -0.185, "1": 0.228})
-    assert abs(validate.ratio_beside_own(tr, [K1]) - 1.055 / 0.815) < 1e-9
+    timer = validate.own_timer(tr, analysis())
+    assert abs(validate.ratio_beside_own(tr, timer, [K1]) - 1.055 / 0.815) < 1e-9
     # a class the timer does not bracket, or a program without one: no figure
-    assert validate.ratio_beside_own(tr, [K2]) is None
+    assert validate.ratio_beside_own(tr, timer, [K2]) is None
     other = validate.Trial("seg", 1, "cloverleaf", 0, "0 1", suite="cloverleaf",
                            class_ratio=1.055, own_slower={"0": -0.185, "1": 0.228})
-    assert validate.ratio_beside_own(other, [K1]) is None
+    assert validate.ratio_beside_own(other, validate.own_timer(other, analysis()), [K1]) is None
     lo, hi = validate.REAL_SHORT[0].ratio
     assert lo < 3.0 < hi and lo > 1.5  # a +50 % class (or none) stays below the gross bounds
