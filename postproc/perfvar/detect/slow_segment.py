@@ -33,8 +33,9 @@ median above t_min):
    class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels), beyond r's own
    speed: where r has more than local_speed.MIN_CLASSES classes, on log-durations
-   with r's speed around each sample taken away (perfvar.stats.local_speed: a
-   vCPU's speed swings faster than a block), the excess then the difference of
+   with r's speed around each sample taken away, as much of it as the class
+   follows (perfvar.stats.local_speed: a vCPU's speed swings faster than a
+   block, and not every class follows it whole), the excess then the difference of
    the run's corrected medians; else minus r's common shift in the same block
    (_core_offset: a core drifting against its peers moves all its classes
    alike), the excess the median of these block excesses. A one-sided sign test

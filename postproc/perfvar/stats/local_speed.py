@@ -22,13 +22,21 @@ segment and its neighbours:
   short segments does not outvote the others, and a class slower on this rank (an
   anomaly) is one vote among at least ``MIN_CLASSES``, which the median does not
   follow. Fewer classes there: no speed, the sample is not corrected;
-* corrected log-duration: log-duration minus that speed.
+* the class's sensitivity to that speed (sensitivities()): how much of it the
+  class follows, read from how its samples move with the speed within each rank
+  over the run. Not every class follows its core whole: in CloverLeaf one class
+  followed 0.06-0.54 of it in 19 runs and another 0.75-1.70 (a plain slope within
+  the ranks); on a rank 27 % slower than its peer, the first, taken as following
+  it whole, came out 19 % faster beyond its core, the mirror image of a slow class
+  on the peer;
+* corrected log-duration: log-duration minus the sensitivity times that speed.
 
-The speed holds the rank's core as well (a slower core moves every class alike), so
-a class compared with its peers on corrected log-durations is judged beyond its
-core, stretch by stretch. With fewer than MIN_CLASSES other classes the median
-would follow one class, the mirror image of a slow class on the other ones
-(perfvar.detect.slow_segment keeps its per-block offset then).
+The speed holds the rank's core as well (a slower core moves every class, each as
+much as it follows it), so a class compared with its peers on corrected
+log-durations is judged beyond its core, stretch by stretch. With fewer than
+MIN_CLASSES other classes the median would follow one class, the mirror image of a
+slow class on the other ones (perfvar.detect.slow_segment keeps its per-block
+offset then).
 
 Measured on the validation kit's CloverLeaf runs (7 s, 2 ranks, about 85 segments
 a class a rank): corrected, a class's samples vary 7-11 % instead of 12-15 %; the
@@ -43,8 +51,9 @@ long as one thread derives them.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -57,6 +66,13 @@ WITNESS_SHARE = 0.95  # of a rank's compute time, in the classes that tell its s
 MIN_CLASSES = (
     3  # other classes in those bins for a speed: the median is not one class's
 )
+# A class's sensitivity to the rank's speed is 1 +- PRIOR_SD before its samples tell
+# it: CloverLeaf's classes measured 0.1-1.75 (sensitivity()).
+PRIOR_SD = 0.5
+MIN_SLOPE_SAMPLES = 8  # samples with a speed a rank needs to tell the slope
+# The speed's swing over the run must be twice its readings' noise (in variance)
+# for a class's slope to be read: below, the slope is mostly the noise's.
+MIN_RELIABILITY = 0.5
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,7 @@ class Corrected:
     samples_ns: np.ndarray
     start_ns: np.ndarray
     share: float  # of the cell's kept samples that had a speed
+    sensitivity: float = 1.0  # of the class to the rank's speed (sensitivity())
 
     @property
     def n(self) -> int:
@@ -117,14 +134,25 @@ def _witnesses(cells: list) -> np.ndarray:
     return keep
 
 
+@dataclass(frozen=True)
+class _Told:
+    """One cell's kept samples with the rank's speed read around each (NaN where
+    fewer than MIN_CLASSES other classes told it)."""
+
+    logd: np.ndarray  # log-duration (ns)
+    speed: np.ndarray  # the rank's speed at the sample, log
+    noise: np.ndarray  # the variance of that reading (_reading_noise)
+    start_ns: np.ndarray
+
+
 def _rank_speeds(
     prep: Prepared,
     rank: int,
     segs: list[int],
     centres: dict[int, float],
     witnesses: set[int],
-) -> dict[tuple[int, int], Corrected]:
-    """(segment, rank) -> Corrected for one rank's cells ``segs`` (more than
+) -> dict[tuple[int, int], _Told]:
+    """(segment, rank) -> _Told for one rank's cells ``segs`` (more than
     MIN_CLASSES), the rank's speed read from its ``witnesses`` (witness_classes)."""
     cells = [prep.cells[(s, rank)] for s in segs]
     start = np.concatenate([c.start_ns for c in cells])
@@ -149,12 +177,97 @@ def _rank_speeds(
                 np.nan,
             )
         mine = cls == k
-        v = speed[bins[mine]]
-        ok = ~np.isnan(v)
-        out[(s, rank)] = Corrected(
-            samples_ns=np.exp(logd[mine][ok] - v[ok]),
-            start_ns=start[mine][ok],
+        noise = _reading_noise(others, speed, counted)
+        out[(s, rank)] = _Told(
+            logd[mine], speed[bins[mine]], noise[bins[mine]], start[mine]
+        )
+    return out
+
+
+def _reading_noise(
+    others: np.ndarray, speed: np.ndarray, counted: np.ndarray
+) -> np.ndarray:
+    """Per bin, the variance of the speed read there: of a median of ``counted``
+    classes' window medians ``others`` (bins x classes) that scatter around it,
+    pi/2 x their variance / their number (a median's, for normal scatter). The
+    classes' own responses to the speed scatter them too: an upper bound."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a class with no window
+        apart = others - speed[:, None]
+        apart -= np.nanmedian(apart, axis=0)  # a class's own offset on the rank
+        scatter = np.nanmean(apart**2, axis=1)
+        return np.where(counted >= MIN_CLASSES, np.pi / 2 * scatter / counted, np.nan)
+
+
+def _slope(told: list[_Told]) -> Optional[tuple[float, float]]:
+    """(slope, its variance) of a class's log-duration on the rank's speed within
+    each rank (each rank's own means taken away, so that what a rank adds to the
+    class, an anomaly among it, is not read as speed), over its samples on every
+    rank with MIN_SLOPE_SAMPLES of them with a speed; None where there are none,
+    or where the speed swung less than MIN_RELIABILITY allows against its
+    readings' noise (then the slope would be mostly the noise's: flat)."""
+    ys, xs, noise = [], [], []
+    for t in told:
+        ok = ~np.isnan(t.speed) & ~np.isnan(t.noise)
+        if np.count_nonzero(ok) >= MIN_SLOPE_SAMPLES:
+            ys.append(t.logd[ok] - t.logd[ok].mean())
+            xs.append(t.speed[ok] - t.speed[ok].mean())
+            noise.append(t.noise[ok])
+    if not xs:
+        return None
+    y, x = np.concatenate(ys), np.concatenate(xs)
+    sxx = float(np.sum(x * x))
+    if y.size <= len(xs) + 1 or sxx <= 0.0:
+        return None
+    if 1.0 - float(np.mean(np.concatenate(noise))) * x.size / sxx < MIN_RELIABILITY:
+        return None
+    slope = float(np.sum(x * y)) / sxx
+    return slope, float(np.sum((y - slope * x) ** 2)) / (y.size - len(xs) - 1) / sxx
+
+
+def sensitivities(
+    told: dict[tuple[int, int], _Told], witnesses: dict[int, set[int]]
+) -> dict[int, float]:
+    """segment -> how much of its rank's speed the class follows: 1 as much as the
+    classes that tell the speed (their median response is the speed), 0.2 for a
+    class a slower core hardly slows.
+
+    Each class's slope (_slope) over the median slope of the witness classes
+    (what flattens every slope alike, the readings' noise and their 90 ms window,
+    cancels), shrunk toward 1 by its precision: 1 + (b - 1) PRIOR_SD^2 /
+    (PRIOR_SD^2 + var(b)); never below 0. Where the witnesses' slopes are not
+    told, every class is 1 (the speed taken away whole)."""
+    by_seg: dict[int, list[_Told]] = {}
+    for (s, _), t in told.items():
+        by_seg.setdefault(s, []).append(t)
+    slopes = {s: _slope(ts) for s, ts in by_seg.items()}
+    said = {s for ss in witnesses.values() for s in ss}
+    base = [b[0] for s, b in slopes.items() if b is not None and s in said]
+    ref = float(np.median(base)) if len(base) >= MIN_CLASSES else 0.0
+    out = {}
+    for s, b in slopes.items():
+        if b is None or ref <= 0.0:
+            out[s] = 1.0
+            continue
+        slope, var = b[0] / ref, b[1] / ref**2
+        out[s] = max(0.0, 1.0 + (slope - 1.0) * PRIOR_SD**2 / (PRIOR_SD**2 + var))
+    return out
+
+
+def _corrected(
+    told: dict[tuple[int, int], _Told], witnesses: dict[int, set[int]]
+) -> dict[tuple[int, int], Corrected]:
+    """Each cell's samples with its class's sensitivity times the rank's speed
+    taken away."""
+    slope = sensitivities(told, witnesses)
+    out = {}
+    for (s, r), t in told.items():
+        ok = ~np.isnan(t.speed)
+        out[(s, r)] = Corrected(
+            samples_ns=np.exp(t.logd[ok] - slope[s] * t.speed[ok]),
+            start_ns=t.start_ns[ok],
             share=float(ok.mean()) if ok.size else 0.0,
+            sensitivity=slope[s],
         )
     return out
 
@@ -197,10 +310,11 @@ def corrected_cells(
         return prep.derived[key]
     centres = _centres(prep, sorted(judgeable))
     witnesses = witness_classes(prep, judgeable)
-    out: dict[tuple[int, int], Corrected] = {}
+    told: dict[tuple[int, int], _Told] = {}
     for r, segs in _segments_by_rank(judgeable).items():
         if len(segs) <= MIN_CLASSES:
             continue
-        out.update(_rank_speeds(prep, r, segs, centres, witnesses[r]))
+        told.update(_rank_speeds(prep, r, segs, centres, witnesses[r]))
+    out = _corrected(told, witnesses)
     prep.derived[key] = out
     return out
