@@ -23,7 +23,10 @@ injected into (the targets' "nobody else", "the other rank in none"). A slow_pha
 transient (a shift that came and went names no anomalous core): it hits an injected phase of its
 rank with its window, and is otherwise listed apart ("trials with other transients": on a shared
 host, its hiccups), neither a hit nor a wrong name. Other kinds (migrated, shared_cpu...) are
-shown as information. The rules are tests/tools/verdicts.py's.
+shown as information. The rules are tests/tools/verdicts.py's. A rank whose start-up calibration
+failed, with no other rank on its host to lend it a t_min/t_diff, is not judged: its trial says
+"not judged, no calibration" and a line under the table lists those trials (scored as they are:
+a miss there is the calibration's, not the verdict's).
 
 Real programs (tools/validation/programs.py) are built for the MPI of --mpi (Open MPI in the
 checkout given, MPICH in a clean copy of it in the work folder; the stencil for MPICH from
@@ -112,6 +115,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
 from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
+from perfvar.stats.cells import NO_CALIBRATION  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
@@ -252,6 +256,7 @@ class Trial:
     timer_confirmed: bool = False  # every wrong name is in own_timer
     off_cpu: dict[str, float] | None = None  # rank -> share off its CPU (counters)
     beside: list[str] = field(default_factory=list)  # what else ran on a named core's CPU
+    unjudged: list[int] = field(default_factory=list)  # ranks with no t_min/t_diff: not judged
 
 
 class TrialError(Exception):
@@ -371,6 +376,15 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     tr.own_timer, tr.timer_confirmed = s.own_timer, s.timer_confirmed
     tr.hit = hit_of(s, case)
     tr.found = found(injected, analysis, labels, case, slower)
+    tr.unjudged = unjudged_ranks(analysis)
+
+
+def unjudged_ranks(analysis: dict) -> list[int]:
+    """The ranks whose segments the analysis could not judge for want of a t_min/t_diff:
+    their start-up calibration failed and no other rank on their host had one to lend. A
+    miss there is the calibration's, not the verdict's."""
+    return [r["rank"] for r in analysis.get("ranks", [])
+            if (r.get("judgements") or {}).get(NO_CALIBRATION)]
 
 
 def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
@@ -728,6 +742,8 @@ def trial_line(tr: Trial) -> str:
         named += f" (transient: {', '.join(tr.transients)})"
     if tr.wrong:
         named += " [wrong]"
+    if tr.unjudged:
+        named += " (not judged, no calibration: " + ", ".join(f"r{r}" for r in tr.unjudged) + ")"
     if tr.window_ns:
         named += f"; injected {tr.window_ns[0] / 1e6:.0f}-{tr.window_ns[1] / 1e6:.0f}ms"
     named += class_text(tr) + host_text(tr)
@@ -778,6 +794,20 @@ def apart_lines(trials: list[Trial]) -> list[str]:
         else:
             out.append(f"{suite} {case}: the class on the injected rank over the other's: "
                        f"{range_text(ratios)}, median x{statistics.median(ratios):.3f}")
+    return out if len(out) > 1 else []
+
+
+def unjudged_lines(trials: list[Trial]) -> list[str]:
+    """Per program and case, the trials with ranks the analysis could not judge (no
+    calibration; Trial.unjudged), counted in the table as they scored."""
+    out = [""]
+    for suite, case in dict.fromkeys((t.suite, t.case) for t in trials):
+        left = [t for t in trials if (t.suite, t.case) == (suite, case) and t.unjudged]
+        if left:
+            out.append(f"{suite} {case}: ranks not judged (their calibration failed, none to "
+                       "borrow on their host) in trial(s) "
+                       + ", ".join(f"{t.trial} (r{', r'.join(map(str, t.unjudged))})"
+                                   for t in left))
     return out if len(out) > 1 else []
 
 
@@ -1011,7 +1041,8 @@ def report(a: argparse.Namespace, trials: list[Trial], suites: list[tuple[str, l
            t_start: float) -> None:
     """The table, the time a trial took, and the trials into --json."""
     print()
-    print("\n".join(table(suites, trials, a.short) + apart_lines(trials)))
+    print("\n".join(table(suites, trials, a.short) + apart_lines(trials)
+                    + unjudged_lines(trials)))
     errors = [t for t in trials if t.error]
     run_s = [t.run_s + t.analysis_s for t in trials if not t.error]
     if run_s:
@@ -1036,7 +1067,8 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
             trials.append(rejudge_trial(st, record, case))
             print(trial_line(trials[-1]), flush=True)
     print()
-    print("\n".join(table(suites, trials, short) + apart_lines(trials)))
+    print("\n".join(table(suites, trials, short) + apart_lines(trials)
+                    + unjudged_lines(trials)))
     errors = [t for t in trials if t.error]
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not be judged")

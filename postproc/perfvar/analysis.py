@@ -40,7 +40,12 @@ from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
 from perfvar.stats import cpu_time, cpu_use, decompose, work
-from perfvar.stats.cells import cell_inputs, make_cells, with_states_of
+from perfvar.stats.cells import (
+    NO_CALIBRATION,
+    cell_inputs,
+    make_cells,
+    with_states_of,
+)
 from perfvar.stats.filters import (
     MIN_SAMPLES_OS,
     N_ESTIMATORS,
@@ -212,7 +217,7 @@ def _rank_verdict(
     if statuses["ok"]:
         return "ok"
     if not calibrated:
-        return "no calibration"
+        return NO_CALIBRATION
     if statuses["below precision"]:
         return "below precision"
     return "not judged"

@@ -332,3 +332,21 @@ def test_the_class_ratio_with_the_programs_own_timer_taken_out() -> None:
     assert validate.ratio_beside_own(other, validate.own_timer(other, analysis()), [K1]) is None
     lo, hi = validate.REAL_SHORT[0].ratio
     assert lo < 3.0 < hi and lo > 1.5  # a +50 % class (or none) stays below the gross bounds
+
+
+def test_ranks_the_calibration_left_unjudged_are_listed_apart() -> None:
+    import validate
+
+    # A CloverLeaf trial whose start-up calibration failed on both ranks (2026-11-28).
+    cells = {"no calibration": 66, "too few samples": 50}
+    doc = {"ranks": [{"rank": 0, "judgements": cells}, {"rank": 1, "judgements": cells},
+                     {"rank": 2, "judgements": {"ok": 30, "too few samples": 2}}]}
+    assert validate.unjudged_ranks(doc) == [0, 1]
+    tr = validate.Trial("seg10", 2, "cloverleaf", 0, "1 0", suite="cloverleaf",
+                        unjudged=[0, 1])
+    assert "(not judged, no calibration: r0, r1)" in validate.trial_line(tr)
+    other = validate.Trial("seg10", 3, "cloverleaf", 1, "1 0", suite="cloverleaf")
+    lines = validate.unjudged_lines([tr, other])
+    assert lines[1:] == ["cloverleaf seg10: ranks not judged (their calibration failed, none to "
+                         "borrow on their host) in trial(s) 2 (r0, r1)"]
+    assert validate.unjudged_lines([other]) == []

@@ -136,7 +136,7 @@ def unjudged_reason(
     if cell.n < min_samples:
         return "too few samples", cal
     if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
-        return "no calibration", cal
+        return NO_CALIBRATION, cal
     if cell.segment == prep.probe_segment:
         return None, cal
     if mine is not None:
@@ -153,6 +153,9 @@ def unjudged_reason(
 # peer's, spread over the run, tells the peers' distribution as well (the shift's
 # standard error at 2 x 10^4 samples is ~1 % of the spread, far below the floors).
 PEER_CAP = 20_000
+# The status of a cell whose rank has no t_min/t_diff, its own or borrowed (and the
+# verdict of a rank none of whose cells could be judged for that).
+NO_CALIBRATION = "no calibration"
 
 
 _GOLDEN_FRACTION = 0.6180339887498949  # rank i's offset: frac(i x this), well spread
