@@ -19,6 +19,7 @@ import numpy as np
 from perfvar import __version__, partition
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.borrow import borrow_within_hosts
+from perfvar.calibration.machine_file import lend_from_file, read_file
 from perfvar.detect import (
     describe,
     kinds_json,
@@ -316,26 +317,41 @@ def judged_classes(trace: TraceSamples) -> tuple[TraceSamples, dict[int, list[st
     return split_modes(merged), families
 
 
+def _machine_file(path: Optional[str]) -> Optional[tuple[dict, str]]:
+    """(document, path) of a `perfvar calibrate --json` file, None without one."""
+    return (read_file(path), path) if path is not None else None
+
+
 def _read_serial(
-    directory: str, paper_check: bool, progress: Progress
+    directory: str,
+    paper_check: bool,
+    progress: Progress,
+    machine: Optional[tuple[dict, str]] = None,
 ) -> tuple[TraceSamples, RunMeta, dict[int, list[str]], None, None]:
     """The whole trace in this process: (trace with its classes as judged, judged
     metadata, families: representative segment -> member keys, no cells yet, no CPU
-    use)."""
+    use). ``machine``: a calibrate file (document, path) for ranks with no t_min/t_diff
+    on their host."""
     trace, families = judged_classes(read_trace(directory))
     progress.step(
         "checking the calibration" if paper_check else "reading the calibration"
     )
-    meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check)
+    meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check, machine)
     return trace, meta, families, None, None
 
 
 def _read_in_parts(
-    directory: str, eng: Any, ranks: list[int], paper_check: bool, progress: Progress
+    directory: str,
+    eng: Any,
+    ranks: list[int],
+    paper_check: bool,
+    progress: Progress,
+    machine: Optional[tuple[dict, str]] = None,
 ) -> Optional[tuple[TraceSamples, RunMeta, dict[int, list[str]], dict, dict]]:
     """The trace read, judged and filtered in parts by rank on ``eng``'s processes:
     (trace with its classes as judged, metadata, families, the parts' cells for those
-    classes, their CPU use); None on the MPI processes that do not report."""
+    classes, their CPU use); None on the MPI processes that do not report.
+    ``machine``: as _read_serial's."""
     progress.step(f"reading, judging and filtering in {eng.size} processes")
     blocks = partition.split(ranks or trace_ranks(directory), eng.size)
     tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
@@ -350,6 +366,8 @@ def _read_in_parts(
     )
     calibration_ranks.apply(meta, judged)
     borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
+    if machine is not None:
+        borrowers += lend_from_file(meta, *machine)
     meta.notes += usability_notes(meta)
     judged_trace, families = judged_classes(trace)
     cells = partition.cells_as_judged(
@@ -372,6 +390,7 @@ def analyze(
     progress: Optional[Progress] = None,
     on_prepared: Optional[Callable[[Prepared], None]] = None,
     min_cost: float = DEFAULT_MIN_COST,
+    calibration_file: Optional[str] = None,
 ) -> Optional[dict[str, Any]]:
     """Analyse a perfvar trace directory; returns the analysis.json content (None on
     the MPI processes other than rank 0, which only compute parts).
@@ -387,9 +406,13 @@ def analyze(
     ``progress``: told each step (perfvar.progress); ``on_prepared``: called once
     with the filtered cells, for reports that plot the samples (report_html);
     ``min_cost``: the delay cost, as a share of wall time x ranks, a finding needs
-    to be a headline finding (perfvar.verdict.headline; the others are minor).
+    to be a headline finding (perfvar.verdict.headline; the others are minor);
+    ``calibration_file``: a `perfvar calibrate --json` file of the machine, whose
+    t_min/t_diff judge the ranks that have none of their own or from their host
+    (perfvar.calibration.machine_file).
     """
     progress = progress or Progress.off()
+    machine = _machine_file(calibration_file)  # first: a wrong path fails at once
     progress.step("reading the trace")
     eng = engine(jobs)
     if eng.reports:
@@ -400,9 +423,9 @@ def analyze(
         eng = engine(1)
     ended = endings_json(read_endings(directory)) if eng.reports else None
     if eng.kind == "serial":
-        read = _read_serial(directory, paper_check, progress)
+        read = _read_serial(directory, paper_check, progress, machine)
     else:
-        read = _read_in_parts(directory, eng, ranks, paper_check, progress)
+        read = _read_in_parts(directory, eng, ranks, paper_check, progress, machine)
         if read is None:
             return None  # an MPI process that does not report
     trace, meta, families, cells, use = read

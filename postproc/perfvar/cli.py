@@ -111,6 +111,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             progress=progress,
             on_prepared=None if args.no_html else kept.append,
             min_cost=args.min_cost / 100,
+            calibration_file=args.calibration,
         )
         if result is None:
             return EXIT_OK  # an MPI process that computed its part for rank 0
@@ -341,6 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes for the OS-noise filter (default 0 = number of CPUs, "
         "at most 8; 1 = serial)",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a `perfvar calibrate --json` file of this machine: its barrier timer's "
+        "t_min/t_diff judge the ranks whose start-up calibration found none and that "
+        "no rank on their host could lend any (default: such ranks are not judged)",
     )
     p.add_argument(
         "--c-estimates",

@@ -29,17 +29,17 @@ def _has_own(m: RankMeta) -> bool:
     return any(st.usable for st in m.calibration.states)
 
 
-def _borrowed_states(
-    m: RankMeta, lenders: list[RankMeta], source: str
-) -> list[CacheState]:
+def lent_states(m: RankMeta, usable: list[CacheState], source: str) -> list[CacheState]:
+    """The rank's states with each state some of ``usable`` (lenders' states with
+    t_min and t_diff) measured replaced by their largest t_min and t_diff, marked
+    BORROWED from ``source``; its other states as they were."""
     own = {st.label: st for st in m.calibration.states}
-    usable = [st for lender in lenders for st in lender.calibration.states if st.usable]
     out = []
     for label in sorted({st.label for st in usable} | set(own), key=label_order):
         theirs = [st for st in usable if st.label == label]
         mine = own.get(label)
         if not theirs:
-            out.append(mine)  # nobody on the host has this state either
+            out.append(mine)  # no lender has this state either
             continue
         was = f"own calibration {mine.status}: {mine.note}" if mine else "not measured"
         out.append(
@@ -54,6 +54,20 @@ def _borrowed_states(
             )
         )
     return out
+
+
+def lend(m: RankMeta, usable: list[CacheState], source: str, lender: str) -> None:
+    """Give rank ``m`` the states ``usable`` (lent_states), its flush-0 values as its
+    own, ``source`` as its calibration's, and say in its ``problem`` that it was
+    judged with ``lender``'s."""
+    c = m.calibration
+    c.states = lent_states(m, usable, source)
+    flush0 = next((s for s in c.states if s.label == "0" and s.usable), None)
+    if flush0 is not None:
+        c.t_min_ns, c.t_diff_ns = flush0.t_min_ns, flush0.t_diff_ns
+    c.source = source
+    why = m.problem or "no usable t_min/t_diff"
+    m.problem = f"{why}; judged with those of {lender}"
 
 
 def borrow_within_hosts(meta: RunMeta) -> list[int]:
@@ -72,15 +86,9 @@ def borrow_within_hosts(meta: RunMeta) -> list[int]:
             continue
         lent_by = f"rank(s) {compact_ranges([m.rank for m in lenders])}"
         source = f"borrowed: the largest of {lent_by} on host {host}"
+        usable = [st for m in lenders for st in m.calibration.states if st.usable]
         for m in takers:
-            c = m.calibration
-            c.states = _borrowed_states(m, lenders, source)
-            flush0 = next((s for s in c.states if s.label == "0" and s.usable), None)
-            if flush0 is not None:
-                c.t_min_ns, c.t_diff_ns = flush0.t_min_ns, flush0.t_diff_ns
-            c.source = source
-            why = m.problem or "no usable t_min/t_diff"
-            m.problem = f"{why}; judged with those of {lent_by}"
+            lend(m, usable, source, lent_by)
         taken = compact_ranges([m.rank for m in takers])
         meta.notes.append(
             f"no usable t_min/t_diff of their own for rank(s) {taken}: judged with the "

@@ -28,6 +28,7 @@ from typing import Any, Optional
 from perfvar.calibration import judge as calibration_judge
 from perfvar.calibration.borrow import borrow_within_hosts
 from perfvar.calibration.judge import SOURCE, Decision
+from perfvar.calibration.machine_file import lend_from_file
 from perfvar.read.meta import (
     RankMeta,
     RunMeta,
@@ -210,13 +211,21 @@ def judge_run(directory: str, meta: RunMeta) -> RunMeta:
     return meta
 
 
-def judged_meta(directory: str, ranks: Iterable[int], judge: bool = True) -> RunMeta:
+def judged_meta(
+    directory: str,
+    ranks: Iterable[int],
+    judge: bool = True,
+    machine: Optional[tuple[dict, str]] = None,
+) -> RunMeta:
     """read_meta with every rank's calibration decided (unless ``judge`` is False:
     the C search's estimates), a rank with none of its own given its host's
-    (perfvar.calibration.borrow), and the notes on which ranks can be judged."""
+    (perfvar.calibration.borrow), else the ``machine`` file's ((document, path):
+    perfvar.calibration.machine_file), and the notes on which ranks can be judged."""
     meta = read_meta(directory, ranks)
     if judge:
         judge_run(directory, meta)
     borrow_within_hosts(meta)
+    if machine is not None:
+        lend_from_file(meta, *machine)
     meta.notes += usability_notes(meta)
     return meta

@@ -290,7 +290,8 @@ def _rank_lines(result: dict[str, Any]) -> list[str]:
     out.append(
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
         "known); 'partial' ones are not final, 'borrowed' ones are the largest of "
-        "the host's other ranks (this rank's own found none). interrupted: share of "
+        "the host's other ranks, or of a perfvar calibrate file (--calibration), this "
+        "rank's own found none (the notes say which). interrupted: share of "
         "the compute time lost in segments the OS-noise filter took out."
         + (
             " off CPU: share of the time its counter reads covered (long compute "
