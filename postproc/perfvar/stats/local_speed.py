@@ -67,7 +67,7 @@ MIN_CLASSES = (
     3  # other classes in those bins for a speed: the median is not one class's
 )
 # A class's sensitivity to the rank's speed is 1 +- PRIOR_SD before its samples tell
-# it: CloverLeaf's classes measured 0.1-1.75 (sensitivity()).
+# it: CloverLeaf's classes measured 0.06-1.70 (sensitivities()).
 PRIOR_SD = 0.5
 MIN_SLOPE_SAMPLES = 8  # samples with a speed a rank needs to tell the slope
 # The speed's swing over the run must be twice its readings' noise (in variance)
@@ -84,7 +84,7 @@ class Corrected:
     samples_ns: np.ndarray
     start_ns: np.ndarray
     share: float  # of the cell's kept samples that had a speed
-    sensitivity: float = 1.0  # of the class to the rank's speed (sensitivity())
+    sensitivity: float = 1.0  # of the class to the rank's speed (sensitivities())
 
     @property
     def n(self) -> int:
