@@ -105,6 +105,9 @@ TOO_FEW = "too few blocks"
 # Of a cell's samples, the share with a speed (perfvar.stats.local_speed) for the
 # class to be judged on corrected log-durations, on the rank and on a peer.
 LOCAL_SHARE = 0.5
+# A class's sensitivity to its rank's speed (local_speed) the sentence gives when it
+# is this far from 1; nearer, the class follows its core as the others do.
+SAID_SENSITIVITY = 0.1
 # Without an instruction counter: the probes took the core's part away (kappa).
 PROBES_SAID = (
     " (beyond its core as its fixed-work probes measure it; no instruction counter "
@@ -126,6 +129,8 @@ class _Test:
     floor_rel: float
     t_diff_ns: float
     t_min_ns: float
+    # Of the class to its rank's speed where that was taken from each sample, else None
+    sensitivity: Optional[float] = None
 
 
 def _log_medians(
@@ -451,6 +456,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
         j, cell, ctx.slow_first.get(seg, set()), kappa, excess_log,
         cell.log_median - kappa - center, bt, peer_med,
         floor_ns, floor_rel, float(cal.t_diff_ns), float(cal.t_min_ns),
+        local.sensitivity if local is not None else None,
     )  # fmt: skip
 
 
@@ -461,6 +467,7 @@ class _Local:
 
     blocks: ClassBlocks
     medians: dict[int, float]  # rank -> median corrected log-duration
+    sensitivity: float  # of the class to its rank's speed (local_speed.sensitivities)
 
     def run_excess(self, rank: int, leave_out: list[int]) -> float:
         """``rank``'s corrected median minus its peers' centre (the median of their
@@ -489,6 +496,7 @@ def _local_blocks(ctx: _Context, seg: int, rank: int) -> Optional[_Local]:
             _Local(
                 ClassBlocks(cells),
                 {q: float(np.median(np.log(c.samples_ns))) for q, c in cells.items()},
+                next(iter(cells.values())).sensitivity,
             )
             if len(cells) >= 2
             else None
@@ -588,6 +596,8 @@ def _anomaly(
             "peer_ranks_excluded": peers.excluded,
             "shift_rel": j.shift_rel,
             "core_shift_rel": rel(t.kappa),
+            # How much of its rank's speed the class follows (None: not read).
+            "speed_sensitivity": t.sensitivity,
             "excess_rel": rel(t.excess_log),
             "excess_ci_rel": [rel(lo), rel(hi)],
             "ci_level": 0.95,
@@ -635,6 +645,9 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         if core
         else ""
     )
+    follows = ev.get("speed_sensitivity")
+    if beyond and follows is not None and abs(follows - 1) >= SAID_SENSITIVITY:
+        beyond += f", a class that follows {follows:.2f} of its rank's speed"
     return (
         f"{where(a)} is slow in segment {a['segment']} "
         f"[{labels.get(a['segment'], '?')}]: median {fmt_ns(ev['median_ns'])} "
