@@ -11,10 +11,10 @@ the same cache states.
 borrowing does (perfvar.calibration.borrow): per cache state, the largest t_min and
 the largest t_diff the file's runs on the rank's host measured for the barrier
 timer (the clock segments are timed with). A file of another host, or whose clock
-differs from the rank's (another name, or a rate more than CLOCK_RATE_TOLERANCE
-apart: another machine, or a changed clock source), lends nothing, and the run's
-notes say why. What was lent shows as the state's status "borrowed", its source
-naming the file, and the rank's ``problem``.
+differs from the rank's (another name, or a rate further apart than ranks of one run
+may be: read.meta.HZ_AGREEMENT; another machine, or a changed clock source), lends
+nothing, and the run's notes say why. What was lent shows as the state's status
+"borrowed", its source naming the file, and the rank's ``problem``.
 
 Times in ns. Pure over a RunMeta (changed in place) and the file's document; not
 thread-safe.
@@ -25,16 +25,14 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from perfvar._spec import RankJsonClock as KClock
 from perfvar.calibration.borrow import lend
 from perfvar.errors import TraceError
 from perfvar.read.cache_state import CacheState
-from perfvar.read.meta import RankMeta, RunMeta
+from perfvar.read.meta import HZ_AGREEMENT, RankMeta, RunMeta, clock_rate
 from perfvar.units import compact_ranges
 
 TIMER = "barrier"  # the timer the recorder times segments with (perfvar._spec.TIMERS)
-# Relative difference of clock rates within which the file and the run read one clock:
-# the recorder measures the TSC's rate to ~3e-6 against CLOCK_MONOTONIC_RAW.
-CLOCK_RATE_TOLERANCE = 1e-3
 
 
 def read_file(path: str) -> dict[str, Any]:
@@ -82,10 +80,12 @@ def _states(run: dict[str, Any]) -> list[CacheState]:
 def _clock_differs(run: dict[str, Any], rank: RankMeta) -> Optional[str]:
     """Why the file's run and the rank did not read one clock, or None."""
     mine, theirs = rank.clock or {}, run.get("clock") or {}
-    if mine.get("name") != theirs.get("name"):
-        return f"clock {theirs.get('name')} against the run's {mine.get('name')}"
-    a, b = mine.get("hz"), theirs.get("hz")
-    if a and b and abs(a - b) > CLOCK_RATE_TOLERANCE * a:
+    if mine.get(KClock.NAME) != theirs.get(KClock.NAME):
+        return (
+            f"clock {theirs.get(KClock.NAME)} against the run's {mine.get(KClock.NAME)}"
+        )
+    a, b = clock_rate(mine), clock_rate(theirs)
+    if a and b and abs(a - b) > HZ_AGREEMENT * a:
         return f"clock rate {b:.6g} Hz against the run's {a:.6g} Hz"
     return None
 

@@ -166,7 +166,7 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
     notes = []
     rates = {}
     for r, m in with_clock.items():
-        hz = _number(m.clock.get(KClock.MEASURED_HZ)) or _number(m.clock.get(KClock.HZ))
+        hz = clock_rate(m.clock)
         if hz:
             rates[r] = hz
     if len(rates) >= 2:
@@ -181,6 +181,12 @@ def clock_summary(ranks: dict[int, RankMeta]) -> tuple[dict[str, Any], list[str]
                 f"{HZ_AGREEMENT:g}); the trace uses one resolution for all ranks"
             )
     return summary, notes
+
+
+def clock_rate(clock: dict[str, Any]) -> Optional[float]:
+    """A clock section's rate (Hz): the one measured against CLOCK_MONOTONIC_RAW, else
+    the stated one; None when neither is a finite number >= 0. Pure."""
+    return _number(clock.get(KClock.MEASURED_HZ)) or _number(clock.get(KClock.HZ))
 
 
 def _clock_notes(ranks: dict[int, RankMeta]) -> list[dict[str, Any]]:
