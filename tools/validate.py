@@ -811,6 +811,13 @@ def unjudged_lines(trials: list[Trial]) -> list[str]:
     return out if len(out) > 1 else []
 
 
+def summary_lines(suites: list[tuple[str, list[Case]]], trials: list[Trial],
+                  short: bool) -> list[str]:
+    """What a run and a --rejudge print under the trials: the table, how far apart the
+    classes ran, the trials not judged."""
+    return table(suites, trials, short) + apart_lines(trials) + unjudged_lines(trials)
+
+
 def machine() -> str:
     model = "?"
     try:
@@ -1041,8 +1048,7 @@ def report(a: argparse.Namespace, trials: list[Trial], suites: list[tuple[str, l
            t_start: float) -> None:
     """The table, the time a trial took, and the trials into --json."""
     print()
-    print("\n".join(table(suites, trials, a.short) + apart_lines(trials)
-                    + unjudged_lines(trials)))
+    print("\n".join(summary_lines(suites, trials, a.short)))
     errors = [t for t in trials if t.error]
     run_s = [t.run_s + t.analysis_s for t in trials if not t.error]
     if run_s:
@@ -1067,8 +1073,7 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
             trials.append(rejudge_trial(st, record, case))
             print(trial_line(trials[-1]), flush=True)
     print()
-    print("\n".join(table(suites, trials, short) + apart_lines(trials)
-                    + unjudged_lines(trials)))
+    print("\n".join(summary_lines(suites, trials, short)))
     errors = [t for t in trials if t.error]
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not be judged")
