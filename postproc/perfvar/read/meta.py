@@ -430,6 +430,15 @@ def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
     return RunMeta(run=run, ranks=result, notes=notes + clock_notes, clock=clock)
 
 
+# What a user can do for a rank whose start-up calibration found nothing, with no other
+# rank of its host to lend it values (a host busy while MPI_Init ran).
+JUDGE_UNCALIBRATED = (
+    "a calibration of the machine at a quiet moment judges them: perfvar calibrate "
+    "--quick --json FILE, under mpiexec one rank per core, then perfvar analyze "
+    "--calibration FILE"
+)
+
+
 def usability_notes(meta: RunMeta) -> list[str]:
     """Which ranks have no flush-0 t_min/t_diff (judged with another cache state) and
     which have none at all (not judged); for after the calibration is decided."""
@@ -451,5 +460,6 @@ def usability_notes(meta: RunMeta) -> list[str]:
     if nowhere:
         notes.append(
             f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: not judged"
+            f" ({JUDGE_UNCALIBRATED})"
         )
     return notes

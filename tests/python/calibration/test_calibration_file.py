@@ -10,6 +10,7 @@ from conftest import CALIBRATION, RESOLUTION_HZ, normal_durations, run_cli
 from perfvar.calibration.machine_file import read_file
 from perfvar.calibration.ranks import judged_meta
 from perfvar.errors import TraceError
+from perfvar.read.meta import JUDGE_UNCALIBRATED
 
 # What a quick start-up calibration cut short writes: 0 where it found nothing.
 NOTHING_FOUND = {"mode": "quick", "status": "partial", "timer_overhead_ns": 20.0,
@@ -77,7 +78,8 @@ def test_a_file_of_another_host_or_clock_lends_nothing(tmp_path, run, why):
     assert not any(m.calibrated for m in meta.ranks.values())
     assert any(n.startswith(f"{path} lends no t_min/t_diff to rank(s) 0-1: {why}")
                for n in meta.notes), meta.notes
-    assert "no usable t_min/t_diff for rank(s) 0-1: not judged" in meta.notes
+    assert (f"no usable t_min/t_diff for rank(s) 0-1: not judged ({JUDGE_UNCALIBRATED})"
+            in meta.notes)
 
 
 def test_ranks_with_values_of_their_own_or_their_hosts_keep_them(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.errors import TraceError
 from perfvar.calibration.ranks import judged_meta
-from perfvar.read.meta import read_meta
+from perfvar.read.meta import JUDGE_UNCALIBRATED, read_meta
 from perfvar.read.trace import read_trace
 
 
@@ -171,7 +171,8 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
         "no flush-0 t_min/t_diff for rank(s) 0: judged with the nearest calibrated "
         "cache state" in meta.notes
     )
-    assert "no usable t_min/t_diff for rank(s) 1: not judged" in meta.notes
+    assert (f"no usable t_min/t_diff for rank(s) 1: not judged ({JUDGE_UNCALIBRATED})"
+            in meta.notes)
     assert not any("rank(s) 0: not judged" in n for n in meta.notes)
 
 
