@@ -753,27 +753,37 @@ def trial_line(tr: Trial) -> str:
     return text + (f"\n    {tr.error}" if tr.error else "")
 
 
+# The table's columns after the target: each counts the trials of a case it holds for.
+COUNTED = [
+    ("hits with minor", lambda t: t.found),
+    ("trials with other transients", lambda t: bool(t.transients)),
+    ("wrong names on a slower vCPU", lambda t: bool(t.slower_cpu)),
+    ("on a CPU other tasks took", lambda t: bool(t.busier_cpu)),
+    ("trials whose wrong names the host explains", lambda t: t.host_explained),
+    ("trials whose wrong names the program's own timer confirms", lambda t: t.timer_confirmed),
+]
+
+
+def case_cells(suite: str, case: Case, done: list[Trial], short: bool) -> list:
+    """One row of the table: the judged trials `done` of one case of a suite."""
+    hits = sum(t.hit for t in done)
+    rate = hits / len(done)
+    met = hits >= 1 if short else rate >= case.target - 1e-9
+    cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
+             sum(t.wrong for t in done), sum(t.other_rank for t in done),
+             case.target_text, "yes" if met else "no"]
+    return cells + [sum(1 for t in done if holds(t)) for _, holds in COUNTED]
+
+
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
-            "trials with wrong names", "of them naming another rank", "target", "met",
-            "hits with minor", "trials with other transients", "wrong names on a slower vCPU",
-            "on a CPU other tasks took", "trials whose wrong names the host explains",
-            "trials whose wrong names the program's own timer confirms"]
+            "trials with wrong names", "of them naming another rank", "target", "met"]
+    head += [name for name, _ in COUNTED]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
         done = [t for t in trials if t.suite == suite and t.case == case.name and not t.error]
-        if not done:
-            continue
-        hits = sum(t.hit for t in done)
-        rate = hits / len(done)
-        met = hits >= 1 if short else rate >= case.target - 1e-9
-        cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
-                 sum(t.wrong for t in done), sum(t.other_rank for t in done),
-                 case.target_text, "yes" if met else "no",
-                 sum(t.found for t in done), sum(bool(t.transients) for t in done),
-                 sum(bool(t.slower_cpu) for t in done), sum(bool(t.busier_cpu) for t in done),
-                 sum(t.host_explained for t in done), sum(t.timer_confirmed for t in done)]
-        rows.append("| " + " | ".join(map(str, cells)) + " |")
+        if done:
+            rows.append("| " + " | ".join(map(str, case_cells(suite, case, done, short))) + " |")
     return rows
 
 
