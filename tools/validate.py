@@ -362,14 +362,16 @@ def own_timer(tr: Trial, analysis: dict) -> OwnTimer | None:
     return OwnTimer({int(r): f for r, f in tr.own_slower.items()}, keys)
 
 
-def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict) -> None:
-    """Sets tr's verdict fields from analysis.json scored against ``injected``."""
+def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict,
+               timer: OwnTimer | None = None) -> None:
+    """Sets tr's verdict fields from analysis.json scored against ``injected``; ``timer``:
+    what the program's own timer measured (own_timer), None for the twins."""
     slower = slower_cpu_ranks(tr)
     if tr.trace and tr.others is None:
         share, tr.others_tick = host.others_share(Path(tr.trace), [0, 1])
         tr.others = {str(r): f for r, f in share.items()}
     s = score(injected, analysis, labels, slower_cpu_ranks=slower,
-              busier_cpu_ranks=busier_cpu_ranks(tr), own_timer=own_timer(tr, analysis))
+              busier_cpu_ranks=busier_cpu_ranks(tr), own_timer=timer)
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
     tr.other_rank = bool(s.other_ranks)
     tr.slower_cpu, tr.busier_cpu, tr.host_explained = s.slower_cpu, s.busier_cpu, s.host_explained
@@ -612,10 +614,11 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
                              tuple(tr.window_ns) if tr.window_ns else None)]
     elif pattern.to:  # clean: how far apart the host alone ran the ranks' largest class
         tr.class_ratio = median_ratio(read_trace(tr.trace), pattern, rank)
-    take_score(tr, case, injected, analysis, labels)
+    timer = own_timer(tr, analysis)
+    take_score(tr, case, injected, analysis, labels, timer)
     tr.off_cpu = off_cpu(analysis)
     tr.beside = beside_cores(analysis)
-    require_injection_shown(tr, case, injected, own_timer(tr, analysis))
+    require_injection_shown(tr, case, injected, timer)
 
 
 def require_injection_shown(tr: Trial, case: Case, injected: list[Injected],
