@@ -90,6 +90,19 @@ def _clock_differs(run: dict[str, Any], rank: RankMeta) -> Optional[str]:
     return None
 
 
+def _offer(doc: dict[str, Any], m: RankMeta) -> tuple[list[CacheState], Optional[str]]:
+    """The states the calibrate document ``doc`` measured on rank ``m``'s host with its
+    clock, and None; or no states and why not."""
+    runs = [r for r in _runs(doc) if r.get("host") == m.host]
+    if not runs:
+        return [], f"no run on host {m.host}"
+    why = next((w for r in runs if (w := _clock_differs(r, m))), None)
+    if why:
+        return [], why
+    theirs = [st for r in runs for st in _states(r)]
+    return theirs, None if theirs else "no t_min/t_diff in it"
+
+
 def lend_from_file(meta: RunMeta, doc: dict[str, Any], path: str) -> list[int]:
     """Give every rank of ``meta`` with no usable state (after host borrowing) the
     barrier timer's states the calibrate document ``doc`` (read_file) measured on its
@@ -103,13 +116,8 @@ def lend_from_file(meta: RunMeta, doc: dict[str, Any], path: str) -> list[int]:
     lent: list[int] = []
     refused: dict[str, list[int]] = {}
     for m in takers:
-        runs = [r for r in _runs(doc) if r.get("host") == m.host]
-        why = next((w for r in runs if (w := _clock_differs(r, m))), None)
-        theirs = [st for r in runs for st in _states(r)]
-        if not runs or why or not theirs:
-            reason = why or (
-                f"no run on host {m.host}" if not runs else "no t_min/t_diff in it"
-            )
+        theirs, reason = _offer(doc, m)
+        if reason:
             refused.setdefault(reason, []).append(m.rank)
             continue
         source = f"borrowed: perfvar calibrate {path} on host {m.host}"
