@@ -119,7 +119,7 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             progress.step("plotting the HTML report")
             page = _render_html(result, kept)
     if not args.quiet:
-        sys.stdout.write(render(result))
+        sys.stdout.write(render(result, all_classes=args.all_classes))
         sys.stdout.flush()
     try:
         path = write_json(result, args.json)
@@ -315,6 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--quiet",
         action="store_true",
         help="print nothing and show no progress, only write the JSON and HTML",
+    )
+    from perfvar.report.text import LISTED_SHARE
+
+    p.add_argument(
+        "--all-classes",
+        action="store_true",
+        help="list every segment class in the report, not only the largest ones "
+        f"holding {LISTED_SHARE * 100:g} %% of the compute time and those a finding "
+        "names",
     )
     p.add_argument(
         "--no-symbolize",

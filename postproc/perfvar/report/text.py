@@ -1,8 +1,8 @@
 """Render an analysis result (see perfvar.analysis) as a terminal report.
 
-Sections: header, ranks table, segment classes table, anomalies with their evidence
-in words, warnings, and a final ``verdict:`` line. Every duration carries its unit
-(ns, us, ms or s, chosen per value). Pure function; thread-safe.
+Sections: header, ranks table, segment classes table (listed_classes), anomalies
+with their evidence in words, warnings, and a final ``verdict:`` line. Every duration
+carries its unit (ns, us, ms or s, chosen per value). Pure functions; thread-safe.
 """
 
 from __future__ import annotations
@@ -306,10 +306,58 @@ def _rank_lines(result: dict[str, Any]) -> list[str]:
     return out + ([cycles] if cycles else [])
 
 
-def _segment_lines(result: dict[str, Any]) -> list[str]:
+# The segment classes table lists, unless asked for all, the largest classes that
+# hold this share of the compute time, and every class a finding names: a real code
+# has tens of classes of a few us or ns each (CloverLeaf: 58, 25 of them under 1 us)
+# that would bury the ones that matter.
+LISTED_SHARE = 0.99
+
+
+def _named_classes(result: dict[str, Any]) -> set[str]:
+    """The ids of the classes the findings, minor ones and consequences speak of."""
+    found = result["anomalies"] + result.get("minor", []) + result["consequences"]
+    return {f["segment"] for f in found if f.get("segment")}
+
+
+def listed_classes(
+    result: dict[str, Any], all_classes: bool = False
+) -> list[dict[str, Any]]:
+    """The segment classes the text report lists (in analysis order: largest total
+    first): every one, or those up to LISTED_SHARE of the compute time and those a
+    finding names."""
+    segments = result["segments"]
+    if all_classes:
+        return list(segments)
+    named = _named_classes(result)
+    whole = sum(s["total_ns"] for s in segments) or 1.0
+    listed, held = [], 0.0
+    for s in segments:
+        if held < LISTED_SHARE * whole or s["id"] in named:
+            listed.append(s)
+        held += s["total_ns"]
+    return listed
+
+
+def _unlisted_line(result: dict[str, Any], listed: list[dict[str, Any]]) -> list[str]:
+    """How many classes the table left out and how much compute time they hold."""
+    shown = {s["id"] for s in listed}
+    rest = [s for s in result["segments"] if s["id"] not in shown]
+    if not rest:
+        return []
+    whole = sum(s["total_ns"] for s in result["segments"]) or 1.0
+    share = sum(s["total_ns"] for s in rest) / whole
+    return [
+        f"... and {_plural(len(rest), 'more class', 'more classes')}, "
+        f"{fmt_pct(share, signed=False)} of the compute time (perfvar analyze "
+        "--all-classes lists them; analysis.json has them all)"
+    ]
+
+
+def _segment_lines(result: dict[str, Any], all_classes: bool = False) -> list[str]:
     """The segment classes table and its legend."""
     if not result["segments"]:
         return ["Segment classes", "(none: no perfvar:segment samples in the trace)"]
+    listed = listed_classes(result, all_classes)
     rows = [
         [
             s["id"],
@@ -321,12 +369,13 @@ def _segment_lines(result: dict[str, Any]) -> list[str]:
             fmt_plus_minus(s.get("resolution_rel")),
             s["label"],
         ]
-        for s in result["segments"]
+        for s in listed
     ]
     header = ["id", "n", "ranks", "median", "moved", "state", "resolves", "from -> to"]
     return (
         ["Segment classes"]
         + _table(header, rows, right={1, 2, 3, 4, 6})
+        + _unlisted_line(result, listed)
         + [
             "moved: bytes the MPI call before the segment moved (median); state: the "
             "cache state whose t_min/t_diff judged it (the largest flush <= moved; "
@@ -354,11 +403,12 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def render(result: dict[str, Any]) -> str:
-    """The whole report as one string (ends with the verdict line and a newline)."""
+def render(result: dict[str, Any], all_classes: bool = False) -> str:
+    """The whole report as one string (ends with the verdict line and a newline);
+    ``all_classes``: list every segment class, not only listed_classes'."""
     out = _header_lines(result) + [""]
     out += _rank_lines(result) + [""]
-    out += _segment_lines(result) + [""]
+    out += _segment_lines(result, all_classes) + [""]
     out += _finding_lines(result) + [""]
     out += judged_share_lines(result)
     out.append(verdict_line(result))
