@@ -18,8 +18,7 @@ import numpy as np
 
 from perfvar import __version__, partition
 from perfvar.calibration import ranks as calibration_ranks
-from perfvar.calibration.borrow import borrow_within_hosts
-from perfvar.calibration.machine_file import lend_from_file, read_file
+from perfvar.calibration.machine_file import read_file
 from perfvar.detect import (
     describe,
     kinds_json,
@@ -32,7 +31,7 @@ from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.parallel import engine
 from perfvar.progress import Progress
 from perfvar.read.families import judged_share, merge_families
-from perfvar.read.meta import RunMeta, read_meta, usability_notes
+from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.modes import split_modes
 from perfvar.read.otf2 import trace_ranks
 from perfvar.read.recover import endings_json, ensure_trace, read_endings
@@ -365,10 +364,7 @@ def _read_in_parts(
         directory, {k: v for p in parts for k, v in p.made.items()}
     )
     calibration_ranks.apply(meta, judged)
-    borrowers = borrow_within_hosts(meta)  # needs every rank: not in the parts
-    if machine is not None:
-        borrowers += lend_from_file(meta, *machine)
-    meta.notes += usability_notes(meta)
+    borrowers = calibration_ranks.lend_missing(meta, machine)  # all ranks: not in parts
     judged_trace, families = judged_classes(trace)
     cells = partition.cells_as_judged(
         trace, judged_trace, {k: v for p in parts for k, v in p.cells.items()}, meta

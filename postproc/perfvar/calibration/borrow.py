@@ -23,12 +23,6 @@ from perfvar.units import compact_ranges
 BORROWED = "borrowed"
 
 
-def _has_own(m: RankMeta) -> bool:
-    """Whether the rank has usable values of its own in some cache state (flush 0,
-    states[0], mirrors the rank's t_min/t_diff)."""
-    return any(st.usable for st in m.calibration.states)
-
-
 def lent_states(m: RankMeta, usable: list[CacheState], source: str) -> list[CacheState]:
     """The rank's states with each state some of ``usable`` (lenders' states with
     t_min and t_diff) measured replaced by their largest t_min and t_diff, marked
@@ -80,8 +74,8 @@ def borrow_within_hosts(meta: RunMeta) -> list[int]:
             by_host.setdefault(m.host, []).append(m)
     borrowers: list[int] = []
     for host, members in sorted(by_host.items()):
-        lenders = [m for m in members if _has_own(m)]
-        takers = [m for m in members if not _has_own(m)]
+        lenders = [m for m in members if m.calibration.in_some_state]
+        takers = [m for m in members if not m.calibration.in_some_state]
         if not lenders or not takers:
             continue
         lent_by = f"rank(s) {compact_ranges([m.rank for m in lenders])}"

@@ -109,9 +109,7 @@ def lend_from_file(meta: RunMeta, doc: dict[str, Any], path: str) -> list[int]:
     host with its clock (see the module docstring); adds notes, returns the ranks
     that took them."""
     takers = [
-        m
-        for m in meta.ranks.values()
-        if m.source and not any(st.usable for st in m.calibration.states)
+        m for m in meta.ranks.values() if m.source and not m.calibration.in_some_state
     ]
     lent: list[int] = []
     refused: dict[str, list[int]] = {}

@@ -218,14 +218,24 @@ def judged_meta(
     machine: Optional[tuple[dict, str]] = None,
 ) -> RunMeta:
     """read_meta with every rank's calibration decided (unless ``judge`` is False:
-    the C search's estimates), a rank with none of its own given its host's
-    (perfvar.calibration.borrow), else the ``machine`` file's ((document, path):
-    perfvar.calibration.machine_file), and the notes on which ranks can be judged."""
+    the C search's estimates), and a rank with none of its own given its host's or
+    the ``machine`` file's (lend_missing)."""
     meta = read_meta(directory, ranks)
     if judge:
         judge_run(directory, meta)
-    borrow_within_hosts(meta)
-    if machine is not None:
-        lend_from_file(meta, *machine)
-    meta.notes += usability_notes(meta)
+    lend_missing(meta, machine)
     return meta
+
+
+def lend_missing(
+    meta: RunMeta, machine: Optional[tuple[dict, str]] = None
+) -> list[int]:
+    """After the ranks' own calibrations are decided: a rank with none takes its host's
+    (perfvar.calibration.borrow), else the ``machine`` file's ((document, path):
+    perfvar.calibration.machine_file); then the notes on which ranks can be judged.
+    Needs every rank of the run. Returns the ranks that took values."""
+    takers = borrow_within_hosts(meta)
+    if machine is not None:
+        takers += lend_from_file(meta, *machine)
+    meta.notes += usability_notes(meta)
+    return sorted(takers)

@@ -81,6 +81,12 @@ class Calibration:
     states: list[CacheState] = field(default_factory=list)
     cycles: CyclesCalibration = field(default_factory=CyclesCalibration)
 
+    @property
+    def in_some_state(self) -> bool:
+        """True when some cache state has both t_min and t_diff (flush 0 or another:
+        the rank can be judged, with the nearest such state where flush 0 has none)."""
+        return any(st.usable for st in self.states)
+
 
 @dataclass
 class RankMeta:
@@ -447,9 +453,7 @@ def usability_notes(meta: RunMeta) -> list[str]:
     # Without flush 0, a rank's segments are still judged with its nearest calibrated
     # cache state (perfvar.read.cache_state.choose); only a rank with none is not
     # judged.
-    elsewhere = [
-        r for r in uncal if any(st.usable for st in result[r].calibration.states)
-    ]
+    elsewhere = [r for r in uncal if result[r].calibration.in_some_state]
     nowhere = [r for r in uncal if r not in elsewhere]
     notes = []
     if elsewhere:
