@@ -55,6 +55,13 @@ int perfvar_timer_available(int timer, char *why, int why_len);
  * flush_bytes: 0 for none. Errors: INVALID_ARG, UNAVAILABLE, NO_MEMORY. */
 int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, double *out_ns);
 
+/* The step `timer` reads in (ns, or cycles as perfvar_timer_unit says), into *out: the widest gap
+ * between the values n samples take around chains of 0, 1, ... 255 ADDs (the central 90 %), which a
+ * clock that moves in coarse steps leaves and a fine one does not; 0 when they show a single value.
+ * The start-up calibration measures its clock's the same way (rank-N.json clock_granularity_ns).
+ * Errors: INVALID_ARG (n < 2), UNAVAILABLE, NO_MEMORY. Not thread-safe (see above). */
+int perfvar_calib_resolution(int timer, int n, double *out);
+
 /* Size in bytes of the data or unified cache of `level` (1, 2, 3) of CPU 0 from sysfs, or 0 when
  * unknown. Thread-safe. */
 uint64_t perfvar_cache_size(int level);

@@ -103,24 +103,26 @@ def _not_measured(flush: int, label: str, unit: str) -> dict[str, Any]:
 
 def _keep_samples(
     samples: dict[str, Any],
-    timer: str,
-    unit: str,
+    entry: dict[str, Any],
     overhead: float,
     params: CalibParams,
     r: StateResult,
 ) -> None:
-    """Add one (timer, state)'s recorded distributions to ``samples`` (see run)."""
+    """Add one (timer, state)'s recorded distributions to ``samples`` (see run);
+    ``entry`` is the timer's row."""
+    timer = entry["name"]
     doc = samples.setdefault(
         timer,
         {
             "timer": timer,
-            "unit": unit,  # the samples_ns values are in this unit
+            "unit": entry["unit"],  # the samples_ns values are in this unit
             "epsilon": params.epsilon,
             "alpha": params.alpha,
             "p": params.p,
             "q": params.q,
             "trees": params.trees,
             "timer_overhead_ns": overhead,
+            "clock_granularity_ns": entry["granularity_ns"],
             "overhead_removed": True,
             "distributions": [],
             "states": [],
@@ -162,7 +164,7 @@ def _rows(
         entry: dict[str, Any] = {"name": timer, "available": ok, "unit": unit}
         if timer == Timer.BARRIER and clock is not None:
             entry.update(clock=clock["name"], serialized=clock["serialized"])
-        entry.update(overhead_ns=None, fluctuation_ns=None)
+        entry.update(overhead_ns=None, fluctuation_ns=None, granularity_ns=None)
         if ok:
             entry["states"] = [_not_measured(sizes[st], st, unit) for st in states]
         else:
@@ -174,13 +176,18 @@ def _rows(
 def _measure_overheads(
     k: Kernels, rows: list[dict[str, Any]], n_overhead: int
 ) -> dict[str, float]:
-    """Each available timer's overhead (filter_cost), written into its row too."""
+    """Each available timer's overhead (filter_cost), written into its row too, with
+    the step it reads in (granularity_ns, in its unit; Kernels.resolution)."""
     overheads: dict[str, float] = {}
     for entry in rows:
         if entry["available"]:
             timer = entry["name"]
             overhead, fluct = timer_overhead(k.sample(timer, 0, 0, n_overhead))
-            entry.update(overhead_ns=overhead, fluctuation_ns=fluct)
+            entry.update(
+                overhead_ns=overhead,
+                fluctuation_ns=fluct,
+                granularity_ns=k.resolution(timer),
+            )
             overheads[timer] = overhead
     return overheads
 
@@ -236,6 +243,7 @@ def _measure_state(
             state,
             dataclasses.replace(params, budget_s=share),
             sample=sample,
+            resolution=entry["granularity_ns"] or 0.0,
         )
     except Interrupted as exc:
         entry["states"][i] = in_unit(exc.result.to_json(), unit)
@@ -280,9 +288,7 @@ def _measure_states(
                 hook,
             )
             if samples is not None:
-                _keep_samples(
-                    samples, timer, entry["unit"], overheads[timer], params, r
-                )
+                _keep_samples(samples, entry, overheads[timer], params, r)
             progress.step(label, f"{r.status} ({r.elapsed_s:.1f} s)")
 
 

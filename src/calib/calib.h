@@ -3,10 +3,11 @@
  *
  * Measures, with the serialized-barrier clock:
  *   t_e,std  (timer_overhead_ns) the minimal cost of a back-to-back clock read pair (filter_cost),
- *            and the clock's granularity (gcd of the read-pair differences); once, caches warm;
+ *            and the clock's granularity (the step it reads in, resolution.h); once, caches warm;
  *   then, for each cache state (flush 0, 4xL1, 4xL2, 4xL3: 4 x the cache size from sysfs, written
  *   one store per 64-byte line before every sample, as the paper flushes):
- *   t_min    the shortest ADD chain whose samples have CV < epsilon, confirmed p times (Algorithm 1);
+ *   t_min    the shortest ADD chain whose samples have CV < epsilon, confirmed p times (Algorithm 1),
+ *            and whose median is at least granularity / epsilon (one clock step within epsilon);
  *   t_diff   the smallest extra ADD count whose samples overlap (Algorithm 2 overlap: fraction of the
  *            longer chain's samples below the shorter chain's maximum) < alpha for q pairs above t_min.
  *   and, when the CPU-cycle counter can be read (perfvar_clock.h), t_e,std, t_min and t_diff of
@@ -103,7 +104,7 @@ typedef struct pv_calib_cycles {
     char why[200];             /* why not, when not available */
     const char *counter;       /* "rdpmc", "pmccntr", or "substitute" (tests) */
     double timer_overhead;     /* t_e,std of a cycle-counter read pair, cycles */
-    double granularity;        /* smallest step seen, cycles */
+    double granularity;        /* the step the counter reads in (resolution.h), cycles */
     pv_calib_state state;      /* unit "cycles"; status "off" when not available */
 } pv_calib_cycles;
 
@@ -111,7 +112,7 @@ typedef struct pv_calib_result {
     /* Flush 0, as before cache states existed (states[0] repeated; elapsed_ms = all states). */
     const char *status;        /* "complete", "partial" (see above) or "off" */
     double timer_overhead_ns;  /* t_e,std */
-    double granularity_ns;     /* smallest step the clock was seen to advance by */
+    double granularity_ns;     /* the step the clock reads in (resolution.h) */
     double t_min_ns, t_diff_ns, ns_per_add;
     uint64_t t_min_adds, t_diff_adds;
     double t_min_cv, t_diff_overlap;

@@ -5,6 +5,7 @@
 #include "add_chain.h"
 #include "flush.h"
 #include "perfvar.h"
+#include "resolution.h"
 #include "../clock/clock.h"
 #include "pv_spec.h"
 
@@ -300,6 +301,23 @@ int perfvar_calib_sample(int timer, uint64_t adds, uint64_t flush_bytes, int n, 
         if (i >= 0) out[i] = d;
         if (flush_bytes) pv_flush_lines(flush_buf, flush_bytes);
     }
+    return PERFVAR_OK;
+}
+
+int perfvar_calib_resolution(int timer, int n, double *out)
+{
+    if (!out || n < 2) return PERFVAR_ERR_INVALID_ARG;
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) return PERFVAR_ERR_NO_MEMORY;
+    for (int i = 0; i < n; i++) {
+        int rc = perfvar_calib_sample(timer, (uint64_t)(i % PV_RESOLUTION_SWEEP), 0, 1, &v[i]);
+        if (rc != PERFVAR_OK) {
+            free(v);
+            return rc;
+        }
+    }
+    *out = pv_clock_resolution(v, n);
+    free(v);
     return PERFVAR_OK;
 }
 

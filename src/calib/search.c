@@ -3,6 +3,7 @@
 #include "add_chain.h"
 #include "flush.h"
 #include "perfvar.h"
+#include "resolution.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,23 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
     return a;
 }
 
+/* The step the counter reads in, in its own ticks: pairs around chains of 0 .. PV_RESOLUTION_SWEEP - 1
+ * ADDs (resolution.h), never finer than the gcd of the differences; the gcd alone where the sweep
+ * cannot be held in memory or shows a single value. */
+static uint64_t read_step(const pv_search *s, int pairs, uint64_t gcd)
+{
+    double *d = malloc((size_t)pairs * sizeof *d);
+    if (!d) return gcd;
+    for (int i = 0; i < pairs; i++) {
+        uint64_t t0 = pv_search_read(s);
+        pv_add_chain((uint64_t)(i % PV_RESOLUTION_SWEEP));
+        d[i] = (double)(pv_search_read(s) - t0);
+    }
+    double widest = pv_clock_resolution(d, pairs);
+    free(d);
+    return widest > (double)gcd ? (uint64_t)widest : gcd;
+}
+
 void pv_search_timer_cost(pv_search *s, int pairs)
 {
     uint64_t best = UINT64_MAX, step = 0;
@@ -41,7 +59,7 @@ void pv_search_timer_cost(pv_search *s, int pairs)
         step = gcd_u64(step, t1 - t0);
     }
     s->overhead = pv_search_units(s, best);
-    s->granularity = pv_search_units(s, step ? step : 1);
+    s->granularity = pv_search_units(s, read_step(s, pairs, step ? step : 1));
 }
 
 /* Measure N samples of a k-ADD chain, each after a flush of the state's size, overhead removed,
@@ -117,8 +135,11 @@ static double cv_of(const double *x, int n)
     return mean > 0 ? sqrt(var) / mean : INFINITY;
 }
 
-/* CV < epsilon on p consecutive fresh distributions of k ADDs. *cv gets the last CV seen,
- * *passed (if not NULL) how many distributions passed before the one that failed. */
+/* CV < epsilon on p consecutive fresh distributions of k ADDs, each with a median of at least
+ * granularity / epsilon: a clock that reads in steps cannot tell a chain to epsilon of its length
+ * when one step is more than that, however alike its readings (a 40 ns chain read on a 10 ns-step
+ * clock gives 300 equal values, CV 0). *cv gets the last CV seen, *passed (if not NULL) how many
+ * distributions passed before the one that failed. */
 static int precise_enough(pv_search *s, uint64_t k, double *cv, int *passed)
 {
     for (int i = 0; i < s->p->p_confirm; i++) {
@@ -127,7 +148,7 @@ static int precise_enough(pv_search *s, uint64_t k, double *cv, int *passed)
         int kept = measure(s, k);
         log_dist(s, PV_DIST_TMIN, k, 0, 0, i);
         *cv = cv_of(s->sorted, kept);
-        if (!(*cv < s->p->epsilon)) return 0;
+        if (!(*cv < s->p->epsilon) || s->sorted[kept / 2] * s->p->epsilon < s->granularity) return 0;
     }
     return 1;
 }
@@ -215,6 +236,7 @@ static uint64_t search_t_min(pv_search *s, uint64_t hint, uint64_t refine_until,
     }
     while (hi && !t_min_refined(lo, hi) && !over_budget(s) && pv_now() < refine_until) {
         uint64_t mid = lo + (hi - lo) / 2;
+        if (mid == 0) break; /* precise down to 1 ADD: 0 would read as "none found" */
         if (precise_enough(s, mid, &cv, NULL))
             hi = mid, st->t_min_cv = cv;
         else

@@ -53,9 +53,9 @@ static inline uint64_t pv_search_read(const pv_search *s)
 /* A read difference in the search's unit. */
 double pv_search_units(const pv_search *s, uint64_t delta);
 
-/* t_e,std (the minimal back-to-back read pair) and the granularity (gcd of the observed read-pair
- * differences) of the search's counter over `pairs` pairs, caches warm, into s->overhead and
- * s->granularity. */
+/* t_e,std (the minimal back-to-back read pair) and the granularity (the step the counter reads in,
+ * from `pairs` pairs around a sweep of chain lengths; resolution.h) of the search's counter, caches
+ * warm, into s->overhead and s->granularity. */
 void pv_search_timer_cost(pv_search *s, int pairs);
 
 /* t_min, slope and t_diff of the current state (s->st) within s->deadline, starting from hints in

@@ -379,10 +379,10 @@ int pv_write_calibration_samples(void)
      * flushed ones, each with its own distributions. */
     fprintf(f,
             "{\"rank\": %d, \"flush\": 0, \"n_samples\": %d, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, "
-            "\"q\": %d,\n \"timer_overhead_ns\": %.3f, \"overhead_removed\": true, \"dropped\": %d,\n"
-            " \"distributions\": [",
+            "\"q\": %d,\n \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f, \"overhead_removed\": true, "
+            "\"dropped\": %d,\n \"distributions\": [",
             pv_rt.rank, pv_rt.calib_params.n_samples, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
-            pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns,
+            pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns, c->granularity_ns,
             c->nstates ? c->states[0].dists_dropped : c->dists_dropped);
     write_dists(f, c, 0, "ns");
     fprintf(f, "\n],\n \"states\": [");
@@ -399,8 +399,10 @@ int pv_write_calibration_samples(void)
     if (c->cycles.available && c->cycles.state.ndists) { /* the cycle counter's pass: flush 0, in cycles */
         const pv_calib_state *st = &c->cycles.state;
         fprintf(f, ",\n \"cycles\": {\"counter\": \"%s\", \"n_samples\": %d, \"status\": \"%s\", "
-                   "\"timer_overhead_cycles\": %.1f, \"dropped\": %d,\n  \"distributions\": [",
-                c->cycles.counter, st->n_samples, st->status, c->cycles.timer_overhead, st->dists_dropped);
+                   "\"timer_overhead_cycles\": %.1f, \"clock_granularity_cycles\": %.1f, \"dropped\": %d,\n"
+                   "  \"distributions\": [",
+                c->cycles.counter, st->n_samples, st->status, c->cycles.timer_overhead, c->cycles.granularity,
+                st->dists_dropped);
         write_dists(f, c, PV_CALIB_CYCLES_TAG, "cycles");
         fprintf(f, "]}");
     }

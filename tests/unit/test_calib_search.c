@@ -8,6 +8,10 @@
  *     measures the same length again instead of doubling it, and finds t_min there.
  *  2. After PV_TMIN_RETRIES (2) such retries it doubles: a length that keeps failing is imprecise.
  *  3. A first distribution that fails doubles at once, as before.
+ *  4. Precise from the first chain: t_min is found, however short (the bisection stops at 1 ADD).
+ *  5. A chain is not precise while one clock step is more than epsilon of its median, however
+ *     alike its readings: on a counter read in steps of 24 units, chains read 1000, 2000, 4000 ...
+ *     units with CV 0 give t_min at the first median >= 24 / epsilon, not at the first chain.
  * No wall-clock bound is asserted. */
 #include "check.h"
 #include "calib/search.h"
@@ -43,7 +47,17 @@ static int lengths(const pv_calib_result *r, uint64_t *out, int count)
     return got;
 }
 
-static void run(const char *s, pv_calib_result *r, pv_calib_state *st)
+/* Every sample of distribution d lasts 1000 * 2^d units: CV 0, the median doubling each time. */
+static uint64_t doubling_counter(void)
+{
+    uint64_t r = reads++;
+    if (r % 2 == 0) return now;
+    uint64_t dist = r / (2 * N);
+    return now += 1000u << (dist < 20 ? dist : 20);
+}
+
+static void run_on(uint64_t (*counter)(void), double granularity, const char *s, pv_calib_result *r,
+                   pv_calib_state *st)
 {
     static double buf[N], sorted[N], a0[N];
     static pv_calib_params p;
@@ -53,10 +67,15 @@ static void run(const char *s, pv_calib_result *r, pv_calib_state *st)
     memset(st, 0, sizeof *st);
     script = s, reads = 0, now = 1000000;
     pv_search search = {.p = &p, .r = r, .st = st, .tag = 0, .counter = PV_SEARCH_SUBSTITUTE,
-                        .substitute = scripted_counter, .buf = buf, .sorted = sorted, .a0 = a0,
-                        .overhead = 0, .granularity = 1, .n = N};
+                        .substitute = counter, .buf = buf, .sorted = sorted, .a0 = a0,
+                        .overhead = 0, .granularity = granularity, .n = N};
     search.deadline = pv_now() + (uint64_t)(pv_clock_ticks_per_ns() * 5e9); /* 5 s: never reached */
     pv_search_state(&search, 0, 0);
+}
+
+static void run(const char *s, pv_calib_result *r, pv_calib_state *st)
+{
+    run_on(scripted_counter, 1, s, r, st);
 }
 
 static void print_lengths(const char *what, const uint64_t *k, int n, const pv_calib_state *st)
@@ -98,6 +117,22 @@ int main(void)
     print_lengths("first distribution fails:", k, n, &st);
     CHECK(n == 5 && k[3] == 512 && k[4] == 1024);
     CHECKF(st.t_min_adds > 512 && st.t_min_adds <= 1024, "t_min %llu", (unsigned long long)st.t_min_adds);
+    pv_calib_free(&r);
+
+    /* Every distribution precise from the first: the bisection below 64 ADDs stops at 1 ADD, and
+     * t_min is found (0 would mean none). */
+    run("", &r, &st);
+    CHECKF(st.t_min_adds >= 1 && st.t_min_adds <= 64, "t_min %llu", (unsigned long long)st.t_min_adds);
+    pv_calib_free(&r);
+
+    /* Steps of 24 units, epsilon 0.01: 1000 and 2000 units are within a step of 2.4 % and 1.2 %,
+     * not precise whatever their CV; 4000 (at 256 ADDs) is the first that is. */
+    run_on(doubling_counter, 24, "", &r, &st);
+    n = lengths(&r, k, 3);
+    print_lengths("clock steps of 24 units:", k, n, &st);
+    CHECK(n == 3 && k[0] == 64 && k[1] == 128 && k[2] == 256);
+    CHECKF(st.t_min_adds > 128 && st.t_min_adds <= 256, "t_min %llu", (unsigned long long)st.t_min_adds);
+    CHECKF(st.t_min * 0.01 >= 24, "t_min %.0f units, one step is more than 1 %% of it", st.t_min);
     pv_calib_free(&r);
     return check_result();
 }

@@ -8,7 +8,10 @@ same form). Neither decides. The judge decides from the recorded distributions a
 the same samples give the same t_min / t_diff wherever they were measured:
 
 - a distribution is *precise* when the samples filter_os keeps have CV < epsilon
-  (stats.cv, the paper's eq. 5);
+  (stats.cv, the paper's eq. 5) and a median of at least resolution / epsilon: one
+  step of the clock (``clock_granularity_ns``, the step it reads in) within epsilon
+  of the chain, since a chain read as one repeated value has CV 0 on a stepped clock
+  whatever its length (0, a document that does not give it: CV alone);
 - a pair is *separated* when the longer chain's kept samples overlap the shorter's
   by < alpha (stats.overlap with ties: the clock is quantised; stats.separated);
 - t_min: the shortest chain length with at least p recorded distributions, all
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -55,16 +58,21 @@ class JudgeParams:
     p: int  # precise distributions at one chain length that confirm t_min
     q: int  # separated pairs at one (base, step) that confirm t_diff
     trees: int = TREES  # isolation-forest size in filter_os
+    resolution: float = 0.0  # the clock's step, in the samples' unit (0: unknown)
 
     @classmethod
-    def of(cls, doc: dict[str, Any]) -> JudgeParams:
-        """The parameters a calibration document was measured with."""
+    def of(
+        cls, doc: dict[str, Any], step_key: str = "clock_granularity_ns"
+    ) -> JudgeParams:
+        """The parameters a calibration document (or its ``cycles`` part, with
+        ``step_key`` "clock_granularity_cycles") was measured with."""
         return cls(
             epsilon=float(doc["epsilon"]),
             alpha=float(doc["alpha"]),
             p=int(doc["p"]),
             q=int(doc["q"]),
             trees=int(doc.get("trees") or TREES),
+            resolution=float(doc.get(step_key) or 0.0),
         )
 
 
@@ -74,13 +82,16 @@ def kept(samples: Any, trees: int) -> np.ndarray:
     return x[filter_os(x, trees)[0]]
 
 
-def precise(kept_samples: np.ndarray, epsilon: float) -> tuple[bool, float]:
-    """(CV < epsilon, CV) of a distribution's kept samples; a set too small to have a
-    CV is not precise."""
+def precise(
+    kept_samples: np.ndarray, epsilon: float, resolution: float = 0.0
+) -> tuple[bool, float]:
+    """(precise, CV) of a distribution's kept samples: CV < epsilon, and one clock
+    step (``resolution``, same unit) within epsilon of the median; a set too small to
+    have a CV is not precise."""
     if len(kept_samples) < 2:
         return False, float("inf")
     c = cv(kept_samples)
-    return c < epsilon, c
+    return c < epsilon and float(np.median(kept_samples)) * epsilon >= resolution, c
 
 
 def separation(short: np.ndarray, long: np.ndarray, alpha: float) -> tuple[bool, float]:
@@ -230,7 +241,7 @@ def _steps(
             yield wanted
         cvs = []
         for i in tmin[adds]:
-            ok, c = precise(memo[i], params.epsilon)
+            ok, c = precise(memo[i], params.epsilon, params.resolution)
             if not ok:
                 break
             cvs.append(c)
@@ -279,6 +290,25 @@ def judge_document(doc: dict[str, Any]) -> dict[str, Any]:
     return judged
 
 
+def _cases_of(doc: dict[str, Any]) -> list[tuple[Case, Optional[str]]]:
+    """Each state a document holds as a case of :func:`decide_many`, with its label:
+    "0" for flush 0, the flushed states' labels, None for the cycle counter's pass
+    (judged with its own clock step). Raises on a malformed document."""
+    params = JudgeParams.of(doc)
+    mine: list[tuple[Case, Optional[str]]] = []
+    if doc.get("distributions"):
+        mine.append(((doc["distributions"], params, "ns"), "0"))
+    for raw in doc.get("states") or []:
+        if isinstance(raw, dict) and raw.get("distributions"):
+            mine.append(((raw["distributions"], params, "ns"), str(raw["label"])))
+    cycles = doc.get("cycles")
+    if isinstance(cycles, dict) and cycles.get("distributions"):
+        step = float(cycles.get("clock_granularity_cycles") or 0.0)
+        in_cycles = replace(params, resolution=step)
+        mine.append(((cycles["distributions"], in_cycles, "cycles"), None))
+    return mine
+
+
 def judge_documents(docs: Sequence[Any]) -> list[Any]:
     """:func:`judge_document` of each document, all decided together
     (:func:`decide_many`); a malformed document gets its exception instead."""
@@ -287,18 +317,7 @@ def judge_documents(docs: Sequence[Any]) -> list[Any]:
     out: list[Any] = [None] * len(docs)
     for n, doc in enumerate(docs):
         try:
-            params = JudgeParams.of(doc)
-            mine: list[tuple[Case, Optional[str]]] = []
-            if doc.get("distributions"):
-                mine.append(((doc["distributions"], params, "ns"), "0"))
-            for raw in doc.get("states") or []:
-                if isinstance(raw, dict) and raw.get("distributions"):
-                    mine.append(
-                        ((raw["distributions"], params, "ns"), str(raw["label"]))
-                    )
-            cycles = doc.get("cycles")
-            if isinstance(cycles, dict) and cycles.get("distributions"):
-                mine.append(((cycles["distributions"], params, "cycles"), None))
+            mine = _cases_of(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             out[n] = exc
             continue

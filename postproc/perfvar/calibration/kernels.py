@@ -84,6 +84,14 @@ class Kernels:
             ctypes.c_int,
             ctypes.POINTER(ctypes.c_double),
         ]
+        # A library older than the kernel: every step unknown (0), judged on CV alone.
+        self._resolution = getattr(lib, "perfvar_calib_resolution", None)
+        if self._resolution is not None:
+            self._resolution.argtypes = [
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_double),
+            ]
         lib.perfvar_cache_size.restype = ctypes.c_uint64
         lib.perfvar_strerror.restype = ctypes.c_char_p
         # Older libraries have no cycles timer and no unit query: all timers are ns.
@@ -141,6 +149,18 @@ class Kernels:
             why = self.lib.perfvar_strerror(rc).decode()
             raise KernelError(f"perfvar_calib_sample({timer}): {why}")
         return out
+
+    def resolution(self, timer: str, n: int = 1024) -> float:
+        """The step ``timer`` reads in (``unit(timer)``; 0: not seen), from n samples
+        around a sweep of chain lengths (perfvar_calib_resolution)."""
+        if self._resolution is None:
+            return 0.0
+        out = ctypes.c_double(0.0)
+        rc = self._resolution(TIMERS.index(timer), n, ctypes.byref(out))
+        if rc != 0:
+            why = self.lib.perfvar_strerror(rc).decode()
+            raise KernelError(f"perfvar_calib_resolution({timer}): {why}")
+        return float(out.value)
 
     def cache_size(self, level: int) -> int:
         """Bytes of the level-``level`` data cache of CPU 0 (sysfs), 0 if unknown."""

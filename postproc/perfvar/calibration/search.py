@@ -127,9 +127,10 @@ class _Search:
         overhead_ns: float,
         params: CalibParams,
         sample: Optional[Sample] = None,
+        resolution: float = 0.0,
     ):
         self.measure, self.overhead, self.params = measure, overhead_ns, params
-        self.sample = sample
+        self.sample, self.resolution = sample, resolution
         self.deadline = time.monotonic() + params.budget_s
         self.count = 0
         self.recorded: list[dict] = []
@@ -180,11 +181,11 @@ class _Search:
         return kept
 
     def precise(self, adds: int) -> tuple[bool, float]:
-        return judge.precise(self.dist(adds), self.params.epsilon)
+        return judge.precise(self.dist(adds), self.params.epsilon, self.resolution)
 
     def judge_params(self) -> judge.JudgeParams:
         P = self.params
-        return judge.JudgeParams(P.epsilon, P.alpha, P.p, P.q, P.trees)
+        return judge.JudgeParams(P.epsilon, P.alpha, P.p, P.q, P.trees, self.resolution)
 
 
 def t_min_search(s: _Search, r: StateResult) -> None:
@@ -252,13 +253,15 @@ def calibrate_state(
     flush_label: str,
     params: CalibParams,
     sample: Optional[Sample] = None,
+    resolution: float = 0.0,
 ) -> StateResult:
     """t_min and t_diff of one timer in one cache state, within params.budget_s.
 
     Distributions come from ``measure(adds)`` or, when given, ``sample(adds, n)``
-    (chunked, see the module docstring). Raises Interrupted on KeyboardInterrupt."""
+    (chunked, see the module docstring); ``resolution`` is the step the timer reads
+    in (judge.precise; 0: unknown). Raises Interrupted on KeyboardInterrupt."""
     r = StateResult(flush_bytes, flush_label, budget_s=params.budget_s)
-    s = _Search(measure, overhead_ns, params, sample)
+    s = _Search(measure, overhead_ns, params, sample, resolution)
     began = time.monotonic()
     finished = False
     try:

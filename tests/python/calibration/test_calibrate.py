@@ -225,6 +225,8 @@ def test_cycle_timer_unavailable_is_listed_with_the_probes_reason(tmp_path, time
         "overhead_cycles": None,
         "fluctuation_ns": None,
         "fluctuation_cycles": None,
+        "granularity_ns": None,
+        "granularity_cycles": None,
         "states": [],
     }
     assert barrier["available"] and barrier["unit"] == "ns"
@@ -368,3 +370,12 @@ def test_calibrate_and_the_analysis_decide_the_same_for_the_same_samples(tmp_pat
         )
     else:  # the budget ran out here: neither side may claim a value
         assert judged.t_min_ns == 1.0 and judged.source.startswith("C estimate")
+
+
+def test_the_clock_step_is_measured_on_a_sweep_of_chains():
+    # Chains of 0 .. 255 ADDs last different times on any core: the sweep shows more
+    # than one value, so the step is found and is finer than the whole sweep.
+    k = _kernels()
+    step = k.resolution(Timer.BARRIER)
+    longest = float(np.median(k.sample(Timer.BARRIER, 255, 0, 101)))
+    assert 0 < step < longest

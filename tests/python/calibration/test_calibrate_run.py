@@ -47,6 +47,9 @@ class FakeKernels:
     def cache_size(self, level: int) -> int:
         return {1: 32 << 10, 2: 512 << 10, 3: L3}[level]
 
+    def resolution(self, timer: str) -> float:
+        return 0.0  # a clock as fine as its samples
+
     def clock_info(self) -> dict:
         return {"name": "tsc", "hz": 2e9, "hz_method": "fake", "hz_rel_error": 0.0}
 

@@ -4,6 +4,7 @@ import json
 import math
 
 from calib_docs import _doc, recheck
+from perfvar.calibration.judge import judge_document
 from perfvar.calibration.ranks import judged_meta
 from perfvar.read.meta import read_meta
 
@@ -70,3 +71,28 @@ def test_rank_without_calibration_is_uncalibrated_and_the_rest_read(tmp_path):
     assert meta.ranks[0].calibration.source.startswith("paper")
     c1 = meta.ranks[1].calibration
     assert c1.t_min_ns is None and c1.t_diff_ns is None and not meta.ranks[1].calibrated
+
+
+def _stepped(doc, step):
+    """``doc`` as a clock that reads in steps of ``step`` ns would give it."""
+    for d in doc["distributions"]:
+        d["samples_ns"] = [step * round(v / step) for v in d["samples_ns"]]
+    return doc
+
+
+def test_one_clock_step_must_be_within_epsilon_of_t_min():
+    # No noise, read in 2.5 ns steps: every length reads one repeated value, CV 0.
+    doc = _stepped(_doc(noise=0.0), 2.5)
+    assert recheck(doc)["t_min_adds"] == 64  # CV alone: 19.2 ns read as 20.0, "precise"
+    doc["clock_granularity_ns"] = 2.5
+    # One step within 1 %: a median of 250 ns or more, first at 1024 ADDs (307 ns).
+    assert recheck(doc)["t_min_adds"] == 1024
+
+
+def test_the_cycle_counter_is_judged_with_its_own_step():
+    doc = _stepped(_doc(noise=0.0), 2.5)
+    cycles = [dict(d, samples_cycles=d["samples_ns"]) for d in doc["distributions"]]
+    doc["cycles"] = {"distributions": cycles, "clock_granularity_cycles": 2.5}
+    judged = judge_document(doc)
+    assert judged["states"]["0"]["t_min_adds"] == 64  # flush 0 gives no step
+    assert judged["cycles"]["t_min_adds"] == 1024
