@@ -96,3 +96,21 @@ def test_the_cycle_counter_is_judged_with_its_own_step():
     judged = judge_document(doc)
     assert judged["states"]["0"]["t_min_adds"] == 64  # flush 0 gives no step
     assert judged["cycles"]["t_min_adds"] == 1024
+
+
+def test_no_warning_of_an_estimate_the_c_search_did_not_make(tmp_path):
+    # Neither the C search nor the judge found t_min/t_diff for rank 1: no C estimate is
+    # in use, so no note says one is; rank 0's unconfirmed estimate still gets one.
+    meta_dir = tmp_path / "perfvar"
+    meta_dir.mkdir()
+    found = {"status": "complete", "timer_overhead_ns": 20.0, "t_min_ns": 1.0}
+    none = {"status": "partial", "timer_overhead_ns": 20.0, "t_min_ns": 0.0}
+    for rank, cal in ((0, found), (1, none)):
+        cal = dict(cal, t_diff_ns=cal["t_min_ns"])
+        doc = {"rank": rank, "calibration": cal}
+        (meta_dir / f"rank-{rank}.json").write_text(json.dumps(doc))
+        bad = _doc(noise=4.0)  # the judge confirms nothing
+        (meta_dir / f"calibration-rank-{rank}.json").write_text(json.dumps(bad))
+    notes = judged_meta(str(tmp_path), [0, 1]).notes
+    assert any("rank 0: the start-up samples do not confirm" in n for n in notes)
+    assert not any("rank 1: the start-up samples do not confirm" in n for n in notes)
