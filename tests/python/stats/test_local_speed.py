@@ -133,6 +133,7 @@ def test_such_a_class_slower_on_one_rank_is_named_by_its_own_excess():
     assert abs(follows - 0.3) < 0.05
     text = slow_segment.describe(a, {})
     assert (
-        "beyond its core's " in text
+        "while its core runs " in text
+        and " beyond its core, " in text
         and f"a class that follows {follows:.2f} of" in text
     )
