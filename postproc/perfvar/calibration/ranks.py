@@ -136,17 +136,18 @@ def record(directory: str, made: dict[str, Any]) -> None:
 def _apply_state(target: Any, judged: Optional[dict[str, Any]]) -> Optional[str]:
     """Set a Calibration / CacheState from its decision when both values are
     confirmed (None returned); else label the estimate and return what is missing,
-    unless the C search found no estimate either (None: nothing in use to warn of;
-    the state is uncalibrated and the notes on unjudged ranks cover it)."""
+    unless the C search left the state unusable too (None: no estimate judges with
+    it, so there is nothing to warn of; the notes on borrowed values and unjudged
+    ranks cover a rank left without any)."""
     if judged is None:
         return None
     d = Decision.from_json(judged, "ns")
     if d.confirmed:
         target.t_min_ns, target.t_diff_ns, target.source = d.t_min, d.t_diff, SOURCE
         return None
+    target.source = f"C estimate ({d.missing} not confirmed by the paper's filter_os)"
     if target.t_min_ns is None or target.t_diff_ns is None:
         return None
-    target.source = f"C estimate ({d.missing} not confirmed by the paper's filter_os)"
     return d.missing
 
 
