@@ -34,7 +34,7 @@ thread-safe.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -206,6 +206,10 @@ def decide_many(
     return out
 
 
+Ask = Callable[[list[int]], list[tuple[int, np.ndarray]]]
+Pairs = dict[tuple[int, int], dict[int, dict[str, int]]]  # (base, d) -> pair -> kind
+
+
 def _steps(
     distributions: Sequence[dict[str, Any]],
     params: JudgeParams,
@@ -224,15 +228,28 @@ def _steps(
         ]
 
     tmin: dict[int, list[int]] = defaultdict(list)
-    pairs: dict[tuple[int, int], dict[int, dict[str, int]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
+    pairs: Pairs = defaultdict(lambda: defaultdict(dict))
     for i, d in enumerate(distributions):
         if d["kind"] == "tmin":
             tmin[int(d["adds"])].append(i)
         else:
             pairs[(int(d["base"]), int(d["d"]))][int(d["pair"])][d["kind"]] = i
     out = Decision(unit)
+    yield from _t_min_steps(tmin, params, memo, ask, out)
+    if out.t_min_adds is not None:
+        yield from _t_diff_steps(pairs, params, memo, ask, out)
+    return out
+
+
+def _t_min_steps(
+    tmin: dict[int, list[int]],
+    params: JudgeParams,
+    memo: dict[int, np.ndarray],
+    ask: Ask,
+    out: Decision,
+) -> Generator[list[tuple[int, np.ndarray]], None, None]:
+    """t_min into ``out``: the shortest length with p recorded distributions, all
+    precise (steps as _steps)."""
     for adds in sorted(tmin):
         if len(tmin[adds]) < params.p:
             continue
@@ -248,9 +265,19 @@ def _steps(
         else:
             out.t_min_adds, out.t_min_cv = adds, max(cvs)
             out.t_min = float(np.median(memo[tmin[adds][0]]))
-            break
-    if out.t_min_adds is None:
-        return out
+            return
+
+
+def _t_diff_steps(
+    pairs: Pairs,
+    params: JudgeParams,
+    memo: dict[int, np.ndarray],
+    ask: Ask,
+    out: Decision,
+) -> Generator[list[tuple[int, np.ndarray]], None, None]:
+    """t_diff into ``out``: the smallest step, then base >= out.t_min_adds, whose q
+    recorded pairs all separate (steps as _steps)."""
+    assert out.t_min_adds is not None
     numbers = list(range(1, params.q + 1))
     for base, step in sorted(pairs, key=lambda bd: (bd[1], bd[0])):
         got = pairs[(base, step)]
@@ -274,8 +301,7 @@ def _steps(
                 break
         else:
             out.t_diff_adds, out.t_diff_overlap, out.t_diff = step, worst, gap
-            break
-    return out
+            return
 
 
 def judge_document(doc: dict[str, Any]) -> dict[str, Any]:
