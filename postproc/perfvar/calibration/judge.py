@@ -61,18 +61,16 @@ class JudgeParams:
     resolution: float = 0.0  # the clock's step, in the samples' unit (0: unknown)
 
     @classmethod
-    def of(
-        cls, doc: dict[str, Any], step_key: str = "clock_granularity_ns"
-    ) -> JudgeParams:
-        """The parameters a calibration document (or its ``cycles`` part, with
-        ``step_key`` "clock_granularity_cycles") was measured with."""
+    def of(cls, doc: dict[str, Any]) -> JudgeParams:
+        """The parameters a calibration document was measured with (its cycle pass
+        reads in its own step: _cases_of)."""
         return cls(
             epsilon=float(doc["epsilon"]),
             alpha=float(doc["alpha"]),
             p=int(doc["p"]),
             q=int(doc["q"]),
             trees=int(doc.get("trees") or TREES),
-            resolution=float(doc.get(step_key) or 0.0),
+            resolution=float(doc.get("clock_granularity_ns") or 0.0),
         )
 
 
