@@ -62,7 +62,9 @@ share of the run other tasks took there ("others on the CPU r0 2.4%, r1 0.3%"); 
 a noisy core whose CPU other tasks took 1 % of the run (and 4 kernel ticks) or more beyond every
 other rank's CPU is counted in "on a CPU other tasks took": time truly lost, to the kernel's own
 threads or the launcher. "trials whose wrong names the host explains" counts the trials whose
-every wrong name is one of these two.
+every wrong name is one of these two. "hits on an even host" gives the hits among the trials
+whose CPUs the witness measured within 5 % of each other ("1 of 2"; "-" where it measured none
+so): the rate the verdict reaches where the host did not make one core slower.
 
 The program, measured outside perfvar: the demo's stencil runs with --timing, its own timer
 (Fortran's system_clock) around the compute between MPI_Waitall and MPI_Allreduce, 99 % of a
@@ -323,6 +325,15 @@ def injected_window(trace, a: list, b: list, case: Case, stdout: str) -> tuple[f
 # chain's mean moves by up to 1.2x between two CPUs of a shared host in a quiet run, so below
 # this a wrong name's CPU being the slower one is as likely a coincidence.
 SLOWER_CPU = 1.15
+
+
+# Every CPU of a trial within this of the fastest, by the witness: the host left it even.
+EVEN_HOST = 1.05
+
+
+def even_host(tr: Trial) -> bool:
+    """Whether the witness measured the trial's CPUs, all of them, within EVEN_HOST."""
+    return bool(tr.cpu_slowdown) and max(tr.cpu_slowdown.values()) <= EVEN_HOST
 
 
 def slower_cpu_ranks(tr: Trial) -> set[int]:
@@ -772,15 +783,18 @@ def case_cells(suite: str, case: Case, done: list[Trial], short: bool) -> list:
     hits = sum(t.hit for t in done)
     rate = hits / len(done)
     met = hits >= 1 if short else rate >= case.target - 1e-9
+    even = [t for t in done if even_host(t)]
     cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
              sum(t.wrong for t in done), sum(t.other_rank for t in done),
-             case.target_text, "yes" if met else "no"]
+             case.target_text, "yes" if met else "no",
+             f"{sum(t.hit for t in even)} of {len(even)}" if even else "-"]
     return cells + [sum(1 for t in done if holds(t)) for _, holds in COUNTED]
 
 
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
-            "trials with wrong names", "of them naming another rank", "target", "met"]
+            "trials with wrong names", "of them naming another rank", "target", "met",
+            "hits on an even host"]
     head += [name for name, _ in COUNTED]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):

@@ -350,3 +350,20 @@ def test_ranks_the_calibration_left_unjudged_are_listed_apart() -> None:
     assert lines[1:] == ["cloverleaf seg10: ranks not judged (their calibration failed, none to "
                          "borrow on their host) in trial(s) 2 (r0, r1)"]
     assert validate.unjudged_lines([other]) == []
+
+
+def test_hits_on_an_even_host_count_the_trials_the_witness_found_even() -> None:
+    import validate
+
+    def trial(n: int, hit: bool, speeds: dict | None) -> validate.Trial:
+        return validate.Trial("clean", n, "cloverleaf", n % 2, "0 1", suite="cloverleaf",
+                              hit=hit, cpu_slowdown=speeds)
+
+    # CPUs within 5 % (even): a hit and a miss; 1.29x apart: a miss; no witness: left out.
+    done = [trial(0, True, {"0": 1.0, "1": 1.02}), trial(1, False, {"0": 1.04, "1": 1.0}),
+            trial(2, False, {"0": 1.0, "1": 1.29}), trial(3, True, None)]
+    case = validate.suite_cases("cloverleaf", False, ["clean"])[0]
+    head = validate.table([("cloverleaf", [case])], done, False)[0].split(" | ")
+    cells = validate.case_cells("cloverleaf", case, done, False)
+    assert cells[head.index("hits on an even host")] == "1 of 2"
+    assert validate.case_cells("cloverleaf", case, done[2:], False)[10] == "-"
