@@ -309,12 +309,16 @@ int perfvar_calib_resolution(int timer, int n, double *out)
     if (!out || n < 2) return PERFVAR_ERR_INVALID_ARG;
     double *v = malloc((size_t)n * sizeof *v);
     if (!v) return PERFVAR_ERR_NO_MEMORY;
-    for (int i = 0; i < n; i++) {
-        int rc = perfvar_calib_sample(timer, (uint64_t)(i % PV_RESOLUTION_SWEEP), 0, 1, &v[i]);
+    /* n spread over the lengths, a batch each: one availability check and one warm-up per
+     * length, not per sample. */
+    for (int adds = 0, done = 0; adds < PV_RESOLUTION_SWEEP && done < n; adds++) {
+        int take = n / PV_RESOLUTION_SWEEP + (adds < n % PV_RESOLUTION_SWEEP);
+        int rc = take ? perfvar_calib_sample(timer, (uint64_t)adds, 0, take, v + done) : PERFVAR_OK;
         if (rc != PERFVAR_OK) {
             free(v);
             return rc;
         }
+        done += take;
     }
     *out = pv_clock_resolution(v, n);
     free(v);
