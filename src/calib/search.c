@@ -196,100 +196,126 @@ static double median_of(pv_search *s, uint64_t k)
     return s->sorted[kept / 2];
 }
 
-/* Whether the bisection between a failing length lo and a precise one hi has reached 1/16. */
-static int t_min_refined(uint64_t lo, uint64_t hi) { return hi - lo <= hi / 16; }
-
-/* Algorithm 1's search: from `hint` (0: from 64 ADDs), double until precise, or halve while
- * precise, then bisect between the last failure and success to 1/16, but not past `refine_until`
- * (pv_now ticks): each bisection step costs p distributions, and a budget spent on refining t_min
- * leaves none for t_diff. *lo_out gets the last failing length (0: none). Returns t_min in ADDs
- * (0: none found). */
-static uint64_t search_t_min(pv_search *s, uint64_t hint, uint64_t refine_until, uint64_t *lo_out)
+/* How far a bisection between a failing length lo and a passing one hi goes: to hi / fraction
+ * (fraction 0: to one ADD), never finer than one ADD, where a failing lo and the passing lo + 1
+ * leave nothing between them. */
+static int refined(uint64_t lo, uint64_t hi, uint64_t fraction)
 {
-    pv_calib_state *st = s->st;
-    uint64_t lo = 0, hi = 0, k = hint ? hint : 64;
-    double cv = INFINITY;
-    if (hint && precise_enough(s, k, &cv, NULL)) {
-        hi = k, st->t_min_cv = cv;
-        while (k / 2 >= 64 && !over_budget(s)) {
-            if (!precise_enough(s, k / 2, &cv, NULL)) {
-                lo = k / 2;
-                break;
-            }
-            k /= 2, hi = k, st->t_min_cv = cv;
+    uint64_t tolerance = fraction ? hi / fraction : 1;
+    return hi - lo <= (tolerance ? tolerance : 1);
+}
+
+/* One test of a search at length k in ADDs (Algorithm 1: the chain k is precise; Algorithm 2:
+ * pairs k apart above a base of k0 ADDs separate). *figure gets its figure (the CV, the worst
+ * overlap), *passed (if not NULL) how many confirmations passed before the one that failed. */
+typedef int (*pv_length_test)(pv_search *s, uint64_t k0, uint64_t k, double *figure, int *passed);
+
+/* How one of the two searches walks over lengths (ADDs). */
+typedef struct {
+    pv_length_test test;
+    uint64_t k0;           /* the test's base */
+    uint64_t start;        /* the first length without a hint */
+    uint64_t shortest;     /* halving from a passing hint goes no shorter */
+    uint64_t longest;      /* doubling goes no longer */
+    int retries;           /* a length that failed after passing is measured again this often */
+    uint64_t fraction;     /* the bisection's end (refined) */
+    uint64_t refine_until; /* pv_now ticks: the bisection stops there */
+    double *figure;        /* gets the figure of the length returned */
+} pv_walk;
+
+static int precise_test(pv_search *s, uint64_t k0, uint64_t k, double *cv, int *passed)
+{
+    (void)k0;
+    return precise_enough(s, k, cv, passed);
+}
+
+static int separable_test(pv_search *s, uint64_t k0, uint64_t d, double *worst, int *passed)
+{
+    (void)passed; /* Algorithm 2 does not retry: a pair that fails once is not separated */
+    return separable(s, k0, d, worst);
+}
+
+/* From a length k that passed: halve while the test passes. */
+static void walk_down(pv_search *s, const pv_walk *w, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+    double figure;
+    *hi = k;
+    while (k / 2 >= w->shortest && !over_budget(s)) {
+        if (!w->test(s, w->k0, k / 2, &figure, NULL)) {
+            *lo = k / 2;
+            return;
         }
+        k /= 2, *hi = k, *w->figure = figure;
+    }
+}
+
+/* From k: double until the test passes; a length that failed after passing some confirmations is
+ * measured again, up to w->retries times, before it counts as failed. */
+static void walk_up(pv_search *s, const pv_walk *w, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+    double figure;
+    int retries = 0, passed = 0;
+    while (!over_budget(s) && k <= w->longest) {
+        if (w->test(s, w->k0, k, &figure, &passed)) {
+            *hi = k, *w->figure = figure;
+            return;
+        }
+        if (passed > 0 && retries < w->retries) {
+            retries++;
+            continue;
+        }
+        *lo = k, k *= 2, retries = 0;
+    }
+}
+
+/* Between a failing length *lo and a passing one *hi: bisect to w->fraction (refined). */
+static void walk_between(pv_search *s, const pv_walk *w, uint64_t *lo, uint64_t *hi)
+{
+    double figure;
+    while (*hi && !refined(*lo, *hi, w->fraction) && !over_budget(s) && pv_now() < w->refine_until) {
+        uint64_t mid = *lo + (*hi - *lo) / 2;
+        if (w->test(s, w->k0, mid, &figure, NULL))
+            *hi = mid, *w->figure = figure;
+        else
+            *lo = mid;
+    }
+}
+
+/* The paper's searches on one schedule: from `hint` (0: from w->start), halve while the test
+ * passes, or double until it passes, then bisect between the last failure and the last pass to
+ * w->fraction. *lo_out (if not NULL) gets the last failing length (0: none). Returns the shortest
+ * passing length found (0: none). */
+static uint64_t walk(pv_search *s, const pv_walk *w, uint64_t hint, uint64_t *lo_out)
+{
+    uint64_t lo = 0, hi = 0, k = hint ? hint : w->start;
+    double figure;
+    if (hint && w->test(s, w->k0, k, &figure, NULL)) {
+        *w->figure = figure;
+        walk_down(s, w, k, &lo, &hi);
     } else {
         if (hint) lo = k, k *= 2;
-        int retries = 0, passed = 0;
-        while (!over_budget(s) && k <= (1u << 24)) {
-            if (precise_enough(s, k, &cv, &passed)) {
-                hi = k, st->t_min_cv = cv;
-                break;
-            }
-            if (passed > 0 && retries < PV_TMIN_RETRIES) {
-                retries++;
-                continue;
-            }
-            lo = k;
-            k *= 2, retries = 0;
-        }
+        walk_up(s, w, k, &lo, &hi);
     }
-    while (hi && !t_min_refined(lo, hi) && !over_budget(s) && pv_now() < refine_until) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (mid == 0) break; /* precise down to 1 ADD: 0 would read as "none found" */
-        if (precise_enough(s, mid, &cv, NULL))
-            hi = mid, st->t_min_cv = cv;
-        else
-            lo = mid;
-    }
-    *lo_out = lo;
+    walk_between(s, w, &lo, &hi);
+    if (lo_out) *lo_out = lo;
     return hi;
 }
 
-/* Algorithm 2's search above t_min = k0 ADDs, from `hint` (0: from 1 ADD) as search_t_min, then
- * bisected to one ADD (exact) or to 1/8 of the value. Returns t_diff in ADDs (0: none found). */
-static uint64_t search_t_diff(pv_search *s, uint64_t k0, uint64_t hint, int exact)
-{
-    pv_calib_state *st = s->st;
-    uint64_t dlo = 0, dhi = 0, d = hint ? (hint < k0 ? hint : k0) : 1;
-    double worst = 1.0;
-    if (hint && separable(s, k0, d, &worst)) {
-        dhi = d, st->t_diff_overlap = worst;
-        while (d / 2 >= 1 && !over_budget(s)) {
-            if (!separable(s, k0, d / 2, &worst)) {
-                dlo = d / 2;
-                break;
-            }
-            d /= 2, dhi = d, st->t_diff_overlap = worst;
-        }
-    } else {
-        if (hint) dlo = d, d *= 2;
-        while (!over_budget(s) && d <= k0) {
-            if (separable(s, k0, d, &worst)) {
-                dhi = d, st->t_diff_overlap = worst;
-                break;
-            }
-            dlo = d;
-            d *= 2;
-        }
-    }
-    for (;;) {
-        uint64_t tol = exact || dhi < 8 ? 1 : dhi / 8;
-        if (!dhi || dhi - dlo <= tol || over_budget(s)) break;
-        uint64_t mid = dlo + (dhi - dlo) / 2;
-        if (separable(s, k0, mid, &worst))
-            dhi = mid, st->t_diff_overlap = worst;
-        else
-            dlo = mid;
-    }
-    return dhi;
-}
+/* Algorithm 1: t_min bisected to 1/16, but not past `refine_until` (pv_now ticks): each bisection
+ * step costs p distributions, and a budget spent on refining t_min leaves none for t_diff. */
+#define PV_TMIN_FRACTION 16
+/* Algorithm 2: t_diff bisected to 1/8, or to one ADD (exact). */
+#define PV_TDIFF_FRACTION 8
 
 void pv_search_state(pv_search *s, uint64_t hint_min, uint64_t hint_diff)
 {
     pv_calib_state *st = s->st;
     uint64_t now = pv_now(), lo = 0;
-    uint64_t hi = search_t_min(s, hint_min, now + (s->deadline > now ? (s->deadline - now) / 2 : 0), &lo);
+    pv_walk t_min = {.test = precise_test, .start = 64, .shortest = 64, .longest = 1u << 24,
+                     .retries = PV_TMIN_RETRIES, .fraction = PV_TMIN_FRACTION,
+                     .refine_until = now + (s->deadline > now ? (s->deadline - now) / 2 : 0),
+                     .figure = &st->t_min_cv};
+    uint64_t hi = walk(s, &t_min, hint_min, &lo);
     int complete = 0;
     if (hi) {
         st->t_min_adds = hi;
@@ -297,7 +323,10 @@ void pv_search_state(pv_search *s, uint64_t hint_min, uint64_t hint_diff)
         double m0 = median_of(s, hi), m1 = median_of(s, hi + 4096);
         st->per_add = (m1 - m0) / 4096.0;
         st->t_min = m0;
-        uint64_t dhi = search_t_diff(s, hi, hint_diff, s->flush_bytes == 0);
+        pv_walk t_diff = {.test = separable_test, .k0 = hi, .start = 1, .shortest = 1, .longest = hi,
+                          .fraction = s->flush_bytes == 0 ? 0 : PV_TDIFF_FRACTION,
+                          .refine_until = UINT64_MAX, .figure = &st->t_diff_overlap};
+        uint64_t dhi = walk(s, &t_diff, hint_diff ? (hint_diff < hi ? hint_diff : hi) : 0, NULL);
         if (dhi) {
             st->t_diff_adds = dhi;
             st->t_diff = (double)dhi * st->per_add;
@@ -305,7 +334,7 @@ void pv_search_state(pv_search *s, uint64_t hint_min, uint64_t hint_diff)
         }
     }
     st->status = complete ? "complete" : "partial";
-    if (complete && !t_min_refined(lo, hi))
+    if (complete && !refined(lo, hi, PV_TMIN_FRACTION))
         snprintf(st->note, sizeof st->note,
                  "t_min refined for half the share: between %llu (not precise) and %llu ADDs",
                  (unsigned long long)lo, (unsigned long long)hi);

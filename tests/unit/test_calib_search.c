@@ -12,6 +12,9 @@
  *  5. A chain is not precise while one clock step is more than epsilon of its median, however
  *     alike its readings: on a counter read in steps of 24 units, chains read 1000, 2000, 4000 ...
  *     units with CV 0 give t_min at the first median >= 24 / epsilon, not at the first chain.
+ *  6. The bisection ends where a failing length and the passing one next to it leave nothing
+ *     between them, also below 16 ADDs: 9 imprecise and 10 precise give t_min 10 at once, not 9
+ *     measured again until the refinement's half of the budget is spent.
  * No wall-clock bound is asserted. */
 #include "check.h"
 #include "calib/search.h"
@@ -133,6 +136,19 @@ int main(void)
     CHECK(n == 3 && k[0] == 64 && k[1] == 128 && k[2] == 256);
     CHECKF(st.t_min_adds > 128 && st.t_min_adds <= 256, "t_min %llu", (unsigned long long)st.t_min_adds);
     CHECKF(st.t_min * 0.01 >= 24, "t_min %.0f units, one step is more than 1 %% of it", st.t_min);
+    pv_calib_free(&r);
+
+    /* 64, 32 and 16 precise, 8 not, 12 and 10 precise, 9 not: nothing is left between 9 and 10.
+     * Every distribution after these fails, so a search that measured 9 again would show it. */
+    uint64_t all[64] = {0};
+    run("PPPPPPPPPFPPPPPPF"
+        "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+        &r, &st);
+    n = lengths(&r, all, 64);
+    print_lengths("bisection down to one ADD apart:", all, n < 20 ? n : 20, &st);
+    CHECKF(n == 17 && all[15] == 10 && all[16] == 9, "%d t_min distributions", n);
+    CHECKF(st.t_min_adds == 10, "t_min %llu", (unsigned long long)st.t_min_adds);
+    CHECKF(strstr(st.note, "refined for half") == NULL, "note: %s", st.note);
     pv_calib_free(&r);
     return check_result();
 }
