@@ -30,6 +30,7 @@ from perfvar.detect import (
 from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.parallel import engine
 from perfvar.progress import Progress
+from perfvar.read.distinct_labels import distinct_ends
 from perfvar.read.families import judged_share, merge_families
 from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.modes import split_modes
@@ -180,7 +181,7 @@ def _segment_table(
     by_segment: dict[int, list[Cell]] = {}
     for (seg, _), cell in sorted(prep.cells.items()):
         by_segment.setdefault(seg, []).append(cell)
-    return [
+    rows = [
         _segment_row(
             prep.segment_ids[seg],
             trace.segments[seg],
@@ -190,6 +191,14 @@ def _segment_table(
         )
         for seg in order
     ]
+    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
+    for i, (start, end) in distinct_ends(parsed, symbols).items():
+        rows[i] |= {
+            "from": start,
+            "to": end,
+            "label": _class_label(parsed[i], start, end),
+        }
+    return rows
 
 
 def _resolution(judgements: list[Judgement]) -> dict[str, float]:

@@ -68,6 +68,20 @@ class FrameSymbol:
         }
 
 
+@dataclass(frozen=True)
+class ShownFrame:
+    """A frame as a label shows it: what is known of it and the name it gets."""
+
+    symbol: FrameSymbol
+    name: str
+
+    @property
+    def place(self) -> Optional[str]:
+        """``file:line`` (basename) when the debug information gives it."""
+        s = self.symbol
+        return f"{os.path.basename(s.file)}:{s.line}" if s.file and s.line else None
+
+
 # The program's entry (C main, gfortran's main program): the frames beyond it are the C
 # library's start-up, the same for every call path.
 ENTRY_FUNCTIONS = frozenset({"main", "MAIN__"})
@@ -106,15 +120,20 @@ class Symbol:
             return short_function(self.function)
         return self.site.fallback_site()
 
+    def shown_frames(self) -> list[ShownFrame]:
+        """The frames a label shows: the call's own (named by its location), then
+        its callers up to the program's entry."""
+        own = FrameSymbol(self.site.frames[0], self.function, self.file, self.line)
+        return [ShownFrame(own, self.location)] + [
+            ShownFrame(c, c.name) for c in application_frames(self.callers)
+        ]
+
     @property
     def label(self) -> str:
         """``stencil.f90:142 MPI_Waitall``: where the MPI call is, then which call;
         then its callers, innermost first: ``clover_exchange MPI_Waitall <
         update_halo < pdv``."""
-        return " < ".join(
-            [f"{self.location} {self.site.function}"]
-            + [c.name for c in application_frames(self.callers)]
-        )
+        return site_label(self.site.function, [f.name for f in self.shown_frames()])
 
     def to_json(self) -> dict:
         return {
@@ -127,6 +146,12 @@ class Symbol:
             "location": self.location,
             "callers": [c.to_json() for c in self.callers],
         }
+
+
+def site_label(mpi_function: str, names: list[str]) -> str:
+    """A call site's label from the names of its shown frames (Symbol.shown_frames):
+    the first, where the call is, then the MPI function, then the callers."""
+    return " < ".join([f"{names[0]} {mpi_function}"] + names[1:])
 
 
 def _parse_file_line(text: str) -> tuple[Optional[str], Optional[int]]:

@@ -1,0 +1,187 @@
+"""Labels that tell apart the segment classes whose call paths read alike.
+
+Without debug information a frame is named by its function (perfvar.read.symbolize),
+and a function that calls the same routine from several places gives several
+classes one label: CloverLeaf's ``advection`` calls ``update_halo`` three times, so
+three classes read ``clover_exchange MPI_Waitall < update_halo < advection <
+hydro_ -> ...``; ``field_summary`` reduces five fields in five MPI_Reduce calls.
+Where labels collide, the frames that differ among the colliding classes are named
+``function+0x<offset>``: the return address's offset in its function, as a
+debugger's backtrace gives it (in source order: ``advection+0x82``,
+``advection+0x146``, ``advection+0x297`` are its first, second and third call),
+the function's start from the module's symbol table (``nm``, once per module that
+has such a frame). Where the table does not have the function (nm missing, a
+stripped module), the frame is named ``function@0x<offset in the module>``; a frame
+named by its module and offset already tells itself apart. A class from one call to
+another that reads alike (``clover_exchange MPI_Waitall < ... -> clover_exchange
+MPI_Waitall < ...``: the two waits of one exchange routine) gets the same on both
+ends where they differ. Frames the label does not show (beyond the program's
+entry) are not used: classes that differ only there keep one label. Runs ``nm``;
+otherwise pure; thread-safe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+import subprocess
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Optional
+
+from perfvar.read.segments import CallSite, SegmentKey
+from perfvar.read.symbolize import ShownFrame, Symbol, site_label
+
+NM_TIMEOUT_S = 60.0
+# nm's symbol types of code: global and local text, weak symbols.
+_CODE_TYPES = frozenset("TtWw")
+
+# module path -> its functions' start offsets, ascending (None: unknown)
+FunctionStarts = Callable[[str], Optional[list[int]]]
+
+
+def nm_function_starts(module: str) -> Optional[list[int]]:
+    """The start offsets of the module's functions from ``nm`` (its symbol table,
+    else its dynamic one), ascending; None when nm is missing, fails or lists none."""
+    exe = shutil.which("nm")
+    if exe is None:
+        return None
+    for table in ([], ["-D"]):
+        try:
+            proc = subprocess.run(
+                [exe, "--defined-only", *table, module],
+                capture_output=True,
+                text=True,
+                timeout=NM_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        starts = sorted(
+            {
+                int(f[0], 16)
+                for f in (line.split() for line in proc.stdout.splitlines())
+                if len(f) >= 3 and f[1] in _CODE_TYPES
+            }
+        )
+        if proc.returncode == 0 and starts:
+            return starts
+    return None
+
+
+def _exact_name(shown: ShownFrame, starts: Optional[list[int]]) -> str:
+    """The frame's name told apart from the same function's other call sites."""
+    frame, name, place = shown.symbol.frame, shown.name, shown.place
+    if place and place != name:
+        return f"{name} ({place})"  # the line where the debug information has it
+    if place or not shown.symbol.function:
+        return (
+            f"{name}@0x{frame.offset:x}" if place else name
+        )  # module+offset: one place
+    # The call instruction is the byte before the return address.
+    i = bisect.bisect_right(starts, frame.offset - 1) - 1 if starts else -1
+    if i >= 0:
+        return f"{name}+0x{frame.offset - starts[i]:x}"
+    return f"{name}@0x{frame.offset:x}"
+
+
+Shown = tuple[ShownFrame, ...]  # a site's shown frames (Symbol.shown_frames)
+
+
+def _shown(symbols: Mapping[CallSite, Symbol], site: Optional[CallSite]) -> Shown:
+    return tuple(symbols[site].shown_frames()) if site in symbols else ()
+
+
+def _label(
+    site: Optional[CallSite],
+    shown: Shown,
+    exact: set[int],
+    names: Callable[[ShownFrame], str],
+) -> str:
+    """The site's label with the frames at positions ``exact`` named exactly."""
+    if site is None or not shown:
+        return ""
+    parts = [names(f) if i in exact else f.name for i, f in enumerate(shown)]
+    return site_label(site.function, parts)
+
+
+Exact = dict[int, tuple[set[int], set[int]]]  # key index -> positions (FROM, TO)
+
+
+def _among_alike(
+    groups: list[list[int]], ends: dict[int, tuple[Shown, Shown]]
+) -> Exact:
+    """The positions named exactly in each class of a group whose labels collide:
+    those whose frame differs among the members."""
+    exact: Exact = {}
+    for members in groups:
+        if len(members) < 2:
+            continue
+        differ = tuple(
+            {
+                pos
+                for pos in range(len(ends[members[0]][side]))
+                if len({ends[m][side][pos].symbol.frame for m in members}) > 1
+            }
+            for side in (0, 1)
+        )
+        if differ[0] or differ[1]:
+            exact.update({m: (set(differ[0]), set(differ[1])) for m in members})
+    return exact
+
+
+def _within_one(
+    alike: list[int], ends: dict[int, tuple[Shown, Shown]], exact: Exact
+) -> None:
+    """Adds to ``exact`` the positions where the two ends of a class whose FROM and
+    TO read alike differ ("clover_exchange MPI_Waitall < ... -> clover_exchange
+    MPI_Waitall < ...", two calls of one routine), named exactly on both ends."""
+    for i in alike:
+        a, b = ends[i]
+        apart = {
+            p
+            for p in range(min(len(a), len(b)))
+            if a[p].symbol.frame != b[p].symbol.frame
+        }
+        if apart:
+            mine = exact.get(i, (set(), set()))
+            exact[i] = (mine[0] | apart, mine[1] | apart)
+
+
+def distinct_ends(
+    keys: Sequence[SegmentKey],
+    symbols: Mapping[CallSite, Symbol],
+    function_starts: FunctionStarts = nm_function_starts,
+) -> dict[int, tuple[str, str]]:
+    """(FROM, TO) labels for each index into ``keys`` whose labels read as another
+    key's, or whose FROM reads as its TO, that tell them apart (module doc). Keys
+    without both ends symbolized are left out, as are those told apart by nothing
+    the labels show."""
+    ends = {
+        i: (_shown(symbols, k.start), _shown(symbols, k.end))
+        for i, k in enumerate(keys)
+        if k.start in symbols and k.end in symbols
+    }
+    plain = {
+        i: (symbols[keys[i].start].label, symbols[keys[i].end].label) for i in ends
+    }
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for i, (a, b) in plain.items():
+        groups[(a, b, keys[i].side())].append(i)
+    exact = _among_alike(list(groups.values()), ends)
+    _within_one([i for i, (a, b) in plain.items() if a == b], ends, exact)
+    tables: dict[str, Optional[list[int]]] = {}
+
+    def names(shown: ShownFrame) -> str:
+        module = shown.symbol.frame.module
+        if module not in tables:
+            tables[module] = function_starts(module)
+        return _exact_name(shown, tables[module])
+
+    return {
+        i: (
+            _label(keys[i].start, ends[i][0], at[0], names),
+            _label(keys[i].end, ends[i][1], at[1], names),
+        )
+        for i, at in sorted(exact.items())
+    }
