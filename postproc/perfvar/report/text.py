@@ -313,6 +313,11 @@ def _rank_lines(result: dict[str, Any]) -> list[str]:
 LISTED_SHARE = 0.99
 
 
+def _compute_ns(result: dict[str, Any]) -> float:
+    """The compute time of all classes together (ns; 1 when none: a divisor)."""
+    return sum(s["total_ns"] for s in result["segments"]) or 1.0
+
+
 def _named_classes(result: dict[str, Any]) -> set[str]:
     """The ids of the classes the findings, minor ones and consequences speak of."""
     found = result["anomalies"] + result.get("minor", []) + result["consequences"]
@@ -329,7 +334,7 @@ def listed_classes(
     if all_classes:
         return list(segments)
     named = _named_classes(result)
-    whole = sum(s["total_ns"] for s in segments) or 1.0
+    whole = _compute_ns(result)
     listed, held = [], 0.0
     for s in segments:
         if held < LISTED_SHARE * whole or s["id"] in named:
@@ -344,8 +349,7 @@ def _unlisted_line(result: dict[str, Any], listed: list[dict[str, Any]]) -> list
     rest = [s for s in result["segments"] if s["id"] not in shown]
     if not rest:
         return []
-    whole = sum(s["total_ns"] for s in result["segments"]) or 1.0
-    share = sum(s["total_ns"] for s in rest) / whole
+    share = sum(s["total_ns"] for s in rest) / _compute_ns(result)
     return [
         f"... and {_plural(len(rest), 'more class', 'more classes')}, "
         f"{fmt_pct(share, signed=False)} of the compute time (perfvar analyze "
