@@ -8,7 +8,7 @@ perfvar-run, T trials per case, and prints a markdown table of hit rates per pro
                     [--tealeaf PATH|URL] [--comd PATH|URL] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
-                    [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...]
+                    [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...] [--min-cost PCT]
 
 Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
 rank: slow_segment in A), core (+5 % in A and B: slow_core), busy (a spinning process pinned on
@@ -78,7 +78,9 @@ counts the trials whose every wrong name is confirmed (tests/tools/verdicts.py O
 
 --rejudge JSON runs nothing: the trials an earlier run wrote with --json, whose traces it kept
 (--work or --keep), are analysed again by this tree's rules and the table is printed (a rule
-changed on the analysis side, measured on the same runs).
+changed on the analysis side, measured on the same runs). --min-cost PCT: the headline's delay
+cost threshold the analyses use (`perfvar analyze --min-cost`; default perfvar's), for the rates
+at another threshold, on new runs or with --rejudge on kept ones.
 
 --short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
 retry on a miss (the other rank injected, on the other CPU); exits 1 when a case misses twice.
@@ -420,6 +422,7 @@ class Setup:
     run_env: dict
     analyze_env: dict
     keep_runs: bool = False  # keep real programs' run directories
+    min_cost_pct: float | None = None  # perfvar analyze --min-cost (None: its default)
     cpu_speed: str | None = None  # the host witness (tests/validation/cpu_speed), if built
 
 
@@ -429,8 +432,9 @@ def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[dict, float
     is read from the JSON; a 5 MB HTML report per trial would be of no use."""
     dest = dest or out / "analysis.json"
     t0 = time.monotonic()
+    threshold = [] if st.min_cost_pct is None else ["--min-cost", f"{st.min_cost_pct:g}"]
     q = subprocess.run([sys.executable, "-m", "perfvar", "analyze", "--no-html", "--json",
-                        str(dest), str(out)],
+                        str(dest), *threshold, str(out)],
                        env=st.analyze_env, capture_output=True, text=True, timeout=1800)
     if q.returncode != 0:
         raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
@@ -900,6 +904,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--rejudge", type=Path, metavar="JSON",
                     help="run nothing: analyse again the traces an earlier --json run kept "
                     "(--work or --keep) and print its table with today's rules")
+    ap.add_argument("--min-cost", type=float, metavar="PCT",
+                    help="the headline's delay cost threshold, %% of wall time x ranks "
+                    "(perfvar analyze --min-cost; default perfvar's)")
     ap.add_argument("--setting", action="append", default=[], metavar="PERFVAR_NAME=VALUE",
                     help="a perfvar setting for every run (docs/tracing.md), e.g. "
                     "PERFVAR_PROBE=on; repeatable")
@@ -968,7 +975,8 @@ def make_setup(a: argparse.Namespace, extra: dict[str, str]) -> Setup:
             else Path(tempfile.mkdtemp(prefix="perfvar-validate-")))
     work.mkdir(parents=True, exist_ok=True)
     return Setup(build, a.mpi, mpiexec, a.steps or (1500 if a.short else 3000), work, run_env,
-                 analyze_env, keep_runs=bool(a.work or a.keep), cpu_speed=witness(build))
+                 analyze_env, keep_runs=bool(a.work or a.keep), cpu_speed=witness(build),
+                 min_cost_pct=a.min_cost)
 
 
 TrialRunner = Callable[[Case, int, int, str], Trial]  # (case, placement, number, label)

@@ -367,3 +367,22 @@ def test_hits_on_an_even_host_count_the_trials_the_witness_found_even() -> None:
     cells = validate.case_cells("cloverleaf", case, done, False)
     assert cells[head.index("hits on an even host")] == "1 of 2"
     assert validate.case_cells("cloverleaf", case, done[2:], False)[10] == "-"
+
+
+def test_the_analysis_runs_with_the_threshold_asked(tmp_path: Path, monkeypatch) -> None:
+    """--min-cost reaches `perfvar analyze`, and without it perfvar's default stands."""
+    import validate
+
+    asked: list[list[str]] = []
+
+    def run(cmd, **kwargs):
+        asked.append(cmd)
+        Path(cmd[cmd.index("--json") + 1]).write_text("{}")
+        return SimpleNamespace(returncode=0, stderr="")
+
+    monkeypatch.setattr(validate.subprocess, "run", run)
+    st = validate.Setup(tmp_path, "openmpi", [], 1, tmp_path, {}, {}, min_cost_pct=0.15)
+    validate.analyze(st, tmp_path)
+    assert asked[-1][asked[-1].index("--min-cost") + 1] == "0.15"
+    validate.analyze(validate.Setup(tmp_path, "openmpi", [], 1, tmp_path, {}, {}), tmp_path)
+    assert "--min-cost" not in asked[-1]
