@@ -23,18 +23,16 @@ otherwise pure; thread-safe.
 from __future__ import annotations
 
 import bisect
-import shutil
-import subprocess
+import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Optional
 
 from perfvar.read.segments import CallSite, SegmentKey
-from perfvar.read.symbolize import ShownFrame, Symbol, site_label
+from perfvar.read.symbolize import ShownFrame, Symbol, run_tool, site_label
 
-NM_TIMEOUT_S = 60.0
 # nm's symbol types of code: global and local text, weak symbols.
-_CODE_TYPES = frozenset("TtWw")
+_CODE = frozenset("TtWw")
 
 # module path -> its functions' start offsets, ascending (None: unknown)
 FunctionStarts = Callable[[str], Optional[list[int]]]
@@ -43,28 +41,15 @@ FunctionStarts = Callable[[str], Optional[list[int]]]
 def nm_function_starts(module: str) -> Optional[list[int]]:
     """The start offsets of the module's functions from ``nm`` (its symbol table,
     else its dynamic one), ascending; None when nm is missing, fails or lists none."""
-    exe = shutil.which("nm")
-    if exe is None:
+    if not os.path.isfile(module):
         return None
     for table in ([], ["-D"]):
-        try:
-            proc = subprocess.run(
-                [exe, "--defined-only", *table, module],
-                capture_output=True,
-                text=True,
-                timeout=NM_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
+        out = run_tool(["nm", "--defined-only", *table, module])
+        fields = (line.split() for line in (out or "").splitlines())
         starts = sorted(
-            {
-                int(f[0], 16)
-                for f in (line.split() for line in proc.stdout.splitlines())
-                if len(f) >= 3 and f[1] in _CODE_TYPES
-            }
+            {int(f[0], 16) for f in fields if len(f) >= 3 and f[1] in _CODE}
         )
-        if proc.returncode == 0 and starts:
+        if starts:
             return starts
     return None
 

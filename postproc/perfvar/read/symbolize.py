@@ -23,7 +23,7 @@ from typing import Optional
 
 from perfvar.read.segments import CallSite, Frame
 
-ADDR2LINE_TIMEOUT_S = 60.0
+TOOL_TIMEOUT_S = 60.0  # addr2line, nm
 
 
 # GCC's suffixes of cloned or split functions (foo.constprop.0, foo.isra.0, foo.part.0,
@@ -163,26 +163,34 @@ def _parse_file_line(text: str) -> tuple[Optional[str], Optional[int]]:
     return path, int(line)
 
 
-def _run_addr2line(module: str, offsets: list[int]) -> Optional[list[str]]:
-    exe = shutil.which("addr2line")
-    if exe is None or not os.path.isfile(module):
+def run_tool(argv: list[str], query: str = "") -> Optional[str]:
+    """The standard output of a binutils tool (``argv[0]`` found on PATH) given
+    ``query`` on its standard input; None when it is missing, cannot start, times
+    out (TOOL_TIMEOUT_S) or exits non-zero."""
+    exe = shutil.which(argv[0])
+    if exe is None:
         return None
-    query = "".join(f"{max(off - 1, 0):x}\n" for off in offsets)
     try:
         proc = subprocess.run(
-            [exe, "-f", "-C", "-e", module],
+            [exe, *argv[1:]],
             input=query,
             capture_output=True,
             text=True,
-            timeout=ADDR2LINE_TIMEOUT_S,
+            timeout=TOOL_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    lines = proc.stdout.splitlines()
-    if proc.returncode != 0 or len(lines) < 2 * len(offsets):
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _run_addr2line(module: str, offsets: list[int]) -> Optional[list[str]]:
+    if not os.path.isfile(module):
         return None
-    return lines
+    query = "".join(f"{max(off - 1, 0):x}\n" for off in offsets)
+    out = run_tool(["addr2line", "-f", "-C", "-e", module], query)
+    lines = out.splitlines() if out is not None else []
+    return lines if len(lines) >= 2 * len(offsets) else None
 
 
 def symbolize(
