@@ -57,12 +57,10 @@ def nm_function_starts(module: str) -> Optional[list[int]]:
 def _exact_name(shown: ShownFrame, starts: Optional[list[int]]) -> str:
     """The frame's name told apart from the same function's other call sites."""
     frame, name, place = shown.symbol.frame, shown.name, shown.place
-    if place and place != name:
-        return f"{name} ({place})"  # the line where the debug information has it
-    if place or not shown.symbol.function:
-        return (
-            f"{name}@0x{frame.offset:x}" if place else name
-        )  # module+offset: one place
+    if place:  # the debug information's line: the name, or else the module offset
+        return f"{name} ({place})" if place != name else f"{name}@0x{frame.offset:x}"
+    if not shown.symbol.function:
+        return name  # module+offset: already one place
     # The call instruction is the byte before the return address.
     i = bisect.bisect_right(starts, frame.offset - 1) - 1 if starts else -1
     if i >= 0:
