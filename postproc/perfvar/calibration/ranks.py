@@ -151,7 +151,16 @@ def _apply_state(target: Any, judged: Optional[dict[str, Any]]) -> Optional[str]
     return d.missing
 
 
-def _apply_rank(m: RankMeta, judged: dict[str, Any], notes: list[str], ranks_of):
+def _apply_rank(
+    m: RankMeta,
+    judged: dict[str, Any],
+    notes: list[str],
+    ranks_of: dict[str, list[int]],
+    flush0_of: dict[str, list[int]],
+) -> None:
+    """Rank ``m``'s calibration set from its decisions; the ranks whose flushed
+    states, or whose flush 0 (by what is missing there), keep the C estimates are
+    added to ``ranks_of`` and ``flush0_of``, for apply's notes."""
     c = m.calibration
     if "error" in judged:
         if judged["error"] != "missing":
@@ -183,10 +192,7 @@ def _apply_rank(m: RankMeta, judged: dict[str, Any], notes: list[str], ranks_of)
         if m.problem and m.problem.startswith("calibration status"):
             m.problem = None
         return
-    notes.append(
-        f"rank {m.rank}: the start-up samples do not confirm {missing} under the "
-        "paper's statistics; judged with the C search's estimate"
-    )
+    flush0_of.setdefault(missing, []).append(m.rank)
 
 
 def apply(
@@ -195,10 +201,18 @@ def apply(
 ) -> None:
     """Put the judge's decisions into ``meta`` (in place) and add its notes."""
     unconfirmed: dict[str, list[int]] = {}
+    flush0: dict[str, list[int]] = {}
     for rank, decided in sorted(judged.items()):
         m = meta.ranks.get(rank)
         if m is not None and m.source:
-            _apply_rank(m, decided, meta.notes, unconfirmed)
+            _apply_rank(m, decided, meta.notes, unconfirmed, flush0)
+    # One note per quantity, not per rank: a job of many ranks gets a line, not many.
+    for missing, where in sorted(flush0.items()):
+        meta.notes.append(
+            f"cache state 0: the start-up samples of rank(s) {compact_ranges(where)} "
+            f"do not confirm {missing} under the paper's statistics; the C search's "
+            "estimates are used there"
+        )
     for label, where in sorted(unconfirmed.items()):
         meta.notes.append(
             f"cache state {label}: the start-up samples of rank(s) "

@@ -51,7 +51,7 @@ def test_analysis_uses_the_paper_values_and_says_where_they_come_from(tmp_path):
     c0, c1 = meta.ranks[0].calibration, meta.ranks[1].calibration
     assert c0.source.startswith("paper") and c0.t_min_ns > 100  # replaced
     assert c1.source.startswith("C estimate") and c1.t_min_ns == 1.0  # kept, labelled
-    assert any("rank 1" in n and "not confirm" in n for n in meta.notes)
+    assert any("of rank(s) 1 do not confirm" in n for n in meta.notes)
     skipped = read_meta(str(tmp_path), [0, 1])
     assert skipped.ranks[0].calibration.t_min_ns == 1.0
 
@@ -112,5 +112,23 @@ def test_no_warning_of_an_estimate_the_c_search_did_not_make(tmp_path):
         bad = _doc(noise=4.0)  # the judge confirms nothing
         (meta_dir / f"calibration-rank-{rank}.json").write_text(json.dumps(bad))
     notes = judged_meta(str(tmp_path), [0, 1]).notes
-    assert any("rank 0: the start-up samples do not confirm" in n for n in notes)
-    assert not any("rank 1: the start-up samples do not confirm" in n for n in notes)
+    assert any(
+        "cache state 0: the start-up samples of rank(s) 0 do" in n for n in notes
+    )
+    assert not any("rank(s) 0-1" in n for n in notes)
+
+
+def test_one_note_for_the_ranks_whose_flush_0_is_not_confirmed(tmp_path):
+    """Many ranks whose start-up samples do not confirm flush 0's estimates make one
+    note naming them all, not one each."""
+    meta_dir = tmp_path / "perfvar"
+    meta_dir.mkdir()
+    cal = {"status": "complete", "timer_overhead_ns": 20.0, "t_min_ns": 1.0}
+    for rank in range(4):
+        doc = {"rank": rank, "calibration": dict(cal, t_diff_ns=1.0)}
+        (meta_dir / f"rank-{rank}.json").write_text(json.dumps(doc))
+        bad = _doc(noise=4.0)  # the judge confirms nothing
+        (meta_dir / f"calibration-rank-{rank}.json").write_text(json.dumps(bad))
+    notes = judged_meta(str(tmp_path), range(4)).notes
+    flush0 = [n for n in notes if n.startswith("cache state 0: ")]
+    assert len(flush0) == 1 and "of rank(s) 0-3 do not confirm" in flush0[0]
