@@ -15,7 +15,10 @@ stripped module), the frame is named ``function@0x<offset in the module>``; a fr
 named by its module and offset already tells itself apart. A class from one call to
 another that reads alike (``clover_exchange MPI_Waitall < ... -> clover_exchange
 MPI_Waitall < ...``: the two waits of one exchange routine) gets the same on both
-ends where they differ. Frames the label does not show (beyond the program's
+ends where they differ. A frame so named is named so in every label that shows it,
+so that the class that starts where another ends reads that way (``... advection+0x146
+-> ... advection+0x297``, then ``advection+0x297 < hydro_ -> ... timestep``). Frames
+the label does not show (beyond the program's
 entry) are not used: classes that differ only there keep one label. Runs ``nm``;
 otherwise pure; thread-safe.
 """
@@ -131,15 +134,35 @@ def _within_one(
             exact[i] = (mine[0] | apart, mine[1] | apart)
 
 
+def _everywhere(ends: dict[int, tuple[Shown, Shown]], exact: Exact) -> None:
+    """Adds to ``exact`` every position whose frame is named exactly somewhere: one
+    call site has one name in every label, so that the class that starts where
+    another ends (``... advection+0x297`` -> ``advection+0x297 < ...``) reads so."""
+    named = {
+        ends[i][side][p].symbol.frame
+        for i, at in exact.items()
+        for side in (0, 1)
+        for p in at[side]
+    }
+    for i, (a, b) in ends.items():
+        more = tuple(
+            {p for p, f in enumerate(shown) if f.symbol.frame in named}
+            for shown in (a, b)
+        )
+        if more[0] or more[1]:
+            mine = exact.get(i, (set(), set()))
+            exact[i] = (mine[0] | more[0], mine[1] | more[1])
+
+
 def distinct_ends(
     keys: Sequence[SegmentKey],
     symbols: Mapping[CallSite, Symbol],
     function_starts: FunctionStarts = nm_function_starts,
 ) -> dict[int, tuple[str, str]]:
     """(FROM, TO) labels for each index into ``keys`` whose labels read as another
-    key's, or whose FROM reads as its TO, that tell them apart (module doc). Keys
-    without both ends symbolized are left out, as are those told apart by nothing
-    the labels show."""
+    key's, or whose FROM reads as its TO, that tell them apart, and for each key
+    that shows a frame those name exactly (module doc). Keys without both ends
+    symbolized are left out, as are those told apart by nothing the labels show."""
     ends = {
         i: (_shown(symbols, k.start), _shown(symbols, k.end))
         for i, k in enumerate(keys)
@@ -153,6 +176,7 @@ def distinct_ends(
         groups[(a, b, keys[i].side())].append(i)
     exact = _among_alike(list(groups.values()), ends)
     _within_one([i for i, (a, b) in plain.items() if a == b], ends, exact)
+    _everywhere(ends, exact)
     tables: dict[str, Optional[list[int]]] = {}
 
     def names(shown: ShownFrame) -> str:

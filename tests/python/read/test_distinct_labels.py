@@ -67,6 +67,20 @@ def test_alike_paths_named_by_the_offset_in_their_function():
     assert asked == [APP]  # the symbol table read once
 
 
+def test_a_frame_named_exactly_is_so_named_in_every_label():
+    """The class that starts at one of advection's calls (unique as it is) names that
+    call as the classes that end there do."""
+    after = _site("MPI_Allreduce", 0x1C0, (0x2060,))
+    symbols = _symbols() | {after: _symbol(after, "clover_min", ("hydro",))}
+    keys = [SegmentKey(f"k{o:x}", WAIT[o], SEND) for o in sorted(WAIT)]
+    keys.append(SegmentKey("next", WAIT[0x1297], after))
+    got = distinct_ends(keys, symbols, lambda m: STARTS)
+    assert got[3] == (
+        "clover_exchange MPI_Waitall < update_halo < advection+0x297",
+        "clover_min MPI_Allreduce < hydro",
+    )
+
+
 def test_distinct_paths_keep_their_names_and_tables_are_not_read():
     other = _site("MPI_Allreduce", 0x1C0, (0x2060,))
     symbols = _symbols() | {other: _symbol(other, "clover_min", ("hydro",))}
