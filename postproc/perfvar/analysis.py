@@ -136,16 +136,23 @@ def _class_label(
 
 
 def _segment_row(
-    seg_id: str, key: str, cells: list[Cell], total_ns: float, symbols: dict
+    seg_id: str,
+    parsed: SegmentKey,
+    cells: list[Cell],
+    total_ns: float,
+    symbols: dict,
+    labels: Optional[tuple[str, str]],
 ) -> dict[str, Any]:
     """One class of analysis.json's ``segments``: its call sites (named where
-    addr2line could), sample counts, median, total time and cache state."""
-    parsed = parse_segment_key(key)
+    addr2line could; ``labels``: FROM and TO where distinct_ends tells them apart
+    from another class's), sample counts, median, total time and cache state."""
     kept = np.concatenate([c.samples_ns for c in cells]) if cells else np.empty(0)
     start: Optional[Symbol] = symbols.get(parsed.start) if parsed.start else None
     end: Optional[Symbol] = symbols.get(parsed.end) if parsed.end else None
     start_label = start.label if start else None
     end_label = end.label if end else None
+    if labels is not None:
+        start_label, end_label = labels
     states = Counter(c.state.label for c in cells if c.state is not None)
     contexts = [c.context_bytes for c in cells if c.context_bytes is not None]
     return {
@@ -171,9 +178,14 @@ def _segment_row(
 
 
 def _segment_table(
-    trace: TraceSamples, order: list[int], prep: Prepared, symbols: dict
+    trace: TraceSamples,
+    order: list[int],
+    parsed: list[SegmentKey],
+    prep: Prepared,
+    symbols: dict,
 ) -> list[dict[str, Any]]:
-    """analysis.json's ``segments``, in ``order`` (by total time)."""
+    """analysis.json's ``segments``, in ``order`` (by total time; ``parsed``: their
+    keys, in that order)."""
     s = trace.samples
     totals = np.bincount(
         s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
@@ -181,24 +193,18 @@ def _segment_table(
     by_segment: dict[int, list[Cell]] = {}
     for (seg, _), cell in sorted(prep.cells.items()):
         by_segment.setdefault(seg, []).append(cell)
-    rows = [
+    labels = distinct_ends(parsed, symbols)
+    return [
         _segment_row(
             prep.segment_ids[seg],
-            trace.segments[seg],
+            key,
             by_segment.get(seg, []),
             float(totals[seg]),
             symbols,
+            labels.get(i),
         )
-        for seg in order
+        for i, (seg, key) in enumerate(zip(order, parsed))
     ]
-    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
-    for i, (start, end) in distinct_ends(parsed, symbols).items():
-        rows[i] |= {
-            "from": start,
-            "to": end,
-            "label": _class_label(parsed[i], start, end),
-        }
-    return rows
 
 
 def _resolution(judgements: list[Judgement]) -> dict[str, float]:
@@ -459,15 +465,13 @@ def analyze(
     neighbours.attach(anomalies + ranked.minor, meta.ranks)
     progress.step("naming call sites")
 
-    sites = []
-    for seg in order:
-        parsed = parse_segment_key(trace.segments[seg])
-        sites += [site for site in (parsed.start, parsed.end) if site is not None]
+    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
+    sites = [site for k in parsed for site in (k.start, k.end) if site is not None]
     symbols = symbolize(sites, enabled=symbolize_sites)
 
     noise = rank_noise(prep)
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
-    segments = _segment_table(trace, order, prep, symbols)
+    segments = _segment_table(trace, order, parsed, prep, symbols)
     resolution = _resolution(judgements)
     for seg, row in zip(order, segments):
         row["family"] = families.get(seg, [row["key"]])

@@ -31,7 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Optional
 
-from perfvar.read.segments import CallSite, SegmentKey
+from perfvar.read.segments import CallSite, Frame, SegmentKey
 from perfvar.read.symbolize import ShownFrame, Symbol, run_tool, site_label
 
 # nm's symbol types of code: global and local text, weak symbols.
@@ -81,77 +81,41 @@ def _shown(symbols: Mapping[CallSite, Symbol], site: Optional[CallSite]) -> Show
 def _label(
     site: Optional[CallSite],
     shown: Shown,
-    exact: set[int],
+    exact: set[Frame],
     names: Callable[[ShownFrame], str],
 ) -> str:
-    """The site's label with the frames at positions ``exact`` named exactly."""
+    """The site's label with the frames in ``exact`` named exactly."""
     if site is None or not shown:
         return ""
-    parts = [names(f) if i in exact else f.name for i, f in enumerate(shown)]
+    parts = [names(f) if f.symbol.frame in exact else f.name for f in shown]
     return site_label(site.function, parts)
-
-
-Exact = dict[int, tuple[set[int], set[int]]]  # key index -> positions (FROM, TO)
 
 
 def _among_alike(
     groups: list[list[int]], ends: dict[int, tuple[Shown, Shown]]
-) -> Exact:
-    """The positions named exactly in each class of a group whose labels collide:
-    those whose frame differs among the members."""
-    exact: Exact = {}
+) -> set[Frame]:
+    """The frames to name exactly in a group of classes whose labels collide: at
+    each position, those of the members where they differ."""
+    exact: set[Frame] = set()
     for members in groups:
-        if len(members) < 2:
-            continue
-        differ = tuple(
-            {
-                pos
-                for pos in range(len(ends[members[0]][side]))
-                if len({ends[m][side][pos].symbol.frame for m in members}) > 1
-            }
-            for side in (0, 1)
-        )
-        if differ[0] or differ[1]:
-            exact.update({m: (set(differ[0]), set(differ[1])) for m in members})
+        for side in (0, 1) if len(members) > 1 else ():
+            for pos in range(len(ends[members[0]][side])):
+                at = {ends[m][side][pos].symbol.frame for m in members}
+                exact |= at if len(at) > 1 else set()
     return exact
 
 
-def _within_one(
-    alike: list[int], ends: dict[int, tuple[Shown, Shown]], exact: Exact
-) -> None:
-    """Adds to ``exact`` the positions where the two ends of a class whose FROM and
-    TO read alike differ ("clover_exchange MPI_Waitall < ... -> clover_exchange
-    MPI_Waitall < ...", two calls of one routine), named exactly on both ends."""
+def _within_one(alike: list[int], ends: dict[int, tuple[Shown, Shown]]) -> set[Frame]:
+    """The frames to name exactly in a class whose FROM and TO read alike
+    ("clover_exchange MPI_Waitall < ... -> clover_exchange MPI_Waitall < ...", two
+    calls of one routine): at each position, both ends' where they differ."""
+    exact: set[Frame] = set()
     for i in alike:
         a, b = ends[i]
-        apart = {
-            p
-            for p in range(min(len(a), len(b)))
-            if a[p].symbol.frame != b[p].symbol.frame
-        }
-        if apart:
-            mine = exact.get(i, (set(), set()))
-            exact[i] = (mine[0] | apart, mine[1] | apart)
-
-
-def _everywhere(ends: dict[int, tuple[Shown, Shown]], exact: Exact) -> None:
-    """Adds to ``exact`` every position whose frame is named exactly somewhere: one
-    call site has one name in every label, so that the class that starts where
-    another ends (``... advection+0x297`` -> ``advection+0x297 < ...``) reads so."""
-    named = {
-        ends[i][side][p].symbol.frame
-        for i, at in exact.items()
-        for side in (0, 1)
-        for p in at[side]
-    }
-    for i, (a, b) in ends.items():
-        more = tuple(
-            {p for p, f in enumerate(shown) if f.symbol.frame in named}
-            for shown in (a, b)
-        )
-        if more[0] or more[1]:
-            mine = exact.get(i, (set(), set()))
-            exact[i] = (mine[0] | more[0], mine[1] | more[1])
+        for x, y in zip(a, b):
+            if x.symbol.frame != y.symbol.frame:
+                exact |= {x.symbol.frame, y.symbol.frame}
+    return exact
 
 
 def distinct_ends(
@@ -161,7 +125,9 @@ def distinct_ends(
 ) -> dict[int, tuple[str, str]]:
     """(FROM, TO) labels for each index into ``keys`` whose labels read as another
     key's, or whose FROM reads as its TO, that tell them apart, and for each key
-    that shows a frame those name exactly (module doc). Keys without both ends
+    that shows a frame those name exactly: one call site has one name in every
+    label, so that the class that starts where another ends (``... advection+0x297``
+    -> ``advection+0x297 < ...``) reads so (module doc). Keys without both ends
     symbolized are left out, as are those told apart by nothing the labels show."""
     ends = {
         i: (_shown(symbols, k.start), _shown(symbols, k.end))
@@ -174,9 +140,9 @@ def distinct_ends(
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i, (a, b) in plain.items():
         groups[(a, b, keys[i].side())].append(i)
-    exact = _among_alike(list(groups.values()), ends)
-    _within_one([i for i, (a, b) in plain.items() if a == b], ends, exact)
-    _everywhere(ends, exact)
+    exact = _among_alike(list(groups.values()), ends) | _within_one(
+        [i for i, (a, b) in plain.items() if a == b], ends
+    )
     tables: dict[str, Optional[list[int]]] = {}
 
     def names(shown: ShownFrame) -> str:
@@ -187,8 +153,9 @@ def distinct_ends(
 
     return {
         i: (
-            _label(keys[i].start, ends[i][0], at[0], names),
-            _label(keys[i].end, ends[i][1], at[1], names),
+            _label(keys[i].start, a, exact, names),
+            _label(keys[i].end, b, exact, names),
         )
-        for i, at in sorted(exact.items())
+        for i, (a, b) in sorted(ends.items())
+        if any(f.symbol.frame in exact for f in a + b)
     }
