@@ -109,9 +109,9 @@ def test_a_wrong_slower_core_the_programs_timer_measured_is_confirmed() -> None:
                analysis(slow("noisy_core", 0.45))):
         s = score([], an, own_timer=timer)
         assert s.wrong and not s.own_timer
-    # a slow core's shift is the one weighted by compute time, where it has one
-    core = slow("slow_core", 0.90)
-    core["evidence"]["block_shift_rel"] = 0.40
+    # a slow core's shift is weighted by compute time, its median segment's is not
+    core = slow("slow_core", 0.40)
+    core["evidence"]["segment_shift_rel"] = 0.90
     assert score([], analysis(core), own_timer=timer).timer_confirmed
     # every wrong name must be confirmed
     two = analysis(slow("slow_core", 0.40), slow("slow_segment", 0.45, segment="s1"))

@@ -92,9 +92,8 @@ class OwnTimer:
         if kind == "slow_segment" and key_of.get(an.get("segment")) not in self.keys:
             return False
         ev = an.get("evidence", {})
-        # a slow core's shift weighted by compute time (its shift_rel pools the samples,
-        # where the short classes between calls weigh more than the timed compute)
-        said = ev.get("block_shift_rel", ev.get("shift_rel")) or 0.0
+        # a slow core's shift_rel is weighted by compute time, as the timer measures
+        said = ev.get("shift_rel") or 0.0
         return self.slower[rank] > 0 and self.slower[rank] >= said / 2
 
 

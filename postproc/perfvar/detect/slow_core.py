@@ -206,14 +206,17 @@ def _anomaly(
         host=prep.hosts.get(r.rank),
         cpu=cpu,
         segment=None,
-        excess_ns=compute * (1 - np.exp(-shift_log)) / n,
+        # The time the core lost: its compute time at the blocks' shift.
+        excess_ns=compute * (1 - np.exp(-bt.median_log)) / n,
         evidence={
-            "shift_rel": rel(shift_log),
-            # The estimate the test and its interval belong to: the median of the
-            # blocks' shifts, each class weighted by its compute time (shift_rel pools
-            # the samples, where classes of many short segments weigh more).
-            "block_shift_rel": rel(bt.median_log),
+            # The size, the one the test and its interval belong to: the median of the
+            # blocks' shifts, each class weighted by its compute time, so it is the
+            # share of compute time lost that the delay cost charges.
+            "shift_rel": rel(bt.median_log),
             "shift_ci_rel": [rel(lo), rel(hi)],
+            # The rule's shift: the pooled samples' median, where classes of many
+            # short segments weigh more (the typical segment, not the time).
+            "segment_shift_rel": rel(shift_log),
             "ci_level": 0.95,
             "test": f"one-sided sign test over {bt.blocks} blocks "
             "of the run "
@@ -252,13 +255,10 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     more = len(ev["classes"]) - SHOWN_CLASSES
     # Without an instruction counter, its probes (a class of the rule) told the core.
     probes = any(c.get("probe") for c in ev["classes"])
-    block = ev.get("block_shift_rel")
-    by_time = (
-        f"{fmt_pct(block)} per block by compute time, " if block is not None else ""
-    )
     return (
         f"{where(a)} is a slow core: {fmt_pct(ev['shift_rel'])} in all its segment "
-        f"classes ({by_time}{stats(ev, 'shift_ci_rel')}; floor "
+        f"classes by compute time ({stats(ev, 'shift_ci_rel')}), its median segment "
+        f"{fmt_pct(ev['segment_shift_rel'])} (floor "
         f"{fmt_pct(ev['floor_rel'], signed=False)}), "
         f"{fmt_ns(a['excess_ns'], signed=True)} per segment on average; by class: "
         f"{classes}{f' and {more} more' if more > 0 else ''}"

@@ -10,7 +10,7 @@ in each of q's segments it covers:
   the time off the CPU per segment beyond its peers' that its evidence names
   (``off_cpu``, perfvar.verdict.off_cpu): time the rank was not running, not
   the segment's work;
-* slow_core: d x s / (1 + s) in every segment, s its ``shift_rel``;
+* slow_core: d x s / (1 + s) in every segment, s its ``shift_rel`` (by compute time);
 * slow_phase: d x x / (1 + x) in the segments of its classes inside its window, x
   the class's ``excess_rel``;
 * noisy_core: d - the class's median on that rank, for the segments beyond the

@@ -110,17 +110,24 @@ def test_a_core_is_slow_over_most_of_the_run(slow_of_five, named):
 
 def test_slow_core_says_the_estimate_its_interval_belongs_to():
     # Rank 2 is +3 % in a short class and +10 % in one 100x as long: the pooled
-    # samples weigh both alike, the blocks by compute time. The interval is the
-    # blocks' and must hold the estimate printed beside it.
+    # samples weigh both alike, the blocks by compute time. The size is the blocks'
+    # estimate, inside its interval, and the time lost is the compute time at it.
     slow = {(0, 2): 1.03, (1, 2): 1.10}
     found = _named(_cells(2, nranks=4, classes=(20_000.0, 2_000_000.0), slow=slow))
     core = next(a for a in found if a.kind == "slow_core")
     ev = core.evidence
     lo, hi = ev["shift_ci_rel"]
-    assert ev["block_shift_rel"] == pytest.approx(0.10, abs=0.01)
-    assert lo <= ev["block_shift_rel"] <= hi
+    assert ev["shift_rel"] == pytest.approx(0.10, abs=0.01)
+    assert lo <= ev["shift_rel"] <= hi
+    assert ev["segment_shift_rel"] < 0.08  # the pooled samples' median
+    lost = ev["compute_ns"] * ev["shift_rel"] / (1 + ev["shift_rel"]) / ev["n"]
+    assert core.excess_ns == pytest.approx(lost, rel=1e-6)
     text = slow_core.describe(core.to_json(), {})
-    assert f"{fmt_pct(ev['block_shift_rel'])} per block by compute time, 95% CI" in text
+    assert (
+        f"a slow core: {fmt_pct(ev['shift_rel'])} in all its segment classes by "
+        f"compute time (95% CI {fmt_pct(lo)}..{fmt_pct(hi)}" in text
+    )
+    assert f"its median segment {fmt_pct(ev['segment_shift_rel'])}" in text
 
 
 def test_segment_slow_beyond_its_slow_core():

@@ -136,7 +136,7 @@ def test_a_slow_core_on_a_virtual_cpu_says_what_a_host_can_do():
     # the slow core's sentence carries it after what ran beside it
     ev = {
         "shift_rel": 0.12,
-        "block_shift_rel": 0.11,
+        "segment_shift_rel": 0.11,
         "shift_ci_rel": [0.08, 0.15],
         "ci_level": 0.95,
         "q_value": 1e-6,
