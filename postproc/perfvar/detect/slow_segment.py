@@ -633,13 +633,16 @@ def _excess(a: AnomalyJson) -> str:
     """The excess per segment and its interval. Where the rank's core runs at another
     speed than its peers', the median's own shift comes first and the excess is said
     to be beyond that core: a class can be slow beyond a fast core with a median at or
-    under its peers' (-0.45 %, +4.1 % beyond a core 1.5 % fast)."""
+    under its peers' (-0.45 %, +4.1 % beyond a core 1.5 % fast). Either way the
+    relative figure beside the interval is the excess, the blocks' median the interval
+    belongs to (with one segment a block it can stand far from the whole run's
+    medians' ratio, which the medians before it say)."""
     ev = a["evidence"]
     per_segment = f"{fmt_ns(a['excess_ns'], signed=True)} per segment"
     ci = stats(ev, "excess_ci_rel")
     core = ev.get("core_shift_rel") or 0.0
     if not core:
-        return f"{per_segment} ({fmt_pct(ev['shift_rel'])}; {ci})"
+        return f"{per_segment} ({fmt_pct(ev['excess_rel'])}; {ci})"
     follows = ev.get("speed_sensitivity")
     share = ""
     if follows is not None and abs(follows - 1) >= SAID_SENSITIVITY:

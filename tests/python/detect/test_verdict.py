@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import STEP_NS, make_prepared
-from perfvar.detect import run_all, slow_core
+from perfvar.detect import run_all, slow_core, slow_segment
 from perfvar.stats.model import DetectParams
 from perfvar.units import fmt_pct
 
@@ -128,6 +128,27 @@ def test_slow_core_says_the_estimate_its_interval_belongs_to():
         f"compute time (95% CI {fmt_pct(lo)}..{fmt_pct(hi)}" in text
     )
     assert f"its median segment {fmt_pct(ev['segment_shift_rel'])}" in text
+
+
+def test_slow_segment_says_the_excess_its_interval_belongs_to():
+    # A slow segment of miniGhost on a core at its peer's speed: 38 segments, one
+    # a block, so the blocks' median (+23.8 %, the excess per segment and its
+    # interval) is not the whole run's medians' ratio (+9.8 %, said by the medians).
+    ev = {
+        "median_ns": 1_122_714.7, "peers_median_ns": 1_022_817.4, "shift_rel": 0.0976,
+        "core_shift_rel": 0.0, "speed_sensitivity": 1.0, "excess_rel": 0.2377,
+        "excess_ci_rel": [0.1284, 0.3447], "q_value": 4e-4, "alpha": 0.05,
+        "blocks": 33, "blocks_above_floor": 28, "floor_ns": 2045.6,
+        "t_diff_ns": 70.0, "floor_rel": 0.002, "cache_state": "4xL1",
+        "context_bytes": 832_307, "n": 38, "os_noise_removed": 2, "overlap": 0.895,
+        "iqr_ns": 399_800.0, "peers_iqr_ns": 302_300.0, "peer_ranks": 1,
+    }  # fmt: skip
+    a = {"kind": "slow_segment", "rank": 0, "host": "vm", "cpu": 0, "segment": "S4",
+         "excess_ns": 243_164.0, "evidence": ev}  # fmt: skip
+    text = slow_segment.describe(a, {})
+    assert (
+        "median 1.1 ms vs peers 1.0 ms, +243.2 us per segment (+23.8%; 95% CI " in text
+    )
 
 
 def test_segment_slow_beyond_its_slow_core():
