@@ -62,7 +62,7 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
-from perfvar.verdict import neighbours
+from perfvar.verdict import neighbours, time_slicing
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -223,12 +223,14 @@ def _resolution(judgements: list[Judgement]) -> dict[str, float]:
 
 
 def _rank_verdict(
-    statuses: Counter, broken: bool, calibrated: bool, kinds: list[str]
+    statuses: Counter, broken: bool, calibrated: bool, kinds: list[str], shared: bool
 ) -> str:
     if broken:
         return "unreadable"
     if kinds:
         return ", ".join(k.replace("_", " ") for k in kinds)
+    if shared:  # what it showed is time-slicing (perfvar.verdict.time_slicing)
+        return "shared cpu"
     if statuses["ok"]:
         return "ok"
     if not calibrated:
@@ -260,6 +262,7 @@ def _rank_table(
         if verdict_kind(a.kind) and a.kind not in kinds.setdefault(a.rank, []):
             kinds[a.rank].append(a.kind)
     migrated = {a.rank for a in anomalies if a.kind == "migrated"}
+    shared = time_slicing.sharing(anomalies)
     rows = []
     for rank in trace.ranks:
         m = meta.ranks[rank]
@@ -280,7 +283,11 @@ def _rank_table(
                 "calibration_cycles": c.cycles.to_json(),
                 "n_segments": int(counts.get(rank, 0)),
                 "verdict": _rank_verdict(
-                    mine, rank in errors, m.calibrated, kinds.get(rank, [])
+                    mine,
+                    rank in errors,
+                    m.calibrated,
+                    kinds.get(rank, []),
+                    rank in shared,
                 ),
                 "anomalies": kinds.get(rank, []),
                 "migrated": rank in migrated,

@@ -121,6 +121,27 @@ def test_quiet_trace_has_no_anomaly(quiet_trace):
     assert {r["verdict"] for r in doc["ranks"]} == {"ok"}
 
 
+def test_what_ranks_sharing_a_cpu_show_is_that_sharing(trace_factory):
+    # Rank 1 runs class A 272 us slower, on CPU 0 with rank 0: its time slices.
+    durations = normal_durations(seed=1, slow={1: 272_300.0})
+    path = trace_factory("shared", durations, cpus={0: 0, 1: 0, 2: 1, 3: 2})
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(
+        r"^- rank 1's S\d \(\+\d+%\) is time-slicing: it shared CPU 0 with rank\(s\) 0$",
+        proc.stdout,
+        re.M,
+    )
+    assert (
+        "verdict: no anomalous rank found (4 ranks, 2 segment classes judged; "
+        "rank(s) 0-1 shared a CPU with other ranks, not judged: run one rank per "
+        "core)" in proc.stdout
+    )
+    assert re.search(r"^\s+1\s+node0\s+0\s+.*shared cpu$", proc.stdout, re.M)
+    doc = json.load(open(os.path.join(path, "analysis.json")))
+    assert doc["summary"]["slow_ranks"] == [] and doc["summary"]["consequence_ranks"] == [1]
+
+
 def test_migration_is_reported_but_not_slow(trace_factory):
     path = trace_factory(
         "mig",

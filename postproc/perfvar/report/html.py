@@ -52,6 +52,7 @@ from perfvar.report.text import (
 from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_plus_minus
 from perfvar.verdict.headline import after_waiting
+from perfvar.verdict.time_slicing import SHARED_CPU
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
@@ -309,6 +310,9 @@ def _consequence_item(result: dict[str, Any], c: dict[str, Any]) -> str:
         f'data-segment="{_e(c.get("segment") or "")}" '
         f'data-cause-rank="{"" if cause is None else cause}"'
     )
+    if c.get("cause") == SHARED_CPU:
+        shared = '<span class="kind off-cpu">shared CPU</span>'
+        return f"<li {attrs}>{shared}{_e(c['text'])}.</li>"
     if not after_waiting(c):
         off = '<span class="kind off-cpu">off its CPU</span>'
         return f"<li {attrs}>{off}{_e(c['text'])}.</li>"
@@ -334,7 +338,9 @@ def _consequences(result: dict[str, Any]) -> str:
         "its peers' (and, where the rank's segments follow both, slower after the long "
         "waits), reported under the rank that made it wait; a slower core or segment "
         "that its rank's time off the CPU, measured by the counters, explains, "
-        "reported under that rank's noisy core. Not anomalies of their own.</p>"
+        "reported under that rank's noisy core; what a rank that shared its CPU with "
+        "other ranks showed, reported under that sharing. Not anomalies of their "
+        "own.</p>"
         f'<ul class="consequences">{items}</ul>'
     )
 

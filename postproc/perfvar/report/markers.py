@@ -31,7 +31,10 @@ so Vampir can show or hide them together:
 - a consequence of time off the CPU (a slower core or segment that the rank's
   measured time off its CPU explains): category ``consequence of time off the
   CPU``, severity NONE, on the rank's master thread, followed by its own noisy
-  core's category.
+  core's category;
+- a consequence of a shared CPU (what a rank whose CPU other ranks ran on showed):
+  category ``consequence of a shared CPU``, severity NONE, on the rank's master
+  thread.
 
 The file is written by ``perfvar-markers`` (C, installed with perfvar's programs),
 which replaces every marker of group ``perfvar`` and keeps those of other groups, so
@@ -59,12 +62,14 @@ from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
 from perfvar.verdict.headline import after_waiting
+from perfvar.verdict.time_slicing import SHARED_CPU
 
 TOOL = "perfvar-markers"
 GROUP = MARKER_GROUP  # the group perfvar-markers replaces (its default: none is passed)
 MINOR_SEVERITY = MarkerSeverity.LOW
 CONSEQUENCE = "consequence of waiting"  # its category; severity NONE
 SYMPTOM = "consequence of time off the CPU"  # its category; severity NONE
+TIME_SLICED = "consequence of a shared CPU"  # its category; severity NONE
 # (upper bound of the relative cost, severity), in order; above the last: HIGH.
 SEVERITY_STEPS = ((0.05, MarkerSeverity.LOW), (0.20, MarkerSeverity.MEDIUM))
 
@@ -115,6 +120,8 @@ def consequence_text(result: dict[str, Any], c: dict[str, Any]) -> str:
     headline findings by category, its minor ones, or that no finding names it."""
     cause = c.get("cause_rank")
     text = c["text"]
+    if c.get("cause") == SHARED_CPU:
+        return f"{text}; reported under that sharing, not as an anomaly"
     if cause is None:
         return f"{text}; reported under its cause, not as an anomaly"
     head = [
@@ -214,7 +221,11 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         text = _one_line(consequence_text(result, c))
         whole = (MARKER_WHOLE_RUN, MARKER_WHOLE_RUN)
         scope = _location(locs[0])
-        kind = CONSEQUENCE if after_waiting(c) else SYMPTOM
+        kind = (
+            TIME_SLICED
+            if c.get("cause") == SHARED_CPU
+            else CONSEQUENCE if after_waiting(c) else SYMPTOM
+        )
         lines.append(_line(kind, MarkerSeverity.NONE, whole, scope, text))
     return lines
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_transient, names_rank
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
+from perfvar.verdict import time_slicing
 
 
 def _table(header: Sequence[str], rows: list[Sequence[str]], right: set[int]) -> list:
@@ -179,6 +180,17 @@ def _by_rank(findings: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
+def _sharing_ranks(result: dict[str, Any]) -> list[int]:
+    """The ranks whose CPU other ranks ran on too (shared_cpu findings naming other
+    ranks): what they showed is time-slicing (perfvar.verdict.time_slicing)."""
+    return sorted(
+        a["rank"]
+        for a in result["anomalies"]
+        if a["kind"] == "shared_cpu"
+        and time_slicing.others_on_its_cpu(a["rank"], a["evidence"])
+    )
+
+
 def verdict_line(result: dict[str, Any]) -> str:
     """The last line: the anomalous ranks and what they are, or that there are none;
     how much was judged; the transients (shifts that came and went), apart."""
@@ -198,6 +210,12 @@ def verdict_line(result: dict[str, Any]) -> str:
     transients = [a for a in result["anomalies"] if is_transient(a)]
     if transients:  # came and went: a phase or the host, named apart
         unreadable += f"; transient: {'; '.join(_by_rank(transients))}"
+    sharing = _sharing_ranks(result)
+    if sharing:  # their findings are consequences of the time-slicing
+        unreadable += (
+            f"; rank(s) {compact_ranges(sharing)} shared a CPU with other ranks, "
+            "not judged: run one rank per core"
+        )
     ended = _ended_clause(result)
     if found:
         parts = _by_rank(found)

@@ -4,9 +4,11 @@ After the detectors (perfvar.detect.run_all), on the trace's call timeline:
 
 1. wait states (perfvar.verdict.wait_states) and each finding's delay cost
    (perfvar.verdict.delay_cost): ``cost_ns``, ``cost_share`` (of wall time x ranks);
-2. symptoms apart. A slow_core or slow_segment of a rank whose noisy core the
-   counters measured, or a slow_segment whose rank was off its CPU inside the
-   class's segments longer than its peers, is a consequence of that time off the
+2. symptoms apart. Every finding of a rank whose CPU other ranks of the job ran on
+   too is that time-slicing (perfvar.verdict.time_slicing). A slow_core or
+   slow_segment of a rank whose noisy core the counters measured, or a
+   slow_segment whose rank was off its CPU inside the class's segments longer
+   than its peers, is a consequence of that time off the
    CPU when it explains at least half of the finding (perfvar.verdict.off_cpu);
    where it explains less, the finding keeps it in its evidence (``off_cpu``) and
    is charged only the rest. A slow_segment of rank r in
@@ -39,7 +41,7 @@ from perfvar.detect import verdict_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
-from perfvar.verdict import delay_cost, wait_states
+from perfvar.verdict import delay_cost, time_slicing, wait_states
 from perfvar.verdict.off_cpu import (
     ClassOffCpu,
     class_symptom,
@@ -165,11 +167,13 @@ def _symptoms_apart(
     consequences = []
     kept = []
     noisy = noisy_cores(anomalies)
+    shared = time_slicing.sharing(anomalies)
     in_classes = ClassOffCpu(trace, segment_ids)
     for a in anomalies:
         part = in_class(a, in_classes, alpha, min_samples)
         c = (
-            symptom_of(a, noisy)
+            time_slicing.symptom_of(a, shared)
+            or symptom_of(a, noisy)
             or (class_symptom(a, part) if part is not None else None)
             or consequence_of(a, tl, ws, trace.samples, segment_ids, alpha, min_samples)
         )

@@ -22,6 +22,7 @@ from perfvar.stats.model import Anomaly
 from perfvar.report.markers import (
     CONSEQUENCE,
     SYMPTOM,
+    TIME_SLICED,
     category,
     marker_lines,
     marker_tool,
@@ -358,6 +359,29 @@ def test_a_consequence_of_time_off_the_cpu_is_a_marker_of_its_own_category():
     assert lines[0][0].startswith("noisy_core")
     assert lines[1][5].startswith("rank 1's slower core (+100%) is its time off")
     assert lines[1][5].endswith(f"caused by rank 1's marker(s) {lines[0][0]}")
+
+
+def test_a_finding_of_a_rank_sharing_its_cpu_is_a_marker_of_its_own_category():
+    shared = [
+        Anomaly("shared_cpu", r, "node0", 1, None, None, {"cpu": 1, "ranks": [0, 1]})
+        for r in (0, 1)
+    ]
+    core = Anomaly("slow_core", 1, "node0", 1, None, 0.0, {"shift_rel": 1.0})
+    busy = simulate(steps=200, extra=lambda r, k, c: 10_000.0 if r == 1 else 0.0)
+    r = headline.rank_findings([*shared, core], busy, ["S0", "S1"])
+    result = {
+        "segments": [{"id": "S0", "label": "a -> b"}, {"id": "S1", "label": "b -> a"}],
+        "anomalies": [a.to_json() for a in r.anomalies],
+        "minor": [],
+        "consequences": r.consequences,
+    }
+    lines = [line.split("\t") for line in marker_lines(result, {0: [10], 1: [20]})]
+    sliced = [line for line in lines if line[0] == TIME_SLICED]
+    assert [line[4] for line in sliced] == ["LOCATION:20"]
+    assert sliced[0][5] == (
+        "rank 1's slow core (+100%) is time-slicing: it shared CPU 1 with rank(s) 0; "
+        "reported under that sharing, not as an anomaly"
+    )
 
 
 @tools

@@ -20,7 +20,7 @@ import pytest
 from waits_sim import simulate
 
 from conftest import normal_durations, run_cli, write_trace
-from perfvar.verdict import headline, off_cpu
+from perfvar.verdict import headline, off_cpu, time_slicing
 from perfvar.cli import main
 from perfvar.stats.model import Anomaly
 from perfvar.report.html import render_html
@@ -314,6 +314,18 @@ def test_report_shows_the_headline_by_cost_minor_and_consequences(ranked):
     assert "rank 1: 40.0 ms" in waits and "rank 0: 795.3 us" in waits
     figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
     assert "waits" in figures
+
+
+def test_a_finding_of_a_rank_sharing_its_cpu_is_shown_under_that_sharing(ranked):
+    doc = json.loads(json.dumps(ranked))
+    shared = Anomaly("shared_cpu", 1, "vm", 1, None, None, {"cpu": 1, "ranks": [0, 1]})
+    slow = _slow_like(doc["anomalies"][0], 1, "S0", 200_000.0, 2.0)
+    doc["consequences"] = [time_slicing.symptom_of(slow, time_slicing.sharing([shared]))]
+    page = _parse(render_html(doc))
+    ((attrs, sentence),) = page.items["consequence"]
+    assert attrs["data-rank"] == "1"
+    assert sentence.startswith("shared CPUrank 1's S0 ")
+    assert sentence.endswith("is time-slicing: it shared CPU 1 with rank(s) 0.")
 
 
 def test_waits_by_rank_sums_the_pairs(ranked):

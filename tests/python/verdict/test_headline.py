@@ -6,7 +6,7 @@ from waits_sim import simulate
 
 from perfvar.detect.words import off_cpu_clause
 from perfvar.stats.model import Anomaly
-from perfvar.verdict import headline, off_cpu
+from perfvar.verdict import headline, off_cpu, time_slicing
 
 IDS = ["S0", "S1"]
 
@@ -176,3 +176,34 @@ def test_work_on_the_cpu_is_not_taken_for_time_off_it():
     assert ranked.consequences == []
     (a,) = ranked.anomalies + ranked.minor
     assert "off_cpu" not in a.evidence
+
+
+def _shared(rank, ranks, threads=None):
+    evidence = {"cpu": 1, "ranks": ranks}
+    if threads:
+        evidence["threads"] = threads
+    return Anomaly("shared_cpu", rank, "h", 1, None, None, evidence)
+
+
+def test_what_a_rank_sharing_its_cpu_with_others_shows_is_that_sharing():
+    # Ranks 0 and 1 ran on one CPU: rank 1's slower core and S0 are their turns on it.
+    found = [_shared(0, [0, 1]), _shared(1, [0, 1])]
+    found += [_core(1, 1.0), _slow(1, "S0", 8000.0, 0.8), _noisy(1, 0.50, 0.01)]
+    ranked = headline.rank_findings(found, _busy_run(), IDS)
+    assert [a.kind for a in ranked.anomalies] == ["shared_cpu", "shared_cpu"]
+    assert ranked.minor == []
+    assert [(c["kind"], c["cause"]) for c in ranked.consequences] == [
+        ("slow_core", time_slicing.SHARED_CPU),
+        ("slow_segment", time_slicing.SHARED_CPU),
+        ("noisy_core", time_slicing.SHARED_CPU),
+    ]
+    core = ranked.consequences[0]
+    assert core["sharing_ranks"] == [0] and core["cpu"] == 1
+    assert core["text"] == (
+        "rank 1's slow core (+100%) is time-slicing: it shared CPU 1 with rank(s) 0"
+    )
+    # A rank whose own threads share its CPU, and no other rank: its findings stay.
+    own = [_shared(1, [1], threads=[[1, 0], [1, 1]]), _core(1, 1.0)]
+    ranked = headline.rank_findings(own, _busy_run(), IDS)
+    assert ranked.consequences == []
+    assert [a.kind for a in ranked.anomalies] == ["slow_core", "shared_cpu"]
