@@ -42,6 +42,7 @@ from perfvar.read.samples import TraceSamples
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
 from perfvar.verdict import delay_cost, time_slicing, wait_states
+from perfvar.verdict.consequence import consequence
 from perfvar.verdict.off_cpu import (
     ClassOffCpu,
     class_symptom,
@@ -56,6 +57,10 @@ DEFAULT_MIN_COST = 0.003
 # What a consequence follows ("cause" in analysis.json): the waiting before it (or
 # its rank's time off the CPU that the counters measured: off_cpu.OFF_CPU).
 WAITING = "waiting"
+WAITING_TEST = (
+    "one-sided Mann-Whitney U: the rank's waiting before the class vs its peers'; "
+    "where both exist, its durations after long vs short waits"
+)
 
 
 def after_waiting(consequence: dict[str, Any]) -> bool:
@@ -135,23 +140,13 @@ def consequence_of(
         f"rank {a.rank}'s {a.segment}{pct} after waiting {fmt_ms(m_mine)}{whom} "
         f"in {function}"
     )
-    return {
-        "rank": a.rank,
-        "segment": a.segment,
-        "kind": a.kind,
-        "cause": WAITING,
-        "excess_ns": a.excess_ns,
-        "excess_rel": rel,
+    figures = {
         "after_waiting_ns": m_mine,
         "peers_waiting_ns": m_peers,
-        "cause_rank": cause,
         "function": function,
-        "text": text,
         "within_rank_p_value": within_p,
-        "test": "one-sided Mann-Whitney U: the rank's waiting before the class vs "
-        "its peers'; where both exist, its durations after long vs short waits",
-        "anomaly": a.to_json(),
     }
+    return consequence(a, WAITING, cause, text, WAITING_TEST, figures)
 
 
 def _symptoms_apart(

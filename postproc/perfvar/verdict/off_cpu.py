@@ -43,6 +43,7 @@ from perfvar.read.samples import TraceSamples
 from perfvar.stats import cpu_time
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
+from perfvar.verdict.consequence import consequence
 
 # What a consequence follows ("cause" in analysis.json) when it is the rank's time
 # off the CPU that the counters measured.
@@ -107,33 +108,7 @@ def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any
         "peers_off_cpu_fraction": peers,
         "explained_rel": float(np.expm1(explained)),
     }
-    return _consequence(a, ev.get("excess_rel", shift), shift, figures, text, test)
-
-
-def _consequence(
-    a: Anomaly,
-    excess_rel: Optional[float],
-    shift_rel: Optional[float],
-    figures: dict[str, Any],
-    text: str,
-    test: str,
-) -> dict[str, Any]:
-    """The analysis.json entry of finding ``a`` as a consequence of its rank's time
-    off the CPU: what it was, the ``figures`` that explain it, in words and test."""
-    return {
-        "rank": a.rank,
-        "segment": a.segment,
-        "kind": a.kind,
-        "cause": OFF_CPU,
-        "excess_ns": a.excess_ns,
-        "excess_rel": excess_rel,
-        "shift_rel": shift_rel,
-        **figures,
-        "cause_rank": a.rank,
-        "text": text,
-        "test": test,
-        "anomaly": a.to_json(),
-    }
+    return consequence(a, OFF_CPU, a.rank, text, test, figures)
 
 
 @dataclass(frozen=True)
@@ -263,4 +238,4 @@ def class_symptom(a: Anomaly, part: OffCpuInClass) -> Optional[dict[str, Any]]:
         f"{OFF_CPU_EXPLAINS:.0%} of the excess per segment"
     )
     figures = {"off_cpu": part.to_json()}
-    return _consequence(a, rel, ev.get("shift_rel"), figures, text, test)
+    return consequence(a, OFF_CPU, a.rank, text, test, figures)

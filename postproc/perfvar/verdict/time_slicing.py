@@ -21,6 +21,7 @@ from typing import Any, Optional
 from perfvar.detect import KINDS, verdict_kind
 from perfvar.stats.model import Anomaly
 from perfvar.units import compact_ranges, signed_pct
+from perfvar.verdict.consequence import consequence
 
 SHARED_CPU = "a CPU shared with other ranks"
 TEST = (
@@ -64,17 +65,5 @@ def symptom_of(
         f"rank {a.rank}'s {what}{said} is time-slicing: it shared CPU {cpu} with "
         f"rank(s) {compact_ranges(others)}"
     )
-    return {
-        "rank": a.rank,
-        "segment": a.segment,
-        "kind": a.kind,
-        "cause": SHARED_CPU,
-        "excess_ns": a.excess_ns,
-        "excess_rel": ev.get("excess_rel", ev.get("shift_rel")),
-        "cpu": cpu,
-        "sharing_ranks": others,
-        "cause_rank": a.rank,
-        "text": text,
-        "test": TEST,
-        "anomaly": a.to_json(),
-    }
+    figures = {"cpu": cpu, "sharing_ranks": others}
+    return consequence(a, SHARED_CPU, a.rank, text, TEST, figures)
