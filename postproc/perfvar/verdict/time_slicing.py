@@ -6,7 +6,7 @@ time slices, as wall-clock time, so a slower core, segment or phase of such a ra
 or its time off the CPU, is the sharing seen in its durations, not a finding of its
 own. Tried on LULESH (8 ranks on 2 vCPUs, four to a CPU, unchanged): ranks 0 and 7
 were named slow cores of +58 and +64 % by compute time and rank 1 a slow segment of
-+92 %, each off its CPU 71-78 % of the time like the five others. Such a finding is
++92 %, seven of the eight ranks 71-78 % off their CPUs alike. Such a finding is
 reported under the sharing (a consequence, cause ``SHARED_CPU``) and names no rank;
 the shared_cpu finding says to run one rank per core. A rank whose own threads
 share its CPU, and no other rank, is left alone: its segments hold its own work.
