@@ -433,6 +433,18 @@ def make_prepared(
     )
 
 
+def compiled_c(directory, source: str, *flags: str) -> str:
+    """``source`` written to DIRECTORY/app.c and built with gcc -O0 (and ``flags``,
+    e.g. -g) into DIRECTORY/app; returns the program's path. The tests that use it
+    skip where gcc is missing."""
+    src = os.path.join(str(directory), "app.c")
+    exe = os.path.join(str(directory), "app")
+    with open(src, "w") as f:
+        f.write(source)
+    subprocess.run(["gcc", *flags, "-O0", "-o", exe, src], check=True)
+    return exe
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m perfvar ARGS`` in a subprocess; text output captured."""
     return subprocess.run(

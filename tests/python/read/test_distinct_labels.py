@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from conftest import compiled_c
 from perfvar.read.distinct_labels import distinct_ends, nm_function_starts
 from perfvar.read.segments import CallSite, Frame, SegmentKey
 from perfvar.read.symbolize import FrameSymbol, Symbol, symbolize
@@ -158,14 +159,12 @@ def test_a_duration_side_is_no_collision():
 def test_two_calls_of_one_helper_in_a_real_program(tmp_path):
     """A program without debug information whose kernel calls its exchange helper
     twice: two classes, two labels, in the kernel's source order."""
-    src = tmp_path / "app.c"
-    src.write_text(
+    exe = compiled_c(
+        tmp_path,
         "int exchange(int x) { return x * 3; }\n"
         "int kernel(int x) { x = exchange(x) + 1; return exchange(x) + 2; }\n"
-        "int main(void) { return kernel(1); }\n"
+        "int main(void) { return kernel(1); }\n",
     )
-    exe = tmp_path / "app"
-    subprocess.run(["gcc", "-O0", "-o", str(exe), str(src)], check=True)
     dis = subprocess.run(
         ["objdump", "-d", str(exe)], capture_output=True, text=True, check=True
     ).stdout

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from conftest import compiled_c
 from perfvar.read.segments import CallSite, Frame, parse_segment_key, segment_families
 from perfvar.read.symbolize import FrameSymbol, Symbol, short_function, symbolize
 
@@ -46,15 +47,14 @@ def test_missing_module_falls_back_to_module_offset():
 
 @NEEDS_TOOLCHAIN
 def test_real_module_resolves_to_file_and_line(tmp_path):
-    src = tmp_path / "app.c"
-    src.write_text(
+    exe = compiled_c(
+        tmp_path,
         "int target(int x) {\n"
         "  return x * 3;\n"
         "}\n"
-        "int main(void) { return target(1); }\n"
+        "int main(void) { return target(1); }\n",
+        "-g",
     )
-    exe = tmp_path / "app"
-    subprocess.run(["gcc", "-g", "-O0", "-o", str(exe), str(src)], check=True)
     nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True)
     addr = next(
         int(line.split()[0], 16)
@@ -135,15 +135,13 @@ def test_label_names_function_without_line_info_and_the_callers():
 
 @NEEDS_TOOLCHAIN
 def test_every_frame_symbolized_from_the_symbol_table(tmp_path):
-    src = tmp_path / "app.c"
-    src.write_text(
+    # No -g: names come from the symbol table only.
+    exe = compiled_c(
+        tmp_path,
         "int helper(int x) { return x * 3; }\n"
         "int kernel(int x) { return helper(x) + 1; }\n"
-        "int main(void) { return kernel(1); }\n"
+        "int main(void) { return kernel(1); }\n",
     )
-    exe = tmp_path / "app"
-    # No -g: names come from the symbol table only.
-    subprocess.run(["gcc", "-O0", "-o", str(exe), str(src)], check=True)
     nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True)
     addr = {
         line.split()[2]: int(line.split()[0], 16)
