@@ -41,6 +41,9 @@ from perfvar.stats import summary as stats
 from perfvar.units import compact_ranges
 
 CACHE_NAME = "calibration-judged.json"
+# What a flushed state's note says its samples did not confirm (the judge decides a
+# flushed state's pair as one; flush 0 names what is missing).
+FLUSHED = "t_min/t_diff"
 
 
 def _judge_code_digest() -> str:
@@ -155,12 +158,12 @@ def _apply_rank(
     m: RankMeta,
     judged: dict[str, Any],
     notes: list[str],
-    ranks_of: dict[str, list[int]],
-    flush0_of: dict[str, list[int]],
+    unconfirmed: dict[tuple[str, str], list[int]],
 ) -> None:
-    """Rank ``m``'s calibration set from its decisions; the ranks whose flushed
-    states, or whose flush 0 (by what is missing there), keep the C estimates are
-    added to ``ranks_of`` and ``flush0_of``, for apply's notes."""
+    """Rank ``m``'s calibration set from its decisions; where it keeps the C
+    estimates, its rank is added to ``unconfirmed`` under (the cache state, what its
+    samples did not confirm there: t_min/t_diff in a flushed state, what is missing
+    in flush 0), for apply's notes."""
     c = m.calibration
     if "error" in judged:
         if judged["error"] != "missing":
@@ -175,7 +178,7 @@ def _apply_rank(
     missing = _apply_state(c, states.get("0"))
     for state in c.states[1:]:
         if _apply_state(state, states.get(state.label)) is not None:
-            ranks_of.setdefault(state.label, []).append(m.rank)
+            unconfirmed.setdefault((state.label, FLUSHED), []).append(m.rank)
     c.states[0].t_min_ns, c.states[0].t_diff_ns = c.t_min_ns, c.t_diff_ns
     c.states[0].source = c.source
     cyc = judged.get("cycles")
@@ -192,7 +195,7 @@ def _apply_rank(
         if m.problem and m.problem.startswith("calibration status"):
             m.problem = None
         return
-    flush0_of.setdefault(missing, []).append(m.rank)
+    unconfirmed.setdefault((c.states[0].label, missing), []).append(m.rank)
 
 
 def apply(
@@ -200,23 +203,17 @@ def apply(
     judged: dict[int, dict[str, Any]],
 ) -> None:
     """Put the judge's decisions into ``meta`` (in place) and add its notes."""
-    unconfirmed: dict[str, list[int]] = {}
-    flush0: dict[str, list[int]] = {}
+    unconfirmed: dict[tuple[str, str], list[int]] = {}
     for rank, decided in sorted(judged.items()):
         m = meta.ranks.get(rank)
         if m is not None and m.source:
-            _apply_rank(m, decided, meta.notes, unconfirmed, flush0)
-    # One note per quantity, not per rank: a job of many ranks gets a line, not many.
-    for missing, where in sorted(flush0.items()):
-        meta.notes.append(
-            f"cache state 0: the start-up samples of rank(s) {compact_ranges(where)} "
-            f"do not confirm {missing} under the paper's statistics; the C search's "
-            "estimates are used there"
-        )
-    for label, where in sorted(unconfirmed.items()):
+            _apply_rank(m, decided, meta.notes, unconfirmed)
+    # One note per state and quantity, not per rank: a job of many ranks gets a
+    # line, not many (flush 0, labelled "0", first).
+    for (label, what), where in sorted(unconfirmed.items()):
         meta.notes.append(
             f"cache state {label}: the start-up samples of rank(s) "
-            f"{compact_ranges(where)} do not confirm t_min/t_diff under the paper's "
+            f"{compact_ranges(where)} do not confirm {what} under the paper's "
             "statistics; the C search's estimates are used there"
         )
 
