@@ -305,6 +305,7 @@ class RankJsonCalibration:
     MODE = "mode"
     STATUS = "status"
     ESTIMATE = "estimate"
+    AT = "at"
     TIMER_OVERHEAD_NS = "timer_overhead_ns"
     CLOCK_GRANULARITY_NS = "clock_granularity_ns"
     T_MIN_NS = "t_min_ns"
@@ -542,6 +543,7 @@ RANK_JSON = {
             ("mode", "string", None),
             ("status", "string", None),
             ("estimate", "string", None),
+            ("at", "string", None),
             ("timer_overhead_ns", "number", None),
             ("clock_granularity_ns", "number", None),
             ("t_min_ns", "number", None),

@@ -4,10 +4,12 @@
  * work whatever load balance the application has (internal).
  *
  * The probe is K dependent ADDs (add_chain.h) between two reads of the clock every segment uses
- * (pv_now_cpu: rdtscp; lfence on x86-64), as one calibration sample at flush 0 is. K is the rank's
- * flush-0 t_min in ADDs, the shortest chain whose samples had CV < epsilon p times in a row at
- * start-up, so one probe is as precise as the timer allows on that core; without it (calibration
- * off, or no t_min found) K = PV_WORK_PROBE_DEFAULT_ADDS.
+ * (pv_now_cpu: rdtscp; lfence on x86-64), as one calibration sample at flush 0 is. K is
+ * PV_WORK_PROBE_ADDS on every rank of every job: the probes compare cores only if they run the
+ * same instructions, fences and clock reads included. (K taken from each rank's own t_min, 320
+ * ADDs on one rank and 1920 on its peer, made a probe's fixed part, about 250 ns of fences and
+ * reads there, a different share of each rank's probes, and scaling by K showed one core +103 %
+ * slower while its segments ran at its peer's speed.)
  *
  * Scheduling is a per-thread deadline in clock ticks: a probe is due at the first traced call whose
  * entry read is at or past the deadline, and the next deadline is the probe's own start + P. So
@@ -20,20 +22,17 @@
 #ifndef PV_WORK_PROBE_H
 #define PV_WORK_PROBE_H
 #include "add_chain.h"
-#include "calib.h"
 #include "../clock/clock.h"
 
 #include <math.h>
 #include <stdint.h>
 
-#define PV_WORK_PROBE_DEFAULT_MS 10u  /* PERFVAR_PROBE=on */
+#define PV_WORK_PROBE_DEFAULT_MS 10u  /* PERFVAR_PROBE=on, and the default */
 #define PV_WORK_PROBE_MAX_MS 60000u   /* the longest period PERFVAR_PROBE accepts */
-/* K without a calibrated t_min: one ADD per cycle makes this about 1 us on a 3 GHz core, a length
- * the quick calibration typically confirms (t_min of 140 ns to 1.4 us on the VMs measured). */
-#define PV_WORK_PROBE_DEFAULT_ADDS 3000u
-/* K at most: a t_min found on a very noisy core can be millions of ADDs, and a probe must stay a
- * short sample (about 20 us at 0.3 ns per ADD). */
-#define PV_WORK_PROBE_MAX_ADDS 65536u
+/* K: about 1 us at one ADD per cycle on a 3 GHz core, several times the fixed part of a probe
+ * and above the flush-0 t_min the quick calibration finds on most cores (140 ns to 1.4 us on the
+ * VMs measured); at the default period a probe costs about 0.01 % of a thread's time. */
+#define PV_WORK_PROBE_ADDS 3000u
 #define PV_WORK_PROBE_NEVER UINT64_MAX /* the deadline of a thread that never probes */
 
 /* The period of period_ms ms in clock ticks (ticks_per_ns from pv_clock_ticks_per_ns), at least 1;
@@ -57,17 +56,6 @@ static inline uint64_t pv_work_probe_deadline(uint64_t t, uint64_t period_ticks)
 /* Whether a probe is due at tick now: the hot path's only test. A PV_WORK_PROBE_NEVER deadline is
  * never reached by a real clock read (2^64 ticks are 200 years at 3 GHz). */
 static inline int pv_work_probe_due(uint64_t now, uint64_t deadline) { return now >= deadline; }
-
-/* K from the start-up calibration r: its flush-0 t_min in ADDs (at most PV_WORK_PROBE_MAX_ADDS), or
- * PV_WORK_PROBE_DEFAULT_ADDS when it has none (r NULL, calibration off, search without t_min).
- * *from_calibration (may be NULL) says which. */
-static inline uint64_t pv_work_probe_adds(const pv_calib_result *r, int *from_calibration)
-{
-    int calibrated = r && r->t_min_adds > 0;
-    if (from_calibration) *from_calibration = calibrated;
-    if (!calibrated) return PV_WORK_PROBE_DEFAULT_ADDS;
-    return r->t_min_adds < PV_WORK_PROBE_MAX_ADDS ? r->t_min_adds : PV_WORK_PROBE_MAX_ADDS;
-}
 
 /* One probe: the clock and CPU read before and after `adds` dependent ADDs. */
 typedef struct pv_work_probe_sample {

@@ -397,6 +397,10 @@ int pv_config_load(pv_config *cfg, char *msg, int len)
     cfg->clock_sync = PV_SYNC_AUTO;
     cfg->boundaries = PV_BOUNDARIES_DEFAULT;
     cfg->callpath = PV_CALLPATH_DEFAULT;
+    /* Probes on: without them a rank slower in its segments cannot be told a slower core
+     * from more work (the verdict's core-or-code question); at 10 ms they cost a few
+     * parts in 10^5 of run time and nothing on a call where none is due. */
+    cfg->probe_ms = PV_WORK_PROBE_DEFAULT_MS;
     cfg->metrics_min_us = PV_METRICS_MIN_US_DEFAULT;
     msg[0] = 0;
     int rc = check_names(msg, len);

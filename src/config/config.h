@@ -26,9 +26,9 @@
  *                                         and are traced (default: all but local), of those
  *                                         src/spec/contracts.py names (MPI_GROUPS); calls of
  *                                         other groups are only counted
- *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off (default),
- *                                         on (every 10 ms) or every N ms, N 1..60000, per traced
- *                                         thread at the entry of a traced MPI call
+ *   PERFVAR_PROBE=off|on|N                fixed-work probes (src/calib/work_probe.h): off, on
+ *                                         (every 10 ms, the default) or every N ms, N 1..60000,
+ *                                         per traced thread at the entry of a traced MPI call
  *   PERFVAR_INJECT=rank=R,pct=X[,to=S][,from=S][,after=T][,until=T][,longer=M]
  *                                         validation aid (src/pmpi/inject.h): rank R adds work of X %
  *                                         (0 < X <= 1000) of each matching segment's own duration,

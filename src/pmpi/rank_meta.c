@@ -152,8 +152,7 @@ static void write_probe(FILE *f)
     fprintf(f,
             "  " PV_RJ_PROBE "{" PV_RJ_PROBE_PERIOD_MS "%u, " PV_RJ_PROBE_ADDS "%llu, " PV_RJ_PROBE_K_SOURCE
             "\"%s\", " PV_RJ_PROBE_COUNT "%llu, " PV_RJ_PROBE_TOTAL_NS "%.1f,\n    " PV_RJ_PROBE_THREADS "[",
-            pv_rt.cfg.probe_ms, (unsigned long long)pv_rt.probe_adds,
-            pv_rt.probe_adds_calibrated ? "calibration t_min" : "default", (unsigned long long)count,
+            pv_rt.cfg.probe_ms, (unsigned long long)PV_WORK_PROBE_ADDS, "fixed", (unsigned long long)count,
             perfvar_ticks_to_ns(ticks));
     for (int i = 0; i < r->nthreads; i++)
         fprintf(f, "%s{" PV_RJ_PTHR_THREAD "%u, " PV_RJ_PTHR_COUNT "%llu, " PV_RJ_PTHR_TOTAL_NS "%.1f}",
@@ -286,7 +285,8 @@ static void write_calibration(FILE *f)
                                                                  : "off";
     fprintf(f,
             "  " PV_RJ_CALIBRATION "{\n    " PV_RJ_CAL_MODE "\"%s\", " PV_RJ_CAL_STATUS "\"%s\", " PV_RJ_CAL_ESTIMATE
-            "\"C-side search, samples trimmed above median + max(3 IQR, 3 clock steps)\",\n"
+            "\"C-side search, samples trimmed above median + max(3 IQR, 3 clock steps)\", " PV_RJ_CAL_AT
+            "\"%s\",\n"
             "    " PV_RJ_CAL_TIMER_OVERHEAD_NS "%.3f, " PV_RJ_CAL_CLOCK_GRANULARITY_NS "%.3f,\n"
             "    " PV_RJ_CAL_T_MIN_NS "%.3f, " PV_RJ_CAL_T_DIFF_NS "%.3f,\n"
             "    " PV_RJ_CAL_NS_PER_ADD "%.5f, " PV_RJ_CAL_T_MIN_ADDS "%llu, " PV_RJ_CAL_T_DIFF_ADDS "%llu,\n"
@@ -296,7 +296,7 @@ static void write_calibration(FILE *f)
             "    " PV_RJ_CAL_N_SAMPLES "%d, " PV_RJ_CAL_N_SAMPLES_FLUSHED "%d, " PV_RJ_CAL_P "%d, " PV_RJ_CAL_Q
             "%d, " PV_RJ_CAL_EPSILON "%g, " PV_RJ_CAL_ALPHA "%g, " PV_RJ_CAL_NSTATES "%d, " PV_RJ_CAL_BUDGET_MS
             "%.3f,\n    " PV_RJ_CAL_STATES "[",
-            mode, c->status, c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
+            mode, c->status, pv_rt.calib_at ? pv_rt.calib_at : "start-up", c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
             c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms, p->n_samples, p->n_samples_flushed,
             p->p_confirm, p->q_pairs, p->epsilon, p->alpha, p->nstates, p->budget_ms);

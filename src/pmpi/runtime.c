@@ -23,7 +23,7 @@ uint64_t pv_calls[PV_FN_COUNT];
 static __attribute__((noinline, cold)) void work_probe(pv_thread *t, uint64_t t_entry)
 {
     pv_work_probe_sample s;
-    pv_work_probe_run(pv_rt.probe_adds, &s);
+    pv_work_probe_run(PV_WORK_PROBE_ADDS, &s);
     uint16_t cpu_end = s.cpu_end >= 0 && s.cpu_end < (int)PV_REC_CPU_MASK ? (uint16_t)s.cpu_end
                                                                           : (uint16_t)PV_REC_CPU_UNKNOWN;
     pv_rec_inner(t->rec, PV_REC_PROBE, t_entry, s.t_begin, s.t_end, s.cpu_begin, cpu_end);

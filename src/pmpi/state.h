@@ -85,12 +85,11 @@ typedef struct pv_runtime {
     perfvar_clock_info clock;
     pv_calib_params calib_params;
     pv_calib_result calib;
+    const char *calib_at;          /* when calib ran: "start-up" or "MPI_Finalize" (lifecycle.c) */
     pv_trace_clock_sync sync;
     uint64_t realtime_ns, realtime_ticks;
     /* fixed-work probes (PERFVAR_PROBE, src/calib/work_probe.h); period 0: off */
     uint64_t probe_period_ticks;
-    uint64_t probe_adds;           /* K, the chain length of one probe */
-    int probe_adds_calibrated;     /* K is the calibration's flush-0 t_min (else the default) */
     uint64_t metrics_min_ticks;    /* PERFVAR_METRICS_MIN_US in ticks (threads copy it) */
     pv_neighbours neighbours;      /* what else ran on the rank's CPUs, from start to stop */
 

@@ -247,6 +247,9 @@ RANK_JSON = (
             ("mode", "string"),
             ("status", "string"),
             ("estimate", "string"),
+            # When it ran: "start-up", or "MPI_Finalize" where the start-up one found no
+            # flush-0 t_min/t_diff and the rank calibrated again at its stop.
+            ("at", "string"),
             ("timer_overhead_ns", "number"),
             ("clock_granularity_ns", "number"),
             ("t_min_ns", "number"),

@@ -58,7 +58,7 @@ class Probes:
     ``ticks(rank, i)`` is not None, a ``perfvar:probe`` region of that many ticks,
     5 ticks later, before the MPI region; it ends on the next CPU where ``(rank, i)``
     is in ``moved``. ``meta``: rank-N.json's "probe" says what was written (period_ms
-    10, adds 864 from "calibration t_min", count and total_ns per thread), else it is
+    10, adds 3000 from "fixed", count and total_ns per thread), else it is
     null. ``written`` is filled by write_trace: (rank, thread) -> [(start tick, ticks,
     CPU or -1 where the probe moved)]."""
 
@@ -94,8 +94,8 @@ class Probes:
         ]
         return {
             "period_ms": 10,
-            "adds": 864,
-            "k_source": "calibration t_min",
+            "adds": 3000,
+            "k_source": "fixed",
             "count": sum(p["count"] for p in per),
             "total_ns": sum(p["total_ns"] for p in per),
             "threads": per,

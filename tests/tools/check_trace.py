@@ -47,9 +47,10 @@ from pathlib import Path
 
 import otf2
 
-# K is capped in the C library; read the cap from its header rather than copy it.
-PROBE_MAX_ADDS = int(re.search(
-    r"#define PV_WORK_PROBE_MAX_ADDS (\d+)u",
+# K is one constant of the C library, the same on every rank; read it from its header rather
+# than copy it.
+PROBE_ADDS = int(re.search(
+    r"#define PV_WORK_PROBE_ADDS (\d+)u",
     (Path(__file__).resolve().parents[2] / "src/calib/work_probe.h").read_text()).group(1))
 
 def rank_of(location) -> int:
@@ -75,15 +76,12 @@ def counts(spec: str) -> list[tuple[str, int]]:
     return [(k, int(v)) for k, v in (item.split("=") for item in filter(None, spec.split(",")))]
 
 
-def check_probe_k(r: int, meta: dict, t_min_adds: int) -> list[str]:
-    """The probe's K (ADDs): the calibration's flush-0 t_min capped by the library, or the
-    default (a positive count) when the calibration found none (t_min_adds 0)."""
+def check_probe_k(r: int, meta: dict) -> list[str]:
+    """The probe's K (ADDs): the library's one fixed chain, on every rank."""
     k, source = meta.get("adds"), meta.get("k_source")
-    capped = min(t_min_adds, PROBE_MAX_ADDS) if t_min_adds else 0
-    if not (source == "calibration t_min" and t_min_adds and k == capped
-            or source == "default" and not t_min_adds and isinstance(k, int) and k > 0):
-        return [f"rank {r}: probe K {k} ADDs from {source!r}, the calibration's t_min is "
-                f"{t_min_adds} ADDs"]
+    if k != PROBE_ADDS or source != "fixed":
+        return [f"rank {r}: probe K {k} ADDs from {source!r}, expected {PROBE_ADDS} "
+                "from 'fixed'"]
     return []
 
 
@@ -115,9 +113,10 @@ def check_probe_time(r: int, meta: dict, threads: list[int], probe_ticks,
 
 
 def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, period_ms,
-                     resolution: float, t_min_adds: int) -> list[str]:
-    """rank-N.json's "probe" against the probes of rank r's threads in the trace, and its K
-    against the calibration's flush-0 t_min (t_min_adds, 0: none found)."""
+                     resolution: float, complete: bool = True) -> list[str]:
+    """rank-N.json's "probe" against the probes of rank r's threads in the trace, and its K;
+    the counts and time only where the rank finished (``complete``: a rank that did not
+    leaves the file it wrote at start-up, before any probe)."""
     if meta is None:
         in_trace = sum(probes[(r, k)] for k in threads)
         return [f"rank {r}: {in_trace} probes in the trace, rank-{r}.json says probes are off"] \
@@ -125,9 +124,10 @@ def check_probe_meta(r: int, meta, threads: list[int], probes, probe_ticks, peri
     errors = []
     if period_ms is not None and meta.get("period_ms") != period_ms:
         errors.append(f"rank {r}: probe period_ms {meta.get('period_ms')}, expected {period_ms}")
-    errors += check_probe_k(r, meta, t_min_adds)
-    errors += check_probe_counts(r, meta, threads, probes)
-    errors += check_probe_time(r, meta, threads, probe_ticks, resolution)
+    errors += check_probe_k(r, meta)
+    if complete:
+        errors += check_probe_counts(r, meta, threads, probes)
+        errors += check_probe_time(r, meta, threads, probe_ticks, resolution)
     return errors
 
 
@@ -255,8 +255,6 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--probe-period-ms", type=int,
                     help="PERFVAR_PROBE period: check the probes' schedule (see above)")
     ap.add_argument("--min-probes", type=int, default=0, help="probes per rank, at least")
-    ap.add_argument("--probe-k-source", choices=("calibration t_min", "default"),
-                    help="where every rank's probe length K must come from")
     ap.add_argument("--metrics", help="the counters every rank records, comma list, or none")
     ap.add_argument("--metrics-rank", action="append", default=[],
                     help="R=NAMES|none: rank R's counters, where they differ from --metrics")
@@ -650,13 +648,7 @@ def check_probes_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dic
     if rank_probes < args.min_probes:
         errors.append(f"rank {r}: {rank_probes} probes, expected >= {args.min_probes}")
     errors += check_probe_meta(r, doc.get("probe"), threads, scan.probes, scan.probe_ticks,
-                               args.probe_period_ms, scan.resolution,
-                               doc.get("calibration", {}).get("t_min_adds", 0))
-    if args.probe_k_source:
-        probe = doc.get("probe") or {}
-        if probe.get("k_source") != args.probe_k_source:
-            errors.append(f"rank {r}: probe K from {probe.get('k_source')!r}, expected "
-                          f"{args.probe_k_source!r}")
+                               args.probe_period_ms, scan.resolution, bool(doc.get("complete")))
     return errors
 
 

@@ -70,7 +70,7 @@ static void check_defaults(pv_calib_mode calibration)
     CHECK(cfg.verbose == 0);
     CHECK(cfg.calib_n == 0 && cfg.calib_n_flushed == 0 && cfg.calib_p == 0 && cfg.calib_q == 0);
     CHECK(cfg.calib_states == 0 && cfg.calib_epsilon == 0 && cfg.calib_alpha == 0);
-    CHECK(cfg.probe_ms == 0); /* probes off */
+    CHECK(cfg.probe_ms == 10); /* probes on, every 10 ms */
     CHECK(cfg.inject.pct == 0); /* no injection */
 }
 

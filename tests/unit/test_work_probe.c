@@ -90,33 +90,11 @@ static void check_schedule(void)
     CHECK(count == 1 && !p6[0] && !p6[1] && p6[2]);
 }
 
-static void check_adds(void)
-{
-    int from = -1;
-    CHECK(pv_work_probe_adds(NULL, &from) == PV_WORK_PROBE_DEFAULT_ADDS && from == 0);
-    pv_calib_result r;
-    memset(&r, 0, sizeof r);
-    r.status = "partial"; /* a search that found no t_min leaves 0 ADDs */
-    CHECK(pv_work_probe_adds(&r, &from) == PV_WORK_PROBE_DEFAULT_ADDS && from == 0);
-    r.t_min_adds = 864;
-    r.states[0].t_min_adds = 864;
-    CHECK(pv_work_probe_adds(&r, &from) == 864 && from == 1);
-    CHECK(pv_work_probe_adds(&r, NULL) == 864);
-    r.t_min_adds = 1u << 24; /* a noisy core's t_min is capped: a probe stays a short sample */
-    CHECK(pv_work_probe_adds(&r, &from) == PV_WORK_PROBE_MAX_ADDS && from == 1);
-    /* The calibration switched off reports no t_min: the default. */
-    pv_calib_params p;
-    pv_calib_defaults(&p, PV_CALIB_OFF);
-    CHECK(pv_calib_run(&p, &r) == PERFVAR_OK);
-    CHECK(pv_work_probe_adds(&r, &from) == PV_WORK_PROBE_DEFAULT_ADDS && from == 0);
-    pv_calib_free(&r);
-}
-
 static void check_run(void)
 {
     pv_clock_init();
     pv_work_probe_sample s = {0, 0, -2, -2};
-    pv_work_probe_run(PV_WORK_PROBE_DEFAULT_ADDS, &s);
+    pv_work_probe_run(PV_WORK_PROBE_ADDS, &s);
     CHECK(s.t_end >= s.t_begin && s.t_begin > 0);
     CHECK(s.cpu_begin >= -1 && s.cpu_end >= -1); /* set: a CPU, or -1 where the clock names none */
 #if defined(__x86_64__)
@@ -131,7 +109,6 @@ int main(void)
     check_period_ticks();
     check_deadline();
     check_schedule();
-    check_adds();
     check_run();
     return check_result();
 }

@@ -74,6 +74,9 @@ class Calibration:
     t_diff_ns: Optional[float] = None
     status: Optional[str] = None  # "complete", "partial", "off"
     mode: Optional[str] = None  # "quick", "full"
+    # When it ran: "start-up", or "MPI_Finalize" when the start-up one found no flush-0
+    # t_min/t_diff (None: a trace of a version before it was said).
+    at: Optional[str] = None
     # Where t_min / t_diff come from: the paper's statistics over the stored samples,
     # or the C search's estimate (with why the paper check did not confirm it).
     source: str = "C estimate"
@@ -309,6 +312,7 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
         t_diff_ns=_positive(cal.get(KCal.T_DIFF_NS)),
         status=cal.get(KCal.STATUS) if isinstance(cal.get(KCal.STATUS), str) else None,
         mode=cal.get(KCal.MODE) if isinstance(cal.get(KCal.MODE), str) else None,
+        at=cal.get(KCal.AT) if isinstance(cal.get(KCal.AT), str) else None,
     )
     meta.calibration.states = _parse_states(cal.get(KCal.STATES), meta.calibration)
     meta.calibration.cycles = _parse_cycles(cal.get(KCal.CYCLES))
@@ -438,6 +442,19 @@ def read_meta(directory: str, ranks: Iterable[int]) -> RunMeta:
 
 # What a user can do for a rank whose start-up calibration found nothing, with no other
 # rank of its host to lend it values (a host busy while MPI_Init ran).
+# calibration.at of a rank whose start-up calibration found no flush-0 t_min/t_diff
+# and that calibrated again at its stop.
+CALIBRATED_AGAIN = "MPI_Finalize"
+# A class whose segments are this many times the rank's timer overhead or more is
+# judged with the relative floor alone when the rank has no t_min/t_diff
+# (perfvar.stats.cells.unjudged_reason): measured t_diff are 3-200 ns against timer
+# overheads of 15-40 ns, so at 1000x the relative floor (0.2-2 % of the median) is
+# tens of times any t_diff seen.
+RELATIVE_ONLY_FACTOR = 1000
+UNCALIBRATED_JUDGED = (
+    f"their classes of segments over {RELATIVE_ONLY_FACTOR}x the timer overhead "
+    "judged with the relative floor alone, the others not judged"
+)
 JUDGE_UNCALIBRATED = (
     "a calibration of the machine at a quiet moment judges them: perfvar calibrate "
     "--quick --json FILE, under mpiexec one rank per core, then perfvar analyze "
@@ -456,6 +473,12 @@ def usability_notes(meta: RunMeta) -> list[str]:
     elsewhere = [r for r in uncal if result[r].calibration.in_some_state]
     nowhere = [r for r in uncal if r not in elsewhere]
     notes = []
+    again = [r for r, m in result.items() if m.calibration.at == CALIBRATED_AGAIN]
+    if again:
+        notes.append(
+            f"the start-up calibration of rank(s) {compact_ranges(again)} found no "
+            "flush-0 t_min/t_diff: calibrated again at MPI_Finalize, on the same core"
+        )
     if elsewhere:
         notes.append(
             f"no flush-0 t_min/t_diff for rank(s) {compact_ranges(elsewhere)}: "
@@ -463,7 +486,7 @@ def usability_notes(meta: RunMeta) -> list[str]:
         )
     if nowhere:
         notes.append(
-            f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: not judged"
-            f" ({JUDGE_UNCALIBRATED})"
+            f"no usable t_min/t_diff for rank(s) {compact_ranges(nowhere)}: "
+            f"{UNCALIBRATED_JUDGED} ({JUDGE_UNCALIBRATED})"
         )
     return notes

@@ -10,7 +10,12 @@ import pytest
 from conftest import CALIBRATION, RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.errors import TraceError
 from perfvar.calibration.ranks import judged_meta
-from perfvar.read.meta import JUDGE_UNCALIBRATED, read_meta
+from perfvar.read.meta import (
+    CALIBRATED_AGAIN,
+    JUDGE_UNCALIBRATED,
+    UNCALIBRATED_JUDGED,
+    read_meta,
+)
 from perfvar.read.trace import read_trace
 
 
@@ -171,7 +176,8 @@ def test_meta_notes_flush0_missing_apart_from_no_calibration_at_all(tmp_path):
         "no flush-0 t_min/t_diff for rank(s) 0: judged with the nearest calibrated "
         "cache state" in meta.notes
     )
-    assert (f"no usable t_min/t_diff for rank(s) 1: not judged ({JUDGE_UNCALIBRATED})"
+    assert (f"no usable t_min/t_diff for rank(s) 1: "
+            f"{UNCALIBRATED_JUDGED} ({JUDGE_UNCALIBRATED})"
             in meta.notes)
     assert not any("rank(s) 0: not judged" in n for n in meta.notes)
 
@@ -203,3 +209,19 @@ def test_public_callback_path_reads_the_same(trace_factory, monkeypatch):
         ctx = s["context_bytes"][s["segment"] == fast.segments.index(key)]
         assert set(ctx.tolist()) <= {sent + received, -1}
         assert (ctx == sent + received).sum() >= len(ctx) - 2
+
+
+def test_a_rank_that_calibrated_again_at_its_stop_is_said(tmp_path):
+    # Rank 1's start-up calibration found nothing; it calibrated again at MPI_Finalize.
+    (tmp_path / "perfvar").mkdir()
+    state = {"label": "0", "flush": 0, "status": "complete", "t_min_ns": 150.0,
+             "t_diff_ns": 4.0}
+    for rank, at in ((0, "start-up"), (1, CALIBRATED_AGAIN)):
+        cal = {"status": "complete", "at": at, "t_min_ns": 150.0, "t_diff_ns": 4.0,
+               "states": [state]}
+        doc = {"rank": rank, "calibration": cal}
+        (tmp_path / "perfvar" / f"rank-{rank}.json").write_text(json.dumps(doc))
+    meta = judged_meta(str(tmp_path), [0, 1])
+    assert [meta.ranks[r].calibration.at for r in (0, 1)] == ["start-up", CALIBRATED_AGAIN]
+    assert ("the start-up calibration of rank(s) 1 found no flush-0 t_min/t_diff: "
+            "calibrated again at MPI_Finalize, on the same core") in meta.notes

@@ -112,8 +112,8 @@ def test_meta_reads_the_probe_object_or_none(tmp_path):
     meta = read_meta(path, [0, 1])
     for rank in range(2):
         probe = meta.ranks[rank].probe
-        assert probe["period_ms"] == 10 and probe["adds"] == 864
-        assert probe["k_source"] == "calibration t_min"
+        assert probe["period_ms"] == 10 and probe["adds"] == 3000
+        assert probe["k_source"] == "fixed"
         assert probe["count"] == sum(len(written[rank, k]) for k in range(2))
         assert [x["thread"] for x in probe["threads"]] == [0, 1]
     off = str(tmp_path / "off")
