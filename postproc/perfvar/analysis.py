@@ -20,6 +20,7 @@ from perfvar import __version__, partition
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.machine_file import read_file
 from perfvar.detect import (
+    code_kinds,
     describe,
     kinds_json,
     naming_kinds,
@@ -558,6 +559,8 @@ def _summary(
         "anomalous_ranks": named(*naming_kinds()),
         # Ranks with a shift that came and went: reported, not named anomalous.
         "transient_ranks": named(*transient_kinds()),
+        # Ranks that do more work than their peers: the code's, not named anomalous.
+        "imbalance_ranks": named(*code_kinds()),
         "minor_ranks": sorted(
             {a.rank for a in ranked.minor} - set(named(*naming_kinds()))
         ),

@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 from conftest import normal_durations, run_cli
@@ -115,7 +116,7 @@ def test_quiet_trace_has_no_anomaly(quiet_trace):
         lines[-3]
         == "verdict: no anomalous rank found (4 ranks, 2 segment classes judged)"
     )
-    assert "Anomalies\n(none)" in proc.stdout
+    assert "Anomalies (the machine: cores and CPUs)\n(none)" in proc.stdout
     doc = json.load(open(os.path.join(quiet_trace, "analysis.json")))
     assert doc["anomalies"] == []
     assert {r["verdict"] for r in doc["ranks"]} == {"ok"}
@@ -285,3 +286,73 @@ def test_console_script_is_installed():
 
     proc = subprocess.run([exe, "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith("perfvar ")
+
+
+def _probes(factor: dict[int, float]):
+    """Fixed-work probes after every 4th segment of each rank, 1000 ticks with 0.5 %
+    noise, ``factor[rank]`` times as long on that rank."""
+    from conftest import Probes
+
+    rng = np.random.default_rng(5)
+    noise = rng.normal(1.0, 0.005, (8, 1000))
+
+    def ticks(rank, i):
+        if i % 4 != 3:
+            return None
+        return int(round(1000 * factor.get(rank, 1.0) * noise[rank, i]))
+
+    return Probes(ticks)
+
+
+def test_more_work_with_its_probes_at_its_peers_speed_is_load_imbalance(
+    trace_factory,
+):
+    # Rank 1 runs class A 50 % slower; its probes run as fast as its peers': more
+    # work, the code's finding, apart from the machine's, in text, JSON and HTML.
+    durations = normal_durations(seed=1, slow={1: 272_300.0})
+    path = trace_factory("imbalance", durations, probes=_probes({}))
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Anomalies (the machine: cores and CPUs)\n(none)" in out
+    assert re.search(
+        r"^Load imbalance \(the code: more work on a rank, not a slower core\)\n"
+        r"- rank 1 \(host node0, cpu 1\) does more work in segment S\d \[.*\]: "
+        r"median 812\.\d us vs peers 540\.\d us, \+27\d\.\d us per segment "
+        r"\(\+50\.\d%; .*\); more work, not a slower core: its fixed-work probes ran "
+        r"(at its peers' speed|no slower than its peers') \([-+]\d\.\d+%, 95% CI .*, "
+        r"\d+ probes vs \d+\) in the same window \(load imbalance\)",
+        out,
+        re.M,
+    ), out
+    assert "verdict: no anomalous rank found (" in out
+    assert "load imbalance: rank 1 (host node0, cpu 1: more work in S" in out
+    doc = json.load(open(os.path.join(path, "analysis.json")))
+    (a,) = doc["anomalies"]
+    assert a["kind"] == "load_imbalance" and a["evidence"]["as"] == "slow_segment"
+    assert a["evidence"]["core_speed"]["verdict"] == "more work"
+    assert doc["summary"]["imbalance_ranks"] == [1]
+    assert doc["summary"]["anomalous_ranks"] == []
+    assert doc["kinds"]["load_imbalance"]["owner"] == "code"
+    page = open(os.path.join(path, "report.html"), encoding="utf-8").read()
+    assert 'id="the-code"' in page and 'data-kind="load_imbalance"' in page
+
+
+def test_a_core_whose_probes_ran_slower_is_named_with_their_figure(trace_factory):
+    # Rank 1 runs both classes and its probes 30 % slower: a slower core, measured.
+    durations = normal_durations(seed=1)
+    durations[1] = {k: v * 1.3 for k, v in durations[1].items()}
+    path = trace_factory("core", durations, probes=_probes({1: 1.3}))
+    proc = run_cli("analyze", path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.load(open(os.path.join(path, "analysis.json")))
+    assert [(a["kind"], a["rank"]) for a in doc["anomalies"]] == [("slow_core", 1)]
+    told = doc["anomalies"][0]["evidence"]["core_speed"]
+    assert told["verdict"] == "slower core" and told["decided_by"] == "fixed-work probes"
+    assert told["probes_shift_rel"] == pytest.approx(0.3, abs=0.01)
+    assert re.search(
+        r"a slower core: its fixed-work probes ran \+30\.\d%, 95% CI \+\d+\.\d%\.\."
+        r"\+\d+\.\d%, \d+ probes vs \d+ over its peers' in the same window",
+        proc.stdout,
+    ), proc.stdout
+    assert doc["summary"]["anomalous_ranks"] == [1]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from perfvar.detect import (
+    load_imbalance,
     migration,
     noisy_core,
     shared_cpu,
@@ -23,7 +24,7 @@ from perfvar.detect import (
     slow_phase,
     slow_segment,
 )
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import MACHINE, AnomalyJson, FindingKind
 from perfvar.detect.words import where
 from perfvar.stats.blocks import MIN_BLOCKS, class_blocks
 from perfvar.stats.model import (
@@ -34,7 +35,15 @@ from perfvar.stats.model import (
     Prepared,
 )
 
-_MODULES = (slow_segment, slow_core, noisy_core, slow_phase, migration, shared_cpu)
+_MODULES = (
+    slow_segment,
+    slow_core,
+    noisy_core,
+    slow_phase,
+    load_imbalance,
+    migration,
+    shared_cpu,
+)
 KINDS: dict[str, FindingKind] = {m.FINDING.name: m.FINDING for m in _MODULES}
 
 
@@ -52,11 +61,16 @@ def verdict_kinds() -> tuple[str, ...]:
 
 
 def naming_kind(name: str) -> bool:
-    """Whether findings of kind ``name`` name their rank as anomalous: the verdict
-    kinds but the transients (a shift that came and went is a phase or the host,
-    not an anomalous core)."""
+    """Whether findings of kind ``name`` name their rank as anomalous: the machine's
+    verdict kinds but the transients (a shift that came and went is a phase or the
+    host, not an anomalous core; more work is the code's, not the core's)."""
     kind = KINDS.get(name)
-    return kind is not None and kind.verdict and not kind.transient
+    return (
+        kind is not None
+        and kind.verdict
+        and not kind.transient
+        and kind.owner == MACHINE
+    )
 
 
 def naming_kinds() -> tuple[str, ...]:
@@ -66,7 +80,20 @@ def naming_kinds() -> tuple[str, ...]:
 
 def transient_kinds() -> tuple[str, ...]:
     """The verdict kinds that came and went: reported, naming no anomalous core."""
-    return tuple(name for name in verdict_kinds() if not naming_kind(name))
+    return tuple(name for name in verdict_kinds() if KINDS[name].transient)
+
+
+def code_kinds() -> tuple[str, ...]:
+    """The verdict kinds that are the code's (more work on a rank), not the
+    machine's."""
+    return tuple(name for name in verdict_kinds() if KINDS[name].owner != MACHINE)
+
+
+def class_kind(name: str) -> bool:
+    """Whether findings of kind ``name`` are of one segment class on one rank when
+    they name a segment (a slower cell: their excess is per segment of it)."""
+    kind = KINDS.get(name)
+    return kind is not None and kind.of_class
 
 
 def is_verdict(anomaly: AnomalyJson) -> bool:
@@ -80,8 +107,13 @@ def names_rank(anomaly: AnomalyJson) -> bool:
 
 
 def is_transient(anomaly: AnomalyJson) -> bool:
-    """Whether the finding is a transient: a finding of its rank that names it not."""
-    return verdict_kind(anomaly["kind"]) and not naming_kind(anomaly["kind"])
+    """Whether the finding is a transient: a shift of its rank that came and went."""
+    return anomaly["kind"] in transient_kinds()
+
+
+def is_code(anomaly: AnomalyJson) -> bool:
+    """Whether the finding is the code's (load imbalance), not the machine's."""
+    return anomaly["kind"] in code_kinds()
 
 
 def describe(anomaly: AnomalyJson, labels: dict[str, str]) -> str:
@@ -116,6 +148,8 @@ def run_all(
     too few blocks for a test, that cell is judged over the whole run (measured on
     TeaLeaf: the host's slow phases of either rank, +45-76 % for 0.1-1 s each, left
     the largest class 4 blocks of 40, and +10 % injected there went unjudged).
+    Slow segments and slow cores then go through the core-or-code question
+    (perfvar.detect.load_imbalance): those that were more work are load imbalance.
     """
     noisy = noisy_core.detect(prep, params)
     phases = slow_phase.detect(prep, params)
@@ -126,7 +160,11 @@ def run_all(
         _judge_whole_run(slow, prep, params, cores.cores)
     informative = migration.detect(prep, params).anomalies
     informative += shared_cpu.detect(prep, params).anomalies
-    found = cores.anomalies + slow.anomalies + noisy.anomalies + phases.anomalies
+    # The core or the code: what the probes (or instructions) measured as more work
+    # is load imbalance; judged on the steady run's cells, as the findings were.
+    found = cores.anomalies + slow.anomalies
+    told = load_imbalance.detect(steady, params, found).anomalies
+    found = told + noisy.anomalies + load_imbalance.in_phases(prep, phases.anomalies)
     return found + informative, slow.judgements
 
 

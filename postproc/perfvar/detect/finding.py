@@ -4,7 +4,8 @@ Every detector module under perfvar.detect exports ``KIND`` (the ``kind`` string
 its anomalies in analysis.json), ``detect(prep, params, ...)`` and ``FINDING``, a
 FindingKind: whether the kind is a finding of a rank (drawn, marked, costed) or
 information, whether it came and went (a transient, which names no anomalous core),
-its short word, how one of
+whose it is (the machine's: a core, a CPU; or the code's: more work on a rank), whether
+it is a cell's (one segment class of one rank), its short word, how one of
 its anomalies is put in a sentence and in a phrase, which evidence key gives its
 relative size, and in which segment classes it shows. perfvar.detect registers them
 in one table; the text and HTML reports, the plots, the markers and analysis.json
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 AnomalyJson = dict[str, Any]
+MACHINE = "machine"  # FindingKind.owner of the hardware's findings
+CODE = "code"  # FindingKind.owner of the program's (load imbalance)
 
 
 def everywhere(anomaly: AnomalyJson, segment: str) -> bool:
@@ -44,6 +47,13 @@ class FindingKind:
     # A shift that came and went (a phase of the program, or the host taking the
     # CPU): reported with its window and cost, it names no anomalous core.
     transient: bool = False
+    # Whose finding it is: "machine" (a core or CPU: it names an anomalous rank) or
+    # "code" (more work on a rank by the program's design or data: load imbalance,
+    # reported in its own section, naming no anomalous core).
+    owner: str = MACHINE
+    # A finding of one segment class on one rank (a slower cell): its excess is per
+    # segment of that class (delay cost, off-CPU and waiting causes, the plots).
+    of_class: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """What analysis.json lists of the kind (``kinds``)."""
@@ -52,4 +62,5 @@ class FindingKind:
             "transient": self.transient,
             "word": self.word,
             "size_key": self.size_key,
+            "owner": self.owner,
         }

@@ -47,9 +47,10 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import where
+from perfvar.detect.words import probes_clause, where
 from perfvar.stats.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.stats.compare import fdr, log_ns, rel
+from perfvar.stats.core_speed import MORE, SLOWER
 from perfvar.stats.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
@@ -440,7 +441,19 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         f"{fmt_pct(ev['excess_rel'])} over its own baseline relative to its peers, "
         f"{fmt_ns(a['excess_ns'], signed=True)} per segment (change points; "
         f"q {q:.1g} < {ev['alpha']:g}, floor {fmt_pct(ev['floor_rel'], signed=False)})"
+        f"{_while_it_lasted(ev)}"
     )
+
+
+def _while_it_lasted(ev: dict) -> str:
+    """What the probes of its window say: a slower core while it lasted, or a phase
+    of the program; "" without probes there."""
+    verdict = (ev.get("core_speed") or {}).get("verdict")
+    if verdict == SLOWER:
+        return f"; a slower core while it lasted: {probes_clause(ev)}"
+    if verdict == MORE:
+        return f"; a phase of the program (more work for a while): {probes_clause(ev)}"
+    return f"; {probes_clause(ev)}" if probes_clause(ev) else ""
 
 
 def _phrase(a: AnomalyJson) -> str:

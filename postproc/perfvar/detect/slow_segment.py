@@ -73,10 +73,18 @@ from typing import Optional
 import numpy as np
 
 from perfvar.detect.finding import AnomalyJson, FindingKind
-from perfvar.detect.words import off_cpu_clause, state_of, stats, where, work_clause
+from perfvar.detect.words import (
+    core_clause,
+    off_cpu_clause,
+    state_of,
+    stats,
+    where,
+    work_clause,
+)
 from perfvar.stats import work
 from perfvar.stats.blocks import BlockTest, ClassBlocks, block_test, class_blocks
 from perfvar.stats.cells import (
+    RELATIVE_ONLY,
     by_segment,
     median_without_each,
     peer_pool,
@@ -91,7 +99,6 @@ from perfvar.stats.model import (
     DetectParams,
     Judgement,
     Prepared,
-    cell_calibration,
 )
 from perfvar.stats.summary import iqr, overlap
 from perfvar.units import compact_ranges, fmt_ns, fmt_pct
@@ -367,10 +374,12 @@ def _judgements(
             result.judgements.append(j)
             if cell.n >= params.min_samples:
                 j.median_ns = cell.median_ns
-            reason, _ = unjudged_reason(prep, cell, params.min_samples)
+            reason, cal = unjudged_reason(prep, cell, params.min_samples)
             if reason:
                 j.status = reason
                 continue
+            if cal is not None and cal.status == RELATIVE_ONLY:
+                j.cache_state = RELATIVE_ONLY
             pending.append((seg, rank, j))
     return pending
 
@@ -404,7 +413,8 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     if pool.size < 2:
         j.status = "no peers"
         return None
-    cal = cell_calibration(prep, cell)
+    # What judged the cell: its calibration, or the relative floor alone.
+    _, cal = unjudged_reason(prep, cell, params.min_samples)
     kappa = _kappa(seg, rank, ctx.by_rank, ctx.cores, ctx.probe_shifts, ctx.witnesses)
     # With no other class on the rank, a shift here cannot be told from a slower
     # core, so it must clear the core's floor too.
@@ -672,7 +682,8 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
         f"{ev['os_noise_removed']} OS-noise samples removed; paper overlap "
         f"{ev['overlap']:.3f}; IQR {fmt_ns(ev['iqr_ns'])} vs "
         f"{fmt_ns(ev['peers_iqr_ns'])} ({peers})"
-        f"{work_clause(ev.get('work'), PROBES_SAID)}{off_cpu_clause(ev)}"
+        f"{core_clause(ev, work_clause(ev.get('work'), PROBES_SAID))}"
+        f"{off_cpu_clause(ev)}"
     )
 
 
@@ -684,4 +695,5 @@ FINDING = FindingKind(
     phrase=lambda a: f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}",
     size_key="excess_rel",
     in_class=lambda a, segment: a["segment"] == segment,
+    of_class=True,
 )

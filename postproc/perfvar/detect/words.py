@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from perfvar.read.meta import RELATIVE_ONLY_FACTOR
+from perfvar.stats.cells import RELATIVE_ONLY
+from perfvar.stats.core_speed import BY_INSTRUCTIONS, SLOWER
+from perfvar.stats.core_speed import MORE as MORE_WORK  # work.py has its own MORE
 from perfvar.stats.work import BOTH, MORE, SAME_WORK, UNTOLD
 from perfvar.units import fmt_bytes, fmt_ms, fmt_ns, fmt_pct
 
@@ -24,6 +28,11 @@ def state_of(ev: dict[str, Any]) -> str:
     state = ev.get("cache_state")
     if state is None:
         return ""
+    if state == RELATIVE_ONLY:
+        return (
+            ", the relative floor alone (no t_min/t_diff on its rank; its segments "
+            f"are over {RELATIVE_ONLY_FACTOR}x its timer overhead)"
+        )
     moved = ev.get("context_bytes")
     after = f" after {fmt_bytes(moved)} moved" if moved is not None else ""
     return f", {'flush-0' if state == '0' else state} calibration{after}"
@@ -124,3 +133,45 @@ def neighbours_clause(ev: dict[str, Any]) -> str:
         f"interrupts {fmt_ns(n['interrupts_ns'])}, host steal {fmt_ns(n['steal_ns'])}"
         + (f"; most there: {tasks}" if tasks else "")
     )
+
+
+def probes_clause(ev: dict[str, Any]) -> str:
+    """What the probes measured of a finding (its ``core_speed``), in one clause:
+    "its fixed-work probes ran at its peers' speed (+0.4 %, 95 % CI ...) in the same
+    window"; "" without probes."""
+    cs = ev.get("core_speed") or {}
+    if cs.get("probes_shift_rel") is None:
+        return ""
+    lo, hi = cs["probes_ci_rel"]
+    figure = (
+        f"{fmt_pct(cs['probes_shift_rel'])}, 95% CI {fmt_pct(lo)}..{fmt_pct(hi)}, "
+        f"{cs['probes_n']} probes vs {cs['peers_probes_n']}"
+    )
+    if cs["verdict"] == SLOWER:
+        return f"its fixed-work probes ran {figure} over its peers' in the same window"
+    if cs["verdict"] != MORE_WORK:
+        return (
+            f"its fixed-work probes ran {figure} against its peers' in the same window"
+        )
+    if cs["probes_shift_rel"] < 0:
+        return (
+            f"its fixed-work probes ran no slower than its peers' ({figure}) in the "
+            "same window"
+        )
+    return (
+        f"its fixed-work probes ran at its peers' speed ({figure}) in the same window"
+    )
+
+
+def core_clause(ev: dict[str, Any], instructions_said: str) -> str:
+    """What told a slow rank's core from more work, for a finding that stayed the
+    machine's: "; a slower core: its fixed-work probes ran +38.0% ..." where its
+    probes (``core_speed``) decided, "; more work or a slower core, not told apart:
+    ..." where they could not; ``instructions_said`` (work_clause's) where the
+    instructions decided or the run had no probes."""
+    cs = ev.get("core_speed") or {}
+    if cs.get("decided_by") == BY_INSTRUCTIONS or cs.get("probes_shift_rel") is None:
+        return instructions_said
+    if cs["verdict"] == SLOWER:
+        return f"; a slower core: {probes_clause(ev)}"
+    return f"; more work or a slower core, not told apart: {probes_clause(ev)}"

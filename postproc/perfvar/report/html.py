@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import describe, is_verdict, names_rank
+from perfvar.detect import describe, is_code, is_verdict, names_rank
 from perfvar.detect import word as kind_word
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.read.cache_state import label_order
@@ -220,11 +220,16 @@ def _finding_id(i: int) -> str:
     return f"finding-{i}"
 
 
-def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
-    """The headline findings, ranked by delay cost (the order of analysis.json),
-    each with its badge, cost and sentence."""
+def _finding_items(
+    result: dict[str, Any], labels: dict[str, str], code: bool
+) -> list[str]:
+    """The headline findings of the machine (``code`` False) or of the code (load
+    imbalance), in the order of analysis.json, each with its badge, cost and
+    sentence; ids by the finding's place in analysis.json."""
     items = []
     for i, a in enumerate(result["anomalies"]):
+        if is_code(a) != code:
+            continue
         informative = not is_verdict(a)
         word = kind_word(a)
         cls = "kind info" if informative else "kind"
@@ -234,6 +239,14 @@ def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
             f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
             f"{badge}{cost_html(a)}{_e(describe(a, labels))}</li>"
         )
+    return items
+
+
+def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
+    """The headline findings, ranked by delay cost (the order of analysis.json): the
+    machine's, then the code's (load imbalance) under a heading of their own."""
+    items = _finding_items(result, labels, code=False)
+    code = _finding_items(result, labels, code=True)
     summ = result["summary"]
     known = summ.get("cost_known")
     if known is None:  # an analysis made before delay costs
@@ -252,7 +265,17 @@ def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
             "whose MPI calls are not on one synchronised time line): every finding "
             "stays in the headline, as the detectors named it.</p>"
         )
-    return f'<ul class="anomalies">{"".join(items)}</ul>{order}'
+    machine = f'<ul class="anomalies">{"".join(items)}</ul>' if items else ""
+    if code:
+        machine += (
+            '<h3 id="the-code">Load imbalance (the code)</h3>'
+            '<p class="note">Ranks that do more work than their peers in a segment '
+            "class: their segments ran slower while their fixed-work probes (or the "
+            "instructions counted) measured their cores at their peers' speed. The "
+            "program's finding, not an anomalous core.</p>"
+            f'<ul class="anomalies">{"".join(code)}</ul>'
+        )
+    return f"{machine}{order}"
 
 
 def _minor(result: dict[str, Any], labels: dict[str, str]) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect import KINDS, is_verdict
+from perfvar.detect import KINDS, class_kind, is_verdict
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
@@ -199,7 +199,7 @@ def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
     out = {
         (a["rank"], a["segment"]): "minor"
         for a in result.get("minor") or []
-        if a["kind"] == "slow_segment"
+        if class_kind(a["kind"]) and a["segment"] is not None
     }
     for c in result.get("consequences") or []:
         if c.get("segment"):  # a slower core is no cell

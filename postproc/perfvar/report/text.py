@@ -1,8 +1,9 @@
 """Render an analysis result (see perfvar.analysis) as a terminal report.
 
 Sections: header, ranks table, segment classes table (listed_classes), anomalies
-with their evidence in words, warnings, and a final ``verdict:`` line. Every duration
-carries its unit (ns, us, ms or s, chosen per value). Pure functions; thread-safe.
+(the machine's) and load imbalance (the code's) with their evidence in words,
+warnings, and a final ``verdict:`` line. Every duration carries its unit (ns, us, ms
+or s, chosen per value). Pure functions; thread-safe.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import KINDS, describe, is_transient, names_rank
+from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -210,6 +211,9 @@ def verdict_line(result: dict[str, Any]) -> str:
     transients = [a for a in result["anomalies"] if is_transient(a)]
     if transients:  # came and went: a phase or the host, named apart
         unreadable += f"; transient: {'; '.join(_by_rank(transients))}"
+    code = [a for a in result["anomalies"] if is_code(a)]
+    if code:  # more work on a rank: the program's, not an anomalous core
+        unreadable += f"; load imbalance: {'; '.join(_by_rank(code))}"
     sharing = _sharing_ranks(result)
     if sharing:  # their findings are consequences of the time-slicing
         unreadable += (
@@ -413,11 +417,16 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
     """The headline findings (ranked by delay cost), the minor ones, the consequences
     of waiting, how a job that did not finish ended, and the warnings."""
     labels = {s["id"]: s["label"] for s in result["segments"]}
-    out = ["Anomalies"]
-    if result["anomalies"]:
-        out += [f"- {describe(a, labels)}{_cost(a)}" for a in result["anomalies"]]
+    machine = [a for a in result["anomalies"] if not is_code(a)]
+    code = [a for a in result["anomalies"] if is_code(a)]
+    out = ["Anomalies (the machine: cores and CPUs)"]
+    if machine:
+        out += [f"- {describe(a, labels)}{_cost(a)}" for a in machine]
     else:
         out.append("(none)")
+    if code:
+        out += ["", "Load imbalance (the code: more work on a rank, not a slower core)"]
+        out += [f"- {describe(a, labels)}{_cost(a)}" for a in code]
     out += _minor_lines(result, labels)
     out += _ended_lines(result)
     if result["warnings"]:

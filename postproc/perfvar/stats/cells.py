@@ -14,7 +14,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from perfvar.read.cache_state import CacheState, cell_context, choose
-from perfvar.read.meta import Calibration, RunMeta
+from perfvar.read.meta import RELATIVE_ONLY_FACTOR, Calibration, RunMeta
 from perfvar.read.samples import CPU_UNKNOWN, TraceSamples
 from perfvar.stats.compare import log_ns
 from perfvar.stats.filters import OsFilterInfo, filter_cost
@@ -126,7 +126,11 @@ def unjudged_reason(
     medians, under the rank's t_min: the timer cannot resolve one side of the
     comparison, so it is counted, never judged; a 130 ns step after a collective on
     the peers against 1.3 us on a rank that arrived late is such a case). Probes run
-    the chain length of t_min itself, so they are not held to it.
+    a fixed chain far above t_min, so they are not held to it. A rank with no
+    t_min/t_diff is still judged in a class whose segments, its own and its peers',
+    are at least RELATIVE_ONLY_FACTOR times its timer overhead: there the relative
+    floor is far above any plausible t_diff, and the cell is judged with it alone
+    (its calibration is then relative_floor_only's, said in the evidence).
     """
     cal = cell_calibration(prep, cell)
     pool = class_pool(prep, cell.segment)
@@ -135,17 +139,39 @@ def unjudged_reason(
         return "single rank", cal
     if cell.n < min_samples:
         return "too few samples", cal
-    if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
-        return NO_CALIBRATION, cal
-    if cell.segment == prep.probe_segment:
-        return None, cal
     if mine is not None:
         centre = float(pool.median_of_others[mine])
     else:
         centre = float(np.median(pool.medians_ns))
+    if cal is None or cal.t_min_ns is None or cal.t_diff_ns is None:
+        cal = relative_floor_only(prep, cell, min(cell.median_ns, centre))
+        if cal is None:
+            return NO_CALIBRATION, cal
+    if cell.segment == prep.probe_segment:
+        return None, cal
     if min(cell.median_ns, centre) < cal.t_min_ns:
         return "below precision", cal
     return None, cal
+
+
+# The cache state (Judgement.cache_state, a finding's evidence) of such a cell.
+RELATIVE_ONLY = "relative floor only"
+
+
+def relative_floor_only(
+    prep: Prepared, cell: Cell, shorter_ns: float
+) -> Optional[Calibration]:
+    """A calibration of t_min = t_diff = 0 for a cell of a rank with none, whose
+    shorter side (its median or its peers' centre, ``shorter_ns``) is at least
+    RELATIVE_ONLY_FACTOR times the rank's timer overhead; None where the overhead
+    is unknown or the segments are shorter."""
+    own = prep.calibration.get(cell.rank)
+    overhead = own.timer_overhead_ns if own is not None else None
+    if not overhead or shorter_ns < RELATIVE_ONLY_FACTOR * overhead:
+        return None
+    return Calibration(
+        timer_overhead_ns=overhead, t_min_ns=0.0, t_diff_ns=0.0, status=RELATIVE_ONLY
+    )
 
 
 # Peer samples a rank is compared with, at most: with dozens of ranks a pool of all

@@ -40,7 +40,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.detect import verdict_kind
+from perfvar.detect import class_kind, verdict_kind
 from perfvar.stats.model import Anomaly
 from perfvar.verdict.wait_states import Timeline, WaitStates
 
@@ -81,11 +81,11 @@ def segment_excess(
     cls = samples["segment"][idx]
     ev = anomaly.evidence or {}
     kind = anomaly.kind
-    if kind == "slow_segment":
+    if class_kind(kind) and anomaly.segment is not None:
         mine = np.isin(cls, _classes_of(segment_ids, {anomaly.segment}))
         off = float((ev.get("off_cpu") or {}).get("beyond_ns") or 0.0)
         return np.where(mine, max((anomaly.excess_ns or 0.0) - off, 0.0), 0.0)
-    if kind == "slow_core":
+    if kind == "slow_core" or class_kind(kind):  # a rank's shift in all its classes
         s = max(float(ev.get("shift_rel") or 0.0), 0.0)
         return d * s / (1 + s)
     if kind == "slow_phase":

@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from perfvar.detect import verdict_kind
+from perfvar.detect import class_kind, verdict_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
@@ -103,7 +103,7 @@ def consequence_of(
 ) -> Optional[dict[str, Any]]:
     """The slow_segment ``a`` as a consequence of waiting (a JSON-ready dict), or
     None when its rank did not wait before it more than its peers did."""
-    if a.kind != "slow_segment" or not ws.synchronised:
+    if not class_kind(a.kind) or a.segment is None or not ws.synchronised:
         return None
     classes = [i for i, s in enumerate(segment_ids) if s == a.segment]
     opening = np.full(samples.size, -1, np.int64)

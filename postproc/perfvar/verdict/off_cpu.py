@@ -39,6 +39,7 @@ from typing import Any, Optional
 import numpy as np
 from scipy.stats import mannwhitneyu
 
+from perfvar.detect import class_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats import cpu_time
 from perfvar.stats.model import Anomaly
@@ -81,7 +82,7 @@ def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any
     it. A shift beyond twice what the time off the CPU makes, on the log scale
     (beyond (1 + e)^2 - 1 for its +e), stays a finding of its own."""
     cause = causes.get(a.rank)
-    if cause is None or a.kind not in ("slow_core", "slow_segment"):
+    if cause is None or not (a.kind == "slow_core" or class_kind(a.kind)):
         return None
     ev, cev = a.evidence or {}, cause.evidence or {}
     off = float(cev["measured"].get("off_cpu_fraction") or 0.0)
@@ -205,7 +206,7 @@ def in_class(
     """The part of slow_segment ``a`` that its rank spent off the CPU inside the
     class's segments beyond its peers, where that is measured and significant
     (p < alpha); None otherwise."""
-    if a.kind != "slow_segment" or a.segment is None:
+    if not class_kind(a.kind) or a.segment is None:
         return None
     part = table.of(a.rank, a.segment, min_samples)
     if part is None or part.p_value >= alpha or part.beyond_ns <= 0:

@@ -8,7 +8,7 @@ from conftest import CALIBRATION, normal_durations, run_cli
 from perfvar.analysis import PARALLEL_MIN_RANKS, analyze
 from perfvar.calibration.ranks import judged_meta
 from perfvar.partition import split
-from perfvar.read.meta import JUDGE_UNCALIBRATED
+from perfvar.read.meta import JUDGE_UNCALIBRATED, UNCALIBRATED_JUDGED
 
 # What a quick calibration cut short writes: 0 where its searches found nothing.
 NOTHING_FOUND = {"mode": "quick", "status": "partial", "timer_overhead_ns": 20.0,
@@ -60,7 +60,8 @@ def test_a_rank_without_values_takes_the_largest_of_its_host_per_state(tmp_path)
         "no usable t_min/t_diff of their own for rank(s) 1: judged with the largest "
         "of the other ranks' on host a (rank(s) 0,2)"
     ) in meta.notes
-    assert (f"no usable t_min/t_diff for rank(s) 3-5: not judged ({JUDGE_UNCALIBRATED})"
+    assert (f"no usable t_min/t_diff for rank(s) 3-5: "
+            f"{UNCALIBRATED_JUDGED} ({JUDGE_UNCALIBRATED})"
             in meta.notes)
 
 

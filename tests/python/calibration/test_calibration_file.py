@@ -10,7 +10,8 @@ from conftest import CALIBRATION, RESOLUTION_HZ, normal_durations, run_cli
 from perfvar.calibration.machine_file import read_file
 from perfvar.calibration.ranks import judged_meta
 from perfvar.errors import TraceError
-from perfvar.read.meta import JUDGE_UNCALIBRATED
+from perfvar.read.meta import JUDGE_UNCALIBRATED, UNCALIBRATED_JUDGED
+from perfvar.stats.cells import RELATIVE_ONLY
 
 # What a quick start-up calibration cut short writes: 0 where it found nothing.
 NOTHING_FOUND = {"mode": "quick", "status": "partial", "timer_overhead_ns": 20.0,
@@ -78,7 +79,8 @@ def test_a_file_of_another_host_or_clock_lends_nothing(tmp_path, run, why):
     assert not any(m.calibrated for m in meta.ranks.values())
     assert any(n.startswith(f"{path} lends no t_min/t_diff to rank(s) 0-1: {why}")
                for n in meta.notes), meta.notes
-    assert (f"no usable t_min/t_diff for rank(s) 0-1: not judged ({JUDGE_UNCALIBRATED})"
+    assert (f"no usable t_min/t_diff for rank(s) 0-1: "
+            f"{UNCALIBRATED_JUDGED} ({JUDGE_UNCALIBRATED})"
             in meta.notes)
 
 
@@ -113,7 +115,11 @@ def test_a_slow_rank_of_a_run_that_calibrated_nowhere_is_named_with_the_file(
     proc = run_cli("analyze", trace)
     assert proc.returncode == 0, proc.stderr
     doc = json.load(open(os.path.join(trace, "analysis.json")))
-    assert doc["anomalies"] == []  # nothing judged
+    # Its segments are over 1000x the timer overhead: judged with the relative floor
+    # alone, and said so.
+    assert [(a["kind"], a["rank"]) for a in doc["anomalies"]] == [("slow_segment", 1)]
+    assert doc["anomalies"][0]["evidence"]["cache_state"] == RELATIVE_ONLY
+    assert "the relative floor alone" in proc.stdout
     lend = {**CALIBRATION}
     path = _write(tmp_path, {"ranks": [
         _calibrate_run(f"node{n}", [("0", 0, lend["t_min_ns"], lend["t_diff_ns"])])
@@ -123,6 +129,7 @@ def test_a_slow_rank_of_a_run_that_calibrated_nowhere_is_named_with_the_file(
     assert proc.returncode == 0, proc.stderr
     doc = json.load(open(os.path.join(trace, "analysis.json")))
     assert [(a["kind"], a["rank"]) for a in doc["anomalies"]] == [("slow_segment", 1)]
+    assert doc["anomalies"][0]["evidence"]["cache_state"] != RELATIVE_ONLY
     assert f"judged with those of {path} (perfvar calibrate)" in proc.stdout
 
 

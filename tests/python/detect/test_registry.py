@@ -117,5 +117,6 @@ def test_a_kind_added_to_the_table_alone_reaches_every_report(tmp_path, hot_cach
         "transient": False,
         "word": "hot cache",
         "size_key": "heat",
+        "owner": "machine",
     }
     assert detect.describe(result["anomalies"][0], {}) == "rank 3 ran its caches hot"

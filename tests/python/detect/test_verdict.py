@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import STEP_NS, make_prepared
-from perfvar.detect import run_all, slow_core, slow_segment
+from perfvar.detect import describe, run_all, slow_core, slow_segment
 from perfvar.stats.model import DetectParams
 from perfvar.units import fmt_pct
 
@@ -259,8 +259,9 @@ def _with_probe_class(samples, probe_factor):
 
 @pytest.mark.parametrize("probe_factor", [1.03, 1.0])
 def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
-    # Rank 1's only segment class is 3 % slower. Probes 3 % slower too: its core.
-    # Probes as fast as the peer's: the segment.
+    # Rank 1's only segment class is 3 % slower. Probes 3 % slower too: its core,
+    # said with the probes' figure. Probes as fast as the peer's: more work in the
+    # segment, the code's finding (load imbalance), not a slow core or segment.
     samples = {k: v for k, v in _cells(8, classes=(20_000.0,)).items()}
     samples[(0, 1)] = samples[(0, 1)] * 1.03
     found, judgements = run_all(
@@ -271,8 +272,16 @@ def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
         assert _kinds(found) == [("slow_core", 1, None)]
         by_class = {c["segment"]: c for c in found[0].evidence["classes"]}
         assert by_class["probe"]["shift_rel"] == pytest.approx(0.03, abs=0.005)
+        told = found[0].evidence["core_speed"]
+        assert told["verdict"] == "slower core"
+        assert told["probes_shift_rel"] == pytest.approx(0.03, abs=0.005)
     else:
-        assert _kinds(found) == [("slow_segment", 1, "S0")]
+        assert _kinds(found) == [("load_imbalance", 1, "S0")]
+        told = found[0].evidence["core_speed"]
+        assert told["verdict"] == "more work"
+        assert told["decided_by"] == "fixed-work probes"
+        assert told["probes_ci_rel"][1] < 0.015  # at the peer's speed
+        assert found[0].evidence["as"] == "slow_segment"
 
 
 def test_a_short_hiccup_is_not_a_phase():
@@ -336,3 +345,42 @@ def test_a_cell_the_phases_leave_too_few_blocks_is_judged_over_the_run(seed):
     # all run is judged over the whole run and named; nothing is named without it.
     assert _phases_in_turn(seed, 0.10) == [("slow_segment", 0, "S0")]
     assert _phases_in_turn(seed, 0.0) == []
+
+
+@pytest.mark.parametrize("faster", [1.0, 0.7])
+def test_classes_whose_shifts_go_both_ways_make_no_slow_core(faster):
+    # Rank 1 runs three of its four classes 30 % slower. With the fourth at its
+    # peers' speed, a slow core; with the fourth 30 % faster (a quarter of its time),
+    # its classes differ by design, not by core: no slow core.
+    slow = {(c, 1): 1.3 for c in range(3)} | {(3, 1): faster}
+    found = _named(_cells(4, nranks=4, classes=(20_000.0,) * 4, slow=slow))
+    cores = [a for a in found if a.kind == "slow_core"]
+    if faster == 1.0:
+        assert [a.rank for a in cores] == [1]
+    else:
+        assert cores == []
+
+
+@pytest.mark.parametrize("probes_too", [True, False])
+def test_a_phase_whose_probes_ran_slower_was_a_slower_core_while_it_lasted(probes_too):
+    # Rank 1 runs both classes 30 % slower from sample 400 to 700; its probes too (the
+    # host took its CPU) or not (the program did more work for a while).
+    def window(i):
+        return np.where((i >= 400) & (i < 700), 1.3, 1.0)
+
+    samples = _cells(12, nranks=2, slow={(0, 1): window, (1, 1): window})
+    rng = np.random.default_rng(3)
+    for r in (0, 1):
+        f = window(np.arange(1000)) if (probes_too and r == 1) else 1.0
+        samples[(2, r)] = 900.0 * f * (1 + 0.005 * rng.standard_normal(1000))
+    prep = make_prepared(samples, t_diff_ns=10.0)
+    prep.probe_segment = 2
+    prep.segment_ids[2] = "probe"
+    found, _ = run_all(prep, DetectParams())
+    phases = [a for a in found if a.kind == "slow_phase" and a.rank == 1]
+    assert phases, _kinds(found)
+    told = {a.evidence["core_speed"]["verdict"] for a in phases}
+    assert told == ({"slower core"} if probes_too else {"more work"})
+    text = describe(phases[0].to_json(), {})
+    said = "a slower core while it lasted" if probes_too else "a phase of the program"
+    assert said in text

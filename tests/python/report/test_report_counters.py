@@ -81,7 +81,7 @@ def test_counters_are_drawn_per_rank_with_the_named_rank_highlighted(tmp_path):
         assert sorted(ranks) == [str(r) for r in range(NRANKS)], (axis, ranks)
     slow = [t for t in traces if t["name"].startswith(f"rank {SLOW_RANK} (")]
     assert len(slow) == len(axes)
-    assert "slow segment" in slow[0]["name"]
+    assert "load imbalance" in slow[0]["name"]  # its instructions: more work
     assert {t["line"]["color"] for t in slow} == {HIGHLIGHT[0]}
     assert {t["line"]["width"] for t in slow} == {2.5}
     others = [t for t in traces if t not in slow]

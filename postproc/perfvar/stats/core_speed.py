@@ -1,0 +1,161 @@
+"""A rank's core speed from its fixed-work probes, against its peers' in one window.
+
+Every probe runs the same chain of dependent ADDs on every rank (perfvar.stats.probes),
+so a rank whose probes take longer than its peers' in a stretch of the run had a
+slower core there, whatever work the application gave it; a rank whose segments take
+longer while its probes run at its peers' speed did more work. This module measures
+the first and decides between the two for a finding of a given size:
+
+* ``of_rank``: the median log-duration of the rank's kept probes in a window minus that
+  of its peers' probes in the same window (``shift_rel``, relative), with a 95 %
+  bootstrap interval of that difference of medians (seeded: the same trace gives the
+  same figures);
+* ``decide``: against a finding's relative excess ``e`` (its shift beyond what its
+  core already explained, ``explained_rel``), the interval of the probes' shift
+  beyond ``explained_rel`` decides: all of it at or above ``CORE_SHARE`` of ``e``, a
+  *slower core*; all of it below, *more work* (the probes ran at their usual speed
+  against the peers'); across it, or with fewer than ``MIN_PROBES`` probes a side in
+  the window, *could not tell*.
+
+The same 0.5 is perfvar.stats.work's share for instructions: a finding whose probes
+explain half of it or more is the core's. Pure functions; thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from scipy.stats import bootstrap
+
+from perfvar.stats.compare import log_ns, rel
+from perfvar.stats.model import Prepared
+
+MIN_PROBES = 5  # kept probes each side in the window
+CORE_SHARE = 0.5  # of a finding's excess, the probes' part that makes it the core's
+RESAMPLES = 999
+SEED = 20261207
+SLOWER = "slower core"
+MORE = "more work"
+UNTOLD = "could not tell"
+# What decided (a finding's ``core_speed.decided_by``).
+BY_INSTRUCTIONS = "instructions"
+BY_PROBES = "fixed-work probes"
+
+
+@dataclass(frozen=True)
+class CoreSpeed:
+    """A rank's probes against its peers' in ``[start_ns, end_ns)`` (ns since the
+    trace's origin; None: the whole run)."""
+
+    shift_rel: float  # rank's median probe / peers' median probe - 1
+    ci_rel: tuple[float, float]  # 95 % bootstrap interval of shift_rel
+    n: int  # the rank's kept probes in the window
+    peers_n: int  # the peers' kept probes in the window
+    rank_median_ns: float
+    peers_median_ns: float
+    start_ns: Optional[float] = None
+    end_ns: Optional[float] = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "probes_shift_rel": self.shift_rel,
+            "probes_ci_rel": list(self.ci_rel),
+            "probes_n": self.n,
+            "peers_probes_n": self.peers_n,
+            "probe_median_ns": self.rank_median_ns,
+            "peers_probe_median_ns": self.peers_median_ns,
+            "window_ns": (
+                None if self.start_ns is None else [self.start_ns, self.end_ns]
+            ),
+        }
+
+
+def _in_window(
+    prep: Prepared, rank: int, start_ns: Optional[float], end_ns: Optional[float]
+) -> np.ndarray:
+    cell = prep.cells.get((prep.probe_segment, rank))
+    if cell is None:
+        return np.empty(0)
+    keep = np.ones(cell.n, bool)
+    if start_ns is not None:
+        keep &= cell.start_ns >= start_ns
+    if end_ns is not None:
+        keep &= cell.start_ns < end_ns
+    return log_ns(cell.samples_ns[keep])
+
+
+def _median_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(a, axis=axis) - np.median(b, axis=axis)
+
+
+def of_rank(
+    prep: Prepared,
+    rank: int,
+    start_ns: Optional[float] = None,
+    end_ns: Optional[float] = None,
+) -> Optional[CoreSpeed]:
+    """The rank's core speed against its peers' from the probes that started in the
+    window; None without probes there (a run without them, or fewer than MIN_PROBES
+    kept a side)."""
+    if prep.probe_segment is None:
+        return None
+    mine = _in_window(prep, rank, start_ns, end_ns)
+    peers = [
+        _in_window(prep, r, start_ns, end_ns)
+        for (s, r) in prep.cells
+        if s == prep.probe_segment and r != rank
+    ]
+    theirs = np.concatenate(peers) if peers else np.empty(0)
+    if mine.size < MIN_PROBES or theirs.size < MIN_PROBES:
+        return None
+    d = float(_median_difference(mine, theirs))
+    ci = bootstrap(
+        (mine, theirs),
+        _median_difference,
+        n_resamples=RESAMPLES,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(SEED),
+    ).confidence_interval
+    lo, hi = float(ci.low), float(ci.high)
+    if not np.isfinite(lo) or not np.isfinite(hi):  # every resample alike
+        lo = hi = d
+    return CoreSpeed(
+        shift_rel=rel(d),
+        ci_rel=(rel(min(lo, d)), rel(max(hi, d))),
+        n=int(mine.size),
+        peers_n=int(theirs.size),
+        rank_median_ns=float(np.exp(np.median(mine))),
+        peers_median_ns=float(np.exp(np.median(theirs))),
+        start_ns=start_ns,
+        end_ns=end_ns,
+    )
+
+
+def decide(
+    speed: Optional[CoreSpeed], excess_rel: float, explained_rel: float = 0.0
+) -> str:
+    """SLOWER, MORE or UNTOLD for a finding ``excess_rel`` beyond ``explained_rel``
+    (the core shift its detector already took away), from ``speed``."""
+    if speed is None or excess_rel <= 0:
+        return UNTOLD
+    beyond_lo = (1 + speed.ci_rel[0]) / (1 + explained_rel) - 1
+    beyond_hi = (1 + speed.ci_rel[1]) / (1 + explained_rel) - 1
+    if beyond_lo >= CORE_SHARE * excess_rel:
+        return SLOWER
+    if beyond_hi < CORE_SHARE * excess_rel:
+        return MORE
+    return UNTOLD
+
+
+def evidence(
+    speed: Optional[CoreSpeed], excess_rel: float, explained_rel: float = 0.0
+) -> dict[str, Any]:
+    """A finding's ``core_speed`` evidence: the decision and the probes' figures (only
+    the decision and why where the window had too few probes)."""
+    verdict = decide(speed, excess_rel, explained_rel)
+    if speed is None:
+        return {"verdict": verdict, "reason": "no fixed-work probes in its window"}
+    return {"verdict": verdict, "explained_rel": explained_rel, **speed.to_json()}

@@ -1,0 +1,61 @@
+"""The core or the code from the fixed-work probes (perfvar.stats.core_speed)."""
+
+import numpy as np
+import pytest
+
+from conftest import make_prepared
+from perfvar.stats import core_speed
+
+
+def _prep(factor, n=200, cv=0.01):
+    """Two ranks, one segment class and a probe class; rank 1's probes ``factor``
+    times as long (a function of the sample index, or a number)."""
+    rng = np.random.default_rng(1)
+    samples = {(0, r): 50_000.0 * (1 + cv * rng.standard_normal(n)) for r in (0, 1)}
+    slower = factor(np.arange(n)) if callable(factor) else factor
+    for r, f in ((0, 1.0), (1, slower)):
+        samples[(1, r)] = 1000.0 * f * (1 + cv * rng.standard_normal(n))
+    prep = make_prepared(samples, t_diff_ns=10.0)
+    prep.probe_segment = 1
+    prep.segment_ids[1] = "probe"
+    return prep
+
+
+def test_probes_at_their_peers_speed_make_a_slower_cell_more_work():
+    speed = core_speed.of_rank(_prep(1.0), 1)
+    assert abs(speed.shift_rel) < 0.005
+    assert speed.ci_rel[0] <= speed.shift_rel <= speed.ci_rel[1]
+    assert core_speed.decide(speed, 0.10) == core_speed.MORE
+
+
+def test_probes_as_slow_as_the_finding_make_it_the_core():
+    speed = core_speed.of_rank(_prep(1.10), 1)
+    assert speed.shift_rel == pytest.approx(0.10, abs=0.005)
+    assert core_speed.decide(speed, 0.10) == core_speed.SLOWER
+    # The detector already took the core's +10 % away: what is left is more work.
+    assert core_speed.decide(speed, 0.05, explained_rel=0.10) == core_speed.MORE
+
+
+def test_probes_whose_interval_spans_half_the_finding_cannot_tell():
+    speed = core_speed.of_rank(_prep(1.05, n=30, cv=0.05), 1)
+    assert speed.ci_rel[0] < 0.05 < speed.ci_rel[1]
+    assert core_speed.decide(speed, 0.10) == core_speed.UNTOLD
+
+
+def test_the_window_reads_the_probes_of_that_stretch_only():
+    # Rank 1's probes 50 % slower in the second half of the run only.
+    prep = _prep(lambda i: np.where(i >= 100, 1.5, 1.0))
+    cell = prep.cells[(1, 1)]
+    mid = float(cell.start_ns[100])
+    first = core_speed.of_rank(prep, 1, None, mid)
+    second = core_speed.of_rank(prep, 1, mid, None)
+    assert abs(first.shift_rel) < 0.01
+    assert second.shift_rel == pytest.approx(0.5, abs=0.02)
+    assert 90 <= second.n <= 100 and second.to_json()["window_ns"] == [mid, None]
+
+
+def test_too_few_probes_tell_nothing():
+    prep = _prep(1.0, n=4)
+    assert core_speed.of_rank(prep, 1) is None
+    assert core_speed.decide(None, 0.2) == core_speed.UNTOLD
+    assert core_speed.evidence(None, 0.2)["verdict"] == core_speed.UNTOLD
