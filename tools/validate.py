@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
 """How well `perfvar analyze` names injected anomalies: runs tests/validation's twin programs
 (two identical compute segments per step, A = Barrier -> Allreduce, B = Allreduce -> Barrier) and
-unchanged real programs (the demo's stencil, CloverLeaf, TeaLeaf, CoMD) with 2 ranks under
+unchanged real programs (the demo's stencil, and programs you built: CloverLeaf, TeaLeaf, CoMD,
+...) with 2 ranks under
 perfvar-run, T trials per case, and prints a markdown table of hit rates per program and case.
 
-  tools/validate.py [--programs twins,stencil,cloverleaf,tealeaf,comd] [--cloverleaf PATH|URL]
-                    [--tealeaf PATH|URL] [--comd PATH|URL] [--build DIR]
+  tools/validate.py [--programs twins,stencil,NAME...] [--run NAME=BINARY]
+                    [--args NAME=ARGS] [--input NAME=FILE[:AS]] [--build DIR]
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
                     [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...] [--min-cost PCT]
 
-Cases: clean (no injection, expect no verdict), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % in A on one
-rank: slow_segment in A), core (+5 % in A and B: slow_core), busy (a spinning process pinned on
-the rank's CPU: noisy_core), phase (+10 % in A and B during steps 40 %..70 %: slow_phase whose
+Cases: clean (no injection: expect no anomalous core where the host witness measured the CPUs
+within 5 % of each other, and the core of a rank whose CPU it measured 15 % or more slower named
+slower, by a slow core or by a finding whose fixed-work probes measured it, or a transient of
+that rank), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % of work in A on one rank: more work, a
+load_imbalance of that rank in A, never a slower core), core (+5 % of work in A and B: a
+load_imbalance of the rank), busy (a spinning process pinned on the rank's CPU: noisy_core), phase (+10 % in A and B during steps 40 %..70 %: slow_phase whose
 window overlaps the injected one by half of each). Trials alternate the injected rank, the CPU
 placement and the language (C / Fortran) independently.
 
 A trial hits when the expected (rank, kind[, segment A or window]) is among the anomalies. Any
 other verdict (slow_segment, slow_core, noisy_core: another rank, kind or segment) is a wrong
-name; "of them naming another rank" counts the trials with a wrong name of a rank nothing was
+name; a load imbalance that hits nothing injected is the code's, listed apart ("the code: ..."); "of them naming another rank" counts the trials with a wrong name of a rank nothing was
 injected into (the targets' "nobody else", "the other rank in none"). A slow_phase is a
 transient (a shift that came and went names no anomalous core): it hits an injected phase of its
 rank with its window, and is otherwise listed apart ("trials with other transients": on a shared
@@ -28,9 +32,10 @@ failed, with no other rank on its host to lend it a t_min/t_diff, is not judged:
 "not judged, no calibration" and a line under the table lists those trials (scored as they are:
 a miss there is the calibration's, not the verdict's).
 
-Real programs (tools/validation/programs.py) are built for the MPI of --mpi (Open MPI in the
-checkout given, MPICH in a clean copy of it in the work folder; the stencil for MPICH from
-examples/stencil) and injected from outside, the binary unchanged:
+Real programs (tools/validation/programs.py) are given built, for the MPI of --mpi: each as
+--run NAME=BINARY, with --args NAME="its arguments" and --input NAME=FILE[:AS] for every file its
+run directory needs (an input deck, as the name the program reads); the stencil is this build
+tree's (for MPICH compiled from examples/stencil). Each is injected from outside, unchanged:
 PERFVAR_INJECT (docs/tracing.md) adds work of x % of a segment's own duration on one rank, in one
 segment class: the class with the most compute time on both ranks in a clean reference run of
 the same binary (tools/validation/classes.py). Cases: clean; seg10 / seg3 (+10 % / +3 % in that
@@ -88,8 +93,8 @@ For a real program (validate.gross.stencil) --short is +200 % in its largest cla
 work: a shared host ran one rank's compute up to 1.6x the other's for whole runs), which also
 must measure 1.875x..4.8x the other rank's in the trace, as measured or with the CPUs'
 difference by the witness or by the program's own timer taken out; where that class holds
-most of the rank's compute (the stencil's), a slow_core of the rank is a hit too, by
-slow_core's own rule. Otherwise the exit code is 0 unless a trial could not run: the full
+most of the rank's compute (the stencil's), a load imbalance of the rank in any class is a
+hit too. Otherwise the exit code is 0 unless a trial could not run: the full
 benchmark reports rates, it does not assert them.
 
 Needs numpy and taskset; perfvar is imported from postproc/ (its trace and metadata readers).
@@ -125,7 +130,7 @@ from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern, apart_text, compute_share, largest_class, median_ratio, range_text, selected,
     split_ns)
-from verdicts import Injected, OwnTimer, score  # noqa: E402
+from verdicts import SLOWER, Injected, OwnTimer, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
 CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
@@ -152,18 +157,18 @@ class Case:
 FULL = [
     Case("clean", "none", None, target=0.95,
          target_text="runs with any anomaly <= 5%"),
-    Case("seg10", "+10% in A", "slow_segment", 10),
-    Case("seg3", "+3% in A", "slow_segment", 3, target=0.95, target_text=">= 95%"),
-    Case("seg1", "+1% in A", "slow_segment", 1, target=0.90, target_text=">= 90%"),
-    Case("seg03", "+0.3% in A", "slow_segment", 0.3, target=0.50, target_text=">= 50%"),
-    Case("core", "+5% in A and B", "slow_core", 5, "all", target=0.90, target_text=">= 90%"),
+    Case("seg10", "+10% in A", "load_imbalance", 10),
+    Case("seg3", "+3% in A", "load_imbalance", 3, target=0.95, target_text=">= 95%"),
+    Case("seg1", "+1% in A", "load_imbalance", 1, target=0.90, target_text=">= 90%"),
+    Case("seg03", "+0.3% in A", "load_imbalance", 0.3, target=0.50, target_text=">= 50%"),
+    Case("core", "+5% in A and B", "load_imbalance", 5, "all", target=0.90, target_text=">= 90%"),
     Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True),
     Case("phase", "+10% in A and B, steps 40-70%", "slow_phase", 10, "all", (0.4, 0.7),
          target=0.90, target_text=">= 90%"),
 ]
 SHORT = [
-    Case("seg", "+50% in A", "slow_segment", 50, target_text="hit in 2 attempts"),
-    Case("core", "+50% in A and B", "slow_core", 50, "all", target_text="hit in 2 attempts"),
+    Case("seg", "+50% in A", "load_imbalance", 50, target_text="hit in 2 attempts"),
+    Case("core", "+50% in A and B", "load_imbalance", 50, "all", target_text="hit in 2 attempts"),
     Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True,
          target_text="hit in 2 attempts"),
     Case("phase", "+50% in A and B, steps 40-70%", "slow_phase", 50, "all", (0.4, 0.7),
@@ -174,10 +179,10 @@ SHORT = [
 # fraction of the reference run's duration.
 REAL = [
     Case("clean", "none", None, target=0.90, target_text="9 of 10 name nobody"),
-    Case("seg10", "+10% in its largest class", "slow_segment", 10),
-    Case("seg3", "+3% in its largest class", "slow_segment", 3, target=0.8,
+    Case("seg10", "+10% in its largest class", "load_imbalance", 10),
+    Case("seg3", "+3% in its largest class", "load_imbalance", 3, target=0.8,
          target_text=">= 8 of 10"),
-    Case("long10", "+10% in the longer kind of its largest class", "slow_segment", 10,
+    Case("long10", "+10% in the longer kind of its largest class", "load_imbalance", 10,
          longer=True),
     Case("busy", "busy process on the rank's CPU", "any", busy=True),
     Case("duty", "process busy 5 of 20 ms on the rank's CPU", "any", duty=True, target=0.8,
@@ -200,7 +205,7 @@ HOST_SPREAD = 1.6
 GROSS_PCT = 200
 GROSS_FACTOR = 1 + GROSS_PCT / 100
 REAL_SHORT = [
-    Case("seg", f"+{GROSS_PCT}% in its largest class", "slow_segment", GROSS_PCT,
+    Case("seg", f"+{GROSS_PCT}% in its largest class", "load_imbalance", GROSS_PCT,
          ratio=(round(GROSS_FACTOR / HOST_SPREAD, 3), round(GROSS_FACTOR * HOST_SPREAD, 3)),
          target_text="hit in 2 attempts"),
 ]
@@ -239,6 +244,7 @@ class Trial:
     named: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
     transients: list[str] = field(default_factory=list)  # shifts that came and went, unmatched
+    code: list[str] = field(default_factory=list)  # load imbalance that hit nothing injected
     window_ns: tuple[float, float] | None = None  # injected, trace time
     run_s: float = 0.0
     analysis_s: float = 0.0
@@ -351,17 +357,28 @@ def busier_cpu_ranks(tr: Trial) -> set[int]:
     return host.busier({int(r): f for r, f in (tr.others or {}).items()}, tr.others_tick)
 
 
-def hit_of(s, case: Case) -> bool:
-    """A score's hit: the injected anomaly named, or with nothing injected nothing named."""
-    return not s.named if case.kind is None else bool(s.hits)
+def hit_of(s, injected: list) -> bool:
+    """A score's hit: an injected anomaly named (a slower core the witness measured: every
+    one, and nothing else), or with nothing injected nothing named."""
+    if not injected:
+        return not s.named
+    if all(x.kind == SLOWER for x in injected):
+        return len(s.hits) == len(injected) and not s.wrong
+    return bool(s.hits)
 
 
-def found(injected: list, analysis: dict, labels: dict, case: Case, slower: set[int]) -> bool:
+def witnessed(tr: Trial) -> list[Injected]:
+    """A clean trial's truth by the host witness: the core of every rank whose CPU it
+    measured SLOWER_CPU or more slower, to be named slower."""
+    return [Injected(SLOWER, r) for r in sorted(slower_cpu_ranks(tr))]
+
+
+def found(injected: list, analysis: dict, labels: dict, slower: set[int]) -> bool:
     """Whether the trial hits when the minor findings (below the headline's cost
     threshold) count too: what the detectors found, whatever its cost (a clean run:
     nothing found at all)."""
     return hit_of(score(injected, analysis, labels, with_minor=True, slower_cpu_ranks=slower),
-                  case)
+                  injected)
 
 
 def own_timer(tr: Trial, analysis: dict) -> OwnTimer | None:
@@ -386,11 +403,12 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     s = score(injected, analysis, labels, slower_cpu_ranks=slower,
               busier_cpu_ranks=busier_cpu_ranks(tr), own_timer=timer)
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
+    tr.code = s.code
     tr.other_rank = bool(s.other_ranks)
     tr.slower_cpu, tr.busier_cpu, tr.host_explained = s.slower_cpu, s.busier_cpu, s.host_explained
     tr.own_timer, tr.timer_confirmed = s.own_timer, s.timer_confirmed
-    tr.hit = hit_of(s, case)
-    tr.found = found(injected, analysis, labels, case, slower)
+    tr.hit = hit_of(s, injected)
+    tr.found = found(injected, analysis, labels, slower)
     tr.unjudged = unjudged_ranks(analysis)
 
 
@@ -405,10 +423,10 @@ def unjudged_ranks(analysis: dict) -> list[int]:
 def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
     """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies, by the
     rules of tests/tools/verdicts.py."""
-    injected = []
+    injected = witnessed(tr)
     if case.kind is not None:
-        injected.append(Injected(case.kind, tr.rank,
-                                 a_key if case.kind == "slow_segment" else None, tr.window_ns))
+        one = case.kind == "load_imbalance" and case.segment == "A"
+        injected = [Injected(case.kind, tr.rank, a_key if one else None, tr.window_ns)]
     take_score(tr, case, injected, analysis, {a_key: "A", b_key: "B"})
 
 
@@ -608,27 +626,30 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     keys = [x["key"] for x in analysis.get("segments", [])]
     injected: list[Injected] = []
     labels: dict[str, str] = {}
-    if case.kind == "slow_segment":
+    if case.kind == "load_imbalance":
         targets = selected(keys, pattern)
         if not targets:
             raise TrialError(f"no class of the trace matches {pattern}")
         if case.longer:  # the class's longer kind, where the analysis split it off
             targets = [k for k in targets if longer_kind(k)] or targets
-        injected = [Injected("slow_segment", rank, k) for k in targets]
+        injected = [Injected("load_imbalance", rank, k) for k in targets]
         labels = {k: "C" for k in targets}
         trace = read_trace(tr.trace)
         if compute_share(trace, pattern, rank) >= COMMON_SHARE:
-            # the class is most of the rank's compute (the stencil's): slowing it
-            # slows the rank's core by slow_core's own rule, so that names it too
-            injected.append(Injected("slow_core", rank))
+            # the class is most of the rank's compute (the stencil's): more work there
+            # is more work on the rank, which may be told over all its classes
+            injected.append(Injected("load_imbalance", rank))
         # in the same run: the host's load shifts both ranks, not one (the reference's
         # ratio, from another run, is shown beside it)
         tr.class_ratio = median_ratio(trace, pattern, rank, tr.longer_ns or 0.0)
     elif case.kind is not None:
         injected = [Injected(case.kind, rank, None,
                              tuple(tr.window_ns) if tr.window_ns else None)]
-    elif pattern.to:  # clean: how far apart the host alone ran the ranks' largest class
-        tr.class_ratio = median_ratio(read_trace(tr.trace), pattern, rank)
+    else:  # clean: the slower cores the host witness measured, and how far apart the
+        # host alone ran the ranks' largest class
+        injected = witnessed(tr)
+        if pattern.to:
+            tr.class_ratio = median_ratio(read_trace(tr.trace), pattern, rank)
     timer = own_timer(tr, analysis)
     take_score(tr, case, injected, analysis, labels, timer)
     tr.off_cpu = off_cpu(analysis)
@@ -690,7 +711,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
                       info=[], slower_cpu=[], busier_cpu=[], host_explained=False, others=None,
                       own_timer=[], timer_confirmed=False,
-                      transients=[], beside=[], error=None))
+                      transients=[], code=[], beside=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -758,6 +779,8 @@ def trial_line(tr: Trial) -> str:
         named += f" (info: {', '.join(tr.info)})"
     if tr.transients:
         named += f" (transient: {', '.join(tr.transients)})"
+    if tr.code:
+        named += f" (the code: {', '.join(tr.code)})"
     if tr.wrong:
         named += " [wrong]"
     if tr.unjudged:
@@ -884,11 +907,14 @@ def interrupt(signum, frame) -> None:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", "--program", default="twins",
-                    help="comma-separated of twins, stencil, "
-                    f"{', '.join(programs.MINI_APPS)} (default twins)")
-    for app in programs.MINI_APPS.values():
-        ap.add_argument(f"--{app.name}", help=f"{app.repository} checkout (built with make "
-                        f"when {app.binary} is missing) or a git URL to clone")
+                    help="comma-separated of twins, stencil and the names of --run "
+                    "(default twins)")
+    ap.add_argument("--run", action="append", default=[], metavar="NAME=BINARY",
+                    help="a real program you built, run unchanged; repeatable")
+    ap.add_argument("--args", action="append", default=[], metavar="NAME=ARGS",
+                    help="its arguments (split as a shell would)")
+    ap.add_argument("--input", action="append", default=[], metavar="NAME=FILE[:AS]",
+                    help="a file its run directory needs (as AS); repeatable")
     ap.add_argument("--build", type=Path, default=Path("build"))
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--cases", help="comma-separated, default all (of each program)")
@@ -927,14 +953,12 @@ def asked_suites(a: argparse.Namespace) -> list[tuple[str, list[Case]]] | None:
     """(program, its cases) as --programs and --cases ask; None (after saying why) when
     they name something unknown."""
     suites_asked = a.programs.split(",")
-    bad = set(suites_asked) - {"twins", "stencil", *programs.MINI_APPS}
+    given = set(named_pairs(a.run)) if not a.rejudge else set(suites_asked)
+    bad = set(suites_asked) - {"twins", "stencil", *given}
     if bad:
-        print(f"validate: unknown program(s) {sorted(bad)}", file=sys.stderr)
+        print(f"validate: unknown program(s) {sorted(bad)}: give each one's binary "
+              "with --run NAME=BINARY", file=sys.stderr)
         return None
-    for name in programs.MINI_APPS:
-        if name in suites_asked and not getattr(a, name) and not a.rejudge:
-            print(f"validate: --programs {name} needs --{name} PATH|URL", file=sys.stderr)
-            return None
     only = a.cases.split(",") if a.cases else None
     suites = [(name, suite_cases(name, a.short, only)) for name in suites_asked]
     known = {c.name for _, cases in suites for c in cases}
@@ -942,6 +966,22 @@ def asked_suites(a: argparse.Namespace) -> list[tuple[str, list[Case]]] | None:
         print(f"validate: unknown case(s) {sorted(set(only) - known)}", file=sys.stderr)
         return None
     return suites
+
+
+def named_pairs(pairs: list[str]) -> dict[str, list[str]]:
+    """NAME=VALUE options (--run, --args, --input) as name -> its values, in order."""
+    out: dict[str, list[str]] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def given_program(a: argparse.Namespace, name: str) -> programs.Program:
+    """The program ``name`` of --run, with its --args and --input."""
+    args = named_pairs(a.args).get(name, [""])
+    return programs.given(name, named_pairs(a.run)[name][-1], args[-1],
+                          named_pairs(a.input).get(name, []))
 
 
 def settings(pairs: list[str]) -> dict[str, str] | None:
@@ -983,13 +1023,12 @@ TrialRunner = Callable[[Case, int, int, str], Trial]  # (case, placement, number
 
 
 def trial_runner(st: Setup, suite: str,
-                 source: str | None) -> tuple[TrialRunner, Reference | None]:
+                 given: Callable[[str], programs.Program]) -> tuple[TrialRunner, Reference | None]:
     """How one trial of ``suite`` runs, and a real program's reference run: the program is
-    prepared (a mini-app from ``source``, its checkout or URL) and that run made first."""
+    prepared (``given``: the one of --run by that name) and that run made first."""
     if suite == "twins":
         return lambda case, t, number, label: run_trial(st, case, t, number, label), None
-    prog = (programs.stencil(st.build, st.mpi, st.work) if suite == "stencil"
-            else programs.mini_app(programs.MINI_APPS[suite], source, st.work, st.mpi))
+    prog = programs.stencil(st.build, st.mpi, st.work) if suite == "stencil" else given(suite)
     ref = reference(st, prog)
     split = f"; two kinds of work, split at {ref.split_ns / 1e6:.3f} ms" if ref.split_ns else ""
     print(f"{suite}: largest class {ref.key} (to '{ref.pattern.to}', from "
@@ -1024,7 +1063,7 @@ def run_suites(st: Setup, a: argparse.Namespace, suites: list[tuple[str, list[Ca
     that missed twice (--short)."""
     failed_gross = []
     for suite, cases in suites:
-        trial, ref = trial_runner(st, suite, getattr(a, suite, None))
+        trial, ref = trial_runner(st, suite, lambda name: given_program(a, name))
         prefix = "" if suite == "twins" else f"{suite}-"
         for i, case in enumerate(cases):
             why = skipped(case, ref) if suite != "twins" else None

@@ -4,14 +4,13 @@ rank, a wrong slower core named on a CPU the host witness measured slower is lis
 as such and so is a wrong noisy core on a CPU the kernel counted busier with other
 tasks and a wrong slower core the program's own timer measured slower, PERFVAR_INJECT's
 site patterns select classes as the C side matches them (both sides of a class the
-analysis split by duration), and a mini-app is built as its README says."""
+analysis split by duration), and a program is run as the user built it."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from validation.classes import (  # noqa: E402
     selected,
     split_ns,
 )
-from verdicts import Injected, OwnTimer, score, verdict_anomalies  # noqa: E402
+from verdicts import SLOWER, Injected, OwnTimer, score, verdict_anomalies  # noqa: E402
 
 K1 = "perfvar:segment:MPI_Waitall@/x/app+0x10;MPI_Allreduce@/x/app+0x20"
 K2 = "perfvar:segment:MPI_Allreduce@/x/app+0x20;MPI_Waitall@/x/app+0x10"
@@ -247,45 +246,26 @@ def test_pattern_selects_both_sides_of_a_class_split_by_duration() -> None:
     assert selected(keys, p) == keys[:2]
 
 
-def test_mini_app_copies_its_makefile_and_builds_where_it_says(tmp_path: Path) -> None:
-    # A checkout whose README says "cp Makefile.vanilla Makefile; make" in src: the
-    # rule needs the copy to be named Makefile, as CoMD's does.
-    src = tmp_path / "app" / "src"
-    src.mkdir(parents=True)
-    (src / "Makefile.vanilla").write_text(
-        "../bin/app: Makefile\n\tmkdir -p ../bin && printf '#!/bin/sh\\n' > $@"
-        " && chmod +x $@\n")
-    app = programs.MiniApp("app", "owner/app", "bin/app", args=("-n", "2"),
-                           make=("make",), build_dir="src", makefile_from="Makefile.vanilla")
-    prog = programs.mini_app(app, str(tmp_path / "app"), tmp_path)
-    assert prog.binary == tmp_path / "app" / "bin" / "app" and prog.binary.exists()
-    assert prog.args == ["-n", "2"] and prog.files == {}
-
-
-def test_mini_app_for_another_mpi_builds_a_clean_copy(tmp_path: Path) -> None:
-    # A git checkout already built for Open MPI (its binary and an object file there,
-    # untracked): the MPICH build is made in a clone in the work folder, from the tracked
-    # files only, and make is told the MPI.
-    src = tmp_path / "app"
-    src.mkdir()
-    (src / "Makefile").write_text(
-        "app: Makefile\n\tprintf '#!/bin/sh\\necho $(MPI_COMPILER)\\n' > $@ && chmod +x $@\n")
-    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git[:3] + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "Makefile"], check=True)
-    subprocess.run(git + ["commit", "-qm", "app"], check=True)
-    app = programs.MiniApp("app", "owner/app", "app", make=("make", "MPI_COMPILER=mpif90.{mpi}"))
-    built = programs.mini_app(app, str(src), tmp_path / "work")
-    assert built.binary == src / "app"
-    (src / "kernel.o").write_text("an Open MPI object")
-    work = tmp_path / "work"
-    prog = programs.mini_app(app, str(src), work, "mpich")
-    assert prog.binary == work / "app-mpich" / "app"
-    out = subprocess.run([str(prog.binary)], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "mpif90.mpich"
-    assert not (work / "app-mpich" / "kernel.o").exists()
-    assert subprocess.run([str(built.binary)], capture_output=True, text=True).stdout.strip() \
-        == "mpif90.openmpi"
+def test_a_program_is_given_built_with_its_arguments_and_inputs(tmp_path: Path) -> None:
+    # The kit runs what the user built: the binary's path, its arguments split as a shell
+    # would, and each input copied into the run directory under the name asked.
+    exe = tmp_path / "bin" / "app"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    deck = tmp_path / "deck.in"
+    deck.write_text("steps 10\n")
+    prog = programs.given("app", str(exe), "-n 2 --name 'a b'", [f"{deck}:app.in"])
+    assert prog.binary == exe and prog.args == ["-n", "2", "--name", "a b"]
+    prog.prepare(tmp_path / "run")
+    assert (tmp_path / "run" / "app.in").read_text() == "steps 10\n"
+    assert programs.given("app", str(exe), "", [str(deck)]).files == {"deck.in": deck}
+    for missing in (lambda: programs.given("app", str(tmp_path / "none")),
+                    lambda: programs.given("app", str(exe), "", [str(tmp_path / "no.in")])):
+        try:
+            missing()
+        except FileNotFoundError:
+            continue
+        raise AssertionError("a missing binary or input must be refused")
 
 
 def test_split_of_the_selected_class_and_the_ratio_of_its_longer_kind() -> None:
@@ -386,3 +366,36 @@ def test_the_analysis_runs_with_the_threshold_asked(tmp_path: Path, monkeypatch)
     assert asked[-1][asked[-1].index("--min-cost") + 1] == "0.15"
     validate.analyze(validate.Setup(tmp_path, "openmpi", [], 1, tmp_path, {}, {}), tmp_path)
     assert "--min-cost" not in asked[-1]
+
+
+def test_injected_work_is_hit_by_more_work_in_its_class_and_never_a_slower_core() -> None:
+    injected = [Injected("load_imbalance", 1, K1)]
+    more = {"kind": "load_imbalance", "rank": 1, "segment": "s0"}
+    assert score(injected, analysis(more)).exact(1)
+    # the same class named as a slower cell of the machine: a miss and a wrong name
+    s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0"}))
+    assert not s.hits and s.wrong
+    # more work injected in every class: a load imbalance of the rank in any class
+    anywhere = [Injected("load_imbalance", 1)]
+    assert score(anywhere, analysis(dict(more, segment="s1"))).exact(1)
+
+
+def test_a_load_imbalance_nothing_injected_is_the_codes_not_a_wrong_name() -> None:
+    s = score([], analysis({"kind": "load_imbalance", "rank": 0, "segment": "s1"}))
+    assert not s.wrong and not s.named and s.code == ["load_imbalance r0 s1"]
+
+
+def test_a_core_the_witness_measured_slower_is_hit_by_what_measured_it() -> None:
+    slower = [Injected(SLOWER, 1)]
+    probed = {"core_speed": {"verdict": "slower core"}}
+    for an in ({"kind": "slow_core", "rank": 1},
+               {"kind": "slow_segment", "rank": 1, "segment": "s0", "evidence": probed},
+               {"kind": "slow_phase", "rank": 1, "segment": "s0", "start_ns": 0.0,
+                "end_ns": 1e9}):
+        assert score(slower, analysis(an)).hits == {0}, an
+    # a slower cell its probes did not measure slower, or the other rank: no hit
+    untold = {"core_speed": {"verdict": "could not tell"}}
+    for an in ({"kind": "slow_segment", "rank": 1, "segment": "s0", "evidence": untold},
+               {"kind": "slow_core", "rank": 0}):
+        s = score(slower, analysis(an))
+        assert not s.hits and s.wrong, an

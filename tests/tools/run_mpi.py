@@ -8,8 +8,9 @@ Checks, each optional: the exit code (--expect-exit), a regular expression on st
 (--expect-stderr: exactly one line from perfvar, matching), that the line matching --same-result equals the one printed by --reference (the
 same program without perfvar), that a valid trace was written (check_trace.py with --check-trace
 arguments) or that none was (--no-trace), and what `perfvar analyze` names (--analyze-expect:
-`none`: no rank named slow by a gross margin, see below; or `RANK:SEGMENT_REGEX` for exactly that
-rank named slow in a segment matching the regex).
+`none`: no rank named slower in a segment class, the machine's or the code's, by a gross margin,
+see below; or `RANK:SEGMENT_REGEX` for exactly that rank named in a segment matching the regex, as
+more work (load_imbalance: the injection is work, never a slower core)).
 
 With --busy CPU a process named pv-busy spins on that CPU while the instrumented program runs.
 
@@ -49,6 +50,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+# The kinds of findings of one segment class: the machine's and the code's.
+CELL_KINDS = ("slow_segment", "load_imbalance")
+MORE_WORK = "load_imbalance"  # what injected work must be named
 
 
 def launcher_flags(mpiexec: str) -> list[str]:
@@ -165,13 +169,15 @@ class Job:
         return p.stdout
 
     def analyze(self, out: Path) -> tuple[list, list[int], dict]:
-        """The slow-segment anomalies, the ranks they name, and the whole analysis.json."""
+        """The anomalies of one segment class (slow segments, the machine's, and more work
+        in a class, the code's), the ranks they name, and the whole analysis.json."""
         aenv = dict(self.env, PYTHONPATH=str(ROOT / "postproc"))
         q = run([sys.executable, "-m", "perfvar", "analyze", str(out)], aenv, "analyze")
         if q.returncode != 0:
             fail(f"perfvar analyze exited {q.returncode}")
         result = json.loads((out / "analysis.json").read_text())
-        slow = [x for x in result["anomalies"] if x["kind"] == "slow_segment"]
+        slow = [x for x in result["anomalies"]
+                if x["kind"] in CELL_KINDS and x.get("segment") is not None]
         return slow, sorted({x["rank"] for x in slow}), result
 
     def gross_only(self, slow: list) -> tuple[list, list[int]]:
@@ -319,6 +325,10 @@ def expect_named(job: Job, slow: list, named: list[int], result: dict) -> None:
     labels = [json.dumps(segs.get(x["segment"], x["segment"])) for x in slow]
     if not any(re.search(seg_re, lab) for lab in labels):
         fail(f"rank {rank} named, but in segments {labels}, not matching {seg_re!r}")
+    # The injection is more work: the code's finding, never a slower core.
+    kinds = sorted({x["kind"] for x in slow})
+    if kinds != [MORE_WORK]:
+        fail(f"rank {rank} named as {kinds}, expected {MORE_WORK} (the work injected)")
     print(f"run_mpi: analysis names rank {rank} in {labels[0]}")
 
 

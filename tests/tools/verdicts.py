@@ -26,6 +26,15 @@ its peers by at least half of the finding's shift (``own_timer``, OwnTimer) is a
 in ``own_timer``: the rank really computed slower, by a clock perfvar does not read;
 ``timer_confirmed`` says that every wrong name is one of these.
 
+The core or the code: injected work (more work on a rank) is expected as a
+load_imbalance of that rank and class (``Injected("load_imbalance", r, key)``; with no
+key, in any class); a load imbalance that hits nothing injected is the code's finding,
+listed apart (``code``: a real program's ranks may do different work by design),
+neither a hit nor a wrong name. A core the host witness measured slower is expected
+named slower (``Injected(SLOWER, r)``): hit by a slow_core of the rank, or by any
+finding of the machine on it whose probes measured a slower core (its evidence
+``core_speed``), or by a transient of the rank (a slower core while it lasted).
+
 Pure functions over analysis.json's content; thread-safe.
 """
 
@@ -37,21 +46,25 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from perfvar.detect import is_transient, is_verdict
+from perfvar.detect import is_code, is_transient, is_verdict
 
 # The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
 SLOWER_CORE_KINDS = ("slow_core", "slow_segment")
 # The kind that says a rank lost time to something else on its CPU.
 BUSIER_CORE_KINDS = ("noisy_core",)
+# An expected kind: the rank's core named slower, by whichever finding measured it.
+SLOWER = "slower core"
 
 
 @dataclass(frozen=True)
 class Injected:
     """One injected anomaly, as a verdict should name it."""
 
-    kind: str  # a verdict kind, or "any": any verdict kind naming the rank
+    kind: str  # a verdict kind, "any" (any verdict naming the rank) or SLOWER
     rank: int
-    segment: Optional[str] = None  # slow_segment: the class's canonical segment key
+    # slow_segment, load_imbalance: the class's canonical segment key (None for a
+    # load imbalance: any class)
+    segment: Optional[str] = None
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
 
 
@@ -107,6 +120,7 @@ class Score:
     wrong_names: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
+    code: list[str] = field(default_factory=list)  # load imbalance that hit nothing
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
     busier_cpu: list[str] = field(default_factory=list)  # wrong names on a busier CPU
     own_timer: list[str] = field(default_factory=list)  # wrong names the program's timer saw
@@ -188,6 +202,8 @@ def score(
             out.info.append(text)
         elif is_transient(an):
             _score_transient(out, injected, an, text)
+        elif is_code(an) and not _hit(injected, an, key_of):
+            out.code.append(text)
         else:
             _score_named(
                 out, injected, an, text, key_of,
@@ -199,8 +215,14 @@ def score(
 def _score_transient(
     out: Score, injected: Sequence[Injected], an: Mapping[str, Any], text: str
 ) -> None:
-    """A transient hits an injected slow_phase, or is reported apart."""
+    """A transient hits an injected slow_phase, or a slower core of its rank (for
+    as long as it lasted), or is reported apart."""
     hit = _phase_hit(injected, an)
+    if hit is None:
+        hit = next(
+            (i for i, x in enumerate(injected) if x.kind == SLOWER and x.rank == an["rank"]),
+            None,
+        )
     if hit is None:
         out.transients.append(text)
     else:
@@ -223,7 +245,7 @@ def _score_named(
     holds those two sets of ranks; in own_timer when the program's timer confirms it)."""
     slower_cpu_ranks, busier_cpu_ranks = cpu_ranks
     out.named.append(text)
-    same = [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
+    same = _hit(injected, an, key_of)
     if same:
         out.hits.update(same)
         return
@@ -239,19 +261,36 @@ def _score_named(
         out.own_timer.append(text)
 
 
+def _hit(
+    injected: Sequence[Injected], an: Mapping[str, Any], key_of: Mapping[Any, str]
+) -> list[int]:
+    """The indices of the injected anomalies the verdict ``an`` names."""
+    return [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
+
+
+def _slower_core(an: Mapping[str, Any]) -> bool:
+    """Whether the verdict says its rank's core ran slower: a slow core, or a finding
+    whose probes (or instructions) measured a slower core."""
+    told = (an.get("evidence") or {}).get("core_speed") or {}
+    return an["kind"] == "slow_core" or told.get("verdict") == "slower core"
+
+
 def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:
-    """Whether the verdict ``an`` names the injected ``inj``: its kind (or "any") and
-    rank, and for a slow_segment its segment class (key_of: segment id -> key)."""
-    return (
-        inj.kind in (an["kind"], "any")
-        and inj.rank == an["rank"]
-        and (
-            inj.kind != "slow_segment"
-            or (
-                inj.segment is not None and key_of.get(an.get("segment")) == inj.segment
-            )
-        )
-    )
+    """Whether the verdict ``an`` names the injected ``inj``: its kind (or "any", or
+    SLOWER and a slower core) and rank, and for a slow_segment or load_imbalance its
+    segment class (key_of: segment id -> key; a load imbalance injected in no one
+    class: any)."""
+    if inj.rank != an["rank"]:
+        return False
+    if inj.kind == SLOWER:
+        return _slower_core(an)
+    if inj.kind not in (an["kind"], "any"):
+        return False
+    if inj.kind == "slow_segment" or (
+        inj.kind == "load_imbalance" and inj.segment is not None
+    ):
+        return inj.segment is not None and key_of.get(an.get("segment")) == inj.segment
+    return True
 
 
 def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[int]:

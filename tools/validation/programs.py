@@ -1,22 +1,13 @@
 """The real programs of the validation kit, run unchanged: the demo's stencil
-(examples/stencil, built in the build tree) and three mini-apps nobody here wrote, each
-built here from a checkout, or cloned where the network allows:
-
-- CloverLeaf (UK-MAC/CloverLeaf_ref, Fortran, mpif.h): explicit hydrodynamics, halo
-  exchanges from one communication module;
-- TeaLeaf (UK-MAC/TeaLeaf_ref, Fortran, mpif.h): implicit heat conduction, a
-  conjugate-gradient solver with reductions in every iteration;
-- CoMD (ECP-copa/CoMD, C): classical molecular dynamics (Lennard-Jones), a force
-  loop between MPI_Sendrecv halo exchanges of atoms, reductions every few steps.
-
-Each says its binary, its arguments, and what a trial's run directory needs (its input
-deck). A program is built for the MPI the kit runs (Debian's compiler wrappers,
-``mpif90.openmpi`` or ``mpif90.mpich``): Open MPI's in the checkout it is given, any
-other MPI's in a clean copy of it in the kit's work folder, so the two builds never mix
-their objects."""
+(examples/stencil, built in the build tree) and any MPI program the user built, given
+by the path of its binary, its arguments and the input files its run directory needs
+(``validate.py --run NAME=BINARY --args NAME=ARGS --input NAME=FILE[:AS]``). How to
+build another project's code is that project's to say: the kit holds no recipe.
+A program known by name here (OWN_CLOCKS) has its own timer read from its output."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -26,61 +17,6 @@ from typing import Optional
 from verdicts import slower_by_own_timer
 
 from validation.classes import Pattern
-
-
-@dataclass(frozen=True)
-class MiniApp:
-    """A mini-app: its binary (a path in the checkout), its arguments, its input deck in
-    the checkout (None: it has none) and the name the deck must have in the run
-    directory, and how it is built (``make`` run in ``build_dir``, after copying
-    ``makefile_from`` to Makefile there where its README asks for that; ``{mpi}`` in an
-    argument of ``make`` is the MPI it is built for, openmpi or mpich)."""
-
-    name: str
-    repository: str  # owner/name on GitHub
-    binary: str
-    deck: Optional[Path] = None
-    deck_as: str = ""
-    args: tuple[str, ...] = ()
-    make: tuple[str, ...] = (
-        "make",
-        "COMPILER=GNU",
-        "MPI_COMPILER=mpif90.{mpi}",
-        "C_MPI_COMPILER=mpicc.{mpi}",
-    )
-    build_dir: str = "."
-    makefile_from: Optional[str] = None
-
-
-CLOVERLEAF = MiniApp(
-    "cloverleaf", "UK-MAC/CloverLeaf_ref", "clover_leaf",
-    Path("InputDecks") / "clover_bm_short.in", "clover.in",
-)  # fmt: skip
-# Benchmark deck 3: 500 x 500 cells, 10 steps of the CG solver (about 3.6 s on 2 ranks
-# of the machine in docs/measurements.md; its own tea.in, 1000 x 1000 with PPCG, 20 s).
-# Its MPI calls pass buffers of several types to one mpif.h routine, which gfortran 10 and
-# later refuse without -fallow-argument-mismatch; it is built with OpenMP, and the kit
-# runs every real program with OMP_NUM_THREADS=1.
-TEALEAF = MiniApp(
-    "tealeaf", "UK-MAC/TeaLeaf_ref", "tea_leaf",
-    Path("Benchmarks") / "tea_bm_3.in", "tea.in",
-    make=CLOVERLEAF.make + (
-        "FLAGS_GNU=-O3 -march=native -funroll-loops -cpp -ffree-line-length-none "
-        "-fallow-argument-mismatch",
-    ),
-)  # fmt: skip
-# Lennard-Jones copper (CoMD's default) on a 20 x 20 x 20 lattice of unit cells (32 000
-# atoms), split in x over the 2 ranks, 150 steps: about 5.5 s on 2 ranks of the machine in
-# docs/measurements.md (its own default, 20 x 20 x 20 and 100 steps on one rank). Its
-# README builds from Makefile.vanilla copied to Makefile; -O5 -g as that file sets them.
-COMD = MiniApp(
-    "comd", "ECP-copa/CoMD", "bin/CoMD-mpi",
-    args=("-i", "2", "-j", "1", "-k", "1", "-x", "20", "-y", "20", "-z", "20",
-          "-N", "150", "-n", "10"),
-    make=("make", "CC=mpicc.{mpi}"), build_dir="src-mpi",
-    makefile_from="Makefile.vanilla",
-)  # fmt: skip
-MINI_APPS = {app.name: app for app in (CLOVERLEAF, TEALEAF, COMD)}
 
 
 @dataclass(frozen=True)
@@ -162,49 +98,19 @@ def stencil(build: Path, mpi: str = "openmpi", work: Optional[Path] = None) -> P
     return Program("stencil", exe, slowed_args=slowed)
 
 
-def build(app: MiniApp, dest: Path, mpi: str = "openmpi") -> None:
-    """Build ``app`` in its checkout ``dest`` as its README says, for ``mpi``."""
-    where = dest / app.build_dir
-    if app.makefile_from:
-        shutil.copyfile(where / app.makefile_from, where / "Makefile")
-    make = [arg.replace("{mpi}", mpi) for arg in app.make]
-    subprocess.run(make, cwd=where, check=True, timeout=1800)
-
-
-def clean_copy(checkout: Path, dest: Path, binary: str) -> None:
-    """``dest``: the files git tracks in ``checkout`` (a local clone), or where it is no
-    git checkout, its files without objects, modules and the ``binary`` a build left
-    there; an existing ``dest`` is kept (an earlier copy, maybe built)."""
-    if dest.exists():
-        return
-    if (checkout / ".git").exists():
-        clone = ["git", "clone", "--quiet", "--no-local", str(checkout), str(dest)]
-        subprocess.run(clone, check=True, timeout=600)
-    else:
-        leave = shutil.ignore_patterns("*.o", "*.mod", Path(binary).name)
-        shutil.copytree(checkout, dest, ignore=leave)
-
-
-def mini_app(app: MiniApp, source: str, work: Path, mpi: str = "openmpi") -> Program:
-    """``app`` from a checkout path (built with make when its binary is missing), or
-    from a git URL cloned into ``work``, built for ``mpi`` (Open MPI in the checkout,
-    another MPI in a clean copy of it in ``work``); runs with its arguments and deck."""
-    if "://" in source or source.startswith("git@"):
-        dest = work / app.repository.split("/")[1]
-        if not (dest / app.build_dir / (app.makefile_from or "Makefile")).exists():
-            clone = ["git", "clone", "--depth", "1", source, str(dest)]
-            subprocess.run(clone, check=True, timeout=600)
-    else:
-        dest = Path(source).resolve()
-    if mpi != "openmpi":
-        dest, checkout = work / f"{app.repository.split('/')[1]}-{mpi}", dest
-        clean_copy(checkout, dest, app.binary)
-    exe = dest / app.binary
-    if not exe.exists():
-        build(app, dest, mpi)
-    deck = dest / app.deck if app.deck is not None else None
-    if not exe.exists() or (deck is not None and not deck.exists()):
-        missing = f"no {app.binary}" + (f" or {app.deck}" if deck is not None else "")
-        raise FileNotFoundError(f"{dest}: {missing} after make")
-    files = {app.deck_as: deck} if deck is not None else {}
-    return Program(app.name, exe, list(app.args), files=files)
+def given(name: str, binary: str, args: str = "", inputs: Optional[list[str]] = None
+          ) -> Program:
+    """A program the user built: ``binary`` (a path), ``args`` split as a shell would, and
+    ``inputs``, each ``FILE`` or ``FILE:AS``, copied into every run directory (as AS, else
+    under its own name). Raises FileNotFoundError for a binary or input that is not there."""
+    exe = Path(binary).expanduser().resolve()
+    if not exe.is_file():
+        raise FileNotFoundError(f"{name}: {exe} is not a built program")
+    files = {}
+    for item in inputs or []:
+        src, _, as_name = item.partition(":")
+        path = Path(src).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"{name}: input {path} not found")
+        files[as_name or path.name] = path
+    return Program(name, exe, shlex.split(args), files=files)
