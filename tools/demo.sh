@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds perfvar, installs the analysis command, then runs the
 # Fortran stencil (examples/stencil) under perfvar twice, one rank per core (at least 2):
-#   1. as it is                      -> perfvar analyze names nobody (or a rank a few % slow: a core
-#                                       that really was slow, or the stencil's upper rank, ~1 % slower)
+#   1. as it is                      -> perfvar analyze names no anomalous core (or a core the host
+#                                       really ran slower, with what its fixed-work probes measured)
 #   2. with the last rank doing 3x the work in its compute segment (on a shared host, 2x can hide
 #      in the cores' own variation from one phase of the host's load to the next)
-#                                    -> perfvar analyze names that rank and the segment, with evidence
+#                                    -> perfvar analyze names that rank and the segment as more work
+#                                       (load imbalance: its probes ran at its peers' speed)
 # Traces and analyses land in demo-output/ (open demo-output/*/traces.otf2 in Vampir).
 set -euo pipefail
 cd "$(dirname "$0")/.."

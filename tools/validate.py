@@ -22,7 +22,10 @@ placement and the language (C / Fortran) independently.
 
 A trial hits when the expected (rank, kind[, segment A or window]) is among the anomalies. Any
 other verdict (slow_segment, slow_core, noisy_core: another rank, kind or segment) is a wrong
-name; a load imbalance that hits nothing injected is the code's, listed apart ("the code: ..."); "of them naming another rank" counts the trials with a wrong name of a rank nothing was
+name; a load imbalance that hits nothing injected is the code's, listed apart ("the code: ...");
+injected work named as a slow segment of its rank and class whose fixed-work probes could not
+tell it from a slower core is counted apart ("injected work the probes could not tell from a
+slower core"), neither a hit nor a wrong name; "of them naming another rank" counts the trials with a wrong name of a rank nothing was
 injected into (the targets' "nobody else", "the other rank in none"). A slow_phase is a
 transient (a shift that came and went names no anomalous core): it hits an injected phase of its
 rank with its window, and is otherwise listed apart ("trials with other transients": on a shared
@@ -245,12 +248,13 @@ class Trial:
     info: list[str] = field(default_factory=list)  # informational kinds (migrated, shared_cpu...)
     transients: list[str] = field(default_factory=list)  # shifts that came and went, unmatched
     code: list[str] = field(default_factory=list)  # load imbalance that hit nothing injected
+    untold: list[str] = field(default_factory=list)  # injected work named, core or code untold
     window_ns: tuple[float, float] | None = None  # injected, trace time
     run_s: float = 0.0
     analysis_s: float = 0.0
     trace: str = ""
     error: str | None = None
-    suite: str = "twins"  # twins, stencil, or a mini-app (cloverleaf, tealeaf, comd)
+    suite: str = "twins"  # twins, stencil, or the name of a program given with --run
     class_ratio: float | None = None  # real programs, seg and clean: the largest class's ratio
     clean_ratio: float | None = None  # the same in the clean reference run
     longer_ns: float | None = None  # long10: only segments longer than this were slowed
@@ -403,7 +407,7 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     s = score(injected, analysis, labels, slower_cpu_ranks=slower,
               busier_cpu_ranks=busier_cpu_ranks(tr), own_timer=timer)
     tr.named, tr.info, tr.wrong, tr.transients = s.named, s.info, s.wrong, s.transients
-    tr.code = s.code
+    tr.code, tr.untold = s.code, s.untold
     tr.other_rank = bool(s.other_ranks)
     tr.slower_cpu, tr.busier_cpu, tr.host_explained = s.slower_cpu, s.busier_cpu, s.host_explained
     tr.own_timer, tr.timer_confirmed = s.own_timer, s.timer_confirmed
@@ -711,7 +715,7 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
     tr = Trial(**dict(known, hit=False, found=False, wrong=False, other_rank=False, named=[],
                       info=[], slower_cpu=[], busier_cpu=[], host_explained=False, others=None,
                       own_timer=[], timer_confirmed=False,
-                      transients=[], code=[], beside=[], error=None))
+                      transients=[], code=[], untold=[], beside=[], error=None))
     out = Path(tr.trace)
     try:
         if record.get("error") or not (out / "traces.otf2").exists():
@@ -781,6 +785,8 @@ def trial_line(tr: Trial) -> str:
         named += f" (transient: {', '.join(tr.transients)})"
     if tr.code:
         named += f" (the code: {', '.join(tr.code)})"
+    if tr.untold:
+        named += f" (core or code not told: {', '.join(tr.untold)})"
     if tr.wrong:
         named += " [wrong]"
     if tr.unjudged:
@@ -798,6 +804,7 @@ def trial_line(tr: Trial) -> str:
 COUNTED = [
     ("hits with minor", lambda t: t.found),
     ("trials with other transients", lambda t: bool(t.transients)),
+    ("injected work the probes could not tell from a slower core", lambda t: bool(t.untold)),
     ("wrong names on a slower vCPU", lambda t: bool(t.slower_cpu)),
     ("on a CPU other tasks took", lambda t: bool(t.busier_cpu)),
     ("trials whose wrong names the host explains", lambda t: t.host_explained),

@@ -399,3 +399,16 @@ def test_a_core_the_witness_measured_slower_is_hit_by_what_measured_it() -> None
                {"kind": "slow_core", "rank": 0}):
         s = score(slower, analysis(an))
         assert not s.hits and s.wrong, an
+
+
+def test_injected_work_the_probes_could_not_tell_is_counted_apart() -> None:
+    injected = [Injected("load_imbalance", 1, K1)]
+    untold = {"core_speed": {"verdict": "could not tell"}}
+    s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0",
+                                  "evidence": untold}))
+    assert not s.hits and not s.wrong and s.untold == ["slow_segment r1 s0"]
+    # said to be a slower core: a wrong name
+    slower = {"core_speed": {"verdict": "slower core"}}
+    s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0",
+                                  "evidence": slower}))
+    assert s.wrong and not s.untold

@@ -30,7 +30,10 @@ The core or the code: injected work (more work on a rank) is expected as a
 load_imbalance of that rank and class (``Injected("load_imbalance", r, key)``; with no
 key, in any class); a load imbalance that hits nothing injected is the code's finding,
 listed apart (``code``: a real program's ranks may do different work by design),
-neither a hit nor a wrong name. A core the host witness measured slower is expected
+neither a hit nor a wrong name. Injected work named as a slow segment of that rank and
+class whose probes could not tell it from a slower core (its ``core_speed`` says "could
+not tell") is listed in ``untold``: not the expected more work, not a slower core
+either, so neither a hit nor a wrong name. A core the host witness measured slower is expected
 named slower (``Injected(SLOWER, r)``): hit by a slow_core of the rank, or by any
 finding of the machine on it whose probes measured a slower core (its evidence
 ``core_speed``), or by a transient of the rank (a slower core while it lasted).
@@ -121,6 +124,7 @@ class Score:
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
     code: list[str] = field(default_factory=list)  # load imbalance that hit nothing
+    untold: list[str] = field(default_factory=list)  # injected work, core or code untold
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
     busier_cpu: list[str] = field(default_factory=list)  # wrong names on a busier CPU
     own_timer: list[str] = field(default_factory=list)  # wrong names the program's timer saw
@@ -204,6 +208,8 @@ def score(
             _score_transient(out, injected, an, text)
         elif is_code(an) and not _hit(injected, an, key_of):
             out.code.append(text)
+        elif _untold_work(injected, an, key_of):
+            out.untold.append(text)
         else:
             _score_named(
                 out, injected, an, text, key_of,
@@ -266,6 +272,20 @@ def _hit(
 ) -> list[int]:
     """The indices of the injected anomalies the verdict ``an`` names."""
     return [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
+
+
+def _untold_work(
+    injected: Sequence[Injected], an: Mapping[str, Any], key_of: Mapping[Any, str]
+) -> bool:
+    """Whether ``an`` names injected work where the probes could not tell it from a
+    slower core: a slow segment of the injected rank and class saying so."""
+    told = (an.get("evidence") or {}).get("core_speed") or {}
+    if an["kind"] != "slow_segment" or told.get("verdict") != "could not tell":
+        return False
+    as_work = dict(an, kind="load_imbalance")
+    return any(
+        inj.kind == "load_imbalance" and _names(as_work, inj, key_of) for inj in injected
+    )
 
 
 def _slower_core(an: Mapping[str, Any]) -> bool:

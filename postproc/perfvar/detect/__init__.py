@@ -163,7 +163,7 @@ def run_all(
     # The core or the code: what the probes (or instructions) measured as more work
     # is load imbalance; judged on the steady run's cells, as the findings were.
     found = cores.anomalies + slow.anomalies
-    told = load_imbalance.detect(steady, params, found).anomalies
+    told = load_imbalance.detect(steady, params, found, whole=prep).anomalies
     found = told + noisy.anomalies + load_imbalance.in_phases(prep, phases.anomalies)
     return found + informative, slow.judgements
 

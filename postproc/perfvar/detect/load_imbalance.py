@@ -38,6 +38,7 @@ from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "load_imbalance"
+CLASS_KINDS = (KIND, slow_segment.KIND)  # the findings of one class of a rank
 
 
 def _window(prep: Prepared, a: Anomaly) -> tuple[Optional[float], Optional[float]]:
@@ -60,13 +61,19 @@ def _size(a: Anomaly) -> tuple[float, float]:
     return float(ev["shift_rel"]), 0.0
 
 
-def core_or_code(prep: Prepared, a: Anomaly) -> dict[str, Any]:
+def core_or_code(
+    prep: Prepared, a: Anomaly, whole: Optional[Prepared] = None
+) -> dict[str, Any]:
     """The ``core_speed`` evidence of a slow segment or slow core: what its probes
     measured in its window and what that makes it, with ``decided_by`` where the
-    instructions counted decided instead."""
+    instructions counted decided instead. The probes are those of ``prep`` (the
+    steady run the finding was judged on), else, where the slow phases of the ranks
+    left too few there, those of ``whole`` (the whole run) in the same window."""
     size, explained = _size(a)
     start, end = _window(prep, a)
     speed = core_speed.of_rank(prep, a.rank, start, end)
+    if speed is None and whole is not None:
+        speed = core_speed.of_rank(whole, a.rank, start, end)
     out = core_speed.evidence(speed, size, explained)
     told = (a.evidence.get("work") or {}).get("verdict")
     if told in (work.MORE, work.SLOWER):
@@ -95,16 +102,22 @@ def detect(
     prep: Prepared,
     params: Optional[DetectParams] = None,
     found: Sequence[Anomaly] = (),
+    whole: Optional[Prepared] = None,
 ) -> DetectorResult:
-    """The findings ``found`` by the other detectors, each slow segment and slow core
-    given its ``core_speed`` evidence and those that are more work made
-    load_imbalance findings (``params``: unused, the detectors' signature)."""
+    """The findings ``found`` by the other detectors on ``prep``, each slow segment and
+    slow core given its ``core_speed`` evidence (core_or_code; ``whole``: the whole
+    run's cells) and those that are more work made load_imbalance findings
+    (``params``: unused, the detectors' signature). A finding over all of a rank's
+    classes that its probes did not measure as a slower core (more work, or not told
+    apart) is left out where classes of that rank are named: they say where the time
+    went (the demo's rank with 3x the work in its one large class was a slow core of
+    +108 % by compute time, its probes +33.7 %, beside that class's +202 %)."""
     out = []
     for a in found:
         if a.kind not in (slow_segment.KIND, slow_core.KIND):
             out.append(a)
             continue
-        told = core_or_code(prep, a)
+        told = core_or_code(prep, a, whole)
         a = replace(a, evidence={**a.evidence, "core_speed": told})
         if told["verdict"] == core_speed.MORE:
             # Its size under the one key of the kind: a core's shift by compute time
@@ -112,7 +125,22 @@ def detect(
             size = {"excess_rel": a.evidence["shift_rel"]} if a.segment is None else {}
             a = replace(a, kind=KIND, evidence={**a.evidence, **size, "as": a.kind})
         out.append(a)
+    in_class = {a.rank for a in out if a.kind in CLASS_KINDS and a.segment is not None}
+    out = [a for a in out if not _said_by_its_classes(a, in_class)]
     return DetectorResult(anomalies=out)
+
+
+def _said_by_its_classes(a: Anomaly, in_class: set[int]) -> bool:
+    """Whether ``a`` is a finding over all its rank's classes that its probes
+    measured and did not find a slower core, of a rank with classes named
+    (``in_class``). Without probes in its window a slow core stays as its rule
+    named it."""
+    if a.segment is not None or a.rank not in in_class:
+        return False
+    told = a.evidence.get("core_speed") or {}
+    probed = told.get("probes_shift_rel") is not None
+    not_slower = probed and told.get("verdict") != core_speed.SLOWER
+    return a.kind == KIND or (a.kind == slow_core.KIND and not_slower)
 
 
 def _what(a: AnomalyJson, labels: dict[str, str]) -> str:

@@ -35,9 +35,11 @@ length pool together), and the peers' samples likewise. Rank r is a slow core wh
   whose probes are not slow are not;
 * the shift is coherent: classes holding ``OPPOSED_SHARE`` (10 %) or more of its
   compute time are not faster than their peers by as much as the rank is slower
-  (on the log scale). Classes whose ranks differ by design go both ways (a real
-  code's rank measured S4 +196 %, S5 -54 %, S7 -58 %, pooled into "+49.5 % in all
-  its classes"): a slower core slows them all.
+  (on the log scale), and the classes shifted beyond the floor, the probes among
+  them, agree within ``AGREE_FACTOR`` (4x) of each other. Classes whose ranks differ
+  by design go both ways (a real code's rank measured S4 +196 %, S5 -54 %, S7 -58 %,
+  pooled into "+49.5 % in all its classes"), and more work in one class is no
+  slower core beside probes that barely moved: a slower core slows them all alike.
 
 ``excess_ns`` is the time the core loses per segment on average. The evidence
 ``work`` says whether the rank's counter reads counted more instructions than its
@@ -78,6 +80,10 @@ MIN_SHIFTED_CLASSES = 2  # the probes, where the run has them, count as one
 # Of the rank's compute time, the most its classes shifted the other way may hold: a
 # class at least as much faster as the rank is slower is no slower core.
 OPPOSED_SHARE = 0.1
+# The classes shifted beyond the floor (the probes among them) agree within this
+# factor of each other (log scale): the probes +3.4 % beside a class +205 % are no
+# common shift (the demo's rank with 3x the work in its one large class).
+AGREE_FACTOR = 4.0
 PROBES_SAID = " (its fixed-work probes are slower too: a slower core)"
 
 
@@ -160,6 +166,16 @@ def _common(r: _Rank, params: DetectParams) -> tuple[float, float, int, float]:
     return time, compute, len(shifted), sum(c["time_ns"] for c in shifted)
 
 
+def _coherent(r: _Rank, shift_log: float, params: DetectParams) -> bool:
+    """The same shift in its classes: none holding OPPOSED_SHARE of its compute time
+    shifted the other way as much, and those shifted beyond the floor within
+    AGREE_FACTOR of each other."""
+    floor = params.core_floor
+    shifted = [np.log1p(c["shift_rel"]) for c in r.classes if c["shift_rel"] > floor]
+    agree = not shifted or min(shifted) * AGREE_FACTOR >= max(shifted)
+    return agree and _opposed_share(r, shift_log) < OPPOSED_SHARE
+
+
 def _opposed_share(r: _Rank, shift_log: float) -> float:
     """The share of the rank's compute time in classes faster than their peers by at
     least as much as the rank is slower (``shift_log``): shifts that go both ways."""
@@ -175,8 +191,8 @@ def _is_slow_core(
     r: _Rank, shift_log: float, bt: Any, q: float, params: DetectParams
 ) -> bool:
     """The rule: significant, steady, beyond the floor, common to enough of its
-    classes and time, coherent (no class of its time shifted the other way as much),
-    and beyond t_diff in its largest class."""
+    classes and time, coherent (_coherent), and beyond t_diff in its largest
+    class."""
     time, _, shifted, common = _common(r, params)
     largest = max(
         (c for c in r.classes if not c["probe"]),
@@ -190,7 +206,7 @@ def _is_slow_core(
         and shift_log > float(np.log1p(params.core_floor))
         and shifted >= MIN_SHIFTED_CLASSES
         and common >= COMMON_SHARE * time
-        and _opposed_share(r, shift_log) < OPPOSED_SHARE
+        and _coherent(r, shift_log, params)
         and largest_excess > largest["t_diff_ns"]
     )
 

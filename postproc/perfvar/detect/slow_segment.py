@@ -11,13 +11,11 @@ median above t_min):
    shift down, it is still slow once the cells kept before it no longer tell any
    rank's common shift (``_explained``): the larger slowdown explains the smaller
    one that it made the other rank seem to have.
-2. the rank's common shift kappa, the part a slower core explains: where the run
-   has fixed-work probes (perfvar.stats.probes), their shift against the other ranks'
-   probes, which measure the core itself (so more work in every class is named per
-   class, not explained away); else the median of its shifts in its other judged
-   classes, each against the peers not found slow there (a class whose only peers
-   are slow tells nothing). A negative one counts only when at least
-   ``LEVEL_CLASSES`` (3) other classes tell it: with two ranks and one or two
+2. the rank's common shift kappa, the part a slower core explains: the median of
+   its shifts in its other judged classes, each against the peers not found slow
+   there (a class whose only peers are slow tells nothing). A negative one counts
+   only when at least ``LEVEL_CLASSES`` (3) other classes tell it: with two ranks and
+   one or two
    classes, a rank faster elsewhere is as well the mirror image of its peer being
    slow there, and would name a ghost; the median of three or more is the rank's
    core, and a class slow on a faster core (its peer's core slower, a real
@@ -25,10 +23,16 @@ median above t_min):
    carry the rank's compute time tell its core (local_speed.witness_classes: the
    longest, down to 95 % of it): the short ones between two calls move with what
    the calls did (in the demo's stencil they ran 40 % faster on one rank, and its
-   one large class, as fast on both, was named +86 % beyond that "core"). With no
-   other such class, kappa is the rank's slow-core shift when the probes made it a
-   slow core; else kappa is 0 and the floor below is at least ``core_floor``: a
-   shift in the rank's only class cannot be told from a slower core.
+   one large class, as fast on both, was named +86 % beyond that "core"). A rank
+   with fewer than ``MIN_WITNESSES`` such classes (the stencil's one) has its core
+   told by its fixed-work probes where the run has them and they are slower than
+   its peers' beyond their systematic margin (perfvar.stats.probes: their shift
+   against the other ranks' probes; perfvar.stats.core_speed.SYSTEMATIC); else by
+   its slow-core shift when
+   the probes made it a slow core; else kappa is 0 and the floor below is at least
+   ``core_floor``: a shift in the rank's only class cannot be told from a slower
+   core. Whether a slow class is the core's or more work is asked afterwards, of the
+   probes in its window (perfvar.detect.load_imbalance).
 3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
    class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels), beyond r's own
@@ -91,6 +95,7 @@ from perfvar.stats.cells import (
     unjudged_reason,
 )
 from perfvar.stats.compare import fdr, rel
+from perfvar.stats.core_speed import SYSTEMATIC
 from perfvar.stats.local_speed import corrected_cells, witness_classes
 from perfvar.stats.model import (
     Anomaly,
@@ -107,6 +112,9 @@ KIND = "slow_segment"
 # Other judged classes of a rank from which a negative common shift is taken as its
 # core's: their median is then not the mirror image of one class slow on the peer.
 LEVEL_CLASSES = 3
+# Classes carrying a rank's compute time (local_speed.witness_classes) it needs for
+# them, not its fixed-work probes, to tell its core.
+MIN_WITNESSES = 2
 # The status of a cell with fewer usable blocks than a test needs (stats.blocks).
 TOO_FEW = "too few blocks"
 # Of a cell's samples, the share with a speed (perfvar.stats.local_speed) for the
@@ -546,8 +554,18 @@ def detect(
     judgeable = {(seg, rank) for seg, rank, _ in pending}
     medians = _log_medians(classes)
     shifts = _direct_shifts(classes, judgeable, medians)
-    probe_shifts = _probe_shifts(prep)
     witnesses = witness_classes(prep, judgeable)
+    # The probes tell the core of a rank whose own classes cannot (fewer than two that
+    # carry its compute time), and only beyond their systematic margin: a probe times
+    # the core right after a segment, and its speed there follows what ran before it
+    # (perfvar.stats.core_speed.SYSTEMATIC); the rank's other classes ran under its
+    # segments' own conditions.
+    beyond_margin = float(np.log1p(SYSTEMATIC))
+    probe_shifts = {
+        r: v
+        for r, v in _probe_shifts(prep).items()
+        if len(witnesses.get(r, set())) < MIN_WITNESSES and v > beyond_margin
+    }
     slow_first: dict[int, set[int]] = {}
     if params.peers == "robust":
         first = _first_pass_slow(prep, classes, judgeable, shifts, params)

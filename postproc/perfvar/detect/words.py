@@ -165,7 +165,7 @@ def probes_clause(ev: dict[str, Any]) -> str:
 
 def core_clause(ev: dict[str, Any], instructions_said: str) -> str:
     """What told a slow rank's core from more work, for a finding that stayed the
-    machine's: "; a slower core: its fixed-work probes ran +38.0% ..." where its
+    machine's: "; a slower core: its fixed-work probes ran +100.3% ..." where its
     probes (``core_speed``) decided, "; more work or a slower core, not told apart:
     ..." where they could not; ``instructions_said`` (work_clause's) where the
     instructions decided or the run had no probes."""

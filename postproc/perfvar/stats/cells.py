@@ -163,11 +163,13 @@ def relative_floor_only(
 ) -> Optional[Calibration]:
     """A calibration of t_min = t_diff = 0 for a cell of a rank with none, whose
     shorter side (its median or its peers' centre, ``shorter_ns``) is at least
-    RELATIVE_ONLY_FACTOR times the rank's timer overhead; None where the overhead
-    is unknown or the segments are shorter."""
+    RELATIVE_ONLY_FACTOR times the rank's timer overhead, or that is the rank's
+    fixed-work probes (the same chain on every rank, compared with probes only);
+    None where the overhead is unknown or the segments are shorter."""
     own = prep.calibration.get(cell.rank)
     overhead = own.timer_overhead_ns if own is not None else None
-    if not overhead or shorter_ns < RELATIVE_ONLY_FACTOR * overhead:
+    long_enough = overhead and shorter_ns >= RELATIVE_ONLY_FACTOR * overhead
+    if not long_enough and cell.segment != prep.probe_segment:
         return None
     return Calibration(
         timer_overhead_ns=overhead, t_min_ns=0.0, t_diff_ns=0.0, status=RELATIVE_ONLY

@@ -6,6 +6,8 @@ import pytest
 
 from conftest import STEP_NS, make_prepared
 from perfvar.detect import describe, run_all, slow_core, slow_segment
+from perfvar.read.meta import Calibration
+from perfvar.stats.cells import RELATIVE_ONLY
 from perfvar.stats.model import DetectParams
 from perfvar.units import fmt_pct
 
@@ -244,43 +246,45 @@ def test_floors_are_options():
     assert _kinds(_named(samples, segment_floor=0.02)) == []
 
 
-def _with_probe_class(samples, probe_factor):
-    """Two ranks, one segment class (S0), plus probes as class 1; rank 1's probes
-    run ``probe_factor`` slower."""
+def _with_probe_class(samples, probe_factor, index=1):
+    """Two ranks, the segment classes of ``samples`` (one by default, S0), plus probes
+    as class ``index``; rank 1's probes run ``probe_factor`` slower."""
     rng = np.random.default_rng(7)
     for r in (0, 1):
         f = probe_factor if r == 1 else 1.0
-        samples[(1, r)] = 900.0 * f * (1 + 0.005 * rng.standard_normal(1000))
+        samples[(index, r)] = 900.0 * f * (1 + 0.005 * rng.standard_normal(1000))
     prep = make_prepared(samples, t_diff_ns=10.0)
-    prep.probe_segment = 1
-    prep.segment_ids[1] = "probe"
+    prep.probe_segment = index
+    prep.segment_ids[index] = "probe"
     return prep
 
 
-@pytest.mark.parametrize("probe_factor", [1.03, 1.0])
+@pytest.mark.parametrize("probe_factor", [2.0, 1.03, 1.0])
 def test_probes_tell_a_slow_core_from_a_slow_segment(probe_factor):
-    # Rank 1's only segment class is 3 % slower. Probes 3 % slower too: its core,
-    # said with the probes' figure. Probes as fast as the peer's: more work in the
-    # segment, the code's finding (load imbalance), not a slow core or segment.
+    # Rank 1's only segment class takes twice as long. Probes twice as long too: its
+    # core, said with the probes' figure. Probes as fast as the peer's: more work in
+    # the segment, the code's finding (load imbalance), not a slow core or segment.
+    # Probes 3 % slower beside the class's +100 %: no common shift, no slow core;
+    # the class beyond them is more work.
     samples = {k: v for k, v in _cells(8, classes=(20_000.0,)).items()}
-    samples[(0, 1)] = samples[(0, 1)] * 1.03
+    samples[(0, 1)] = samples[(0, 1)] * 2.0
     found, judgements = run_all(
         _with_probe_class(samples, probe_factor), DetectParams()
     )
     assert "probe" not in {j.segment for j in judgements}
-    if probe_factor > 1:
+    if probe_factor == 2.0:
         assert _kinds(found) == [("slow_core", 1, None)]
         by_class = {c["segment"]: c for c in found[0].evidence["classes"]}
-        assert by_class["probe"]["shift_rel"] == pytest.approx(0.03, abs=0.005)
+        assert by_class["probe"]["shift_rel"] == pytest.approx(1.0, abs=0.01)
         told = found[0].evidence["core_speed"]
+        assert told["probes_shift_rel"] == pytest.approx(1.0, abs=0.01)
         assert told["verdict"] == "slower core"
-        assert told["probes_shift_rel"] == pytest.approx(0.03, abs=0.005)
     else:
         assert _kinds(found) == [("load_imbalance", 1, "S0")]
         told = found[0].evidence["core_speed"]
         assert told["verdict"] == "more work"
         assert told["decided_by"] == "fixed-work probes"
-        assert told["probes_ci_rel"][1] < 0.015  # at the peer's speed
+        assert told["probes_ci_rel"][1] < probe_factor - 1 + 0.015
         assert found[0].evidence["as"] == "slow_segment"
 
 
@@ -363,10 +367,10 @@ def test_classes_whose_shifts_go_both_ways_make_no_slow_core(faster):
 
 @pytest.mark.parametrize("probes_too", [True, False])
 def test_a_phase_whose_probes_ran_slower_was_a_slower_core_while_it_lasted(probes_too):
-    # Rank 1 runs both classes 30 % slower from sample 400 to 700; its probes too (the
-    # host took its CPU) or not (the program did more work for a while).
+    # Rank 1 runs both classes twice as long from sample 400 to 700; its probes too
+    # (the host took its CPU) or not (the program did more work for a while).
     def window(i):
-        return np.where((i >= 400) & (i < 700), 1.3, 1.0)
+        return np.where((i >= 400) & (i < 700), 2.0, 1.0)
 
     samples = _cells(12, nranks=2, slow={(0, 1): window, (1, 1): window})
     rng = np.random.default_rng(3)
@@ -384,3 +388,25 @@ def test_a_phase_whose_probes_ran_slower_was_a_slower_core_while_it_lasted(probe
     text = describe(phases[0].to_json(), {})
     said = "a slower core while it lasted" if probes_too else "a phase of the program"
     assert said in text
+
+
+def test_more_work_in_one_large_class_is_said_there_not_over_all_classes():
+    # Rank 1 does 3x the work in its one large class, its probes 3 % slower: a slow
+    # core by the pooled rule, more work by its probes; its class says where.
+    samples = _cells(14, classes=(20_000.0, 500.0), slow={(0, 1): 3.0})
+    found, _ = run_all(_with_probe_class(samples, 1.03, index=2), DetectParams())
+    assert _kinds(found) == [("load_imbalance", 1, "S0")]
+
+
+def test_a_rank_without_calibration_is_judged_in_long_classes_probes_included():
+    # No t_min/t_diff on any rank, a timer overhead of 15 ns: the 20 us classes are
+    # over 1000x that and judged with the relative floor alone; rank 1's core and
+    # probes at half speed make a slow core, which its probes tell.
+    samples = _cells(15, slow={(0, 1): 2.0, (1, 1): 2.0})
+    prep = _with_probe_class(samples, 2.0, index=2)
+    for r in prep.calibration:
+        prep.calibration[r] = Calibration(timer_overhead_ns=15.0)
+    found, judgements = run_all(prep, DetectParams())
+    assert _kinds(found) == [("slow_core", 1, None)]
+    assert found[0].evidence["core_speed"]["verdict"] == "slower core"
+    assert {(j.status, j.cache_state) for j in judgements} == {("ok", RELATIVE_ONLY)}
