@@ -40,13 +40,18 @@ from typing import Any, Optional
 import numpy as np
 from scipy.stats import bootstrap
 
-from perfvar.stats.compare import log_ns, rel
+from perfvar.stats.compare import evenly, log_ns, rel
 from perfvar.stats.model import Prepared
 
 MIN_PROBES = 5  # kept probes each side in the window
 CORE_SHARE = 0.5  # of a finding's excess, the probes' part that makes it the core's
 SYSTEMATIC = 0.2  # relative; the rank-to-rank probe difference with nothing different
 RESAMPLES = 999
+# Probes a side the interval is resampled from, at most (spread over the window): with
+# thousands of ranks the peers' probes are millions, and 5000 tell their median to a
+# fraction of a percent; resampled 100 at a time, memory stays a few MB.
+MAX_PROBES = 5000
+BATCH = 100
 SEED = 20261207
 SLOWER = "slower core"
 MORE = "more work"
@@ -124,11 +129,12 @@ def of_rank(
         return None
     d = float(_median_difference(mine, theirs))
     ci = bootstrap(
-        (mine, theirs),
+        (evenly(mine, MAX_PROBES), evenly(theirs, MAX_PROBES)),
         _median_difference,
         n_resamples=RESAMPLES,
         confidence_level=0.95,
         method="percentile",
+        batch=BATCH,
         random_state=np.random.default_rng(SEED),
     ).confidence_interval
     lo, hi = float(ci.low), float(ci.high)
