@@ -33,8 +33,8 @@ listed apart (``code``: a real program's ranks may do different work by design),
 neither a hit nor a wrong name. Injected work named as a slow segment of that rank and
 class whose probes could not tell it from a slower core (its ``core_speed`` says "could
 not tell") is listed in ``untold``: not the expected more work, not a slower core
-either, so neither a hit nor a wrong name. A core the host witness measured slower is expected
-named slower (``Injected(SLOWER, r)``): hit by a slow_core of the rank, or by any
+either, so neither a hit nor a wrong name. A core the host witness measured slower is
+expected named slower (``Injected(SLOWER, r)``): hit by a slow_core of the rank, or by any
 finding of the machine on it whose probes measured a slower core (its evidence
 ``core_speed``), or by a transient of the rank (a slower core while it lasted).
 
@@ -50,13 +50,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from perfvar.detect import is_code, is_transient, is_verdict
+from perfvar.stats import core_speed
 
 # The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
 SLOWER_CORE_KINDS = ("slow_core", "slow_segment")
 # The kind that says a rank lost time to something else on its CPU.
 BUSIER_CORE_KINDS = ("noisy_core",)
 # An expected kind: the rank's core named slower, by whichever finding measured it.
-SLOWER = "slower core"
+SLOWER = core_speed.SLOWER
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def _untold_work(
     """Whether ``an`` names injected work where the probes could not tell it from a
     slower core: a slow segment of the injected rank and class saying so."""
     told = (an.get("evidence") or {}).get("core_speed") or {}
-    if an["kind"] != "slow_segment" or told.get("verdict") != "could not tell":
+    if an["kind"] != "slow_segment" or told.get("verdict") != core_speed.UNTOLD:
         return False
     as_work = dict(an, kind="load_imbalance")
     return any(
@@ -292,7 +293,7 @@ def _slower_core(an: Mapping[str, Any]) -> bool:
     """Whether the verdict says its rank's core ran slower: a slow core, or a finding
     whose probes (or instructions) measured a slower core."""
     told = (an.get("evidence") or {}).get("core_speed") or {}
-    return an["kind"] == "slow_core" or told.get("verdict") == "slower core"
+    return an["kind"] == "slow_core" or told.get("verdict") == core_speed.SLOWER
 
 
 def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:
