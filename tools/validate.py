@@ -90,7 +90,8 @@ changed on the analysis side, measured on the same runs). --min-cost PCT: the he
 cost threshold the analyses use (`perfvar analyze --min-cost`; default perfvar's), for the rates
 at another threshold, on new runs or with --rejudge on kept ones.
 
---short (ctest validate.gross): +50 % injections and the busy core, one trial per case with one
+--short (ctest validate.gross): +100 % of work in one class and in both (more work, beyond the
+probes' systematic margin), +50 % for a phase, and the busy core, one trial per case with one
 retry on a miss (the other rank injected, on the other CPU); exits 1 when a case misses twice.
 For a real program (validate.gross.stencil) --short is +200 % in its largest class (3x its
 work: a shared host ran one rank's compute up to 1.6x the other's for whole runs), which also
@@ -170,8 +171,9 @@ FULL = [
          target=0.90, target_text=">= 90%"),
 ]
 SHORT = [
-    Case("seg", "+50% in A", "load_imbalance", 50, target_text="hit in 2 attempts"),
-    Case("core", "+50% in A and B", "load_imbalance", 50, "all", target_text="hit in 2 attempts"),
+    Case("seg", "+100% in A", "load_imbalance", 100, target_text="hit in 2 attempts"),
+    Case("core", "+100% in A and B", "load_imbalance", 100, "all",
+         target_text="hit in 2 attempts"),
     Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True,
          target_text="hit in 2 attempts"),
     Case("phase", "+50% in A and B, steps 40-70%", "slow_phase", 50, "all", (0.4, 0.7),

@@ -31,8 +31,11 @@ median above t_min):
    its slow-core shift when
    the probes made it a slow core; else kappa is 0 and the floor below is at least
    ``core_floor``: a shift in the rank's only class cannot be told from a slower
-   core. Whether a slow class is the core's or more work is asked afterwards, of the
-   probes in its window (perfvar.detect.load_imbalance).
+   core. A rank whose classes are all shifted alike while its probes ran at their
+   peers' speed has its core told by the probes too: that shift is more work in
+   every class, each named (_probes_tell). Whether a slow class is the core's or
+   more work is asked afterwards, of the probes in its window
+   (perfvar.detect.load_imbalance).
 3. the test is over stretches of time, not samples (perfvar.stats.blocks): the
    class's time span in 40 blocks, r's shift against its peers' centre in each
    block (what the host does to every rank in a stretch cancels), beyond r's own
@@ -85,7 +88,7 @@ from perfvar.detect.words import (
     where,
     work_clause,
 )
-from perfvar.stats import work
+from perfvar.stats import core_speed, work
 from perfvar.stats.blocks import BlockTest, ClassBlocks, block_test, class_blocks
 from perfvar.stats.cells import (
     RELATIVE_ONLY,
@@ -283,6 +286,38 @@ def _probe_shifts(prep: Prepared) -> dict[int, float]:
     return {
         r: float(meds[i] - others[i]) for i, r in enumerate(ranks) if len(ranks) > 1
     }
+
+
+def _probes_tell(
+    prep: Prepared,
+    witnesses: dict[int, set[int]],
+    shifts: dict[tuple[int, int], float],
+) -> dict[int, float]:
+    """rank -> its probes' shift (log), for the ranks whose core the probes tell
+    rather than their own classes. A probe times the core right after a segment, and
+    its speed there follows what ran before it (core_speed.SYSTEMATIC), while the
+    rank's other classes ran under its segments' own conditions; so the classes tell
+    the core, except: a rank with fewer than MIN_WITNESSES classes carrying its
+    compute time (the stencil's one), whose probes ran slower than its peers' beyond
+    their margin; and a rank whose classes are shifted alike while its probes ran at
+    their peers' speed (core_speed.decide says more work of the classes' common
+    shift): that shift is more work in every class, named per class, not a core."""
+    by_rank = _by_rank(shifts)
+    beyond_margin = float(np.log1p(SYSTEMATIC))
+    out = {}
+    for r, v in _probe_shifts(prep).items():
+        tells = witnesses.get(r, set())
+        if len(tells) < MIN_WITNESSES:
+            if v > beyond_margin:
+                out[r] = v
+            continue
+        common = [by_rank.get(r, {})[s] for s in tells if s in by_rank.get(r, {})]
+        if not common:
+            continue
+        speed = core_speed.of_rank(prep, r)
+        if core_speed.decide(speed, rel(float(np.median(common)))) == core_speed.MORE:
+            out[r] = v
+    return out
 
 
 def _first_pass_slow(
@@ -555,17 +590,7 @@ def detect(
     medians = _log_medians(classes)
     shifts = _direct_shifts(classes, judgeable, medians)
     witnesses = witness_classes(prep, judgeable)
-    # The probes tell the core of a rank whose own classes cannot (fewer than two that
-    # carry its compute time), and only beyond their systematic margin: a probe times
-    # the core right after a segment, and its speed there follows what ran before it
-    # (perfvar.stats.core_speed.SYSTEMATIC); the rank's other classes ran under its
-    # segments' own conditions.
-    beyond_margin = float(np.log1p(SYSTEMATIC))
-    probe_shifts = {
-        r: v
-        for r, v in _probe_shifts(prep).items()
-        if len(witnesses.get(r, set())) < MIN_WITNESSES and v > beyond_margin
-    }
+    probe_shifts = _probes_tell(prep, witnesses, shifts)
     slow_first: dict[int, set[int]] = {}
     if params.peers == "robust":
         first = _first_pass_slow(prep, classes, judgeable, shifts, params)
