@@ -500,6 +500,14 @@ static void pv_start(int init_fn, void *site, uint64_t t_entry)
     /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
     pv_write_calibration_samples();
     pv_calib_free(&pv_rt.calib);
+    /* Its first probe one period from now: the start's own work (the scan, the files) is no
+     * segment, and a lazy start's next call, the one that started it, would find the deadline
+     * past with no segment before it. */
+    uint64_t first = pv_work_probe_deadline(pv_now(), pv_rt.probe_period_ticks);
+    if (self->inject.on)
+        self->inject.probe_deadline = first;
+    else
+        self->probe_deadline = first;
     pv_regions_set_sink(&pv_user_sink);
     pv_set_state(PV_ACTIVE);
     if (pv_rt.cfg.verbose >= 1)
