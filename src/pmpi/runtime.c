@@ -64,13 +64,10 @@ static __attribute__((noinline, cold)) void call_begin_cold(pv_thread *t, pv_cal
         c->t_entry = pv_inject_run(t, c->site_id, c->t_entry, &c->cpu_entry);
         probe_deadline = t->inject.probe_deadline;
     }
-    int ends_segment = t->rec->last_exit != 0;
-    int read = ends_segment && metrics_due(t, c->t_entry);
+    int read = t->rec->last_exit && metrics_due(t, c->t_entry);
     c->unit = pv_rec_call_begin(t->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     if (read) metrics_read(t, c->t_entry);
-    /* A probe sits after a segment's end: not at a thread's first traced call (a lazy start
-     * calibrates there, past the first deadline), where no segment ends. */
-    if (ends_segment && pv_work_probe_due(c->t_entry, probe_deadline)) {
+    if (pv_work_probe_due(c->t_entry, probe_deadline)) {
         work_probe(t, c->t_entry);
         if (t->inject.on) t->inject.probe_deadline = t->probe_deadline, t->probe_deadline = 0;
     }
