@@ -311,8 +311,11 @@ def _probes_tell(
             if v > beyond_margin:
                 out[r] = v
             continue
-        common = [by_rank.get(r, {})[s] for s in tells if s in by_rank.get(r, {})]
-        if not common:
+        mine = by_rank.get(r, {})
+        common = [mine[s] for s in tells if s in mine]
+        # Only a shift its classes share can be more work (decide says nothing of the
+        # others): the probes' bootstrap is run for those ranks alone.
+        if not common or np.median(common) <= 0:
             continue
         speed = core_speed.of_rank(prep, r)
         if core_speed.decide(speed, rel(float(np.median(common)))) == core_speed.MORE:
