@@ -274,14 +274,15 @@ def _tells_core(
 
 
 def _probe_shifts(prep: Prepared) -> dict[int, float]:
-    """rank -> median log shift of its fixed-work probes against the other ranks'."""
+    """rank -> log shift of its fixed-work probes against the other ranks' (each
+    rank's typical probe, core_speed.typical_log, against the median of the others')."""
     if prep.probe_segment is None:
         return {}
     cells = {
         r: c for (s, r), c in prep.cells.items() if s == prep.probe_segment and c.n >= 2
     }
     ranks = sorted(cells)
-    meds = np.array([cells[r].log_median for r in ranks])
+    meds = np.array([core_speed.typical_log(cells[r].samples_ns) for r in ranks])
     others = median_without_each(meds)
     return {
         r: float(meds[i] - others[i]) for i, r in enumerate(ranks) if len(ranks) > 1
@@ -294,14 +295,15 @@ def _probes_tell(
     shifts: dict[tuple[int, int], float],
 ) -> dict[int, float]:
     """rank -> its probes' shift (log), for the ranks whose core the probes tell
-    rather than their own classes. A probe times the core right after a segment, and
-    its speed there follows what ran before it (core_speed.SYSTEMATIC), while the
-    rank's other classes ran under its segments' own conditions; so the classes tell
-    the core, except: a rank with fewer than MIN_WITNESSES classes carrying its
-    compute time (the stencil's one), whose probes ran slower than its peers' beyond
-    their margin; and a rank whose classes are shifted alike while its probes ran at
-    their peers' speed (core_speed.decide says more work of the classes' common
-    shift): that shift is more work in every class, named per class, not a core."""
+    rather than their own classes. The classes tell the core where they can: each is
+    the rank's own work against the same work on its peers, under the segments' own
+    conditions, which the probes' moments between them need not share; except: a
+    rank with fewer than MIN_WITNESSES classes carrying its compute time (the
+    stencil's one), whose probes ran slower than its peers' beyond their margin, all
+    of their interval; and a rank whose classes are shifted alike while its probes
+    ran at their peers' speed (core_speed.decide says more work of the classes'
+    common shift): that shift is more work in every class, named per class, not a
+    core."""
     by_rank = _by_rank(shifts)
     beyond_margin = float(np.log1p(SYSTEMATIC))
     out = {}
@@ -309,7 +311,9 @@ def _probes_tell(
         tells = witnesses.get(r, set())
         if len(tells) < MIN_WITNESSES:
             if v > beyond_margin:
-                out[r] = v
+                speed = core_speed.of_rank(prep, r)
+                if speed is not None and speed.ci_rel[0] > SYSTEMATIC:
+                    out[r] = v
             continue
         mine = by_rank.get(r, {})
         common = [mine[s] for s in tells if s in mine]

@@ -6,10 +6,13 @@ slower core there, whatever work the application gave it; a rank whose segments 
 longer while its probes run at its peers' speed did more work. This module measures
 the first and decides between the two for a finding of a given size:
 
-* ``of_rank``: the median log-duration of the rank's kept probes in a window minus that
-  of its peers' probes in the same window (``shift_rel``, relative), with a 95 %
-  bootstrap interval of that difference of medians (seeded: the same trace gives the
-  same figures);
+* ``of_rank``: the interquartile mean of the log-durations of the rank's kept probes in
+  a window minus that of its peers' probes in the same window (``shift_rel``,
+  relative), with a 95 % bootstrap interval of that difference (seeded: the same
+  trace gives the same figures). Not the median: a probe's duration takes a few
+  discrete values (the core's clock steps, 750, 770 and 810 ns on one host), and with
+  a dozen probes a side the median jumps between two of them on a shift of one probe;
+  the interquartile mean moves by its share;
 * ``decide``: against a finding's relative excess ``e`` (its shift beyond what its
   core already explained, ``explained_rel``), the interval of the probes' shift
   beyond ``explained_rel``, widened by ``SYSTEMATIC`` on each side, decides: all of
@@ -17,16 +20,16 @@ the first and decides between the two for a finding of a given size:
   work* (the probes ran at their usual speed against the peers'); across it, or with
   fewer than ``MIN_PROBES`` probes a side in the window, *could not tell*.
 
-Why ``SYSTEMATIC``: a probe times the core at one moment, right after the rank's
-segment, and a core's speed there depends on what ran just before it. On a 2-vCPU
-Intel Xeon KVM guest, in 30 clean runs of three programs (the stencil, CloverLeaf,
-HPCCG) whose ranks' segments and the host witness (a chain timed every 100 ms on each
-CPU) agreed within 3 %, the two ranks' median probes differed by 8.5 % (median) and
-up to 30 %, every quantile alike; and a rank given extra work as a chain of ADDs just
-before its probes ran them 16-33 % faster. The bootstrap interval covers the probes'
-sampling, not that: ``SYSTEMATIC`` (the 90th percentile of those clean runs,
-docs/measurements.md) is added to it, so the probes decide the gross cases (a vCPU
-run at half speed, a rank with twice the work) and say "could not tell" below.
+Why ``SYSTEMATIC``: the bootstrap interval covers the probes' sampling, not what
+differs between two cores' probes with nothing different on the cores. Each probe
+runs its chain once untimed first (src/calib/work_probe.h): timed cold, right after
+the application's code had evicted the chain's, the two ranks' median probes differed
+by 8.5 % (median) and up to 30 % in 30 clean runs whose segments and host witness
+agreed within 3 %. Run warm, 30 clean runs of three programs (the stencil,
+CloverLeaf, HPCCG; 2-vCPU Intel Xeon KVM guest, docs/measurements.md) differed by
+0.61 % at the 90th percentile and 0.90 % at most (interquartile means; 1.49 % at most
+in 30 runs with extra work on one rank); ``SYSTEMATIC``, added to each side of the
+interval, is above both.
 
 The same 0.5 is perfvar.stats.work's share for instructions: a finding whose probes
 explain half of it or more is the core's. Pure functions; thread-safe.
@@ -38,18 +41,18 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from scipy.stats import bootstrap
+from scipy.stats import bootstrap, trim_mean
 
 from perfvar.stats.compare import evenly, log_ns, rel
 from perfvar.stats.model import Prepared
 
 MIN_PROBES = 5  # kept probes each side in the window
 CORE_SHARE = 0.5  # of a finding's excess, the probes' part that makes it the core's
-SYSTEMATIC = 0.2  # relative; the rank-to-rank probe difference with nothing different
+SYSTEMATIC = 0.02  # relative; the rank-to-rank probe difference with nothing different
 RESAMPLES = 999
 # Probes a side the interval is resampled from, at most (spread over the window): with
-# thousands of ranks the peers' probes are millions, and 5000 tell their median to a
-# fraction of a percent; resampled 100 at a time, memory stays a few MB.
+# thousands of ranks the peers' probes are millions, and 5000 tell their typical value
+# to a fraction of a percent; resampled 100 at a time, memory stays a few MB.
 MAX_PROBES = 5000
 BATCH = 100
 SEED = 20261207
@@ -66,12 +69,12 @@ class CoreSpeed:
     """A rank's probes against its peers' in ``[start_ns, end_ns)`` (ns since the
     trace's origin; None: the whole run)."""
 
-    shift_rel: float  # rank's median probe / peers' median probe - 1
+    shift_rel: float  # rank's typical probe / peers' typical probe - 1
     ci_rel: tuple[float, float]  # 95 % bootstrap interval of shift_rel
     n: int  # the rank's kept probes in the window
     peers_n: int  # the peers' kept probes in the window
-    rank_median_ns: float
-    peers_median_ns: float
+    rank_typical_ns: float  # exp of the interquartile mean of the log-durations, ns
+    peers_typical_ns: float
     start_ns: Optional[float] = None
     end_ns: Optional[float] = None
 
@@ -81,8 +84,8 @@ class CoreSpeed:
             "probes_ci_rel": list(self.ci_rel),
             "probes_n": self.n,
             "peers_probes_n": self.peers_n,
-            "probe_median_ns": self.rank_median_ns,
-            "peers_probe_median_ns": self.peers_median_ns,
+            "probe_typical_ns": self.rank_typical_ns,
+            "peers_probe_typical_ns": self.peers_typical_ns,
             "window_ns": (
                 None if self.start_ns is None else [self.start_ns, self.end_ns]
             ),
@@ -103,8 +106,20 @@ def _in_window(
     return log_ns(cell.samples_ns[keep])
 
 
-def _median_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(a, axis=axis) - np.median(b, axis=axis)
+TRIM = 0.25  # cut from each end: the interquartile mean
+
+
+def _typical(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    return trim_mean(a, TRIM, axis=axis)
+
+
+def typical_log(samples_ns: np.ndarray) -> float:
+    """A rank's typical probe: the interquartile mean of the log-durations (log ns)."""
+    return float(_typical(log_ns(samples_ns)))
+
+
+def _typical_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return _typical(a, axis) - _typical(b, axis)
 
 
 def of_rank(
@@ -127,10 +142,10 @@ def of_rank(
     theirs = np.concatenate(peers) if peers else np.empty(0)
     if mine.size < MIN_PROBES or theirs.size < MIN_PROBES:
         return None
-    d = float(_median_difference(mine, theirs))
+    d = float(_typical_difference(mine, theirs))
     ci = bootstrap(
         (evenly(mine, MAX_PROBES), evenly(theirs, MAX_PROBES)),
-        _median_difference,
+        _typical_difference,
         n_resamples=RESAMPLES,
         confidence_level=0.95,
         method="percentile",
@@ -145,8 +160,8 @@ def of_rank(
         ci_rel=(rel(min(lo, d)), rel(max(hi, d))),
         n=int(mine.size),
         peers_n=int(theirs.size),
-        rank_median_ns=float(np.exp(np.median(mine))),
-        peers_median_ns=float(np.exp(np.median(theirs))),
+        rank_typical_ns=float(np.exp(_typical(mine))),
+        peers_typical_ns=float(np.exp(_typical(theirs))),
         start_ns=start_ns,
         end_ns=end_ns,
     )
