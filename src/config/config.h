@@ -34,8 +34,9 @@
  *                                         (0 < X <= 1000) of each matching segment's own duration,
  *                                         in segments whose closing call site's name ("MPI_Fn@module
  *                                         +0xoffset") contains S (to) and whose opening one's contains
- *                                         S (from), between T and T seconds after perfvar started
- *                                         (default: whole run), that ran longer than M ms (default
+ *                                         S (from), between T and T seconds of the trace's time
+ *                                         (from its origin, the first rank's MPI_Init; default: the
+ *                                         whole run), that ran longer than M ms (default
  *                                         any); unset: off
  *   PERFVAR_CALLPATH=N                    1..16, frames that name a call site: the MPI call's
  *                                         return address and those of N - 1 callers above it
@@ -78,7 +79,7 @@ typedef struct pv_inject_spec {
     double pct;                      /* % of the segment's own duration, 0 < pct <= 1000; 0: off */
     char to[PV_INJECT_MATCH_MAX];    /* substring of the closing site's name; empty: any */
     char from[PV_INJECT_MATCH_MAX];  /* substring of the opening site's name; empty: any */
-    double after_s, until_s;         /* window, s since perfvar started; until_s 0: to the end */
+    double after_s, until_s;         /* window, s of trace time; until_s 0: to the end */
     double longer_ms;                /* only segments that ran longer than this, ms; 0: any */
 } pv_inject_spec;
 

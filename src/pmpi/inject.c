@@ -34,8 +34,11 @@ void pv_inject_thread_init(pv_thread *t, uint64_t now)
     in->prev_site = -1;
     if (!(spec->pct > 0) || spec->rank != pv_rt.rank) return;
     double tpn = pv_clock_ticks_per_ns();
-    in->window_begin = now + (uint64_t)llround(spec->after_s * 1e9 * tpn);
-    in->window_end = spec->until_s > 0 ? now + (uint64_t)llround(spec->until_s * 1e9 * tpn) : UINT64_MAX;
+    /* From the trace's origin, not from the thread's creation: the first thread is made after the
+     * start-up calibration, and a window in the trace's seconds is the one a user reads there. */
+    uint64_t from = pv_rt.start_ticks ? pv_rt.start_ticks : now;
+    in->window_begin = from + (uint64_t)llround(spec->after_s * 1e9 * tpn);
+    in->window_end = spec->until_s > 0 ? from + (uint64_t)llround(spec->until_s * 1e9 * tpn) : UINT64_MAX;
     in->longer_ticks = (uint64_t)llround(spec->longer_ms * 1e6 * tpn);
     in->adds_per_tick = measure_adds_per_tick();
     in->probe_deadline = t->probe_deadline;

@@ -483,11 +483,24 @@ static void record_start(pv_thread *self, int init_fn, void *site, uint64_t t_en
     pv_rec_call_end(self->rec, u, t0, t1, init_fn >= 0 ? cpu : -1);
 }
 
+/* Where the trace's time starts, on this rank's clock: its origin is its first event, the earliest
+ * rank's first record (`mine` here: as record_start begins it), on rank 0's clock through the
+ * offsets the clock sync measured. Threads time PERFVAR_INJECT's window from it, so that its
+ * seconds are the trace's. Collective. */
+static uint64_t trace_start_here(uint64_t mine)
+{
+    int64_t offset = pv_rt.sync.offset_begin;
+    uint64_t global = (uint64_t)((int64_t)mine + offset), first = global;
+    PMPI_Allreduce(&global, &first, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    return (uint64_t)((int64_t)first - offset);
+}
+
 static void pv_start(int init_fn, void *site, uint64_t t_entry)
 {
     if (!agree_to_trace()) return;
     uint64_t t_calib[2];
     measure_this_rank(t_calib);
+    pv_rt.start_ticks = trace_start_here(init_fn >= 0 ? t_entry : t_calib[0]);
     pv_thread *self = open_records();
     if (!self) return;
     /* Inside MPI_Init's record (or before the first segment of a lazy start): its scan of /proc

@@ -88,6 +88,7 @@ typedef struct pv_runtime {
     const char *calib_at;          /* when calib ran: "start-up" or "MPI_Finalize" (lifecycle.c) */
     pv_trace_clock_sync sync;
     uint64_t realtime_ns, realtime_ticks;
+    uint64_t start_ticks;          /* the trace's time origin on this rank's clock (lifecycle.c) */
     /* fixed-work probes (PERFVAR_PROBE, src/calib/work_probe.h); period 0: off */
     uint64_t probe_period_ticks;
     uint64_t metrics_min_ticks;    /* PERFVAR_METRICS_MIN_US in ticks (threads copy it) */
