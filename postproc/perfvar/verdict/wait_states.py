@@ -271,11 +271,12 @@ class WaitStates:
             for k in range(1, len(PATTERNS))
             if (self.pattern == k).any()
         }
-        pairs: dict[str, float] = {}
         w = self.waiting_ns > 0
-        for p, q, t in zip(tl.rank[w], self.cause[w], self.waiting_ns[w]):
-            key = f"{int(p)}<-{int(q)}"
-            pairs[key] = pairs.get(key, 0.0) + float(t)
+        pair, at = np.unique(
+            np.stack([tl.rank[w], self.cause[w]], axis=1), axis=0, return_inverse=True
+        )
+        sums = np.bincount(at.ravel(), weights=self.waiting_ns[w], minlength=len(pair))
+        pairs = {f"{int(p)}<-{int(q)}": float(t) for (p, q), t in zip(pair, sums)}
         fns = np.bincount(
             tl.function, weights=self.waiting_ns, minlength=len(tl.functions)
         )
@@ -307,14 +308,14 @@ def _match_by_key(
     keyed: np.ndarray, per_rank: dict[int, np.ndarray], out: list[np.ndarray]
 ) -> dict[int, np.ndarray]:
     """Appends to ``out`` the instances of the keys (``keyed``: each call's key) that
-    every rank called equally often, matched in call order; returns each rank's calls
-    left unmatched."""
+    every rank called equally often, matched in call order (one block per key: an
+    instance a row, a rank a column); returns each rank's calls left unmatched."""
     left: dict[int, list[np.ndarray]] = {r: [] for r in per_rank}
     for key in np.unique(np.concatenate([keyed[c] for c in per_rank.values()])):
         groups = {r: c[keyed[c] == key] for r, c in per_rank.items()}
         sizes = {g.size for g in groups.values()}
         if len(sizes) == 1 and sizes.pop() > 0:
-            out += list(np.stack(list(groups.values()), axis=1))
+            out.append(np.stack(list(groups.values()), axis=1))
             continue
         for r, g in groups.items():
             left[r].append(g)
@@ -323,14 +324,15 @@ def _match_by_key(
 
 
 def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
-    """Matched instances: arrays of call indices, one call per rank (see the module
-    docstring for the order of the rules)."""
+    """Matched instances in blocks: 2-D arrays of call indices, an instance a row and
+    one call per rank in its columns (see the module docstring for the order of the
+    rules)."""
     per_rank = _calls_by_rank(tl.ranks, tl.rank, coll)
     if len(per_rank) < 2:
         return []
     seqs = [tl.function[c] for c in per_rank.values()]
     if all(s.size == seqs[0].size and np.array_equal(s, seqs[0]) for s in seqs):
-        return list(np.stack(list(per_rank.values()), axis=1))
+        return [np.stack(list(per_rank.values()), axis=1)]
     out: list[np.ndarray] = []
     for keyed in (tl.function, tl.site):
         per_rank = _match_by_key(keyed, per_rank, out)
@@ -339,39 +341,72 @@ def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def _of_function(tl: Timeline, names: frozenset[str]) -> np.ndarray:
+    """Per call, whether its MPI function (mpi_name) is one of ``names``."""
+    of_fn = np.array([mpi_name(f) in names for f in tl.functions] + [False])
+    return of_fn[tl.function] if tl.n else np.zeros(0, dtype=bool)
+
+
+def _pattern_of(names: np.ndarray) -> np.ndarray:
+    """Per collective name, its pattern (barrier, N x N, else rooted)."""
+    pat = np.full(names.size, WAIT_ROOTED, np.int64)
+    pat[np.isin(names, list(NXN))] = WAIT_NXN
+    pat[np.isin(names, list(BARRIER))] = WAIT_BARRIER
+    return pat
+
+
+def _collectives(
+    tl: Timeline, block: np.ndarray, kind: np.ndarray, ws: WaitStates
+) -> tuple[int, int]:
+    """Fills ``ws`` for the matched instances of ``block`` (rows: instances, columns:
+    ranks): each rank waits from its entry to the last rank's, clipped to its own
+    call. Returns (matched, inconsistent) among its N x N instances."""
+    rows = np.arange(block.shape[0])
+    e, lv = tl.enter_ns[block], tl.leave_ns[block]
+    last = np.argmax(e, axis=1)
+    e_last = e[rows, last]
+    names = kind[block[:, 0]]
+    rooted = np.isin(names, list(ROOTED))  # a rooted one lets some ranks leave early
+    early = np.any(lv < (e_last - CLOCK_TOLERANCE_NS)[:, None], axis=1)
+    w = np.clip(e_last[:, None] - e, 0.0, lv - e)
+    w[rows, last] = 0.0
+    last_call = block[rows, last]
+    ws.sync[block] = True
+    hit = w > 0
+    calls = block[hit]
+    ws.waiting_ns[calls] = w[hit]
+    ws.cause[calls] = np.broadcast_to(tl.rank[last_call][:, None], block.shape)[hit]
+    ws.cause_call[calls] = np.broadcast_to(last_call[:, None], block.shape)[hit]
+    ws.pattern[calls] = np.broadcast_to(_pattern_of(names)[:, None], block.shape)[hit]
+    return int((~rooted).sum()), int((early & ~rooted).sum())
+
+
 def find(tl: Timeline) -> WaitStates:
     """The wait states of every call of ``tl`` (see the module docstring)."""
     n = tl.n
-    waiting = np.zeros(n)
-    cause = np.full(n, -1, np.int64)
-    cause_call = np.full(n, -1, np.int64)
-    pattern = np.zeros(n, np.int64)
-    sync = np.zeros(n, dtype=bool)
+    ws = WaitStates(
+        waiting_ns=np.zeros(n),
+        cause=np.full(n, -1, np.int64),
+        cause_call=np.full(n, -1, np.int64),
+        pattern=np.zeros(n, np.int64),
+        sync=np.zeros(n, dtype=bool),
+        synchronised=False,
+    )
+    waiting, cause, cause_call, pattern = (
+        ws.waiting_ns,
+        ws.cause,
+        ws.cause_call,
+        ws.pattern,
+    )
     kind = tl.kind()
-    is_coll = np.array([k in COLLECTIVE for k in kind], dtype=bool)
     matched = inconsistent = 0
-    for inst in _collective_instances(tl, np.flatnonzero(is_coll)):
-        e, lv = tl.enter_ns[inst], tl.leave_ns[inst]
-        last = int(np.argmax(e))
-        name = kind[inst[0]]
-        if name not in ROOTED:  # a rooted one lets some ranks leave early
-            matched += 1
-            inconsistent += int(np.any(lv < e[last] - CLOCK_TOLERANCE_NS))
-        w = np.clip(e[last] - e, 0.0, lv - e)
-        w[last] = 0.0
-        pat = WAIT_ROOTED
-        if name in BARRIER:
-            pat = WAIT_BARRIER
-        elif name in NXN:
-            pat = WAIT_NXN
-        sync[inst] = True
-        hit = w > 0
-        waiting[inst[hit]] = w[hit]
-        cause[inst[hit]] = tl.rank[inst[last]]
-        cause_call[inst[hit]] = inst[last]
-        pattern[inst[hit]] = pat
-    p2p = np.flatnonzero(np.array([k in BLOCKING_P2P for k in kind], dtype=bool))
-    sync[p2p] = True
+    for block in _collective_instances(
+        tl, np.flatnonzero(_of_function(tl, COLLECTIVE))
+    ):
+        m, i = _collectives(tl, block, kind, ws)
+        matched, inconsistent = matched + m, inconsistent + i
+    p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P))
+    ws.sync[p2p] = True
     if p2p.size:
         by_entry = np.argsort(tl.enter_ns, kind="stable")
         entries = tl.enter_ns[by_entry]
@@ -384,7 +419,7 @@ def find(tl: Timeline) -> WaitStates:
         waiting[calls] = tl.enter_ns[cand] - tl.enter_ns[calls]
         cause[calls] = tl.rank[cand]
         cause_call[calls] = cand
-        sends = np.array([kind[c] in SENDS for c in calls], dtype=bool)
+        sends = _of_function(tl, SENDS)[calls]
         pattern[calls] = np.where(sends, LATE_RECEIVER, LATE_SENDER)
     synchronised = matched > 0 and inconsistent <= matched / 2
     if matched == 0:
@@ -394,6 +429,5 @@ def find(tl: Timeline) -> WaitStates:
         waiting[:] = 0.0
         cause[:] = cause_call[:] = -1
         pattern[:] = NONE
-    return WaitStates(
-        waiting, cause, cause_call, pattern, sync, synchronised, matched, inconsistent
-    )
+    ws.synchronised, ws.matched, ws.inconsistent = synchronised, matched, inconsistent
+    return ws
