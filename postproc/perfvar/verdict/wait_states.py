@@ -272,11 +272,13 @@ class WaitStates:
             if (self.pattern == k).any()
         }
         w = self.waiting_ns > 0
-        pair, at = np.unique(
-            np.stack([tl.rank[w], self.cause[w]], axis=1), axis=0, return_inverse=True
-        )
-        sums = np.bincount(at.ravel(), weights=self.waiting_ns[w], minlength=len(pair))
-        pairs = {f"{int(p)}<-{int(q)}": float(t) for (p, q), t in zip(pair, sums)}
+        # One integer per (waiting rank, cause): a 1-D unique, not a row-wise one.
+        span = int(max(tl.rank.max(initial=0), self.cause.max(initial=0))) + 1
+        key, at = np.unique(tl.rank[w] * span + self.cause[w], return_inverse=True)
+        sums = np.bincount(at.ravel(), weights=self.waiting_ns[w], minlength=key.size)
+        pairs = {
+            f"{k // span}<-{k % span}": float(t) for k, t in zip(key.tolist(), sums)
+        }
         fns = np.bincount(
             tl.function, weights=self.waiting_ns, minlength=len(tl.functions)
         )
