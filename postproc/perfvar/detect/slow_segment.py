@@ -244,13 +244,12 @@ def _core_offset(
     if rank in probes and prep.probe_segment is not None:
         rows = [class_blocks(prep, prep.probe_segment).shifts(rank)]
     else:
-        rows = [
-            class_blocks(prep, s).shifts(r, sorted(slow_first.get(s, set())))
-            for s, r in judgeable
-            if r == rank
-            and s != seg
-            and s in witnesses.get(rank, set())
-            and _tells_core(prep, s, r, slow_first)
+        rows = [  # the rank's witness classes, not a walk over every judgeable cell
+            class_blocks(prep, s).shifts(rank, sorted(slow_first.get(s, set())))
+            for s in sorted(witnesses.get(rank, set()))
+            if s != seg
+            and (s, rank) in judgeable
+            and _tells_core(prep, s, rank, slow_first)
         ]
     if not rows or np.isnan(np.vstack(rows)).all():
         return None

@@ -240,6 +240,8 @@ class ClassBlocks:
             or [np.full(BLOCKS, np.nan)]
         )[: len(ranks)]
         self.centres = centre_without_each(self.medians)
+        # leave_out (a frozenset of row indices) -> each row's centre without them
+        self._without: dict[frozenset[int], np.ndarray] = {}
 
     @property
     def block_ns(self) -> float:
@@ -257,12 +259,25 @@ class ClassBlocks:
         gone = others & np.isin(self.ranks, list(leave_out or []))
         if not gone.any() or gone.sum() == others.sum():
             return self.medians[i] - self.centres[i]
-        use = self.medians[others & ~gone]
-        centre = np.full(use.shape[1], np.nan)
-        cols = (~np.isnan(use)).any(axis=0)
+        key = frozenset(np.flatnonzero(np.isin(self.ranks, list(leave_out))).tolist())
+        if key not in self._without:
+            self._without[key] = self._centres_without(key)
+        return self.medians[i] - self._without[key][i]
+
+    def _centres_without(self, rows: frozenset[int]) -> np.ndarray:
+        """Each row's peers' centre per block with ``rows`` left out of the peers:
+        for a row kept, the median of the other kept rows (centre_without_each over
+        them); for a row left out, the median of all kept rows. Computed once per
+        set: every rank of a class is judged against the same ranks found slow."""
+        gone = np.zeros(self.ranks.size, dtype=bool)
+        gone[list(rows)] = True
+        out = np.full(self.medians.shape, np.nan)
+        kept = self.medians[~gone]
+        out[~gone] = centre_without_each(kept)
+        cols = (~np.isnan(kept)).any(axis=0)
         if cols.any():
-            centre[cols] = np.nanmedian(use[:, cols], axis=0)
-        return self.medians[i] - centre
+            out[np.ix_(gone, cols)] = np.nanmedian(kept[:, cols], axis=0)
+        return out
 
 
 def class_blocks(prep: Prepared, segment: int) -> ClassBlocks:
