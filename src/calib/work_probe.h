@@ -17,7 +17,8 @@
  * (pv_work_probe_due) against a deadline that is PV_WORK_PROBE_NEVER when probes are off.
  *
  * All functions are inline or static, pure except pv_work_probe_run (which reads the clock),
- * thread-safe and async-signal-safe. Units: ms for periods as configured, clock ticks for times and deadlines.
+ * thread-safe and async-signal-safe. Units: ms for periods as configured, clock ticks for times
+ * and deadlines.
  */
 #ifndef PV_WORK_PROBE_H
 #define PV_WORK_PROBE_H
@@ -79,7 +80,7 @@ static __attribute__((noinline)) void pv_work_probe_timed(uint64_t adds, pv_work
  * code from memory, not the core. A chain of 3000 ADDs whose 13 lines of code were flushed took
  * 1.3x to 1.6x its warm time on a 2-vCPU Xeon KVM guest, more while the other vCPU streamed
  * memory; after an untimed pass of PV_WORK_PROBE_WARM_ADDS it took its warm time, flushed or not
- * (bench/probe_warmth). The warm pass costs about a tenth of a probe. */
+ * (tests/bench/bench_probe_warmth.c). The warm pass costs about a tenth of a probe. */
 static inline void pv_work_probe_run(uint64_t adds, pv_work_probe_sample *s)
 {
     pv_work_probe_sample warm;
