@@ -119,7 +119,9 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
             progress.step("plotting the HTML report")
             page = _render_html(result, kept)
     if not args.quiet:
-        sys.stdout.write(render(result, all_classes=args.all_classes))
+        sys.stdout.write(
+            render(result, all_classes=args.all_classes, all_ranks=args.all_ranks)
+        )
         sys.stdout.flush()
     try:
         path = write_json(result, args.json)
@@ -316,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print nothing and show no progress, only write the JSON and HTML",
     )
-    from perfvar.report.text import LISTED_SHARE
+    from perfvar.report.text import LISTED_RANKS, LISTED_SHARE
 
     p.add_argument(
         "--all-classes",
@@ -324,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="list every segment class in the report, not only the largest ones "
         f"holding {LISTED_SHARE * 100:g} %% of the compute time and those a finding "
         "names",
+    )
+    p.add_argument(
+        "--all-ranks",
+        action="store_true",
+        help=f"list every rank in the report; beyond {LISTED_RANKS} ranks it lists "
+        "those whose verdict is not ok or that a finding names, and counts the rest",
     )
     p.add_argument(
         "--no-symbolize",

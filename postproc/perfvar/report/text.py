@@ -8,6 +8,7 @@ or s, chosen per value). Pure functions; thread-safe.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -299,16 +300,56 @@ def _rank_row(r: dict[str, Any], measured: bool) -> list[str]:
     return row + [r["verdict"] + (" (migrated)" if r["migrated"] else "")]
 
 
-def _rank_lines(result: dict[str, Any]) -> list[str]:
-    """The ranks table, its legend and the cycle counter's calibration."""
+# The ranks table lists, unless asked for all, every rank of a job of up to
+# LISTED_RANKS ranks; beyond, the ranks whose verdict is not "ok" or that a finding
+# names (minor ones too), the first LISTED_RANKS of them, and one line counting the
+# rest by verdict: a row a rank would bury the findings of a job of thousands.
+LISTED_RANKS = 32
+
+
+def listed_ranks(
+    result: dict[str, Any], all_ranks: bool = False
+) -> list[dict[str, Any]]:
+    """The rows of ``result["ranks"]`` the ranks table lists (see LISTED_RANKS)."""
+    ranks = result["ranks"]
+    if all_ranks or len(ranks) <= LISTED_RANKS:
+        return ranks
+    named = {
+        a.get("rank") for a in result.get("anomalies", []) + result.get("minor", [])
+    }
+    return [r for r in ranks if r["verdict"] != "ok" or r["rank"] in named][
+        :LISTED_RANKS
+    ]
+
+
+def _unlisted_ranks_line(
+    result: dict[str, Any], listed: list[dict[str, Any]]
+) -> list[str]:
+    """One line for the ranks the table leaves out, counted by verdict."""
+    shown = {r["rank"] for r in listed}
+    rest = Counter(r["verdict"] for r in result["ranks"] if r["rank"] not in shown)
+    if not rest:
+        return []
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in rest.most_common())
+    return [
+        f"... and {sum(rest.values())} more ranks: {counts} (perfvar analyze "
+        "--all-ranks lists them; analysis.json has them all)"
+    ]
+
+
+def _rank_lines(result: dict[str, Any], all_ranks: bool = False) -> list[str]:
+    """The ranks table (listed_ranks), its legend and the cycle counter's
+    calibration."""
     measured = any(r.get("cpu_time") for r in result["ranks"])
-    rows = [_rank_row(r, measured) for r in result["ranks"]]
+    listed = listed_ranks(result, all_ranks)
+    rows = [_rank_row(r, measured) for r in listed]
     header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
     header += ["segments", "interrupted"] + (["off CPU"] if measured else [])
     header += ["verdict"]
     out = ["Ranks"] + _table(
         header, rows, right={0, 3, 4, 5, 7, 8, 9} if measured else {0, 3, 4, 5, 7, 8}
     )
+    out += _unlisted_ranks_line(result, listed)
     out.append(
         "t_min/t_diff: flush 0. cache states: those calibrated (t_min and t_diff "
         "known); 'partial' ones are not final, 'borrowed' ones are the largest of "
@@ -434,11 +475,14 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def render(result: dict[str, Any], all_classes: bool = False) -> str:
+def render(
+    result: dict[str, Any], all_classes: bool = False, all_ranks: bool = False
+) -> str:
     """The whole report as one string (ends with the verdict line and a newline);
-    ``all_classes``: list every segment class, not only listed_classes'."""
+    ``all_classes``: list every segment class, not only listed_classes';
+    ``all_ranks``: every rank, not only listed_ranks'."""
     out = _header_lines(result) + [""]
-    out += _rank_lines(result) + [""]
+    out += _rank_lines(result, all_ranks) + [""]
     out += _segment_lines(result, all_classes) + [""]
     out += _finding_lines(result) + [""]
     out += judged_share_lines(result)

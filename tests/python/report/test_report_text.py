@@ -1,7 +1,15 @@
-"""The text report's segment classes table: the classes that hold most of the compute
-time and those a finding names, the rest counted in one line."""
+"""The text report's tables: the segment classes that hold most of the compute time
+and those a finding names, the ranks that matter in a large job, the rest counted in
+one line."""
 
-from perfvar.report.text import LISTED_SHARE, _segment_lines, listed_classes
+from perfvar.report.text import (
+    LISTED_RANKS,
+    LISTED_SHARE,
+    _rank_lines,
+    _segment_lines,
+    listed_classes,
+    listed_ranks,
+)
 
 
 def _result(totals, minor=(), anomalies=(), consequences=()):
@@ -51,3 +59,56 @@ def test_every_class_is_listed_when_asked_or_when_they_are_few():
     few = _result([500, 300, 200])
     assert [s["id"] for s in listed_classes(few)] == ["S0", "S1", "S2"]
     assert not any(line.startswith("... and") for line in _segment_lines(few))
+
+
+def _ranks(n, verdicts=None, named=()):
+    """A result of ``n`` ranks, all "ok" but those ``verdicts`` gives; ``named``: ranks a
+    minor finding names."""
+    verdicts = verdicts or {}
+    row = {
+        "host": "h",
+        "cpus": [0],
+        "t_min_ns": 80.0,
+        "t_diff_ns": 3.0,
+        "timer_overhead_ns": 16.0,
+        "cache_states": [],
+        "n_segments": 10,
+        "interrupted_fraction": 0.0,
+        "migrated": False,
+    }
+    return {
+        "ranks": [
+            row | {"rank": r, "verdict": verdicts.get(r, "ok")} for r in range(n)
+        ],
+        "anomalies": [],
+        "minor": [{"rank": r, "kind": "slow_segment"} for r in named],
+    }
+
+
+def _table_ranks(lines):
+    return [int(line.split()[0]) for line in lines[2:] if line.split()[0].isdigit()]
+
+
+def test_a_large_job_lists_the_ranks_that_matter_and_counts_the_rest():
+    assert LISTED_RANKS == 32
+    result = _ranks(1000, {7: "noisy core", 900: "load imbalance"}, named=[42])
+    assert [r["rank"] for r in listed_ranks(result)] == [7, 42, 900]
+    lines = _rank_lines(result)
+    assert _table_ranks(lines) == [7, 42, 900]
+    assert any(
+        line.startswith("... and 997 more ranks: 997 ok (perfvar analyze --all-ranks")
+        for line in lines
+    ), lines
+    # Asked for, or up to LISTED_RANKS ranks: every one, no count line.
+    assert len(_table_ranks(_rank_lines(result, all_ranks=True))) == 1000
+    small = _rank_lines(_ranks(LISTED_RANKS, {3: "noisy core"}))
+    assert _table_ranks(small) == list(range(LISTED_RANKS))
+    assert not any(line.startswith("... and") for line in small)
+
+
+def test_the_listed_ranks_are_bounded_and_the_rest_counted_by_verdict():
+    many = {r: "noisy core" for r in range(0, 200, 2)}
+    lines = _rank_lines(_ranks(200, many))
+    assert len(_table_ranks(lines)) == LISTED_RANKS
+    count = next(line for line in lines if line.startswith("... and"))
+    assert count.startswith("... and 168 more ranks: 100 ok, 68 noisy core")
