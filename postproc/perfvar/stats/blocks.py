@@ -256,10 +256,11 @@ class ClassBlocks:
         if i >= self.ranks.size or self.ranks[i] != rank:
             return np.full(self.edges.size - 1, np.nan)
         others = self.ranks != rank
-        gone = others & np.isin(self.ranks, list(leave_out or []))
+        left = np.isin(self.ranks, list(leave_out or []))
+        gone = others & left
         if not gone.any() or gone.sum() == others.sum():
             return self.medians[i] - self.centres[i]
-        key = frozenset(np.flatnonzero(np.isin(self.ranks, list(leave_out))).tolist())
+        key = frozenset(np.flatnonzero(left).tolist())
         if key not in self._without:
             self._without[key] = self._centres_without(key)
         return self.medians[i] - self._without[key][i]
