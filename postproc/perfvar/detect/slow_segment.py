@@ -309,10 +309,11 @@ def _probes_tell(
     for r, v in _probe_shifts(prep).items():
         tells = witnesses.get(r, set())
         if len(tells) < MIN_WITNESSES:
-            if v > beyond_margin:
-                speed = core_speed.of_rank(prep, r)
-                if speed is not None and speed.ci_rel[0] > SYSTEMATIC:
-                    out[r] = v
+            # The bootstrap only where the point is beyond the margin already.
+            if v > beyond_margin and core_speed.slower_beyond_margin(
+                core_speed.of_rank(prep, r)
+            ):
+                out[r] = v
             continue
         mine = by_rank.get(r, {})
         common = [mine[s] for s in tells if s in mine]

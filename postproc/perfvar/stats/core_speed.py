@@ -183,6 +183,13 @@ def decide(
     return UNTOLD
 
 
+def slower_beyond_margin(speed: Optional[CoreSpeed]) -> bool:
+    """Whether the rank's probes ran slower than its peers' with all of their
+    interval beyond SYSTEMATIC (False without probes): the probes alone then tell a
+    slower core, whatever finding they are asked of."""
+    return speed is not None and speed.ci_rel[0] > SYSTEMATIC
+
+
 def evidence(
     speed: Optional[CoreSpeed], excess_rel: float, explained_rel: float = 0.0
 ) -> dict[str, Any]:

@@ -77,6 +77,13 @@ def test_the_window_reads_the_probes_of_that_stretch_only():
     assert 90 <= second.n <= 100 and second.to_json()["window_ns"] == [mid, None]
 
 
+def test_the_probes_alone_tell_a_core_only_beyond_their_margin():
+    assert core_speed.slower_beyond_margin(core_speed.of_rank(_prep(2.0), 1))
+    for factor in (1.0, 1.01):  # at their peers' speed, or within the margin
+        assert not core_speed.slower_beyond_margin(core_speed.of_rank(_prep(factor), 1))
+    assert not core_speed.slower_beyond_margin(None)
+
+
 def test_too_few_probes_tell_nothing():
     prep = _prep(1.0, n=4)
     assert core_speed.of_rank(prep, 1) is None
