@@ -50,15 +50,20 @@ def within(ratio: float, expect: float) -> bool:
     return 0.6 * (expect - 1) <= ratio - 1 <= 1.5 * (expect - 1)
 
 
+def class_samples(trace, pattern: Pattern, rank: int):
+    """The class's samples on ``rank`` (thread 0) and their starts, s of trace time."""
+    s = trace.samples
+    s = s[(s["thread"] == 0) & (s["rank"] == rank)
+          & np.isin(s["segment"], selected_ids(trace, pattern))]
+    return s, trace.trace_ns(s["start_ticks"]) / 1e9
+
+
 def window_ratio(trace, pattern: Pattern, rank: int, after_s: float, until_s: float
                  ) -> float | None:
     """The class's median on ``rank`` (thread 0) in segments that started between
     ``after_s`` and ``until_s`` of trace time over its median in the others; None when
     either side has no segment."""
-    s = trace.samples
-    s = s[(s["thread"] == 0) & (s["rank"] == rank)
-          & np.isin(s["segment"], selected_ids(trace, pattern))]
-    start_s = trace.trace_ns(s["start_ticks"]) / 1e9
+    s, start_s = class_samples(trace, pattern, rank)
     inside = (start_s >= after_s) & (start_s < until_s)
     if not inside.any() or inside.all():
         return None
@@ -67,12 +72,9 @@ def window_ratio(trace, pattern: Pattern, rank: int, after_s: float, until_s: fl
 
 def class_span_s(trace, pattern: Pattern, rank: int) -> tuple[float, float] | None:
     """The first and last start (s of trace time) of the class's segments on ``rank``."""
-    s = trace.samples
-    s = s[(s["thread"] == 0) & (s["rank"] == rank)
-          & np.isin(s["segment"], selected_ids(trace, pattern))]
-    if not s.size:
+    _, start_s = class_samples(trace, pattern, rank)
+    if not start_s.size:
         return None
-    start_s = trace.trace_ns(s["start_ticks"]) / 1e9
     return float(start_s.min()), float(start_s.max())
 
 
