@@ -148,21 +148,26 @@ static void remove_records(void)
 }
 
 /* A start-up calibration that found no flush-0 t_min or t_diff (its core disturbed while the job
- * started: a cold cache, the processes of a build still ending) runs again at the stop, on the
- * same core, after the job's own work; where it finds both, its results and samples replace the
- * start-up ones and rank-N.json says calibration.at "MPI_Finalize". About the start-up budget
- * (0.4 s quick) of one rank's time, and only where the verdict would otherwise lack its figures. */
+ * started: a cold cache, the processes of a build still ending; or PERFVAR_CALIBRATION_* settings
+ * no run could meet) runs again at the stop, on the same core, after the job's own work, with its
+ * mode's own parameters: the settings that found nothing are set aside. Where it finds both, its
+ * results, parameters and samples replace the start-up ones and rank-N.json says calibration.at
+ * "MPI_Finalize". About the mode's budget (0.4 s quick) of one rank's time, and only where the
+ * verdict would otherwise lack its figures. */
 static void calibrate_again(void)
 {
     const pv_calib_result *c = &pv_rt.calib;
     if (pv_rt.cfg.calibration == PV_CALIB_OFF || (c->t_min_adds && c->t_diff_adds)) return;
+    pv_calib_params params;
+    pv_calib_defaults(&params, pv_rt.cfg.calibration);
     pv_calib_result again;
     memset(&again, 0, sizeof again);
-    int rc = pv_calib_run(&pv_rt.calib_params, &again);
+    int rc = pv_calib_run(&params, &again);
     if (rc != PERFVAR_OK || !again.t_min_adds || !again.t_diff_adds) {
         pv_calib_free(&again);
         return;
     }
+    pv_rt.calib_params = params;
     pv_rt.calib = again;
     pv_rt.calib_at = "MPI_Finalize";
     pv_write_calibration_samples();

@@ -28,6 +28,8 @@
 6. rank-N.json's "neighbours" (what else ran on the rank's CPUs): one entry per CPU the rank
    ran on, its times within the span, tasks of other processes only, on those CPUs, most time
    first; --neighbour RANK:COMM:SHARE asks for a task COMM on that rank's CPU for SHARE of it.
+7. With --calibrated-at WHEN, rank-N.json's "calibration" ran at WHEN (start-up, or MPI_Finalize
+   when the start-up one found nothing) and found t_min and t_diff.
 
 A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
 the location id (k << 32) | rank (docs/trace-format.md).
@@ -263,6 +265,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--neighbour", action="append", default=[], metavar="RANK:COMM:SHARE",
                     help="rank-N.json lists a task COMM on rank RANK's CPU that ran at least "
                          "SHARE (0..1) of the rank's traced time")
+    ap.add_argument("--calibrated-at", choices=("start-up", "MPI_Finalize"),
+                    help="every rank's rank-N.json calibration ran then and found t_min and t_diff")
     ap.add_argument("--records", choices=("removed", "kept"),
                     help="the raw records (DIR/perfvar/records) after the run: removed (a clean "
                          "finish) or kept (PERFVAR_KEEP_RECORDS=1, or a rank died)")
@@ -709,8 +713,22 @@ def check_neighbours_doc(args, scan: TraceScan, r: int, threads: list[int], doc:
                                                                         doc["pid"])
 
 
+def check_calibration_doc(args, scan: TraceScan, r: int, threads: list[int], doc: dict) -> list[str]:
+    """rank-N.json "calibration" with --calibrated-at: when it ran, and t_min/t_diff found."""
+    if not args.calibrated_at:
+        return []
+    cal = doc.get("calibration") or {}
+    errors = []
+    if cal.get("at") != args.calibrated_at:
+        errors.append(f"rank {r}: calibration at {cal.get('at')!r}, expected {args.calibrated_at!r}")
+    if not (cal.get("t_min_adds") and cal.get("t_diff_adds")):
+        errors.append(f"rank {r}: calibration found t_min {cal.get('t_min_adds')} ADDs, t_diff "
+                      f"{cal.get('t_diff_adds')} ADDs (status {cal.get('status')!r})")
+    return errors
+
+
 RANK_DOC_CHECKS = (check_events_doc, check_mpi_doc, check_probes_doc, check_threads_doc,
-                   check_neighbours_doc)
+                   check_neighbours_doc, check_calibration_doc)
 
 
 def check_rank(args, scan: TraceScan, r: int) -> list[str]:
