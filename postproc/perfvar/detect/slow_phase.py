@@ -26,7 +26,8 @@ Classes with fewer than ``MIN_SAMPLES`` samples on a rank (a real program's code
 keyed by call paths splits its compute into dozens of classes of a sample per time
 step) are judged together: per rank, each of their samples relative to its class's
 centre over all ranks (log-duration minus the class's median), pooled into one
-series that goes through steps 1-4 as a class of its own. A window found there
+series that goes through steps 1-4 as a class of its own when it has at least
+``MIN_POOLED`` samples (20 bins of 5). A window found there
 is reported per pooled class (``pooled`` in the evidence, each with its own
 excess inside the window against its peers' and the time it lost); its excess is
 theirs weighted by the rank's time in each (the share of that time lost), per
@@ -58,6 +59,10 @@ KIND = "slow_phase"
 MIN_SAMPLES = 400
 PER_BIN = 20
 MIN_BINS, MAX_BINS = 20, 400
+# The pooled series of a rank's small classes needs only MIN_BINS bins of a few
+# samples: a run of a hundred time steps (a molecular-dynamics code's 100 steps in
+# 4 s, a sample per class and step) has a few hundred across its classes, never 400.
+MIN_POOLED = MIN_BINS * 5
 MIN_SIZE = 5  # bins per stretch between change points
 MAX_COVER = 0.8  # a "phase" longer than this share of the run is the whole run
 MIN_PER_BIN = 3  # samples a rank (or its pooled peers) needs in a bin
@@ -238,12 +243,12 @@ def _pooled_windows(
 ) -> list[_Window]:
     """The windows of each rank's small classes pooled (``small``: rank -> its
     judgeable cells of fewer than MIN_SAMPLES samples, with their t_diff in ns; at
-    least MIN_SAMPLES samples together, on two ranks or more). A window's excess is
+    least MIN_POOLED samples together, on two ranks or more). A window's excess is
     its classes' excesses weighted by the rank's time in each inside it (the share
     of the rank's time lost there); per segment, the time lost over the segments
     inside."""
     pooled = {r: _pooled(prep, [c for c, _ in cells]) for r, cells in small.items()
-              if sum(c.n for c, _ in cells) >= MIN_SAMPLES}  # fmt: skip
+              if sum(c.n for c, _ in cells) >= MIN_POOLED}  # fmt: skip
     if len(pooled) < 2:
         return []
     classes = by_segment(prep)

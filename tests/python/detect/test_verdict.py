@@ -226,6 +226,29 @@ def test_many_small_classes_of_a_clean_run_give_no_phase(seed):
     assert _kinds(_named(_many_small_classes(seed))) == []
 
 
+def _few_steps(seed, slow=None):
+    """A short run: 4 classes of 40 samples each (40 time steps), 1 % noise; 160
+    samples a rank, well under a class's MIN_SAMPLES."""
+    return _cells(seed, nranks=2, n=40, classes=(30_000.0, 10_000.0, 5_000.0, 2_000.0),
+                  slow=slow)  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_phase_of_a_run_of_few_steps_is_found_pooled(seed):
+    def phase(i):
+        return np.where((i >= 16) & (i < 28), 1.10, 1.0)
+
+    found = _named(_few_steps(seed, {(c, 0): phase for c in range(4)}))
+    assert _kinds(found) == [("slow_phase", 0, None)]
+    assert found[0].start_ns == pytest.approx(16 * STEP_NS, abs=3 * STEP_NS)
+    assert found[0].end_ns == pytest.approx(28 * STEP_NS, abs=3 * STEP_NS)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_clean_run_of_few_steps_gives_no_phase(seed):
+    assert _kinds(_named(_few_steps(seed))) == []
+
+
 def test_slow_phase_is_named_when_the_durations_are_on_a_grid():
     # Work that takes the same ticks every time: rounded to 1 us, every bin's median
     # equals its neighbour's outside the step, so the bins' median absolute
