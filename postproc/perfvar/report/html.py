@@ -53,10 +53,10 @@ from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_plus_minus
 from perfvar.verdict.headline import after_waiting
 from perfvar.verdict.time_slicing import SHARED_CPU
+from perfvar.verdict.wait_states import TOP_CAUSES
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed
-MAX_CAUSES = 3  # ranks named per row of the waiting table; the rest counted
 PATTERN_WORDS = {
     "late_sender": "late sender",
     "late_receiver": "late receiver",
@@ -486,10 +486,10 @@ def _waits_table(result: dict[str, Any], wall: float) -> str:
     rows, classes = [], []
     named = {a["rank"] for a in result["anomalies"] if names_rank(a)}
     for rank, v in waits_by_rank(result).items():
-        causes = list(v["for"].items())
-        whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes[:MAX_CAUSES])
-        if len(causes) > MAX_CAUSES:
-            whom += f" and {len(causes) - MAX_CAUSES} more"
+        causes = list(v["for"].items())[:TOP_CAUSES]
+        whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes)
+        if v["for_ranks"] > len(causes):
+            whom += f" and {v['for_ranks'] - len(causes)} more"
         rows.append(
             [
                 str(rank),

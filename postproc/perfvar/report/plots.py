@@ -859,27 +859,26 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
 
 def waits_by_rank(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """rank -> ``waited_ns`` (time its MPI calls spent waiting for other ranks),
-    ``caused_ns`` (time the other ranks spent waiting for it) and ``for`` (cause
-    rank -> ns it waited for that rank, largest first), from ``wait_states``
-    ``by_rank_pair_ns`` ("p<-q": p waited for q). Every rank of the result is there
-    (zeros when it neither waited nor made others wait); {} without wait states."""
+    ``caused_ns`` (time the other ranks spent waiting for it), ``for`` (cause rank
+    -> ns it waited for that rank, the largest few first) and ``for_ranks`` (how
+    many ranks it waited for), from ``wait_states`` ``by_rank``. Every rank of the
+    result is there (zeros when it neither waited nor made others wait); {}
+    without wait states."""
     ws = result.get("wait_states") or {}
-    pairs = ws.get("by_rank_pair_ns")
-    if pairs is None:
+    if ws.get("by_rank") is None:
         return {}
 
     def blank() -> dict[str, Any]:
-        return {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}}
+        return {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}, "for_ranks": 0}
 
     out = {r["rank"]: blank() for r in result["ranks"]}
-    for key, ns in pairs.items():
-        p, q = (int(x) for x in key.split("<-"))
-        waiter = out.setdefault(p, blank())
-        waiter["waited_ns"] += ns
-        waiter["for"][q] = waiter["for"].get(q, 0.0) + ns
-        out.setdefault(q, blank())["caused_ns"] += ns
-    for v in out.values():
-        v["for"] = dict(sorted(v["for"].items(), key=lambda kv: -kv[1]))
+    for e in ws["by_rank"]:
+        out[e["rank"]] = {
+            "waited_ns": e["waited_ns"],
+            "caused_ns": e["caused_ns"],
+            "for": {q: ns for q, ns in e["waited_for"]},
+            "for_ranks": e["waited_for_ranks"],
+        }
     return dict(sorted(out.items()))
 
 

@@ -115,6 +115,10 @@ def mpi_name(function: str) -> str:
     return name.removesuffix("_f08")
 
 
+TOP_CAUSES = 3  # ranks listed per rank as those it waited for most
+TOP_PAIRS = 100  # (waiting rank, cause) pairs listed over the job
+
+
 @dataclass
 class Timeline:
     """The MPI calls of every rank's master thread, in rank then time order.
@@ -264,20 +268,16 @@ class WaitStates:
     inconsistent: int = 0
 
     def to_json(self, tl: Timeline, top: int = 10) -> dict:
-        """A summary: total waiting by pattern and by (waiting rank, cause rank),
-        and the ``top`` functions by waiting (ns)."""
+        """A summary that grows with the ranks, not with their pairs: total waiting
+        by pattern; per rank, the waiting it suffered and caused and the
+        ``TOP_CAUSES`` ranks it waited for most; the ``TOP_PAIRS`` largest (waiting
+        rank, cause) pairs; and the ``top`` functions by waiting (ns). Every rank
+        waits for every other in the collectives of a job, so all pairs would be
+        ranks squared: 18 MB of the analysis at 1024 ranks."""
         by_pattern = {
             PATTERNS[k]: float(self.waiting_ns[self.pattern == k].sum())
             for k in range(1, len(PATTERNS))
             if (self.pattern == k).any()
-        }
-        w = self.waiting_ns > 0
-        # One integer per (waiting rank, cause): a 1-D unique, not a row-wise one.
-        span = int(max(tl.rank.max(initial=0), self.cause.max(initial=0))) + 1
-        key, at = np.unique(tl.rank[w] * span + self.cause[w], return_inverse=True)
-        sums = np.bincount(at.ravel(), weights=self.waiting_ns[w], minlength=key.size)
-        pairs = {
-            f"{k // span}<-{k % span}": float(t) for k, t in zip(key.tolist(), sums)
         }
         fns = np.bincount(
             tl.function, weights=self.waiting_ns, minlength=len(tl.functions)
@@ -289,12 +289,51 @@ class WaitStates:
             "collectives_inconsistent": self.inconsistent,
             "total_ns": float(self.waiting_ns.sum()),
             "by_pattern_ns": by_pattern,
-            "by_rank_pair_ns": dict(sorted(pairs.items(), key=lambda kv: -kv[1])),
+            **_by_rank(tl.rank, self.cause, self.waiting_ns),
             "by_function_ns": {
                 tl.functions[k]: float(fns[k]) for k in ranked if fns[k] > 0
             },
             "wall_ns": tl.wall_ns,
         }
+
+
+def _by_rank(rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray) -> dict:
+    """``wait_states``' per-rank entries from each call's rank, cause rank and
+    waiting (ns): ``by_rank`` (ranks that waited or made others wait, each with
+    ``waited_ns``, ``caused_ns``, ``waited_for`` [[cause, ns], ...] largest first
+    and at most TOP_CAUSES, ``waited_for_ranks`` how many it waited for),
+    ``by_rank_pair_ns`` ("p<-q": p waited for q; the TOP_PAIRS largest) and
+    ``rank_pairs`` (how many pairs there are)."""
+    w = waiting_ns > 0
+    # One integer per (waiting rank, cause): a 1-D unique, not a row-wise one.
+    span = int(max(rank.max(initial=0), cause.max(initial=0))) + 1
+    key, at = np.unique(rank[w] * span + cause[w], return_inverse=True)
+    sums = np.bincount(at.ravel(), weights=waiting_ns[w], minlength=key.size)
+    waiter, whom = key // span, key % span
+    waited = np.bincount(waiter, weights=sums, minlength=span)
+    caused = np.bincount(whom, weights=sums, minlength=span)
+    # Each waiter's pairs largest first; its k-th is listed while k < TOP_CAUSES.
+    order = np.lexsort((-sums, waiter))
+    first = np.searchsorted(waiter[order], waiter[order], side="left")
+    kth = np.arange(order.size) - first
+    listed = order[kth < TOP_CAUSES]
+    causes: dict[int, list] = {}
+    for p, q, t in zip(waiter[listed].tolist(), whom[listed].tolist(), sums[listed]):
+        causes.setdefault(p, []).append([q, float(t)])
+    count = np.bincount(waiter, minlength=span)
+    by_rank = [
+        {
+            "rank": r,
+            "waited_ns": float(waited[r]),
+            "caused_ns": float(caused[r]),
+            "waited_for": causes.get(r, []),
+            "waited_for_ranks": int(count[r]),
+        }
+        for r in np.nonzero((waited > 0) | (caused > 0))[0].tolist()
+    ]
+    biggest = np.argsort(-sums, kind="stable")[:TOP_PAIRS]
+    pairs = {f"{waiter[i]}<-{whom[i]}": float(sums[i]) for i in biggest.tolist()}
+    return {"by_rank": by_rank, "by_rank_pair_ns": pairs, "rank_pairs": int(key.size)}
 
 
 def _calls_by_rank(

@@ -334,8 +334,8 @@ def test_waits_by_rank_sums_the_pairs(ranked):
     pairs = ranked["wait_states"]["by_rank_pair_ns"]
     assert per[0]["waited_ns"] == per[1]["caused_ns"] == pairs["0<-1"]
     assert per[1]["waited_ns"] == per[0]["caused_ns"] == pairs["1<-0"]
-    assert per[0]["for"] == {1: pairs["0<-1"]}
-    assert per[2] == {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}}
+    assert per[0]["for"] == {1: pairs["0<-1"]} and per[0]["for_ranks"] == 1
+    assert per[2] == {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}, "for_ranks": 0}
 
 
 def test_heatmap_marks_minor_and_waited_cells(ranked):

@@ -46,3 +46,28 @@ def test_the_kth_collective_of_each_rank_is_one_instance():
     inst = np.concatenate(W._collective_instances(tl, coll))  # an instance a row
     assert inst.shape == (20, 2)
     assert all(set(tl.rank[i]) == {0, 1} for i in inst)
+
+
+def test_the_summary_grows_with_the_ranks_not_their_pairs():
+    # 300 ranks, each waiting for every other once, rank r's wait for q being
+    # (r + 1) * (q + 1) ns: 89 700 pairs, of which the summary lists the largest.
+    n = 300
+    r, q = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    other = r != q
+    rank, cause = r[other], q[other]
+    waiting = ((rank + 1) * (cause + 1)).astype(float)
+    out = W._by_rank(rank, cause, waiting)
+    assert out["rank_pairs"] == n * (n - 1)
+    pairs = out["by_rank_pair_ns"]
+    assert len(pairs) == W.TOP_PAIRS
+    # The largest two are equal: in the order of the waiting rank.
+    assert list(pairs)[:2] == [f"{n - 2}<-{n - 1}", f"{n - 1}<-{n - 2}"]
+    assert len(out["by_rank"]) == n
+    top = out["by_rank"][0]  # rank 0 waited most for the largest ranks
+    assert [c for c, _ in top["waited_for"]] == [n - 1, n - 2, n - 3][: W.TOP_CAUSES]
+    assert top["waited_for_ranks"] == n - 1
+    total = waiting.sum()
+    assert sum(e["waited_ns"] for e in out["by_rank"]) == pytest.approx(total)
+    assert sum(e["caused_ns"] for e in out["by_rank"]) == pytest.approx(total)
+    # Rank 5 made every other rank p wait (p + 1) * 6 ns.
+    assert out["by_rank"][5]["caused_ns"] == pytest.approx(6 * (n * (n + 1) / 2 - 6))
