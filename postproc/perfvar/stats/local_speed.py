@@ -100,24 +100,33 @@ def _centres(prep: Prepared, cells: list[tuple[int, int]]) -> dict[int, float]:
 
 
 def _window_medians(
-    bins: np.ndarray, cls: np.ndarray, resid: np.ndarray, nbins: int, nclasses: int
+    row: np.ndarray,
+    bins: np.ndarray,
+    cls: np.ndarray,
+    resid: np.ndarray,
+    nbins: np.ndarray,
+    nclasses: int,
 ) -> np.ndarray:
-    """(bins x classes) median residual of each class over a bin and its two
-    neighbours (NaN where the class has none there)."""
+    """(rows x bins x classes) median residual of each class over a bin and its two
+    neighbours, per row (a rank; ``nbins``: its bins; NaN where the class has none
+    there, and beyond the row's own bins)."""
     import pandas as pd
 
     spread = np.concatenate([bins - 1, bins, bins + 1])
-    keep = (spread >= 0) & (spread < nbins)
+    rows = np.tile(row, 3)
+    keep = (spread >= 0) & (spread < nbins[rows])
     frame = pd.DataFrame(
         {
+            "row": rows[keep],
             "bin": spread[keep],
             "cls": np.tile(cls, 3)[keep],
             "e": np.tile(resid, 3)[keep],
         }
     )
-    med = frame.groupby(["bin", "cls"])["e"].median()
-    out = np.full((nbins, nclasses), np.nan)
-    out[med.index.get_level_values(0), med.index.get_level_values(1)] = med.to_numpy()
+    med = frame.groupby(["row", "bin", "cls"])["e"].median()
+    out = np.full((nbins.size, int(nbins.max()), nclasses), np.nan)
+    at = tuple(med.index.get_level_values(k) for k in range(3))
+    out[at] = med.to_numpy()
     return out
 
 
@@ -145,57 +154,101 @@ class _Told:
     start_ns: np.ndarray
 
 
+# Window medians held at once when the speeds of many ranks are read together
+# (ranks x bins x classes, float64): about 32 MB.
+MAX_WINDOWS = 1 << 22
+
+
 def _rank_speeds(
     prep: Prepared,
-    rank: int,
+    ranks: list[int],
     segs: list[int],
     centres: dict[int, float],
     witnesses: set[int],
 ) -> dict[tuple[int, int], _Told]:
-    """(segment, rank) -> _Told for one rank's cells ``segs`` (more than
-    MIN_CLASSES), the rank's speed read from its ``witnesses`` (witness_classes)."""
-    cells = [prep.cells[(s, rank)] for s in segs]
-    start = np.concatenate([c.start_ns for c in cells])
-    logd = np.concatenate([np.log(c.samples_ns) for c in cells])
-    cls = np.concatenate([np.full(c.n, k) for k, c in enumerate(cells)])
-    resid = logd - np.array([centres[s] for s in segs])[cls]
-    bins = ((start - start.min()) // WINDOW_NS).astype(np.int64)
-    nbins = int(bins.max()) + 1
+    """(segment, rank) -> _Told for the cells ``segs`` (more than MIN_CLASSES) of
+    each of ``ranks``, whose cells and witnesses (witness_classes) are those same
+    segments; the ranks are read together, a block of them at a time."""
     witness = np.array([s in witnesses for s in segs])
     if np.count_nonzero(witness) < MIN_CLASSES:
         return {}  # no class has MIN_CLASSES others to tell the speed
-    told = witness[cls]  # only the witnesses' samples are read for the speed
-    windows = _window_medians(bins[told], cls[told], resid[told], nbins, len(segs))
+    cells = [[prep.cells[(s, r)] for s in segs] for r in ranks]
+    starts = [np.concatenate([c.start_ns for c in cs]) for cs in cells]
+    span = max(float(x.max() - x.min()) for x in starts)
+    per_rank = (int(span // WINDOW_NS) + 1) * len(segs)
+    block = max(1, MAX_WINDOWS // per_rank)
     out = {}
-    for k, s in enumerate(segs):
-        others = np.delete(windows, k, axis=1)
-        counted = np.count_nonzero(~np.isnan(others), axis=1)
+    for lo in range(0, len(ranks), block):
+        out.update(
+            _block_speeds(cells[lo : lo + block], ranks[lo : lo + block], segs,
+                          centres, witness)  # fmt: skip
+        )
+    return out
+
+
+def _block_speeds(
+    cells: list[list],
+    ranks: list[int],
+    segs: list[int],
+    centres: dict[int, float],
+    witness: np.ndarray,
+) -> dict[tuple[int, int], _Told]:
+    """_rank_speeds of one block of ranks (``cells``: each rank's cells of
+    ``segs``), with one grouping of their window medians."""
+    centre = np.array([centres[s] for s in segs])
+    start, logd, cls, bins, row = [], [], [], [], []
+    for i, cs in enumerate(cells):
+        st = np.concatenate([c.start_ns for c in cs])
+        k = np.concatenate([np.full(c.n, j) for j, c in enumerate(cs)])
+        start.append(st)
+        logd.append(np.concatenate([np.log(c.samples_ns) for c in cs]))
+        cls.append(k)
+        bins.append(((st - st.min()) // WINDOW_NS).astype(np.int64))
+        row.append(np.full(st.size, i))
+    nbins = np.array([int(b.max()) + 1 for b in bins])
+    flat = [np.concatenate(x) for x in (row, bins, cls, logd)]
+    told = witness[flat[2]]  # only the witnesses' samples are read for the speed
+    resid = flat[3] - centre[flat[2]]
+    windows = _window_medians(
+        flat[0][told], flat[1][told], flat[2][told], resid[told], nbins, len(segs)
+    )
+    speeds, noises = [], []
+    for k in range(len(segs)):
+        others = np.delete(windows, k, axis=2)
+        counted = np.count_nonzero(~np.isnan(others), axis=2)
         with np.errstate(all="ignore"):
             speed = np.where(
                 counted >= MIN_CLASSES,
-                np.nanmedian(np.where(counted[:, None] > 0, others, 0.0), axis=1),
+                np.nanmedian(np.where(counted[..., None] > 0, others, 0.0), axis=2),
                 np.nan,
             )
-        mine = cls == k
-        noise = _reading_noise(others, speed, counted)
-        out[(s, rank)] = _Told(
-            logd[mine], speed[bins[mine]], noise[bins[mine]], start[mine]
-        )
+        speeds.append(speed)
+        noises.append(_reading_noise(others, speed, counted))
+    out = {}
+    for i, r in enumerate(ranks):
+        for k, s in enumerate(segs):
+            mine = cls[i] == k
+            at = bins[i][mine]
+            out[(s, r)] = _Told(
+                logd[i][mine], speeds[k][i, at], noises[k][i, at], start[i][mine]
+            )
     return out
 
 
 def _reading_noise(
     others: np.ndarray, speed: np.ndarray, counted: np.ndarray
 ) -> np.ndarray:
-    """Per bin, the variance of the speed read there: of a median of ``counted``
-    classes' window medians ``others`` (bins x classes) that scatter around it,
-    pi/2 x their variance / their number (a median's, for normal scatter). The
-    classes' own responses to the speed scatter them too: an upper bound."""
+    """Per rank and bin, the variance of the speed read there: of a median of
+    ``counted`` classes' window medians ``others`` (ranks x bins x classes) that
+    scatter around it, pi/2 x their variance / their number (a median's, for
+    normal scatter). The classes' own responses to the speed scatter them too: an
+    upper bound."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a class with no window
-        apart = others - speed[:, None]
-        apart -= np.nanmedian(apart, axis=0)  # a class's own offset on the rank
-        scatter = np.nanmean(apart**2, axis=1)
+        apart = others - speed[..., None]
+        # A class's own offset on the rank, over the bins.
+        apart -= np.nanmedian(apart, axis=-2, keepdims=True)
+        scatter = np.nanmean(apart**2, axis=-1)
         return np.where(counted >= MIN_CLASSES, np.pi / 2 * scatter / counted, np.nan)
 
 
@@ -310,11 +363,20 @@ def corrected_cells(
         return prep.derived[key]
     centres = _centres(prep, sorted(judgeable))
     witnesses = witness_classes(prep, judgeable)
-    told: dict[tuple[int, int], _Told] = {}
+    # Ranks with the same cells and witnesses read together, in rank order after.
+    alike: dict[tuple, list[int]] = {}
     for r, segs in _segments_by_rank(judgeable).items():
-        if len(segs) <= MIN_CLASSES:
-            continue
-        told.update(_rank_speeds(prep, r, segs, centres, witnesses[r]))
+        if len(segs) > MIN_CLASSES:
+            alike.setdefault((tuple(segs), frozenset(witnesses[r])), []).append(r)
+    read: dict[tuple[int, int], _Told] = {}
+    for (segs, said), ranks in alike.items():
+        read.update(_rank_speeds(prep, ranks, list(segs), centres, set(said)))
+    told = {
+        (s, r): read[(s, r)]
+        for r, segs in _segments_by_rank(judgeable).items()
+        for s in segs
+        if (s, r) in read
+    }
     out = _corrected(told, witnesses)
     prep.derived[key] = out
     return out
