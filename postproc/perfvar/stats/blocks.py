@@ -44,6 +44,7 @@ Pure functions over arrays; thread-safe. Log-durations are natural logs of ns.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -165,13 +166,29 @@ def median_interval(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float,
     x_(k) and x_(n-k+1), k the largest with P(Binomial(n, 1/2) < k) <= (1 -
     level) / 2 (n = 20: the 6th and 15th, 95.9 %). Under 6 values no k exists: the
     extremes (n = 5: 93.8 %)."""
-    from scipy.stats import binom
-
     v = np.sort(np.asarray(values, dtype=np.float64))
     n = v.size
-    k = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(X <= k - 1) <= (1 - level) / 2
-    k = min(max(k, 1), (n + 1) // 2)
+    k = _order_statistic(n, level)
     return float(v[k - 1]), float(v[n - k])
+
+
+@lru_cache(maxsize=4096)
+def _order_statistic(n: int, level: float) -> int:
+    """median_interval's k for n values (scipy's binomial quantile, once per n:
+    an analysis of thousands of ranks asks it for the same few n)."""
+    from scipy.stats import binom
+
+    k = int(binom.ppf((1 - level) / 2, n, 0.5))  # P(X <= k - 1) <= (1 - level) / 2
+    return min(max(k, 1), (n + 1) // 2)
+
+
+@lru_cache(maxsize=65536)
+def _sign_test(above: int, nonzero: int) -> float:
+    """One-sided sign test's p-value: ``above`` of ``nonzero`` blocks above 0
+    (scipy.stats.binomtest, once per pair of counts)."""
+    from scipy import stats
+
+    return float(stats.binomtest(above, nonzero, 0.5, alternative="greater").pvalue)
 
 
 def block_test(shifts_log: np.ndarray, floor_log: float) -> BlockTest:
@@ -184,8 +201,6 @@ def block_test(shifts_log: np.ndarray, floor_log: float) -> BlockTest:
     runs, three such blocks of 20 took a steady +1 % from p = 0.001 to 0.03). It is
     the test whose inversion is the median's interval below. Fewer than MIN_BLOCKS
     usable blocks: p = 1 and an infinite interval (``tested`` is False)."""
-    from scipy import stats
-
     d = np.asarray(shifts_log, dtype=np.float64)
     used = d[~np.isnan(d)]
     k = int(used.size)
@@ -200,7 +215,7 @@ def block_test(shifts_log: np.ndarray, floor_log: float) -> BlockTest:
     if nonzero == 0:
         p = 1.0
     else:
-        p = float(stats.binomtest(above, nonzero, 0.5, alternative="greater").pvalue)
+        p = _sign_test(above, nonzero)
     return BlockTest(d, k, med, p, median_interval(used), share, float(q75 - q25))
 
 
