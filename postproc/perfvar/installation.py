@@ -5,6 +5,7 @@ wherever they are. Thread-safe."""
 
 from __future__ import annotations
 
+import ctypes.util
 import importlib
 import os
 import shutil
@@ -13,7 +14,8 @@ from typing import Optional
 
 def installed_path(key: str) -> Optional[str]:
     """The absolute path of ``key`` ("LIBPERFVAR": libperfvar, "BINDIR": the programs,
-    "LIBPERFVAR_READ": the native trace reader), or None outside an installation or
+    "LIBPERFVAR_READ": the native trace reader, "LIBPERFVAR_STATS": the native
+    statistics kernels), or None outside an installation or
     when the installation has no such file (empty, or recorded by an older one)."""
     try:
         # By name: the module exists only in an installation (cmake --install writes
@@ -26,6 +28,35 @@ def installed_path(key: str) -> Optional[str]:
         return None
     here = os.path.dirname(os.path.abspath(_install_paths.__file__))
     return os.path.normpath(os.path.join(here, relative))
+
+
+def library_candidates(filename: str, key: str) -> list[str]:
+    """Where one of the package's private libraries (``filename``, recorded under
+    ``key`` by ``cmake --install``) may be, in the order to try: beside
+    ``$PERFVAR_LIB`` (a build tree's top or an installation's lib/); this package's
+    installation; ``../lib`` and ``..`` of a ``perfvar-run`` on the PATH (an
+    installation, a build tree's bin/); the linker's search path; this checkout's
+    ``build/``."""
+    found = []
+    lib = os.environ.get("PERFVAR_LIB")
+    if lib:
+        found.append(os.path.join(os.path.dirname(os.path.abspath(lib)), filename))
+    installed = installed_path(key)
+    if installed:
+        found.append(installed)
+    launcher = shutil.which("perfvar-run")
+    if launcher:
+        bindir = os.path.dirname(os.path.realpath(launcher))
+        found += [
+            os.path.join(bindir, "..", "lib", filename),
+            os.path.join(bindir, "..", filename),
+        ]
+    name = ctypes.util.find_library(filename.removeprefix("lib").removesuffix(".so"))
+    if name:
+        found.append(name)
+    here = os.path.dirname(os.path.abspath(__file__))
+    found.append(os.path.join(here, "..", "..", "build", filename))
+    return found
 
 
 def find_tool(name: str) -> Optional[str]:

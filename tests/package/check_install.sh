@@ -27,6 +27,7 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/perfvar-run bin/perfvar bin/perfvar-recover bin/perfvar-markers include/perfvar.h include/perfvar_clock.h \
          lib/pkgconfig/perfvar.pc lib/pkgconfig/perfvar-mpi-$flavour.pc \
          lib/cmake/perfvar/perfvarConfig.cmake lib/libperfvar.so lib/libperfvar_mpi_$flavour.so \
+         lib/libperfvar_stats.so \
          lib/perfvar/python/perfvar/_install_paths.py; do
     [ -e "$prefix/$f" ] || fail "missing $f"
 done
@@ -94,6 +95,13 @@ cd "$work"
 [ -s "$work/trace-preload/analysis.json" ] || fail "perfvar analyze wrote no analysis.json"
 grep -q MPI_Sendrecv "$work/trace-preload/analysis.json" ||
     fail "the analysis of the preloaded Fortran run has no MPI_Sendrecv segment"
+# Its OS-noise filter grows its forests in the installed libperfvar_stats.
+stats=$(PYTHONPATH="$prefix/lib/perfvar/python" python3 -c \
+    'from perfvar.stats import isolation; print(isolation.native()._name)')
+case "$stats" in
+    "$prefix"/lib/perfvar/python/perfvar/../../libperfvar_stats.so | "$prefix"/lib/libperfvar_stats.so) ;;
+    *) fail "the installed package's isolation forest library is '$stats'" ;;
+esac
 "$prefix/bin/perfvar" calibrate --quick --timers barrier --states 0 --budget 5 --quiet \
     --json "$work/calibrate.json"
 # The library the calibration measured is the installed one (found by _install_paths.py).

@@ -20,10 +20,8 @@ tree's top or an installation's lib/); the installation this package is part of
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
-import shutil
 import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -32,7 +30,7 @@ import numpy as np
 
 from perfvar import _spec
 from perfvar.errors import TraceError
-from perfvar.installation import installed_path
+from perfvar.installation import library_candidates
 from perfvar.read.otf2 import (
     ReadFailure,
     TraceDefinitions,
@@ -63,26 +61,7 @@ _ERR_IO = -9  # the I/O error status of include/perfvar.h: OTF2 failed, see otf2
 
 def candidates() -> list[str]:
     """Where the library may be, in the order it is looked for (see the docstring)."""
-    found = []
-    lib = os.environ.get("PERFVAR_LIB")
-    if lib:
-        found.append(os.path.join(os.path.dirname(os.path.abspath(lib)), LIBRARY))
-    installed = installed_path("LIBPERFVAR_READ")
-    if installed:
-        found.append(installed)
-    launcher = shutil.which("perfvar-run")
-    if launcher:
-        bindir = os.path.dirname(os.path.realpath(launcher))
-        found += [
-            os.path.join(bindir, "..", "lib", LIBRARY),
-            os.path.join(bindir, "..", LIBRARY),
-        ]
-    name = ctypes.util.find_library("perfvar_read")
-    if name:
-        found.append(name)
-    here = os.path.dirname(os.path.abspath(__file__))
-    found.append(os.path.join(here, "..", "..", "build", LIBRARY))
-    return found
+    return library_candidates(LIBRARY, "LIBPERFVAR_READ")
 
 
 @functools.cache

@@ -27,15 +27,24 @@ boundaries in the sorted samples: O(T psi + n log n) per distribution.
 The random numbers are a hash of (seed, tree, node) and of (seed, tree, draw), not a
 stream: a distribution's scores depend on its samples and the seed alone, never on
 what it is scored together with, so serial and parallel analyses agree exactly.
-Pure functions; thread-safe.
+
+Where the package's libperfvar_stats is found (src/stats/isolation.h), each forest
+is grown there instead, from the same random numbers and with every addition to a
+path length in the same order: the same scores to the bit, 5-10 times faster
+(tests/python/stats/test_isolation.py compares the two). Pure functions;
+thread-safe.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
+from typing import Optional
 
 import numpy as np
+
+from perfvar.installation import library_candidates
 
 MAX_SAMPLES = 256  # psi, scikit-learn's max_samples="auto"
 _BATCH_NODES = 1 << 21  # subsample entries (trees x psi) built in one batch
@@ -74,6 +83,9 @@ def scores_many(
         raise ValueError("an isolation forest needs at least 2 samples")
     if trees < 1:
         raise ValueError("an isolation forest needs at least 1 tree")
+    lib = native()
+    if lib is not None:
+        return [_score_native(lib, a, trees, seed) for a in arrays]
     out: list[np.ndarray] = []
     batch: list[np.ndarray] = []
     entries = 0
@@ -87,6 +99,50 @@ def scores_many(
     if batch:
         out.extend(_score_batch(batch, trees, seed))
     return out
+
+
+LIBRARY = "libperfvar_stats.so"
+
+
+@cache
+def native() -> Optional[ctypes.CDLL]:
+    """libperfvar_stats with its prototype declared, or None where it is not found
+    (the forests are then grown with numpy)."""
+    f64p = np.ctypeslib.ndpointer(np.float64, flags="C_CONTIGUOUS")
+    i64p = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS")
+    for path in library_candidates(LIBRARY, "LIBPERFVAR_STATS"):
+        try:
+            lib = ctypes.CDLL(path)
+            fn = lib.perfvar_iforest_paths
+        except (OSError, AttributeError):
+            continue
+        i64 = ctypes.c_int64
+        fn.argtypes = [f64p, i64, i64p, i64, i64, f64p, i64, f64p, i64, f64p]
+        fn.restype = ctypes.c_int
+        return lib
+    return None
+
+
+def _score_native(lib: ctypes.CDLL, a: np.ndarray, trees: int, seed: int) -> np.ndarray:
+    """:func:`scores` of one group by libperfvar_stats: the same bits as
+    _score_batch."""
+    n = a.size
+    psi = min(MAX_SAMPLES, n)
+    perm = np.argsort(a, kind="stable")
+    values = np.ascontiguousarray(a[perm])
+    draws = _split_draws(seed, trees)
+    paths = np.empty(n)
+    limit = int(np.ceil(np.log2(max(psi, 2))))
+    rc = lib.perfvar_iforest_paths(
+        values, n, _subsample(n, trees, seed), trees, psi, draws, draws.shape[1],
+        _C_OF_SIZE, limit, paths,
+    )  # fmt: skip
+    if rc != 0:
+        raise MemoryError("isolation forest: no memory for its work space")
+    norm = average_path_length(np.array([psi]))[0] * trees
+    score = np.empty(n)
+    score[perm] = -np.exp2(-paths / norm)
+    return score
 
 
 def _mix(z: np.ndarray) -> np.ndarray:

@@ -112,3 +112,37 @@ def test_filter_os_many_is_filter_os_of_each():
         m1, i1 = filter_os(c)
         np.testing.assert_array_equal(mask, m1)
         assert info == i1
+
+
+native_only = pytest.mark.skipif(
+    isolation.native() is None, reason="libperfvar_stats not built"
+)
+
+
+def _shapes() -> list[np.ndarray]:
+    """Groups of every size class the forest treats apart (under, at and over psi;
+    over _KEYS_UP_TO, drawn with rejection), with ties, all equal, and outliers."""
+    rng = np.random.default_rng(7)
+    out = []
+    for n in (2, 3, 17, 255, 256, 257, 1000, 2048, 2049, 9000):
+        out += [
+            np.exp(rng.normal(10.0, 0.05, n)),
+            np.round(rng.normal(1000.0, 30.0, n)),
+            np.full(n, 7.0),
+            _noisy(n, int(n)),
+        ]
+    return out
+
+
+@native_only
+def test_the_native_forest_gives_the_numpy_forests_bits():
+    # Alone and in numpy's batches (where groups share one search in a mapped space).
+    groups = _shapes()
+    batched = isolation._score_batch(groups[:24], 100, 0)
+    lib = isolation.native()
+    for g, b in zip(groups[:24], batched):
+        np.testing.assert_array_equal(isolation._score_native(lib, g, 100, 0), b)
+    for g in groups:
+        np.testing.assert_array_equal(
+            isolation._score_native(lib, g, 25, 3), isolation._score_batch([g], 25, 3)[0]
+        )
