@@ -340,9 +340,14 @@ def _calls_by_rank(
     ranks: Iterable[int], of_rank: np.ndarray, calls: np.ndarray
 ) -> dict[int, np.ndarray]:
     """rank -> its calls among ``calls`` (``of_rank``: each call's rank), for the ranks
-    of ``ranks`` that have any."""
-    per_rank = {r: calls[of_rank[calls] == r] for r in ranks}
-    return {r: c for r, c in per_rank.items() if c.size}
+    of ``ranks`` that have any, each in the order of ``calls``. One stable sort by
+    rank, not a pass over the calls per rank (ranks x calls)."""
+    owner = of_rank[calls]
+    order = np.argsort(owner, kind="stable")
+    ranks = list(ranks)
+    lo = np.searchsorted(owner[order], ranks, "left")
+    hi = np.searchsorted(owner[order], ranks, "right")
+    return {r: calls[order[a:b]] for r, a, b in zip(ranks, lo, hi) if b > a}
 
 
 def _match_by_key(
