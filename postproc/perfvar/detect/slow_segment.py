@@ -342,7 +342,7 @@ def _first_pass_slow(
         for r in cells:
             if (seg, r) not in judgeable:
                 continue
-            if peer_pool(prep, seg, r).samples_log.size < 2:
+            if peer_pool(prep, seg, r).size < 2:
                 continue
             bt = block_test(class_blocks(prep, seg).shifts(r), floor)
             if not bt.tested:
@@ -459,8 +459,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     prep, params = ctx.prep, ctx.params
     cell = ctx.classes[seg][rank]
     peers = peer_pool(prep, seg, rank, ctx.slow_first.get(seg, set()))
-    pool = peers.samples_ns
-    if pool.size < 2:
+    if peers.size < 2:
         j.status = "no peers"
         return None
     # What judged the cell: its calibration, or the relative floor alone.
@@ -506,7 +505,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     j.shift_rel, j.excess_rel = rel(direct), rel(excess_log)
     j.floor_ns = floor_ns
     j.blocks, j.steady_share = bt.blocks, bt.steady_share
-    j.overlap = overlap(pool, cell.samples_ns) if cell.n >= 2 else None
+    j.overlap = overlap(peers.samples_ns, cell.samples_ns) if cell.n >= 2 else None
     if not bt.tested:
         j.status = TOO_FEW
         return None

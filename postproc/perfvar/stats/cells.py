@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -229,14 +230,35 @@ def median_without_each(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Peers:
-    """One rank's peers in one class."""
+    """One rank's peers in one class. Their pooled samples are taken from the
+    class's pool when first read: at a thousand ranks each pool is most of the
+    class, and most callers need only its size or its centre."""
 
     used: list[int]  # the ranks pooled
     excluded: list[int]  # the ranks left out (found slow before)
-    samples_ns: np.ndarray  # their pooled samples (ns; their shares, see peer_shares)
-    samples_log: np.ndarray  # the same as compare.log_ns gives them
-    start_ns: np.ndarray  # when each began (ns since the trace's origin)
     center_log: Optional[float]  # median of their median log-durations
+    pool: ClassPool
+    take: np.ndarray  # which of the pool's samples are theirs
+
+    @property
+    def size(self) -> int:
+        """How many samples they pool."""
+        return int(np.count_nonzero(self.take))
+
+    @cached_property
+    def samples_ns(self) -> np.ndarray:
+        """Their pooled samples (ns; their shares, see peer_shares)."""
+        return self.pool.samples_ns[self.take]
+
+    @cached_property
+    def samples_log(self) -> np.ndarray:
+        """The same as compare.log_ns gives them."""
+        return self.pool.samples_log[self.take]
+
+    @cached_property
+    def start_ns(self) -> np.ndarray:
+        """When each began (ns since the trace's origin)."""
+        return self.pool.start_ns[self.take]
 
 
 class ClassPool:
@@ -318,14 +340,8 @@ class ClassPool:
             center = float(self.log_median_of_others[mine])
         else:
             center = float(np.median(self.log_medians[use]))
-        return Peers(
-            self.ranks[use].tolist(),
-            self.ranks[gone].tolist(),
-            self.samples_ns[take],
-            self.samples_log[take],
-            self.start_ns[take],
-            center,
-        )
+        used, excluded = self.ranks[use].tolist(), self.ranks[gone].tolist()
+        return Peers(used, excluded, center, self, take)
 
 
 def class_pool(prep: Prepared, segment: int) -> ClassPool:
