@@ -45,8 +45,11 @@ from perfvar.report.plots import (
     waits_figure,
 )
 from perfvar.report.text import (
+    LISTED_RANKS,
     judged_share_lines,
+    listed_ranks,
     off_cpu_words,
+    unlisted_ranks,
     verdict_line,
 )
 from perfvar.stats.model import Prepared
@@ -432,7 +435,8 @@ def _ranks(result: dict[str, Any]) -> str:
     colors = rank_colors(result)
     rows, classes = [], []
     measured = any(r.get("cpu_time") for r in result["ranks"])
-    for r in result["ranks"]:
+    listed = listed_ranks(result)
+    for r in listed:
         swatch = (
             f'<span class="swatch" style="background:{colors[r["rank"]]}"></span>'
             if r["rank"] in colors
@@ -456,7 +460,13 @@ def _ranks(result: dict[str, Any]) -> str:
     header = ["rank", "host", "cpus", "segments", "t_min", "t_diff", "interrupted"]
     header += (["off CPU (counters)"] if measured else []) + ["verdict", "problem"]
     numeric = [0, 3, 4, 5, 6] + ([7] if measured else [])
-    return _table(header, rows, numeric=numeric, classes=classes)
+    rest = unlisted_ranks(result, listed)
+    note = (
+        f'<p class="note">Not listed: {_e(rest)} (analysis.json has them all).</p>'
+        if rest
+        else ""
+    )
+    return _table(header, rows, numeric=numeric, classes=classes) + note
 
 
 def _waits_words(ws: dict[str, Any], n_ranks: int) -> str:
@@ -485,7 +495,11 @@ def _waits_table(result: dict[str, Any], wall: float) -> str:
     the ranks the verdict names marked. Empty without ranks."""
     rows, classes = [], []
     named = {a["rank"] for a in result["anomalies"] if names_rank(a)}
-    for rank, v in waits_by_rank(result).items():
+    per = waits_by_rank(result)
+    shown = _waits_listed(per, named)
+    for rank, v in per.items():
+        if rank not in shown:
+            continue
         causes = list(v["for"].items())[:TOP_CAUSES]
         whom = ", ".join(f"rank {q}: {fmt_ns(t)}" for q, t in causes)
         if v["for_ranks"] > len(causes):
@@ -505,7 +519,26 @@ def _waits_table(result: dict[str, Any], wall: float) -> str:
     header += ["made others wait", "of the wall time"]
     if not rows:
         return ""
-    return _table(header, rows, numeric=[0, 1, 2, 4, 5], classes=classes)
+    left = len(per) - len(rows)
+    note = (
+        f'<p class="note">Not listed: {left} more ranks, who waited and made others '
+        "wait less (analysis.json wait_states.by_rank has them all).</p>"
+        if left
+        else ""
+    )
+    return _table(header, rows, numeric=[0, 1, 2, 4, 5], classes=classes) + note
+
+
+def _waits_listed(per: dict[int, dict[str, Any]], named: set[int]) -> set[int]:
+    """The ranks the waiting table lists: all of a job of up to LISTED_RANKS ranks;
+    beyond, the ranks the verdict names and those that waited or made others wait
+    the most, LISTED_RANKS in all."""
+    if len(per) <= LISTED_RANKS:
+        return set(per)
+    most = sorted(per, key=lambda r: -max(per[r]["waited_ns"], per[r]["caused_ns"]))
+    shown = [r for r in per if r in named][:LISTED_RANKS]
+    shown += [r for r in most if r not in named][: LISTED_RANKS - len(shown)]
+    return set(shown)
 
 
 def _waits(result: dict[str, Any], figs: _Figures) -> str:

@@ -322,18 +322,29 @@ def listed_ranks(
     ]
 
 
+def unlisted_ranks(
+    result: dict[str, Any], listed: list[dict[str, Any]]
+) -> Optional[str]:
+    """The ranks a table leaves out, counted by verdict ("1000 more ranks: 998 ok,
+    2 minor"); None when it lists them all."""
+    shown = {r["rank"] for r in listed}
+    rest = Counter(r["verdict"] for r in result["ranks"] if r["rank"] not in shown)
+    if not rest:
+        return None
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in rest.most_common())
+    return f"{sum(rest.values())} more ranks: {counts}"
+
+
 def _unlisted_ranks_line(
     result: dict[str, Any], listed: list[dict[str, Any]]
 ) -> list[str]:
     """One line for the ranks the table leaves out, counted by verdict."""
-    shown = {r["rank"] for r in listed}
-    rest = Counter(r["verdict"] for r in result["ranks"] if r["rank"] not in shown)
-    if not rest:
+    rest = unlisted_ranks(result, listed)
+    if rest is None:
         return []
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in rest.most_common())
     return [
-        f"... and {sum(rest.values())} more ranks: {counts} (perfvar analyze "
-        "--all-ranks lists them; analysis.json has them all)"
+        f"... and {rest} (perfvar analyze --all-ranks lists them; analysis.json has "
+        "them all)"
     ]
 
 

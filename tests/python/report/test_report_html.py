@@ -471,3 +471,36 @@ def test_a_consequence_of_time_off_the_cpu_is_listed_with_its_rank(ranked):
     assert sentence.startswith("off its CPUrank 1's slower core (+100%) is its time")
     assert "Consequences of waiting or of time off the CPU" in text
     assert "(core slower for its time off the CPU)" in text
+
+
+def _section(text: str, name: str) -> str:
+    """The HTML of the report's section ``name`` (its id)."""
+    return text.split(f'<section id="{name}">', 1)[1].split("</section>", 1)[0]
+
+
+def test_a_large_jobs_tables_list_the_ranks_that_matter(ranked):
+    # 100 ranks: rank 1 named (as in ranked), rank r waited r us and made others wait
+    # 100 - r us; the tables list 32 ranks each and count the others.
+    doc = json.loads(json.dumps(ranked))
+    rows = {r["rank"]: r for r in doc["ranks"]}
+    ok = dict(rows[3], verdict="ok", anomalies=[])
+    doc["ranks"] = [rows.get(r, dict(ok, rank=r)) for r in range(100)]
+    doc["wait_states"]["by_rank"] = [
+        {"rank": r, "waited_ns": r * 1e3, "caused_ns": (100 - r) * 1e3,
+         "waited_for": [[(r + 1) % 100, r * 1e3]], "waited_for_ranks": 1}
+        for r in range(100)
+    ]  # fmt: skip
+    text = render_html(doc)
+    ranks = _section(text, "ranks")
+    named = {a["rank"] for a in doc["anomalies"] + doc["minor"]}  # minor ones too
+    assert 1 in named
+    assert ranks.count("<tr") == 1 + sum(
+        r["verdict"] != "ok" or r["rank"] in named for r in doc["ranks"]
+    )
+    assert "Not listed: " in ranks and "ok (analysis.json has them all)" in ranks
+    waits = _section(text, "waits")
+    listed = [int(m) for m in re.findall(r'<tr[^>]*><td class="num">(\d+)</td>', waits)]
+    assert len(listed) == 32 and 1 in listed
+    # The others, by what they waited or made wait: ranks 0 and 99 (100 us) first.
+    assert {0, 2, 99, 98} <= set(listed) and 50 not in listed
+    assert "Not listed: 68 more ranks" in waits
