@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -615,13 +616,26 @@ def _segments(result: dict[str, Any]) -> str:
 
 
 def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
-    """One row per rank; of many ranks, only those that were interrupted."""
+    """One row per rank; of many ranks, only those that were interrupted, and of
+    more than LISTED_RANKS of them the ranks a noisy-core finding names and the
+    most interrupted, LISTED_RANKS in all."""
     rows, classes = [], []
     ranks = result["ranks"]
     quiet = []
     if len(ranks) > MAX_PEER_LINES:
         quiet = [r["rank"] for r in ranks if not r.get("interruptions")]
         ranks = [r for r in ranks if r.get("interruptions")]
+    interrupted = len(ranks)
+    if interrupted > LISTED_RANKS:
+        first = sorted(
+            ranks,
+            key=lambda r: (
+                "noisy_core" not in r.get("anomalies", []),
+                -(r.get("interrupted_fraction") or 0.0),
+            ),
+        )[:LISTED_RANKS]
+        chosen = {r["rank"] for r in first}
+        ranks = [r for r in ranks if r["rank"] in chosen]
     for r in ranks:
         n = noise.get(r["rank"])
         typical = n.typical_ns() if n is not None else None
@@ -647,6 +661,12 @@ def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
     header = ["rank", "interruptions", "time lost", "of compute", "typical length"]
     header += ["what it looks like", "lost by CPU"]
     out = _table(header, rows, numeric=[0, 1, 2, 3, 4], classes=classes) if rows else ""
+    if interrupted > len(rows):
+        out += (
+            f'<p class="note">Not listed: {interrupted - len(rows)} more interrupted '
+            "ranks, that lost a smaller share of their compute time (analysis.json "
+            "has them all).</p>"
+        )
     if quiet:
         out += (
             f'<p class="note">No interruption on {len(quiet)} ranks: '
@@ -699,7 +719,8 @@ def _calibration_table(result: dict[str, Any]) -> str:
         key=label_order,
     )
     rows = []
-    for r in result["ranks"]:
+    listed = listed_ranks(result)
+    for r in listed:
         states = {st["label"]: st for st in r.get("calibration_states") or []}
         row = [
             str(r["rank"]),
@@ -710,11 +731,46 @@ def _calibration_table(result: dict[str, Any]) -> str:
         row.append(_e(r.get("calibration_status") or "-"))
         row.append(_e(r.get("calibration_source") or ""))
         rows.append(row)
+    if len(listed) < len(result["ranks"]):
+        rows.append(_calibration_span(result["ranks"], labels))
     header = ["rank", "host", "timer overhead"]
     header += [f"{'flush 0' if s == '0' else s}: t_min / t_diff" for s in labels]
     header += ["status", "source"]
     out = _table(header, rows, numeric=list(range(2, 3 + len(labels))))
-    return out + _cycles_table(result["ranks"])
+    return out + _cycles_table(listed)
+
+
+def _calibration_span(ranks: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """The calibration table's row for all ranks: per cache state, the lowest and
+    highest t_min and t_diff over the ranks, and how many ranks have them."""
+
+    def span(values: list[Optional[float]]) -> str:
+        known = [v for v in values if v is not None]
+        if not known:
+            return "?"
+        lo, hi = min(known), max(known)
+        return fmt_ns(lo) if lo == hi else f"{fmt_ns(lo)}-{fmt_ns(hi)}"
+
+    overheads = [r["timer_overhead_ns"] for r in ranks]
+    row = [f"all {len(ranks)}", "", _e(span(overheads))]
+    for label in labels:
+        got = [
+            st
+            for r in ranks
+            for st in r.get("calibration_states") or []
+            if st["label"] == label and st.get("t_min_ns") is not None
+        ]
+        row.append(
+            _e(
+                f"{span([st['t_min_ns'] for st in got])} / "
+                f"{span([st['t_diff_ns'] for st in got])} ({len(got)} ranks)"
+            )
+            if got
+            else "-"
+        )
+    statuses = Counter(r.get("calibration_status") or "-" for r in ranks)
+    row.append(_e(", ".join(f"{n} {k}" for k, n in statuses.most_common())))
+    return row + [""]
 
 
 def _cycles(value: Optional[float]) -> str:

@@ -37,6 +37,10 @@ MIN_DRAWN = 8  # kept samples a rank needs in a class for the class to be drawn
 # range) instead of one line each: a thousand lines hide each other and weigh
 # megabytes.
 MAX_PEER_LINES = 32
+# Rows of the shift heat map at most: beyond, the ranks no finding names and with no
+# slow cell are drawn in bins of consecutive ranks, each bin showing per class the
+# shift of largest size among its ranks (an outlier still shows).
+HEATMAP_ROWS = 256
 # Colours: the ranks a verdict names get a strong one each, in rank order; the
 # others a muted one each when they are few enough to be told apart, else grey.
 HIGHLIGHT = (
@@ -238,12 +242,72 @@ def _shift_cells(
     return z, text, info
 
 
+def heatmap_rows(
+    ranks: list[int], kept: set[int], rows: int = HEATMAP_ROWS
+) -> list[list[int]]:
+    """The heat map's rows, in rank order: one rank each when there are at most
+    ``rows`` ranks; beyond, each rank of ``kept`` alone and the others in bins of
+    consecutive ranks (cut at a kept one), as many to a bin as keeps the rows
+    within ``rows``."""
+    if len(ranks) <= rows:
+        return [[r] for r in ranks]
+    free = max(1, rows - len(kept))
+    per = -(-(len(ranks) - len(kept)) // free)  # ceiling division
+    out: list[list[int]] = []
+    current: list[int] = []
+    for r in ranks:
+        if r in kept:
+            out += [current] if current else []
+            out.append([r])
+            current = []
+            continue
+        current.append(r)
+        if len(current) == per:
+            out.append(current)
+            current = []
+    return out + ([current] if current else [])
+
+
+def _bin_cells(
+    z: np.ndarray, text: list[list[str]], info: list, rows: list[list[int]], ranks
+) -> tuple[np.ndarray, list[list[str]], list, list[str]]:
+    """The heat map's cells by ``rows`` (heatmap_rows) of the per-rank cells: a
+    bin's cell is its rank's cell of largest shift size, its hover saying which."""
+    at = {r: i for i, r in enumerate(ranks)}
+    zb = np.full((len(rows), z.shape[1]), np.nan)
+    tb, ib, names = [], [], []
+    for i, group in enumerate(rows):
+        idx = [at[r] for r in group]
+        if len(group) == 1:
+            zb[i] = z[idx[0]]
+            tb.append(text[idx[0]])
+            ib.append(info[idx[0]])
+            names.append(f"rank {group[0]}")
+            continue
+        block = z[idx]
+        size = np.where(np.isnan(block), -1.0, np.abs(block))
+        pick = np.argmax(size, axis=0)
+        zb[i] = block[pick, np.arange(block.shape[1])]
+        tb.append(["" for _ in range(block.shape[1])])
+        ib.append(
+            [
+                [f"{len(group)} ranks {group[0]}-{group[-1]}, largest at rank "
+                 f"{group[p]}: {info[idx[p]][k][0]}", info[idx[p]][k][1],
+                 info[idx[p]][k][2]]  # fmt: skip
+                for k, p in enumerate(pick)
+            ]
+        )
+        names.append(f"ranks {group[0]}-{group[-1]}")
+    return zb, tb, ib, names
+
+
 def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     """Ranks x segment classes: each cell's median shift against its peers (%), the
     slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
     a consequence of waiting, "off CPU" for one of its rank's time off the CPU);
-    cells that were not judged are blank (their status on hover). None without
-    judgements."""
+    cells that were not judged are blank (their status on hover). Beyond
+    HEATMAP_ROWS ranks, those no finding names are binned (heatmap_rows). None
+    without judgements."""
     import plotly.graph_objects as go
 
     if not result.get("judgements"):
@@ -253,12 +317,16 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     z, text, info = _shift_cells(result, ranks, classes)
     if np.isnan(z).all():
         return None
+    named = {a["rank"] for a in result["anomalies"] + (result.get("minor") or [])}
+    kept = (named & set(ranks)) | {ranks[i] for i, row in enumerate(text) if any(row)}
+    rows = heatmap_rows(ranks, kept)
+    z, text, info, names = _bin_cells(z, text, info, rows, ranks)
     span = float(np.nanmax(np.abs(z))) or 1.0
     fig = go.Figure(
         go.Heatmap(
             z=z,
             x=classes,
-            y=[f"rank {r}" for r in ranks],
+            y=names,
             text=text,
             texttemplate="%{text}",
             customdata=info,
@@ -273,7 +341,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
             ygap=1,
         )
     )
-    height = int(min(1400, max(240, 140 + 24 * len(ranks))))  # room for the scale
+    height = int(min(1400, max(240, 140 + 24 * len(rows))))  # room for the scale
     _layout(fig, "Median shift against the peers", "segment class", "", height)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
@@ -833,8 +901,10 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
         for col, key in ((1, "min"), (2, "diff")):
             fig.add_trace(
                 go.Scatter(
-                    x=got["rank"],
-                    y=got[key],
+                    # Arrays, not lists: plotly writes them in binary (a thousand
+                    # ranks' points in kB, not hundreds of kB of decimals).
+                    x=np.array(got["rank"], dtype=np.int32),
+                    y=np.array(got[key], dtype=np.float32),
                     mode="markers",
                     name=name,
                     legendgroup=label,

@@ -24,7 +24,13 @@ from perfvar.verdict import headline, off_cpu, time_slicing
 from perfvar.cli import main
 from perfvar.stats.model import Anomaly
 from perfvar.report.html import render_html
-from perfvar.report.plots import binned_medians, shift_heatmap, waits_by_rank
+from perfvar.report.plots import (
+    HEATMAP_ROWS,
+    binned_medians,
+    heatmap_rows,
+    shift_heatmap,
+    waits_by_rank,
+)
 
 SLOW_RANK = 1
 # Injected at the top of <head> of a copy of the report: records what a person
@@ -352,6 +358,40 @@ def test_heatmap_marks_minor_and_waited_cells(ranked):
     assert text[ranks.index("rank 1")][classes.index("S0")] == "slow"
 
 
+def test_heatmap_rows_keep_the_named_ranks_alone_and_bin_the_others():
+    assert heatmap_rows([0, 1, 2], {1}, rows=4) == [[0], [1], [2]]
+    rows = heatmap_rows(list(range(1000)), {7, 500}, rows=100)
+    assert len(rows) <= 100 and [7] in rows and [500] in rows
+    assert [r for row in rows for r in row] == list(range(1000))  # all, in order
+    assert max(len(row) for row in rows) == -(-998 // 98)
+
+
+def test_a_large_jobs_heatmap_bins_the_ranks_no_finding_names(ranked):
+    # 1000 ranks: rank 1 slow in S0 (named), rank 500 +40 % in S1 (judged ok), the
+    # others +-1 %: rank 1 keeps its row, rank 500's shift shows in its bin.
+    doc = json.loads(json.dumps(ranked))
+    rows = {r["rank"]: r for r in doc["ranks"]}
+    doc["ranks"] = [rows.get(r, dict(rows[3], rank=r)) for r in range(1000)]
+    rng = np.random.default_rng(0)
+    judged = [j for j in doc["judgements"] if j["rank"] == 1]
+    for r in range(1000):
+        for seg in ("S0", "S1"):
+            if r == 1:
+                continue
+            shift = 0.4 if (r, seg) == (500, "S1") else rng.uniform(-0.01, 0.01)
+            judged.append({"rank": r, "segment": seg, "status": "ok",
+                           "shift_rel": shift, "q_value": 0.5, "n": 100})  # fmt: skip
+    doc["judgements"] = judged
+    fig = shift_heatmap(doc)
+    names = list(fig.data[0].y)
+    assert len(names) <= HEATMAP_ROWS and "rank 1" in names
+    (row,) = [i for i, n in enumerate(names) if n.startswith("ranks ")
+              and int(n[6:].split("-")[0]) <= 500 <= int(n.split("-")[1])]  # fmt: skip
+    s1 = list(fig.data[0].x).index("S1")
+    assert fig.data[0].z[row][s1] == pytest.approx(40.0)
+    assert "largest at rank 500" in fig.data[0].customdata[row][s1][0]
+
+
 def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
     doc = json.loads(json.dumps(ranked))
     doc["summary"]["cost_known"] = False
@@ -484,7 +524,10 @@ def test_a_large_jobs_tables_list_the_ranks_that_matter(ranked):
     doc = json.loads(json.dumps(ranked))
     rows = {r["rank"]: r for r in doc["ranks"]}
     ok = dict(rows[3], verdict="ok", anomalies=[])
-    doc["ranks"] = [rows.get(r, dict(ok, rank=r)) for r in range(100)]
+    doc["ranks"] = [
+        rows.get(r, dict(ok, rank=r, interruptions=r % 3, interrupted_fraction=r / 1e4))
+        for r in range(100)
+    ]
     doc["wait_states"]["by_rank"] = [
         {"rank": r, "waited_ns": r * 1e3, "caused_ns": (100 - r) * 1e3,
          "waited_for": [[(r + 1) % 100, r * 1e3]], "waited_for_ranks": 1}
@@ -504,3 +547,12 @@ def test_a_large_jobs_tables_list_the_ranks_that_matter(ranked):
     # The others, by what they waited or made wait: ranks 0 and 99 (100 us) first.
     assert {0, 2, 99, 98} <= set(listed) and 50 not in listed
     assert "Not listed: 68 more ranks" in waits
+    # Calibration: the listed ranks and one row for all 100; interruptions: the 32
+    # most interrupted of the ranks that were.
+    calibration = _section(text, "calibration").split("<table", 2)[1]
+    assert calibration.count("<tr") == ranks.count("<tr") + 1
+    assert '<td>all 100</td>' in calibration
+    noise = _section(text, "noise")
+    interrupted = sum(bool(r.get("interruptions")) for r in doc["ranks"])
+    assert interrupted > 32 and noise.count("<tr") == 1 + 32
+    assert f"Not listed: {interrupted - 32} more interrupted ranks" in noise
