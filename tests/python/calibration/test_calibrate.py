@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -60,8 +61,16 @@ def test_t_diff_grows_with_the_noise():
 
 
 def test_budget_gives_partial_never_final():
-    params = CalibParams(n=200, p=30, q=80, budget_s=0.3, trees=25)
-    r = calibrate_state(synthetic(), 30.0, 0, "0", params)
+    # Each distribution takes at least 10 ms (the timer's own time: not this
+    # machine's speed), and p = 30 confirmations need 30 of them: 0.3 s > 0.1 s.
+    timer = synthetic()
+
+    def slow(adds):
+        time.sleep(0.01)
+        return timer(adds)
+
+    params = CalibParams(n=200, p=30, q=80, budget_s=0.1, trees=25)
+    r = calibrate_state(slow, 30.0, 0, "0", params)
     assert r.status == "partial"
     assert any("budget" in note for note in r.notes)
 
