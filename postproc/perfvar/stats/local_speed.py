@@ -154,9 +154,11 @@ class _Told:
     start_ns: np.ndarray
 
 
-# Window medians held at once when the speeds of many ranks are read together
-# (ranks x bins x classes, float64): about 32 MB.
+# Read together, a block of ranks holds at most this many window medians (ranks x
+# bins x classes, float64: 32 MB) and this many samples (each grouped in three
+# windows, four columns: about 25 MB).
 MAX_WINDOWS = 1 << 22
+MAX_SAMPLES = 1 << 18
 
 
 def _rank_speeds(
@@ -176,7 +178,8 @@ def _rank_speeds(
     starts = [np.concatenate([c.start_ns for c in cs]) for cs in cells]
     span = max(float(x.max() - x.min()) for x in starts)
     per_rank = (int(span // WINDOW_NS) + 1) * len(segs)
-    block = max(1, MAX_WINDOWS // per_rank)
+    samples = max(x.size for x in starts)
+    block = max(1, min(MAX_WINDOWS // per_rank, MAX_SAMPLES // max(samples, 1)))
     out = {}
     for lo in range(0, len(ranks), block):
         out.update(
