@@ -6,26 +6,16 @@
  * Armv8:   isb; mrs cntvct_el0; isb  — generic timer ticks, frequency in cntfrq_el0. No CPU number.
  * Other:   clock_gettime(CLOCK_MONOTONIC_RAW) in ns.
  *
- * Why rdtscp; lfence (the paper's Table 3 "rdtscp + lfence"), chosen by measurement among reads
- * that order the read after every earlier instruction and before every later one:
- *   rdtscp waits until all earlier instructions have executed and earlier loads are globally
- *   visible (Intel SDM; AMD APM: older instructions retire first), but does not stop later ones
- *   from starting: the trailing lfence does (no later instruction begins before it completes),
- *   so the measured work cannot start before the read. A leading lfence adds nothing rdtscp does
- *   not already wait for; it only cost time (below). lfence; rdtsc; lfence gives the same
- *   guarantee on Intel; on AMD only where LFENCE is dispatch-serializing (MSR C001_1029[1], shown
- *   as CPUID 0x80000021 EAX[2] on Zen 3 and later), and it does not name the CPU. mfence; lfence;
- *   rdtsc; lfence also waits for earlier stores to be globally visible, a stronger guarantee
- *   than a barrier clock needs, at a third more cost. rdtsc alone is ordered with nothing, and
- *   rdtscp alone lets later instructions start before it.
- *   Measured with tests/bench/bench_fenced_read (ctest bench.fenced_read), AMD EPYC under KVM,
- *   LFENCE dispatch-serializing, 4 runs of 61 rounds pinned to one CPU, ns per read in blocks of
- *   1000 (median): rdtscp; lfence 27.8-28.4 = 0.89-0.90x lfence; rdtscp; lfence (31.1-31.8,
- *   perfvar's read until this measurement), lfence; rdtsc; lfence 26.9-27.5 = 0.86-0.87x (but
- *   no CPU number, no guarantee on older AMD), mfence; lfence; rdtsc; lfence 41.6-42.5 = 1.33x.
- *   Back-to-back pairs differ by less than a KVM guest's 10 ns TSC step (30.3 vs 29.9 ns), and all
- *   four capture the same 240-250 ns around a 256-IMUL dependent chain (rdtsc alone: 210-230).
- *   Run the benchmark to check the choice on another machine.
+ * Why rdtscp; lfence (the paper's Table 3 "rdtscp + lfence"): rdtscp waits until all earlier
+ * instructions have executed and earlier loads are globally visible (Intel SDM; AMD APM: older
+ * instructions retire first) but lets later ones start; the trailing lfence stops them (no later
+ * instruction begins before it completes), so the measured work cannot start before the read,
+ * and ECX names the CPU. A leading lfence adds nothing rdtscp does not already wait for;
+ * lfence; rdtsc; lfence orders alike only where LFENCE is dispatch-serializing (all Intel; AMD
+ * with MSR C001_1029[1], CPUID 0x80000021 EAX[2]) and names no CPU; mfence also waits for earlier
+ * stores, more than a barrier clock needs. tests/bench/bench_fenced_read (ctest
+ * bench.fenced_read) times the four on the machine at hand; docs/measurements.md has the figures
+ * that chose this one.
  *
  * The clock reads here are inline, thread-safe and async-signal-safe. Ticks are converted to ns with
  * perfvar_ticks_to_ns() (perfvar.h) once the library measured the frequency. The CPU-cycle counter
