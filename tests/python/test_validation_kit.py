@@ -26,6 +26,7 @@ from validation import host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern,
     apart_text,
+    JUDGEABLE,
     largest_class,
     median_ratio,
     selected,
@@ -221,14 +222,19 @@ def test_pattern_selects_by_innermost_sites() -> None:
     assert selected([K1, K2], Pattern()) == [K1, K2]
 
 
-def fake_trace() -> SimpleNamespace:
-    # class 0: 10 us on both ranks, 5 each; class 1: 30 us on rank 0 only;
-    # rank 1 has its class 0 segments 1.5x long.
-    seg = np.array([0] * 10 + [1] * 5)
-    rank = np.array([0] * 5 + [1] * 5 + [0] * 5)
-    dur = np.array([10e3] * 5 + [15e3] * 5 + [30e3] * 5)
-    samples = np.zeros(15, dtype=[("segment", "i4"), ("rank", "i4"), ("thread", "i4"),
-                                  ("duration_ns", "f8")])
+def fake_trace(setup_ns: float = 0.0) -> SimpleNamespace:
+    # class 0: 10 us on both ranks, 10 each; class 1: 30 us on rank 0 only, 10 of them;
+    # rank 1 has its class 0 segments 1.5x long. With setup_ns, class 1 is instead one
+    # segment of setup_ns on each rank (a program's set-up).
+    n = JUDGEABLE
+    seg = np.array([0] * 2 * n + [1] * n)
+    rank = np.array([0] * n + [1] * n + [0] * n)
+    dur = np.array([10e3] * n + [15e3] * n + [30e3] * n)
+    if setup_ns:
+        seg, rank = np.r_[seg[: 2 * n], 1, 1], np.r_[rank[: 2 * n], 0, 1]
+        dur = np.r_[dur[: 2 * n], setup_ns, setup_ns]
+    samples = np.zeros(seg.size, dtype=[("segment", "i4"), ("rank", "i4"),
+                                        ("thread", "i4"), ("duration_ns", "f8")])
     samples["segment"], samples["rank"], samples["duration_ns"] = seg, rank, dur
     return SimpleNamespace(segments=[K1, K2], samples=samples)
 
@@ -238,6 +244,12 @@ def test_largest_class_is_largest_on_every_rank() -> None:
     assert key == K1  # class 1 is larger on rank 0, absent on rank 1
     assert p == Pattern("MPI_Allreduce@app+0x20", "MPI_Waitall@app+0x10")
     assert median_ratio(fake_trace(), p, 1) == 1.5
+
+
+def test_largest_class_is_one_the_verdict_can_judge() -> None:
+    # A set-up of 10 s a rank in one segment holds the most time but is never judged:
+    # +10 % there could never be found, so the kit injects into the class it can.
+    assert largest_class(fake_trace(setup_ns=10e9), (0, 1))[0] == K1
 
 
 def test_pattern_selects_both_sides_of_a_class_split_by_duration() -> None:

@@ -18,6 +18,8 @@ from typing import Any, Optional
 import numpy as np
 from perfvar.read.modes import split_threshold
 from perfvar.read.segments import CallSite, parse_segment_key
+from perfvar.stats.blocks import MIN_BLOCKS
+from perfvar.stats.model import DetectParams
 
 
 def site_name(site: CallSite) -> str:
@@ -58,14 +60,27 @@ def compute_ns(trace: Any) -> dict[tuple[int, int], float]:
     return out
 
 
+# Segments a class needs on every rank for the verdict to judge it: the cell's samples
+# (DetectParams.min_samples) spread over enough blocks of the run for their test.
+JUDGEABLE = max(DetectParams().min_samples, MIN_BLOCKS)
+
+
 def largest_class(trace: Any, ranks: Sequence[int]) -> tuple[str, Pattern]:
     """The class with the most compute time on every rank (the largest of its per-rank
-    minima) and the pattern selecting it: its exact closing and opening site names."""
+    minima) among those with JUDGEABLE segments or more on every rank, and the pattern
+    selecting it: its exact closing and opening site names. A program's set-up, one
+    long segment a rank, can hold the most time and is never judged."""
     total = compute_ns(trace)
+    s = trace.samples[trace.samples["thread"] == 0]
+    counts: dict[tuple[int, int], int] = {}
+    for key in zip(s["segment"].tolist(), s["rank"].tolist()):
+        counts[key] = counts.get(key, 0) + 1
     best, best_ns = None, -1.0
     for i, key in enumerate(trace.segments):
         k = parse_segment_key(key)
         if k.start is None or k.end is None:
+            continue
+        if min(counts.get((i, r), 0) for r in ranks) < JUDGEABLE:
             continue
         ns = min(total.get((i, r), 0.0) for r in ranks)
         if ns > best_ns:
