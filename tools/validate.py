@@ -44,8 +44,9 @@ segment class: the class with the most compute time on both ranks in a clean ref
 the same binary (tools/validation/classes.py). Cases: clean; seg10 / seg3 (+10 % / +3 % in that
 class: a hit when that rank and class are named); busy (a spinning process on the rank's CPU) and
 duty (a process busy 5 ms of every 20 ms there): a hit when the rank is named by any verdict;
-phase (+10 % in every class from 40 % to 70 % of the reference run's duration: slow_phase with
-its window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1 to be named);
+phase (+10 % in every class from 40 % to 70 % of the part of the reference run where the classes
+the verdict can judge ran, its set-up before and report after left out: slow_phase with its
+window); slowed (stencil only: its own --slow-rank 1 --slow-factor 3, rank 1 to be named);
 long10 (+10 % in the longer kind only, where the analysis splits that class in two kinds of work
 (perfvar.read.modes; PERFVAR_INJECT's longer=, the split measured on the reference run): a hit
 when that rank and the longer kind are named; not run where the class is one kind).
@@ -132,8 +133,8 @@ from perfvar.stats.cells import NO_CALIBRATION  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs  # noqa: E402
 from validation.classes import (  # noqa: E402
-    Pattern, apart_text, compute_share, largest_class, median_ratio, range_text, selected,
-    split_ns)
+    Pattern, apart_text, compute_share, judged_span, largest_class, median_ratio, range_text,
+    selected, split_ns)
 from verdicts import SLOWER, Injected, OwnTimer, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
@@ -192,7 +193,7 @@ REAL = [
     Case("busy", "busy process on the rank's CPU", "any", busy=True),
     Case("duty", "process busy 5 of 20 ms on the rank's CPU", "any", duty=True, target=0.8,
          target_text=">= 8 of 10"),
-    Case("phase", "+10% in every class, 40-70% of the run", "slow_phase", 10, "all", (0.4, 0.7),
+    Case("phase", "+10% in every class, 40-70% of its steps", "slow_phase", 10, "all", (0.4, 0.7),
          target=0.9, target_text=">= 90%"),
     Case("slowed", "its own: rank 1 does 3x the work", "any", slowed=True),
 ]
@@ -223,6 +224,9 @@ class Reference:
     key: str
     pattern: Pattern
     run_ns: float
+    # (first start, last end), ns: the part of the run with classes the verdict judges
+    # (validation.classes.judged_span); a phase is placed within it
+    judged_ns: tuple[float, float]
     ratio: dict[int, float]  # rank -> its class median over the other rank's, clean
     split_ns: float | None = None  # where the analysis splits it in two kinds; None: one
     longer_ratio: dict[int, float] = field(default_factory=dict)  # ratio, the longer kind
@@ -540,7 +544,7 @@ def reference(st: Setup, prog: programs.Program) -> Reference:
     split = split_ns(trace, pattern)
     longer = ({r: median_ratio(trace, pattern, r, split) or 1.0 for r in (0, 1)}
               if split is not None else {})
-    return Reference(key, pattern, end, ratio, split, longer)
+    return Reference(key, pattern, end, judged_span(trace, (0, 1)), ratio, split, longer)
 
 
 def program_args(prog: programs.Program, case: Case) -> list[str]:
@@ -573,8 +577,9 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
         if case.longer and ref.split_ns is not None:
             tr.longer_ns = ref.split_ns
             spec += f",longer={ref.split_ns / 1e6:.3f}"
-        if case.phase:
-            lo, hi = (f * ref.run_ns / 1e9 for f in case.phase)
+        if case.phase:  # the share of the judged part of the run, in trace seconds
+            first, last = ref.judged_ns
+            lo, hi = ((first + f * (last - first)) / 1e9 for f in case.phase)
             spec += f",after={lo:.3f},until={hi:.3f}"
             tr.window_ns = (lo * 1e9, hi * 1e9)
         env["PERFVAR_INJECT"] = spec

@@ -27,6 +27,7 @@ from validation.classes import (  # noqa: E402
     Pattern,
     apart_text,
     JUDGEABLE,
+    judged_span,
     largest_class,
     median_ratio,
     selected,
@@ -244,6 +245,20 @@ def test_largest_class_is_largest_on_every_rank() -> None:
     assert key == K1  # class 1 is larger on rank 0, absent on rank 1
     assert p == Pattern("MPI_Allreduce@app+0x20", "MPI_Waitall@app+0x10")
     assert median_ratio(fake_trace(), p, 1) == 1.5
+
+
+def test_a_phase_goes_where_the_judged_classes_ran() -> None:
+    # The set-up (class 1) runs from 0 to 10 s, the steps (class 0) from 10 s on, one
+    # every 100 ms: the judged part of the run is the steps', not the set-up's.
+    trace = fake_trace(setup_ns=10e9)
+    n = JUDGEABLE
+    start = np.r_[10e9 + 1e8 * np.arange(n), 10e9 + 1e8 * np.arange(n), 0.0, 0.0]
+    trace.samples = numpy.lib.recfunctions.append_fields(
+        trace.samples, "start_ticks", start, usemask=False
+    )
+    trace.trace_ns = lambda ticks: np.asarray(ticks, dtype=float)
+    first, last = judged_span(trace, (0, 1))
+    assert first == 10e9 and last == 10e9 + 1e8 * (n - 1) + 15e3
 
 
 def test_largest_class_is_one_the_verdict_can_judge() -> None:

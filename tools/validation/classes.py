@@ -65,22 +65,45 @@ def compute_ns(trace: Any) -> dict[tuple[int, int], float]:
 JUDGEABLE = max(DetectParams().min_samples, MIN_BLOCKS)
 
 
+def _counts(trace: Any) -> dict[tuple[int, int], int]:
+    """Segments per (class index, rank), thread 0's."""
+    s = trace.samples[trace.samples["thread"] == 0]
+    counts: dict[tuple[int, int], int] = {}
+    for key in zip(s["segment"].tolist(), s["rank"].tolist()):
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def judged_classes(trace: Any, ranks: Sequence[int]) -> list[int]:
+    """The class indices with JUDGEABLE segments or more on every rank of ``ranks``."""
+    counts = _counts(trace)
+    return [i for i in range(len(trace.segments))
+            if min(counts.get((i, r), 0) for r in ranks) >= JUDGEABLE]
+
+
+def judged_span(trace: Any, ranks: Sequence[int]) -> tuple[float, float]:
+    """(first start, last end) in ns since the trace's origin of the segments of the
+    judged classes (judged_classes), thread 0's: the part of the run a verdict can
+    judge, without a program's set-up before it or its report after it."""
+    s = trace.samples
+    s = s[(s["thread"] == 0) & np.isin(s["segment"], judged_classes(trace, ranks))]
+    if not s.size:
+        raise ValueError("no segment class the verdict can judge")
+    start = trace.trace_ns(s["start_ticks"])
+    return float(start.min()), float((start + s["duration_ns"]).max())
+
+
 def largest_class(trace: Any, ranks: Sequence[int]) -> tuple[str, Pattern]:
     """The class with the most compute time on every rank (the largest of its per-rank
     minima) among those with JUDGEABLE segments or more on every rank, and the pattern
     selecting it: its exact closing and opening site names. A program's set-up, one
     long segment a rank, can hold the most time and is never judged."""
     total = compute_ns(trace)
-    s = trace.samples[trace.samples["thread"] == 0]
-    counts: dict[tuple[int, int], int] = {}
-    for key in zip(s["segment"].tolist(), s["rank"].tolist()):
-        counts[key] = counts.get(key, 0) + 1
+    judged = set(judged_classes(trace, ranks))
     best, best_ns = None, -1.0
     for i, key in enumerate(trace.segments):
         k = parse_segment_key(key)
-        if k.start is None or k.end is None:
-            continue
-        if min(counts.get((i, r), 0) for r in ranks) < JUDGEABLE:
+        if k.start is None or k.end is None or i not in judged:
             continue
         ns = min(total.get((i, r), 0.0) for r in ranks)
         if ns > best_ns:
