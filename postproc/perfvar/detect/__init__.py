@@ -143,7 +143,8 @@ def run_all(
     """Every detector over the prepared cells: (anomalies, one judgement per cell).
 
     Phases first: a window of the run is named as such, and the steady-state
-    detectors judge the rest of the run, so one phase is not also a slow core.
+    detectors (the noisy core's too) judge the rest of the run, so one phase is not
+    also a slow core.
     Where the phases of the two sides cover so much of the run that a cell keeps
     too few blocks for a test, that cell is judged over the whole run (measured on
     TeaLeaf: the host's slow phases of either rank, +45-76 % for 0.1-1 s each, left
@@ -151,9 +152,13 @@ def run_all(
     Slow segments and slow cores then go through the core-or-code question
     (perfvar.detect.load_imbalance): those that were more work are load imbalance.
     """
-    noisy = noisy_core.detect(prep, params)
     phases = slow_phase.detect(prep, params)
     steady = slow_phase.outside(prep, phases.anomalies)
+    # Interruptions counted outside the phases too: a rank's +10 % for a third of the
+    # run widens its cells' spread, so the fence past which a sample counts as
+    # interrupted rises there, and its peer's ordinary tail, counted against a lower
+    # fence, named that peer a noisy core (the stencil: 4 of 10 trials).
+    noisy = noisy_core.detect(steady, params)
     cores = slow_core.detect(steady, params)
     slow = slow_segment.detect(steady, params, cores=cores.cores)
     if steady is not prep:

@@ -394,23 +394,34 @@ def shown_classes(classes: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def outside(prep: Prepared, phases: list[Anomaly]) -> Prepared:
-    """``prep`` with each rank's kept samples inside its slow-phase windows left out."""
+    """``prep`` with each rank's samples inside its slow-phase windows left out, the
+    kept ones and those the OS-noise filter removed alike (``raw_n``: the rest)."""
     windows: dict[int, list[tuple[float, float]]] = {}
     for a in phases:
         windows.setdefault(a.rank, []).append((a.start_ns, a.end_ns))
     if not windows:
         return prep
+
+    def out_of(starts: np.ndarray, rank: int) -> np.ndarray:
+        keep = np.ones(starts.size, dtype=bool)
+        for lo, hi in windows.get(rank, []):
+            keep &= (starts < lo) | (starts >= hi)
+        return keep
+
     cells = {}
     for key, cell in prep.cells.items():
-        keep = np.ones(cell.n, dtype=bool)
-        for lo, hi in windows.get(cell.rank, []):
-            keep &= (cell.start_ns < lo) | (cell.start_ns >= hi)
-        if not keep.all():
+        keep = out_of(cell.start_ns, cell.rank)
+        gone = out_of(cell.removed_start_ns, cell.rank)
+        if not (keep.all() and gone.all()):
             cell = replace(
                 cell,
+                raw_n=int(np.count_nonzero(keep) + np.count_nonzero(gone)),
                 samples_ns=cell.samples_ns[keep],
                 start_ns=cell.start_ns[keep],
                 samples_cpu=cell.samples_cpu[keep],
+                removed_ns=cell.removed_ns[gone],
+                removed_start_ns=cell.removed_start_ns[gone],
+                removed_cpu=cell.removed_cpu[gone],
             )
         cells[key] = cell
     return replace(prep, cells=cells)

@@ -433,3 +433,23 @@ def test_a_rank_without_calibration_is_judged_in_long_classes_probes_included():
     assert _kinds(found) == [("slow_core", 1, None)]
     assert found[0].evidence["core_speed"]["verdict"] == "slower core"
     assert {(j.status, j.cache_state) for j in judgements} == {("ok", RELATIVE_ONLY)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_peers_phase_does_not_make_a_rank_a_noisy_core(seed):
+    # Both ranks' segments take 20 us, one in ten 30 % longer (a program's own tail,
+    # 3 % of its time); rank 1 runs +30 % for steps 300-700. Its phase widens its
+    # spread, so its fence rose past its tail; counted against that, rank 0's
+    # ordinary tail named rank 0 a noisy core.
+    rng = np.random.default_rng(seed)
+    tail = rng.random(1000) < 0.1
+
+    def shape(i):
+        return np.where(tail[i], 1.30, 1.0)
+
+    def phase(i):
+        return shape(i) * np.where((i >= 300) & (i < 700), 1.30, 1.0)
+
+    found = _named(_cells(seed, nranks=2, classes=(20_000.0,), cv=0.002,
+                          slow={(0, 0): shape, (0, 1): phase}))  # fmt: skip
+    assert _kinds(found) == [("slow_phase", 1, "S0")]
