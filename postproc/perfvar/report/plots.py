@@ -955,7 +955,9 @@ def waits_by_rank(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
 def waits_figure(result: dict[str, Any]) -> Optional[Any]:
     """Per rank, the time it waited in MPI calls for other ranks and the time the
     other ranks waited for it (its delays, passed-on waiting included), as bars
-    with a unit chosen for the largest. None when nobody waited."""
+    with a unit chosen for the largest. Beyond HEATMAP_ROWS ranks, those no finding
+    names are binned as in the heat map (heatmap_rows), each bin's bars the largest
+    of its ranks'. None when nobody waited."""
     import plotly.graph_objects as go
 
     per = waits_by_rank(result)
@@ -963,8 +965,9 @@ def waits_figure(result: dict[str, Any]) -> Optional[Any]:
     if top <= 0:
         return None
     scale, unit = unit_of(top)
-    ranks = list(per)
-    x = [f"rank {r}" for r in ranks]
+    named = {a["rank"] for a in result["anomalies"] + (result.get("minor") or [])}
+    groups = heatmap_rows(list(per), named & set(per))
+    x = [f"rank {g[0]}" if len(g) == 1 else f"ranks {g[0]}-{g[-1]}" for g in groups]
     wall = (result.get("wait_states") or {}).get("wall_ns") or 0.0
 
     def share(ns: float) -> str:
@@ -975,14 +978,17 @@ def waits_figure(result: dict[str, Any]) -> Optional[Any]:
         ("waited_ns", "waited for others", "#1f77b4", "waited"),
         ("caused_ns", "others waited for it", "#d62728", "made others wait"),
     ):
-        values = [per[r][key] for r in ranks]
+        values = [max(per[r][key] for r in g) for g in groups]
         fig.add_trace(
             go.Bar(
                 x=x,
                 y=[v / scale for v in values],
                 name=name,
                 marker_color=color,
-                customdata=[share(v) for v in values],
+                customdata=[
+                    share(v) + (", the most of them" if len(g) > 1 else "")
+                    for v, g in zip(values, groups)
+                ],
                 hovertemplate=f"%{{x}} {verb} %{{y:.4g}} {unit}%{{customdata}}"
                 "<extra></extra>",
             )
