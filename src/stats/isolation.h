@@ -26,7 +26,8 @@
  *   c_of_size[psi + 1]   c(m): the average path length of an unsuccessful search in m
  *   limit                the depth at which every node is a leaf
  *   paths[n]             out: the sums
- * Returns 0, or -1 when the work space cannot be allocated (paths untouched). */
+ * Returns 0, or -1 when an argument is out of range (n < 2, trees < 1, psi outside 2..n) or the
+ * work space cannot be allocated (paths untouched). */
 int perfvar_iforest_paths(const double *values, int64_t n, const int64_t *sub, int64_t trees,
                           int64_t psi, const double *draws, int64_t heaps, const double *c_of_size,
                           int64_t limit, double *paths);

@@ -30,9 +30,9 @@ what it is scored together with, so serial and parallel analyses agree exactly.
 
 Where the package's libperfvar_stats is found (src/stats/isolation.h), each forest
 is grown there instead, from the same random numbers and with every addition to a
-path length in the same order: the same scores to the bit, 5-10 times faster
-(tests/python/stats/test_isolation.py compares the two). Pure functions;
-thread-safe.
+path length in the same order: the same scores to the bit, about 3 times faster
+(1024 groups of 500 samples: 0.46 s against 1.4-1.5 s; tests/python/stats/
+test_isolation.py compares the two). Pure functions; thread-safe.
 """
 
 from __future__ import annotations
@@ -66,6 +66,12 @@ def average_path_length(m: np.ndarray) -> np.ndarray:
 
 
 _C_OF_SIZE = average_path_length(np.arange(MAX_SAMPLES + 1))
+
+
+def _depth_limit(psi: np.ndarray) -> np.ndarray:
+    """The depth at which every node of a tree of ``psi`` samples is a leaf:
+    ceil(log2 psi), at least 1 (int64, same shape as ``psi``)."""
+    return np.ceil(np.log2(np.maximum(psi, 2))).astype(np.int64)
 
 
 def scores(values: np.ndarray, trees: int, seed: int = 0) -> np.ndarray:
@@ -132,7 +138,7 @@ def _score_native(lib: ctypes.CDLL, a: np.ndarray, trees: int, seed: int) -> np.
     values = np.ascontiguousarray(a[perm])
     draws = _split_draws(seed, trees)
     paths = np.empty(n)
-    limit = int(np.ceil(np.log2(max(psi, 2))))
+    limit = int(_depth_limit(np.array(psi)))
     rc = lib.perfvar_iforest_paths(
         values, n, _subsample(n, trees, seed), trees, psi, draws, draws.shape[1],
         _C_OF_SIZE, limit, paths,
@@ -236,7 +242,7 @@ def _score_batch(arrays: list[np.ndarray], trees: int, seed: int) -> list[np.nda
     )
     space = _SplitSpace(flat[perm], starts)
     psi = np.minimum(MAX_SAMPLES, sizes)
-    limit = np.ceil(np.log2(np.maximum(psi, 2))).astype(np.int64)
+    limit = _depth_limit(psi)
 
     # Subsamples: a row is one tree of one group, its psi indices into xs; rows go
     # group by group, the groups of one size adjacent.

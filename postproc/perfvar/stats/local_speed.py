@@ -175,10 +175,11 @@ def _rank_speeds(
     if np.count_nonzero(witness) < MIN_CLASSES:
         return {}  # no class has MIN_CLASSES others to tell the speed
     cells = [[prep.cells[(s, r)] for s in segs] for r in ranks]
-    starts = [np.concatenate([c.start_ns for c in cs]) for cs in cells]
-    span = max(float(x.max() - x.min()) for x in starts)
+    first = [min(float(c.start_ns.min()) for c in cs) for cs in cells]
+    last = [max(float(c.start_ns.max()) for c in cs) for cs in cells]
+    span = max(b - a for a, b in zip(first, last))
     per_rank = (int(span // WINDOW_NS) + 1) * len(segs)
-    samples = max(x.size for x in starts)
+    samples = max(sum(c.n for c in cs) for cs in cells)
     block = max(1, min(MAX_WINDOWS // per_rank, MAX_SAMPLES // max(samples, 1)))
     out = {}
     for lo in range(0, len(ranks), block):
@@ -367,8 +368,9 @@ def corrected_cells(
     centres = _centres(prep, sorted(judgeable))
     witnesses = witness_classes(prep, judgeable)
     # Ranks with the same cells and witnesses read together, in rank order after.
+    by_rank = _segments_by_rank(judgeable)
     alike: dict[tuple, list[int]] = {}
-    for r, segs in _segments_by_rank(judgeable).items():
+    for r, segs in by_rank.items():
         if len(segs) > MIN_CLASSES:
             alike.setdefault((tuple(segs), frozenset(witnesses[r])), []).append(r)
     read: dict[tuple[int, int], _Told] = {}
@@ -376,7 +378,7 @@ def corrected_cells(
         read.update(_rank_speeds(prep, ranks, list(segs), centres, set(said)))
     told = {
         (s, r): read[(s, r)]
-        for r, segs in _segments_by_rank(judgeable).items()
+        for r, segs in by_rank.items()
         for s in segs
         if (s, r) in read
     }
