@@ -20,8 +20,16 @@ import sys
 from collections.abc import Sequence
 from typing import Callable, Optional
 
-from perfvar import __version__
-from perfvar.errors import TraceError
+# numpy asks for transparent huge pages for every large array; where the kernel then
+# compacts memory on the fault (its THP "defrag" set to madvise, a common default)
+# the first touch of the analysis' large arrays stalls, and a two-rank analysis took
+# a tenth longer (docs/measurements.md); the arrays are walked once or twice, so
+# huge pages save little. Only where numpy is not imported yet; a user's own setting
+# wins.
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+
+from perfvar import __version__  # noqa: E402
+from perfvar.errors import TraceError  # noqa: E402
 
 EXIT_OK = 0
 EXIT_ERROR = 2

@@ -170,16 +170,32 @@ def _greater(mine: Totals, peers: Totals) -> float:
     """p value that the mean of ``mine`` exceeds that of ``peers`` (one-sided Welch t
     test from their sums, so the peers' values are never concatenated); 1.0 with
     fewer than two values a side, both sums 0, or no finite statistic."""
-    from scipy.stats import ttest_ind_from_stats
-
     n1, m1, sd1 = _moments(mine)
     n2, m2, sd2 = _moments(peers)
     if n1 < 2 or n2 < 2 or (mine[1] == 0.0 and peers[1] == 0.0):
         return 1.0
-    res = ttest_ind_from_stats(
-        m1, sd1, n1, m2, sd2, n2, equal_var=False, alternative="greater"
-    )
-    return float(res.pvalue) if np.isfinite(res.pvalue) else 1.0
+    p = welch_greater(m1, sd1, n1, m2, sd2, n2)
+    return p if np.isfinite(p) else 1.0
+
+
+def welch_greater(
+    m1: float, sd1: float, n1: int, m2: float, sd2: float, n2: int
+) -> float:
+    """p value of scipy.stats.ttest_ind_from_stats(..., equal_var=False,
+    alternative="greater"), computed in the same operations (Welch's degrees of
+    freedom, a NaN one taken as 1, Student's t survival function from scipy.special),
+    so the same figure, without importing scipy.stats (about half a second)."""
+    from scipy.special import stdtr
+
+    # 0-d arrays, as scipy's: their ** 2 is a product, a scalar's is pow().
+    vn1 = np.asarray(sd1, dtype=np.float64) ** 2 / n1
+    vn2 = np.asarray(sd2, dtype=np.float64) ** 2 / n2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (vn1 + vn2) ** 2 / (vn1**2 / (n1 - 1) + vn2**2 / (n2 - 1))
+        df = np.where(np.isnan(df), 1.0, df)
+        diff = np.asarray(m1, np.float64) - np.asarray(m2, np.float64)
+        t = np.divide(diff, np.sqrt(vn1 + vn2))
+    return float(stdtr(df, -t))
 
 
 def _more_lost(mine: RankNoise, peers: Totals) -> float:

@@ -321,8 +321,10 @@ def _probes_tell(
         # others): the probes' bootstrap is run for those ranks alone.
         if not common or np.median(common) <= 0:
             continue
-        speed = core_speed.of_rank(prep, r)
-        if core_speed.decide(speed, rel(float(np.median(common)))) == core_speed.MORE:
+        excess = rel(float(np.median(common)))
+        if not core_speed.may_be_more(prep, r, excess):
+            continue
+        if core_speed.decide(core_speed.of_rank(prep, r), excess) == core_speed.MORE:
             out[r] = v
     return out
 

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from scipy.stats import bootstrap, trim_mean
 
 from perfvar.stats.compare import evenly, log_ns, rel
 from perfvar.stats.model import Prepared
@@ -110,7 +109,19 @@ TRIM = 0.25  # cut from each end: the interquartile mean
 
 
 def _typical(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    return trim_mean(a, TRIM, axis=axis)
+    """scipy.stats.trim_mean(a, TRIM, axis), computed as it does (the same partition,
+    so the same figure), without importing scipy.stats on the path of every analysis
+    (about half a second)."""
+    a = np.asarray(a)
+    n = a.shape[axis]
+    low = int(TRIM * n)
+    high = n - low
+    if n == 0:
+        return np.float64(np.nan)
+    part = np.partition(a, (low, high - 1), axis)
+    kept = [slice(None)] * part.ndim
+    kept[axis] = slice(low, high)  # a view, as scipy's: a copy can sum in another order
+    return np.mean(part[tuple(kept)], axis=axis)
 
 
 def typical_log(samples_ns: np.ndarray) -> float:
@@ -122,15 +133,12 @@ def _typical_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndar
     return _typical(a, axis) - _typical(b, axis)
 
 
-def of_rank(
-    prep: Prepared,
-    rank: int,
-    start_ns: Optional[float] = None,
-    end_ns: Optional[float] = None,
-) -> Optional[CoreSpeed]:
-    """The rank's core speed against its peers' from the probes that started in the
-    window; None without probes there (a run without them, or fewer than MIN_PROBES
-    kept a side)."""
+def _sides(
+    prep: Prepared, rank: int, start_ns: Optional[float], end_ns: Optional[float]
+) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(the rank's probes, its peers' probes) that started in the window, log ns;
+    None without probes there (a run without them, or fewer than MIN_PROBES kept a
+    side)."""
     if prep.probe_segment is None:
         return None
     mine = _in_window(prep, rank, start_ns, end_ns)
@@ -142,7 +150,38 @@ def of_rank(
     theirs = np.concatenate(peers) if peers else np.empty(0)
     if mine.size < MIN_PROBES or theirs.size < MIN_PROBES:
         return None
+    return mine, theirs
+
+
+def may_be_more(prep: Prepared, rank: int, excess_rel: float) -> bool:
+    """Whether ``decide(of_rank(prep, rank), excess_rel)`` can be MORE, from the
+    probes' point shift alone: of_rank's interval reaches up to that point at least,
+    so a point at or above ``CORE_SHARE * excess_rel - SYSTEMATIC`` rules MORE out
+    without the bootstrap (and scipy.stats' import, half a second). A clean run's
+    ranks are ruled out so."""
+    sides = _sides(prep, rank, None, None)
+    if sides is None or excess_rel <= 0:
+        return False
+    point = rel(float(_typical_difference(*sides)))
+    return point < CORE_SHARE * excess_rel - SYSTEMATIC
+
+
+def of_rank(
+    prep: Prepared,
+    rank: int,
+    start_ns: Optional[float] = None,
+    end_ns: Optional[float] = None,
+) -> Optional[CoreSpeed]:
+    """The rank's core speed against its peers' from the probes that started in the
+    window; None without probes there (a run without them, or fewer than MIN_PROBES
+    kept a side)."""
+    sides = _sides(prep, rank, start_ns, end_ns)
+    if sides is None:
+        return None
+    mine, theirs = sides
     d = float(_typical_difference(mine, theirs))
+    from scipy.stats import bootstrap  # only for a rank judged: its import is slow
+
     ci = bootstrap(
         (evenly(mine, MAX_PROBES), evenly(theirs, MAX_PROBES)),
         _typical_difference,

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from perfvar.detect import class_kind, verdict_kind
 from perfvar.read.samples import TraceSamples
+from perfvar.stats.compare import mann_whitney_greater
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
 from perfvar.verdict import delay_cost, time_slicing, wait_states
@@ -119,13 +119,13 @@ def consequence_of(
     m_mine, m_peers = float(np.median(w_mine)), float(np.median(w_peers))
     if m_mine - m_peers < excess:
         return None
-    if mannwhitneyu(w_mine, w_peers, alternative="greater").pvalue >= alpha:
+    if mann_whitney_greater(w_mine, w_peers) >= alpha:
         return None
     d = samples["duration_ns"][of_class[mine]]
     long = w_mine > m_peers + excess
     within_p = None
     if long.sum() >= min_samples and (~long).sum() >= min_samples:
-        within_p = float(mannwhitneyu(d[long], d[~long], alternative="greater").pvalue)
+        within_p = mann_whitney_greater(d[long], d[~long])
         if within_p >= alpha:
             return None  # as slow after short waits: not the waits' doing
     my_calls = calls[mine]

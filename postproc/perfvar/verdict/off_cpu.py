@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from perfvar.detect import class_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats import cpu_time
+from perfvar.stats.compare import mann_whitney_greater
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
 from perfvar.verdict.consequence import consequence
@@ -188,7 +188,7 @@ class ClassOffCpu:
             return None
         p = 1.0
         if np.ptp(np.concatenate([a, b])) > 0:
-            p = float(mannwhitneyu(a, b, alternative="greater").pvalue)
+            p = mann_whitney_greater(a, b)
         return OffCpuInClass(
             float(np.median(a)),
             float(np.median(b)),

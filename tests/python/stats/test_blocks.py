@@ -179,6 +179,21 @@ def test_block_test_is_a_sign_test_with_the_medians_interval():
     assert not few.tested and few.p_value == 1.0
 
 
+def test_sign_test_and_order_statistic_are_scipy_s_binomial():
+    # Whole numbers instead of scipy.stats (whose import is half a second): the
+    # quantile equal, the tail within float rounding of scipy's.
+    from scipy import stats
+
+    for level in (0.95, 0.9):
+        for n in range(1, 400):
+            k = int(stats.binom.ppf((1 - level) / 2, n, 0.5))
+            assert stats_blocks._order_statistic(n, level) == min(max(k, 1), (n + 1) // 2)
+    for n in range(1, 120):
+        for above in range(n + 1):
+            want = stats.binomtest(above, n, 0.5, alternative="greater").pvalue
+            assert stats_blocks._sign_test(above, n) == pytest.approx(want, rel=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_core_drifting_against_its_peers_does_not_hide_a_steady_segment(seed):
     # Rank 1's core is 3 % faster or slower than its peers from block to block, in

@@ -1,10 +1,10 @@
-"""perfvar.stats.compare.rank_sum_greater against scipy's Mann-Whitney U."""
+"""perfvar.stats.compare against scipy's Mann-Whitney U and statsmodels' BH."""
 
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfvar.stats.compare import rank_sum_greater
+from perfvar.stats.compare import fdr, mann_whitney_greater, rank_sum_greater
 
 
 def _scipy(x, y):
@@ -33,3 +33,34 @@ def test_extremes_and_ties():
     assert rank_sum_greater(x, y) == pytest.approx(_scipy(x, y), rel=1e-12)
     with pytest.raises(ValueError):
         rank_sum_greater(np.array([1.0, np.nan]), np.array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("n,m", [(3, 5), (8, 40), (9, 9), (40, 8), (300, 1000)])
+def test_mann_whitney_greater_is_scipy_s_default(n, m):
+    # scipy's method="auto": exact with a side of 8 values or fewer and no tie,
+    # else the normal approximation.
+    rng = np.random.default_rng(n + 31 * m)
+    for shift in (-0.5, 0.0, 0.3):
+        x, y = rng.normal(shift, 1.0, n), rng.normal(0.0, 1.0, m)
+        want = float(mannwhitneyu(x, y, alternative="greater").pvalue)
+        assert mann_whitney_greater(x, y) == pytest.approx(want, rel=1e-12, abs=1e-300)
+        xq, yq = np.round(x * 2) / 2, np.round(y * 2) / 2  # ties: asymptotic
+        want = float(mannwhitneyu(xq, yq, alternative="greater").pvalue)
+        assert mann_whitney_greater(xq, yq) == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError):
+        mann_whitney_greater(np.array([1.0, np.nan]), np.arange(20.0))
+
+
+def test_fdr_is_statsmodels_benjamini_hochberg():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(5)
+    for i in range(300):
+        p = rng.uniform(size=int(rng.integers(1, 120))) ** rng.choice([1, 8])
+        if i % 3 == 0:
+            p = np.round(p, 2)  # ties
+        if i % 5 == 0:
+            p[: p.size // 2] = 1.0
+        want = [float(q) for q in multipletests(list(p), method="fdr_bh")[1]]
+        assert fdr(list(p)) == want
+    assert fdr([]) == []

@@ -89,3 +89,28 @@ def test_too_few_probes_tell_nothing():
     assert core_speed.of_rank(prep, 1) is None
     assert core_speed.decide(None, 2.0) == core_speed.UNTOLD
     assert core_speed.evidence(None, 2.0)["verdict"] == core_speed.UNTOLD
+
+
+def test_typical_is_scipy_s_trim_mean():
+    from scipy.stats import trim_mean
+
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 3, 7, 100, 1001):
+        a = rng.normal(size=(5, n))
+        assert core_speed._typical(a[0]) == trim_mean(a[0], core_speed.TRIM)
+        assert np.array_equal(core_speed._typical(a), trim_mean(a, core_speed.TRIM, axis=-1))
+        assert np.array_equal(
+            core_speed._typical(a.T, axis=0), trim_mean(a.T, core_speed.TRIM, axis=0)
+        )
+
+
+@pytest.mark.parametrize("factor", [0.9, 0.97, 1.0, 1.03, 1.10, 2.0])
+def test_may_be_more_never_rules_out_what_decide_calls_more(factor):
+    prep = _prep(factor)
+    speed = core_speed.of_rank(prep, 1)
+    for excess in (0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 3.0):
+        if core_speed.decide(speed, excess) == core_speed.MORE:
+            assert core_speed.may_be_more(prep, 1, excess), (factor, excess)
+    # A probe as fast as its peers' and a finding far below the margin: ruled out.
+    if factor == 1.0:
+        assert not core_speed.may_be_more(prep, 1, 0.001)

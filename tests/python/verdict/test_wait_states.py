@@ -71,3 +71,15 @@ def test_the_summary_grows_with_the_ranks_not_their_pairs():
     assert sum(e["caused_ns"] for e in out["by_rank"]) == pytest.approx(total)
     # Rank 5 made every other rank p wait (p + 1) * 6 ns.
     assert out["by_rank"][5]["caused_ns"] == pytest.approx(6 * (n * (n + 1) / 2 - 6))
+
+
+def test_calls_are_ordered_by_rank_then_time_sorted_or_not():
+    # The reader gives them in order (identity, no sort); merged parts may not.
+    rng = np.random.default_rng(2)
+    rank = np.sort(rng.integers(0, 5, 300))
+    start = np.concatenate([np.sort(rng.integers(0, 50, (rank == r).sum())) for r in range(5)])
+    assert np.array_equal(W._by_rank_then_time(rank, start), np.arange(300))
+    shuffled = rng.permutation(300)
+    r, s = rank[shuffled], start[shuffled]
+    order = W._by_rank_then_time(r, s)
+    assert np.array_equal(order, np.lexsort((s, r)))
