@@ -10,6 +10,7 @@ perfvar-run, T trials per case, and prints a markdown table of hit rates per pro
                     [--trials T] [--cases LIST] [--steps N] [--work DIR] [--keep]
                     [--json PATH] [--short] [--mpi openmpi|mpich] [--mpiexec PATH]
                     [--rejudge JSON] [--setting PERFVAR_NAME=VALUE ...] [--min-cost PCT]
+  tools/validate.py --doc docs/validation.md --from RUNS.json [--from RUNS.json ...]
 
 Cases: clean (no injection: expect no anomalous core where the host witness measured the CPUs
 within 5 % of each other, and the core of a rank whose CPU it measured 15 % or more slower named
@@ -131,7 +132,7 @@ from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
 from perfvar.stats.cells import NO_CALIBRATION  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
-from validation import disturb, host, programs  # noqa: E402
+from validation import disturb, host, programs, runs  # noqa: E402
 from validation.classes import (  # noqa: E402
     Pattern, apart_text, compute_share, judged_span, largest_class, median_ratio, range_text,
     selected, split_ns)
@@ -950,6 +951,11 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--setting", action="append", default=[], metavar="PERFVAR_NAME=VALUE",
                     help="a perfvar setting for every run (docs/tracing.md), e.g. "
                     "PERFVAR_PROBE=on; repeatable")
+    ap.add_argument("--doc", type=Path, metavar="MD",
+                    help="run nothing: write the results page (docs/validation.md) from the "
+                    "runs of --from, for each program and case the latest run that had it")
+    ap.add_argument("--from", dest="runs", action="append", default=[], type=Path,
+                    metavar="JSON", help="a run's --json, for --doc; repeatable")
     return ap.parse_args()
 
 
@@ -1096,6 +1102,8 @@ def run_suites(st: Setup, a: argparse.Namespace, suites: list[tuple[str, list[Ca
 
 def main() -> int:
     a = parse_args()
+    if a.doc:
+        return write_doc(a.doc, a.runs)
     suites = asked_suites(a)
     extra = settings(a.setting)
     if suites is None or extra is None:
@@ -1144,7 +1152,7 @@ def report(a: argparse.Namespace, trials: list[Trial], suites: list[tuple[str, l
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not run")
     if a.json:
-        a.json.write_text(json.dumps([vars(t) for t in trials], indent=1) + "\n")
+        runs.dump(a.json, runs.now(machine(), a.short), [vars(t) for t in trials])
 
 
 def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: bool,
@@ -1155,7 +1163,7 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
           f"the traces of {path} judged again")
     asked = {(suite, c.name): c for suite, cases in suites for c in cases}
     trials = []
-    for record in json.loads(path.read_text()):
+    for record in runs.load(path)[1]:
         case = asked.get((record.get("suite", "twins"), record.get("case")))
         if case is not None:
             trials.append(rejudge_trial(st, record, case))
@@ -1166,8 +1174,62 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not be judged")
     if out_json:
-        out_json.write_text(json.dumps([vars(t) for t in trials], indent=1) + "\n")
+        runs.dump(out_json, runs.now(machine(), short, path), [vars(t) for t in trials])
     return 1 if errors else 0
+
+
+DOC_HEAD = """# Validation results
+
+Written by `tools/validate.py --doc docs/validation.md --from RUNS.json ...` from the runs of
+the validation kit (`tools/validate.py`, [docs/testing.md](testing.md)): for each program and
+case, the latest run that had it, with its date, machine and command. Edit the runs, not this
+page. Each trial runs the program with 2 ranks under `perfvar-run`, injects one anomaly from
+outside the unchanged binary, and scores `perfvar analyze`'s verdict against it by the rules of
+`tests/tools/verdicts.py`; "hits on an even host" counts the trials where the host witness
+measured both CPUs within 5 % of each other. Real programs are named with the version the run
+used; how to build them is theirs to publish.
+"""
+
+
+def doc_lines(loaded: list[tuple[runs.RunInfo, list[Trial]]]) -> list[str]:
+    """The results page: per run, newest first, the rows of the (program, case) pairs whose
+    latest run it is (a trial that could not run counts for nothing)."""
+    latest: dict[tuple[str, str], int] = {}
+    order = sorted(range(len(loaded)), key=lambda i: loaded[i][0].date)
+    for i in order:
+        for t in loaded[i][1]:
+            if not t.error:
+                latest[(t.suite, t.case)] = i
+    lines = [DOC_HEAD]
+    for i in reversed(order):
+        info, trials = loaded[i]
+        mine = [t for t in trials if latest.get((t.suite, t.case)) == i]
+        if not mine:
+            continue
+        names = {(t.suite, t.case) for t in mine}
+        suites = [(su, [c for c in suite_cases(su, info.short, None) if (su, c.name) in names])
+                  for su in dict.fromkeys(t.suite for t in mine)]
+        again = f"; the traces of {info.rejudged_from} judged again" if info.rejudged_from else ""
+        lines += [f"## {info.date}", "", f"Machine: {info.machine}{again}. Command: "
+                  f"`{info.command}`", ""]
+        lines += summary_lines(suites, mine, info.short) + [""]
+    return lines
+
+
+def write_doc(md: Path, paths: list[Path]) -> int:
+    """--doc: the results page from the runs ``paths``."""
+    if not paths:
+        print("validate: --doc needs at least one --from JSON", file=sys.stderr)
+        return 2
+    fields = Trial.__dataclass_fields__
+    loaded = []
+    for path in paths:
+        info, records = runs.load(path)
+        loaded.append((info, [Trial(**{k: v for k, v in r.items() if k in fields})
+                              for r in records]))
+    md.write_text("\n".join(doc_lines(loaded)).rstrip() + "\n")
+    print(f"validate: {md} written from {len(paths)} run(s)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import numpy.lib.recfunctions  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -439,3 +440,40 @@ def test_injected_work_the_probes_could_not_tell_is_counted_apart() -> None:
     s = score(injected, analysis({"kind": "slow_segment", "rank": 1, "segment": "s0",
                                   "evidence": slower}))
     assert s.wrong and not s.untold
+
+
+def test_the_results_page_keeps_each_program_and_case_from_its_latest_run(tmp_path: Path) -> None:
+    """--doc: each (program, case) from the latest run that had it, under that run's date,
+    machine and command; a run whose cases were all run again later is left out; an older
+    bare list of trials still loads (dated by its file)."""
+    import validate
+    from validation import runs
+
+    def trial(case: str, n: int, hit: bool) -> dict:
+        return vars(validate.Trial(case, n, "hpccg", n % 2, "0 1", suite="hpccg", hit=hit))
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps([trial("clean", 0, False), trial("busy", 0, True)]))
+    os.utime(old, (1_699_963_200, 1_699_963_200))  # 2023-11-14 12:00 UTC
+    mid = tmp_path / "mid.json"
+    runs.dump(mid, runs.RunInfo("2026-12-01T10:00:00", "cpu A, nproc 2", "tools/validate.py x"),
+              [trial("clean", 0, True), trial("clean", 1, True)])
+    new = tmp_path / "new.json"
+    runs.dump(new, runs.RunInfo("2026-12-02T10:00:00", "cpu B, nproc 2", "tools/validate.py y"),
+              [trial("busy", 0, False)])
+    md = tmp_path / "validation.md"
+    assert validate.write_doc(md, [new, old, mid]) == 0
+    page = md.read_text()
+    # Newest first: the busy case of the newest run, then the clean case of the middle one.
+    assert page.index("## 2026-12-02T10:00:00") < page.index("## 2026-12-01T10:00:00")
+    assert "cpu B, nproc 2" in page and "`tools/validate.py y`" in page
+    rows = [line for line in page.splitlines() if line.startswith("| hpccg |")]
+    assert [r.split(" | ")[1:5] for r in rows] == [["busy", "busy process on the rank's CPU",
+                                                      "1", "0"], ["clean", "none", "2", "2"]]
+    assert runs.NOT_RECORDED not in page  # every case of the old run was run again later
+    info, records = runs.load(old)
+    assert info.machine == runs.NOT_RECORDED and len(records) == 2
+    assert info.date.startswith("2023-11-1")  # the 14th or 15th, by the time zone
+    (tmp_path / "future.json").write_text(json.dumps({"format": 99, "run": {}, "trials": []}))
+    with pytest.raises(ValueError):
+        runs.load(tmp_path / "future.json")
