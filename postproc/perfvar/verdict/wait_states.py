@@ -125,12 +125,14 @@ class Timeline:
 
     Per call: ``rank``, ``enter_ns``/``leave_ns`` (ns since the trace origin),
     ``function`` (index into ``functions``, the MPI names as the segment keys give
-    them), ``site`` (index into ``sites``, ``FN@module+0xOFF``), ``before`` /
-    ``after`` (the sample index, into the trace's samples, of the segment that ends
-    at its entry / starts at its exit) and ``local`` (its position k on its rank: it
-    sits between the rank's segments k-1 and k). ``segments`` lists, per rank, its
-    master thread's samples in time order (indices into the trace's samples), with
-    ``seg_start_ns``/``seg_end_ns`` aligned with them.
+    them), ``site`` (index into ``sites``, ``FN@module+0xOFF``), ``after`` (the
+    sample index, into the trace's samples, of the segment that starts at its exit)
+    and ``local`` (its position k on its rank: it sits between the rank's segments
+    k-1 and k). ``segments`` lists, per rank, its master thread's samples in time
+    order (indices into the trace's samples), with ``seg_start_ns``/``seg_end_ns``
+    aligned with them: the segment that ends at a call's entry is
+    ``segments[rank][local - 1]``. The indices take 4 bytes (ranks, functions, sites
+    and calls of a rank stay below 2^31), the times 8.
     """
 
     rank: np.ndarray
@@ -138,7 +140,6 @@ class Timeline:
     leave_ns: np.ndarray
     function: np.ndarray
     site: np.ndarray
-    before: np.ndarray
     after: np.ndarray
     local: np.ndarray
     functions: list[str]
@@ -156,10 +157,11 @@ class Timeline:
     def ranks(self) -> list[int]:
         return sorted(self.segments)
 
-    def kind(self) -> np.ndarray:
-        """Per call, its MPI name normalised (mpi_name)."""
-        names = np.array([mpi_name(f) for f in self.functions] + [""], dtype=object)
-        return names[self.function] if self.n else np.empty(0, dtype=object)
+    def names(self) -> np.ndarray:
+        """Per function (the index ``function`` holds), its MPI name normalised
+        (mpi_name): a call's is ``names()[function]``, looked up where needed rather
+        than held per call (an object pointer each, millions of them)."""
+        return np.array([mpi_name(f) for f in self.functions] + [""], dtype=object)
 
 
 def build_timeline(
@@ -178,7 +180,7 @@ def build_timeline(
     mine = np.flatnonzero(samples["thread"] == 0)
     ranks, starts = samples["rank"][mine], samples["start_ticks"][mine]
     order = mine[_by_rank_then_time(ranks, starts)]
-    rank = samples["rank"][order].astype(np.int64)
+    rank = samples["rank"][order]
     start = trace_ns(samples["start_ticks"][order])
     end = start + samples["duration_ns"][order]
     parsed = [parse_segment_key(k) for k in segment_keys]
@@ -188,16 +190,18 @@ def build_timeline(
     fn_names = [p.end.function if p.end else "?" for p in parsed]
     sites = sorted(set(site_names))
     functions = sorted(set(fn_names))
-    site_of = np.array([sites.index(s) for s in site_names] + [0], dtype=np.int64)
-    fn_of = np.array([functions.index(f) for f in fn_names] + [0], dtype=np.int64)
+    site_of = np.array([sites.index(s) for s in site_names] + [0], dtype=np.int32)
+    fn_of = np.array([functions.index(f) for f in fn_names] + [0], dtype=np.int32)
     user = np.array([f.startswith(USER_TIMER_CALLS) for f in fn_names] + [True])
-    seg = samples["segment"][order].astype(np.int64)
+    seg = samples["segment"][order]
     pair = np.flatnonzero(rank[1:] == rank[:-1])  # call between pair and pair + 1
     keep = pair[~user[seg[pair]]]
+    del pair
     bounds = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
-    first_of = np.repeat(bounds[:-1], np.diff(bounds))
+    # Each call's position on its rank: from the first sample of its rank's block.
+    first_of_keep = bounds[np.searchsorted(bounds, keep, side="right") - 1]
     enter = end[keep]
-    leave = start[keep + 1].copy()
+    leave = start[keep + 1]  # fancy indexing: already a copy, changed in place below
     call_rank = rank[keep]
     if probes is not None and probes.size and keep.size:
         _skip_probes(probes, trace_ns, call_rank, enter, leave)
@@ -207,9 +211,8 @@ def build_timeline(
         leave_ns=np.maximum(leave, enter),
         function=fn_of[seg[keep]],
         site=site_of[seg[keep]],
-        before=order[keep],
         after=order[keep + 1],
-        local=(keep + 1 - first_of[keep]).astype(np.int64),
+        local=(keep + 1 - first_of_keep).astype(np.int32),
         functions=functions,
         sites=sites,
     )
@@ -318,7 +321,7 @@ def _by_rank(rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray) -> dic
     w = waiting_ns > 0
     # One integer per (waiting rank, cause): a 1-D unique, not a row-wise one.
     span = int(max(rank.max(initial=0), cause.max(initial=0))) + 1
-    key, at = np.unique(rank[w] * span + cause[w], return_inverse=True)
+    key, at = np.unique(rank[w].astype(np.int64) * span + cause[w], return_inverse=True)
     sums = np.bincount(at.ravel(), weights=waiting_ns[w], minlength=key.size)
     waiter, whom = key // span, key % span
     waited = np.bincount(waiter, weights=sums, minlength=span)
@@ -413,16 +416,17 @@ def _pattern_of(names: np.ndarray) -> np.ndarray:
 
 
 def _collectives(
-    tl: Timeline, block: np.ndarray, kind: np.ndarray, ws: WaitStates
+    tl: Timeline, block: np.ndarray, fn_names: np.ndarray, ws: WaitStates
 ) -> tuple[int, int]:
     """Fills ``ws`` for the matched instances of ``block`` (rows: instances, columns:
     ranks): each rank waits from its entry to the last rank's, clipped to its own
-    call. Returns (matched, inconsistent) among its N x N instances."""
+    call (``fn_names``: Timeline.names()). Returns (matched, inconsistent) among its
+    N x N instances."""
     rows = np.arange(block.shape[0])
     e, lv = tl.enter_ns[block], tl.leave_ns[block]
     last = np.argmax(e, axis=1)
     e_last = e[rows, last]
-    names = kind[block[:, 0]]
+    names = fn_names[tl.function[block[:, 0]]]
     rooted = np.isin(names, list(ROOTED))  # a rooted one lets some ranks leave early
     early = np.any(lv < (e_last - CLOCK_TOLERANCE_NS)[:, None], axis=1)
     w = np.clip(e_last[:, None] - e, 0.0, lv - e)
@@ -443,9 +447,9 @@ def find(tl: Timeline) -> WaitStates:
     n = tl.n
     ws = WaitStates(
         waiting_ns=np.zeros(n),
-        cause=np.full(n, -1, np.int64),
+        cause=np.full(n, -1, np.int32),  # a rank
         cause_call=np.full(n, -1, np.int64),
-        pattern=np.zeros(n, np.int64),
+        pattern=np.zeros(n, np.int8),  # an index into PATTERNS
         sync=np.zeros(n, dtype=bool),
         synchronised=False,
     )
@@ -455,12 +459,12 @@ def find(tl: Timeline) -> WaitStates:
         ws.cause_call,
         ws.pattern,
     )
-    kind = tl.kind()
+    fn_names = tl.names()
     matched = inconsistent = 0
     for block in _collective_instances(
         tl, np.flatnonzero(_of_function(tl, COLLECTIVE))
     ):
-        m, i = _collectives(tl, block, kind, ws)
+        m, i = _collectives(tl, block, fn_names, ws)
         matched, inconsistent = matched + m, inconsistent + i
     p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P))
     ws.sync[p2p] = True

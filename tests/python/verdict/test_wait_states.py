@@ -14,7 +14,7 @@ def _states(trace):
 
 def test_last_into_the_allreduce_makes_the_others_wait():
     tl, ws = _states(simulate(extra=lambda r, k, c: 5000.0 * ((r, c) == (1, "A"))))
-    kind = tl.kind()
+    kind = tl.names()[tl.function]
     mine = (tl.rank == 0) & (kind == "allreduce")
     assert ws.synchronised
     assert np.median(ws.waiting_ns[mine]) == pytest.approx(5000.0, abs=400.0)
@@ -26,12 +26,12 @@ def test_last_into_the_allreduce_makes_the_others_wait():
 
 def test_a_late_sender_makes_the_receiver_wait_in_waitall():
     tl, ws = _states(simulate(extra=lambda r, k, c: 3000.0 * ((r, c) == (1, "B"))))
-    waitall = (tl.rank == 0) & (tl.kind() == "waitall")
+    waitall = (tl.rank == 0) & (tl.names()[tl.function] == "waitall")
     assert np.median(ws.waiting_ns[waitall]) == pytest.approx(3000.0, abs=400.0)
     assert set(ws.cause[waitall]) == {1}
     assert set(ws.pattern[waitall]) == {W.LATE_SENDER}
     # Rank 1 entered last: it did not wait (its peer's entry is before its own).
-    assert ws.waiting_ns[(tl.rank == 1) & (tl.kind() == "waitall")].max() < LAT_NS
+    assert ws.waiting_ns[(tl.rank == 1) & (tl.names()[tl.function] == "waitall")].max() < LAT_NS
 
 
 def test_ranks_that_ran_apart_give_no_wait_states():
@@ -42,7 +42,7 @@ def test_ranks_that_ran_apart_give_no_wait_states():
 
 def test_the_kth_collective_of_each_rank_is_one_instance():
     tl, _ = _states(simulate(steps=20))
-    coll = np.flatnonzero(tl.kind() == "allreduce")
+    coll = np.flatnonzero(tl.names()[tl.function] == "allreduce")
     inst = np.concatenate(W._collective_instances(tl, coll))  # an instance a row
     assert inst.shape == (20, 2)
     assert all(set(tl.rank[i]) == {0, 1} for i in inst)
