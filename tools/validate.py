@@ -1163,7 +1163,8 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
           f"the traces of {path} judged again")
     asked = {(suite, c.name): c for suite, cases in suites for c in cases}
     trials = []
-    for record in runs.load(path)[1]:
+    source, records = runs.load(path)
+    for record in records:
         case = asked.get((record.get("suite", "twins"), record.get("case")))
         if case is not None:
             trials.append(rejudge_trial(st, record, case))
@@ -1174,7 +1175,8 @@ def rejudge(st: Setup, path: Path, suites: list[tuple[str, list[Case]]], short: 
     print(f"total wall time {time.monotonic() - t_start:.0f} s; "
           f"{len(errors)} trial(s) could not be judged")
     if out_json:
-        runs.dump(out_json, runs.now(machine(), short, path), [vars(t) for t in trials])
+        runs.dump(out_json, runs.now(machine(), short, (path, source)),
+                  [vars(t) for t in trials])
     return 1 if errors else 0
 
 
@@ -1192,10 +1194,11 @@ used; how to build them is theirs to publish.
 
 
 def doc_lines(loaded: list[tuple[runs.RunInfo, list[Trial]]]) -> list[str]:
-    """The results page: per run, newest first, the rows of the (program, case) pairs whose
-    latest run it is (a trial that could not run counts for nothing)."""
+    """The results page: per run, newest first (by when its trials ran, then when they
+    were judged), the rows of the (program, case) pairs whose latest run it is (a trial
+    that could not run counts for nothing)."""
     latest: dict[tuple[str, str], int] = {}
-    order = sorted(range(len(loaded)), key=lambda i: loaded[i][0].date)
+    order = sorted(range(len(loaded)), key=lambda i: (loaded[i][0].trials_ran, loaded[i][0].date))
     for i in order:
         for t in loaded[i][1]:
             if not t.error:
@@ -1209,8 +1212,9 @@ def doc_lines(loaded: list[tuple[runs.RunInfo, list[Trial]]]) -> list[str]:
         names = {(t.suite, t.case) for t in mine}
         suites = [(su, [c for c in suite_cases(su, info.short, None) if (su, c.name) in names])
                   for su in dict.fromkeys(t.suite for t in mine)]
-        again = f"; the traces of {info.rejudged_from} judged again" if info.rejudged_from else ""
-        lines += [f"## {info.date}", "", f"Machine: {info.machine}{again}. Command: "
+        again = (f"; judged again on {info.date} from the traces {info.rejudged_from} kept"
+                 if info.rejudged_from else "")
+        lines += [f"## {info.trials_ran}", "", f"Machine: {info.machine}{again}. Command: "
                   f"`{info.command}`", ""]
         lines += summary_lines(suites, mine, info.short) + [""]
     return lines

@@ -477,3 +477,22 @@ def test_the_results_page_keeps_each_program_and_case_from_its_latest_run(tmp_pa
     (tmp_path / "future.json").write_text(json.dumps({"format": 99, "run": {}, "trials": []}))
     with pytest.raises(ValueError):
         runs.load(tmp_path / "future.json")
+
+
+def test_a_rejudged_run_is_dated_by_its_trials_and_keeps_their_machine(tmp_path: Path) -> None:
+    import validate
+    from validation import runs
+
+    ran = runs.RunInfo("2026-12-01T10:00:00", "cpu A, nproc 2", "tools/validate.py x")
+    again = runs.now("cpu B, nproc 8", False, (tmp_path / "a.json", ran))
+    assert (again.trials_ran, again.machine) == ("2026-12-01T10:00:00", "cpu A, nproc 2")
+    assert again.rejudged_from == str(tmp_path / "a.json") and again.date > again.trials_ran
+    later = runs.RunInfo("2026-12-01T12:00:00", "cpu A, nproc 2", "tools/validate.py z")
+    trial = vars(validate.Trial("clean", 0, "hpccg", 0, "0 1", suite="hpccg", hit=True))
+    for path, info in (("again.json", again), ("later.json", later)):
+        runs.dump(tmp_path / path, info, [trial])
+    md = tmp_path / "v.md"
+    validate.write_doc(md, [tmp_path / "again.json", tmp_path / "later.json"])
+    # Judged again today, its trials ran before the later run's: the later run's row.
+    assert "`tools/validate.py z`" in md.read_text()
+    assert "judged again" not in md.read_text()

@@ -3,7 +3,8 @@ run and what ran them, so that a page of results (--doc) can say, for each progr
 case, which run it comes from, when, on what machine and by what command.
 
     {"format": 1,
-     "run": {"date": ISO 8601 local time the run started, "machine": CPU model and count,
+     "run": {"date": ISO 8601 local time the run started, "ran": when its trials ran (a
+             rejudge's: its source's), "machine": CPU model and count the trials ran on,
              "command": the command line, "short": the gross cases (--short),
              "rejudged_from": the JSON whose kept traces were judged again, or null},
      "trials": [one object per trial: tools/validate.py's Trial, field by field]}
@@ -29,22 +30,31 @@ NOT_RECORDED = "not recorded"
 
 @dataclass
 class RunInfo:
-    date: str  # ISO 8601, local time, seconds
-    machine: str
+    date: str  # ISO 8601, local time, seconds: when this run started
+    machine: str  # where its trials ran
     command: str
     short: bool = False
     rejudged_from: Optional[str] = None
+    ran: Optional[str] = None  # when its trials ran, if not then (a rejudge's source's)
+
+    @property
+    def trials_ran(self) -> str:
+        return self.ran or self.date
 
 
-def now(machine: str, short: bool, rejudged_from: Optional[Path] = None) -> RunInfo:
-    """This run: started now, by this process's command line."""
-    return RunInfo(
+def now(machine: str, short: bool, source: Optional[tuple[Path, RunInfo]] = None) -> RunInfo:
+    """This run: started now, by this process's command line, its trials run here on
+    ``machine``; or, for a rejudge, those of ``source`` (its JSON and what ran it)."""
+    info = RunInfo(
         date=datetime.datetime.now().isoformat(timespec="seconds"),
         machine=machine,
         command=shlex.join(["tools/validate.py", *sys.argv[1:]]),
         short=short,
-        rejudged_from=str(rejudged_from) if rejudged_from else None,
     )
+    if source is not None:
+        path, ran = source
+        info.rejudged_from, info.machine, info.ran = str(path), ran.machine, ran.trials_ran
+    return info
 
 
 def dump(path: Path, info: RunInfo, trials: list[dict]) -> None:
