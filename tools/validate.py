@@ -127,6 +127,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
+from perfvar._spec import TraceName  # noqa: E402
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
 from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
@@ -138,7 +139,8 @@ from validation.classes import (  # noqa: E402
     selected, split_ns)
 from verdicts import SLOWER, Injected, OwnTimer, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
-KEY_RE = re.compile(r"^perfvar:segment:(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+;(?P<b>[^@;]+)@")
+KEY_RE = re.compile("^" + re.escape(TraceName.SEGMENT_PREFIX) + r"(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+"
+                    + re.escape(TraceName.SITE_SEPARATOR) + r"(?P<b>[^@;]+)@")
 CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
 CLASS_B = ("MPI_Allreduce", "MPI_Barrier")
 

@@ -3,8 +3,9 @@
 The names and layouts perfvar's Python package shares with its C library (which
 is built with pv_spec.h, written from the same table): timer names, MPI groups,
 the ctypes structures of libperfvar and libperfvar_read (and its region kinds),
-perfvar-markers' input lines and the keys of DIR/perfvar/rank-N.json. ctest
-spec.python_in_sync checks that this file is what the generator writes.
+the names in the OTF2 archive, perfvar-markers' input lines and the keys of
+DIR/perfvar/rank-N.json. ctest spec.python_in_sync checks that this file is
+what the generator writes.
 Constants only; thread-safe.
 """
 
@@ -184,6 +185,16 @@ class ReadRegion:
     OTHER = -1
     USER = -2
     PROBE = -3
+
+
+class TraceName:
+    """Names in the OTF2 archive perfvar writes (src/trace, src/pmpi)."""
+
+    SEGMENT_PREFIX = "perfvar:segment:"
+    SITE_SEPARATOR = ";"
+    USER_PREFIX = "perfvar:user:"
+    PROBE_REGION = "perfvar:probe"
+    CPU_ATTRIBUTE = "cpu"
 
 
 MARKER_GROUP = "perfvar"

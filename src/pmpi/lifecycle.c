@@ -18,6 +18,7 @@
 #include "threads.h"
 #include "../clock/clock.h"
 #include "../timer/region_sink.h"
+#include "pv_spec.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -276,7 +277,7 @@ static int write_definitions(char *why, size_t len)
                             PV_REC_EV_NONE, "perfvar calibration");
     bad |= pv_rec_defs_line(PV_DEFS_REGION, PV_FN_COUNT + PV_REGION_PROBE,
                             (int)OTF2_REGION_ROLE_ARTIFICIAL, (int)OTF2_PARADIGM_MEASUREMENT_SYSTEM,
-                            PV_REC_EV_NONE, "perfvar:probe");
+                            PV_REC_EV_NONE, PV_TRACE_PROBE_REGION);
     /* The counters, in the order of a METRIC unit's values. */
     for (int i = 0; i < pv_metrics_count(); i++) {
         char unit[64], desc[256];

@@ -125,6 +125,20 @@ STRUCTS = (
     ),
 )
 
+# Names in the OTF2 archive that the writer (src/trace, src/pmpi) and the readers (read/,
+# libperfvar_read's caller) agree on, as (NAME, text): a compute segment's region is
+# SEGMENT_PREFIX + its opening call site + SITE_SEPARATOR + its closing one; a user
+# region's, USER_PREFIX + the name given to perfvar_region; the fixed-work probes' region,
+# PROBE_REGION; the attribute of each Enter and Leave that carries the CPU of the clock
+# read, CPU_ATTRIBUTE.
+TRACE_NAMES = (
+    ("SEGMENT_PREFIX", "perfvar:segment:"),
+    ("SITE_SEPARATOR", ";"),
+    ("USER_PREFIX", "perfvar:user:"),
+    ("PROBE_REGION", "perfvar:probe"),
+    ("CPU_ATTRIBUTE", "cpu"),
+)
+
 # Region kinds perfvar_read_open takes (read/read.h: PERFVAR_READ_REGION_<NAME>; a kind >= 0
 # is a segment's index), as (NAME, value).
 READ_REGION_KINDS = (("OTHER", -1), ("USER", -2), ("PROBE", -3))

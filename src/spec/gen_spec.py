@@ -169,6 +169,17 @@ def c_region_kinds(spec) -> list[str]:
     ]
 
 
+# ---------------------------------------------------------------- C: trace names
+
+
+def c_trace_names(spec) -> list[str]:
+    return [
+        "/* Names in the OTF2 archive the readers look for (read/segments.py, read/otf2.py). */",
+        *[f"#define PV_TRACE_{name} {c_string(text)}" for name, text in spec.TRACE_NAMES],
+        "",
+    ]
+
+
 # ---------------------------------------------------------------- C: markers
 
 
@@ -246,7 +257,8 @@ def c_header(spec) -> str:
         "#include <stdint.h>",
         "",
     ]
-    for part in (c_timers, c_groups, c_structs, c_region_kinds, c_markers, c_rank_json):
+    parts = (c_timers, c_groups, c_structs, c_region_kinds, c_trace_names, c_markers)
+    for part in parts + (c_rank_json,):
         lines += part(spec)
     return "\n".join(lines + ["#endif"]) + "\n"
 
@@ -334,6 +346,11 @@ def py_structs(spec) -> list[list[str]]:
     return blocks + [kinds]
 
 
+def py_trace_names(spec) -> list[list[str]]:
+    doc = "Names in the OTF2 archive perfvar writes (src/trace, src/pmpi)."
+    return [py_constants("TraceName", doc, spec.TRACE_NAMES)]
+
+
 def py_markers(spec) -> list[list[str]]:
     m = spec.MARKERS
     scalars = [
@@ -395,15 +412,16 @@ def python_module(spec) -> str:
         "The names and layouts perfvar's Python package shares with its C library (which",
         "is built with pv_spec.h, written from the same table): timer names, MPI groups,",
         "the ctypes structures of libperfvar and libperfvar_read (and its region kinds),",
-        "perfvar-markers' input lines and the keys of DIR/perfvar/rank-N.json. ctest",
-        "spec.python_in_sync checks that this file is what the generator writes.",
+        "the names in the OTF2 archive, perfvar-markers' input lines and the keys of",
+        "DIR/perfvar/rank-N.json. ctest spec.python_in_sync checks that this file is",
+        "what the generator writes.",
         "Constants only; thread-safe.",
         '"""',
         "",
         "import ctypes",
     ]
     blocks = []
-    for part in (py_timers, py_groups, py_structs, py_markers, py_rank_json):
+    for part in (py_timers, py_groups, py_structs, py_trace_names, py_markers, py_rank_json):
         blocks += part(spec)
     body = "\n\n\n".join("\n".join(b) for b in blocks)
     return "\n".join(head) + "\n\n" + body + "\n"

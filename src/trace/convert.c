@@ -5,6 +5,7 @@
 #include "../recorder/replay.h"
 #include "../recorder/defs_lines.h"
 #include "perfvar.h"
+#include "pv_spec.h"
 #include "requests.h"
 
 #include <errno.h>
@@ -32,7 +33,7 @@ typedef struct rank_defs {
     uint64_t realtime_ns, realtime_ticks;
     pv_static_region *regions;
     unsigned char *events;   /* event role per static region */
-    int nregions, probe_region; /* probe_region: "perfvar:probe", -1 if none */
+    int nregions, probe_region; /* probe_region: PV_TRACE_PROBE_REGION's, -1 if none */
     site_def *sites;
     int nsites;
     char **user_names;       /* by handle */
@@ -146,7 +147,7 @@ static int parse_region(rank_defs *d, const defs_line *l)
     if (grow(&d->regions, &l->cap->regions, id, sizeof *d->regions) ||
         grow(&d->events, &l->cap->events, id, sizeof *d->events))
         return -1;
-    if (!strcmp(f[5], "perfvar:probe")) d->probe_region = id;
+    if (!strcmp(f[5], PV_TRACE_PROBE_REGION)) d->probe_region = id;
     d->regions[id] = (pv_static_region){f[5], (OTF2_RegionRole)atoi(f[2]), (OTF2_Paradigm)atoi(f[3])};
     d->events[id] = (unsigned char)atoi(f[4]);
     d->nregions++;
@@ -298,7 +299,8 @@ static uint32_t segment_region(converter *cv, int from, int to)
     if (v) return (uint32_t)v->a;
     char *canonical = NULL, *display = NULL;
     uint32_t region = UINT32_MAX;
-    if (asprintf(&canonical, "perfvar:segment:%s;%s", d->sites[from].name, d->sites[to].name) >= 0 &&
+    if (asprintf(&canonical, PV_TRACE_SEGMENT_PREFIX "%s" PV_TRACE_SITE_SEPARATOR "%s",
+                 d->sites[from].name, d->sites[to].name) >= 0 &&
         asprintf(&display, "%s -> %s", d->sites[from].label, d->sites[to].label) >= 0)
         region = pv_trace_region_define(canonical, display, OTF2_REGION_ROLE_CODE, OTF2_PARADIGM_USER);
     free(canonical), free(display);
@@ -315,7 +317,7 @@ static uint32_t user_region(converter *cv, int handle)
     if (cv->user_regions[handle]) return cv->user_regions[handle] - 1;
     char *canonical = NULL;
     uint32_t r = UINT32_MAX;
-    if (asprintf(&canonical, "perfvar:user:%s", d->user_names[handle]) >= 0)
+    if (asprintf(&canonical, PV_TRACE_USER_PREFIX "%s", d->user_names[handle]) >= 0)
         r = pv_trace_region_define(canonical, d->user_names[handle], OTF2_REGION_ROLE_FUNCTION,
                                    OTF2_PARADIGM_USER);
     free(canonical);

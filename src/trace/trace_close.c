@@ -11,6 +11,7 @@
  * events name its class through OTF2_MAPPING_METRIC. */
 #include "trace_internal.h"
 #include "perfvar.h"
+#include "pv_spec.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -415,7 +416,7 @@ static int intern_rank_strings(strtab *s, const rank_report *reps, int nranks, d
 static int intern_def_strings(unify *u, const rank_report *reps, int nranks, def_strings *ds)
 {
     strtab *s = &u->strings;
-    ds->mpi = strtab_id(s, "MPI"), ds->cpu = strtab_id(s, "cpu");
+    ds->mpi = strtab_id(s, "MPI"), ds->cpu = strtab_id(s, PV_TRACE_CPU_ATTRIBUTE);
     ds->cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
     ds->machine = strtab_id(s, "machine"), ds->node = strtab_id(s, "node");
     ds->world = strtab_id(s, "MPI_COMM_WORLD");

@@ -30,14 +30,16 @@ POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
 sys.path.insert(0, os.path.abspath(POSTPROC))
 
 from perfvar.read.meta import Calibration  # noqa: E402
+from perfvar._spec import TraceName  # noqa: E402
 from perfvar.read.samples import SAMPLE_DTYPE  # noqa: E402
+from perfvar.read.segments import segment_key  # noqa: E402
 from perfvar.stats.filters import filter_cost, filter_os  # noqa: E402
 from perfvar.stats.model import Cell, Prepared  # noqa: E402
 
 RESOLUTION_HZ = 2_500_000_000  # 2.5 GHz TSC
 APP = "/opt/app/bin/stencil"
-SEG_A = f"perfvar:segment:MPI_Waitall@{APP}+0x1a2b;MPI_Allreduce@{APP}+0x1c3d"
-SEG_B = f"perfvar:segment:MPI_Allreduce@{APP}+0x1c3d;MPI_Waitall@{APP}+0x1a2b"
+SEG_A = segment_key(f"MPI_Waitall@{APP}+0x1a2b", f"MPI_Allreduce@{APP}+0x1c3d")
+SEG_B = segment_key(f"MPI_Allreduce@{APP}+0x1c3d", f"MPI_Waitall@{APP}+0x1a2b")
 CALIBRATION = {
     "mode": "quick",
     "status": "complete",
@@ -184,7 +186,9 @@ def write_trace(
         defs = trace.definitions
         root = defs.system_tree_node("machine")
         nodes = {h: defs.system_tree_node(h, parent=root) for h in set(hosts.values())}
-        cpu_attr = defs.attribute("cpu", "CPU the clock was read on", Type.UINT32)
+        cpu_attr = defs.attribute(
+            TraceName.CPU_ATTRIBUTE, "CPU the clock was read on", Type.UINT32
+        )
         mpi = defs.region(
             "MPI_Allreduce",
             canonical_name="MPI_Allreduce",
@@ -193,15 +197,15 @@ def write_trace(
         )
         user = defs.region(
             "halo",
-            canonical_name="perfvar:user:halo",
+            canonical_name=TraceName.USER_PREFIX + "halo",
             region_role=RegionRole.FUNCTION,
             paradigm=Paradigm.USER,
         )
         probe_region = None
         if probes is not None:
             probe_region = defs.region(
-                "perfvar:probe",
-                canonical_name="perfvar:probe",
+                TraceName.PROBE_REGION,
+                canonical_name=TraceName.PROBE_REGION,
                 region_role=RegionRole.ARTIFICIAL,
                 paradigm=Paradigm.MEASUREMENT_SYSTEM,
             )

@@ -16,6 +16,7 @@ from conftest import POSTPROC, normal_durations, run_cli
 from perfvar.analysis import PARALLEL_MIN_RANKS, analyze
 from perfvar.calibration.ranks import CACHE_NAME
 from perfvar.partition import split
+from perfvar.read.segments import segment_key
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
@@ -114,9 +115,9 @@ def _judged_durations() -> dict[int, dict[str, np.ndarray]]:
             mix[kinds > 1e6] *= 1.10
         sends = [right, left] if 4 <= r < 8 else [right if r % 2 == 0 else left]
         out[r] = {
-            f"perfvar:segment:{wait};{s}": rng.normal(5e5, 500.0, 180) for s in sends
+            segment_key(wait, s): rng.normal(5e5, 500.0, 180) for s in sends
         }
-        out[r][f"perfvar:segment:{right};{wait}"] = mix
+        out[r][segment_key(right, wait)] = mix
     return out
 
 

@@ -8,13 +8,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from run_mpi import Job, unconfirmed  # noqa: E402
+from perfvar.read.segments import segment_key  # noqa: E402
 
 SEG = "MPI_Waitall.*MPI_Allreduce"
 LINE = r"stencil\[timing\] rank ([0-9]+): compute/step mean ([0-9.]+) ms"
 RESULT = {
     "segments": [
-        {"id": "S0", "key": "perfvar:segment:MPI_Waitall@/x/app+0x1;MPI_Allreduce@/x/app+0x2"},
-        {"id": "S1", "key": "perfvar:segment:MPI_Allreduce@/x/app+0x2;MPI_Irecv@/x/app+0x3"},
+        {"id": "S0", "key": segment_key("MPI_Waitall@/x/app+0x1", "MPI_Allreduce@/x/app+0x2")},
+        {"id": "S1", "key": segment_key("MPI_Allreduce@/x/app+0x2", "MPI_Irecv@/x/app+0x3")},
     ]
 }
 

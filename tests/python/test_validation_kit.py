@@ -35,9 +35,10 @@ from validation.classes import (  # noqa: E402
     split_ns,
 )
 from verdicts import SLOWER, Injected, OwnTimer, score, verdict_anomalies  # noqa: E402
+from perfvar.read.segments import segment_key  # noqa: E402
 
-K1 = "perfvar:segment:MPI_Waitall@/x/app+0x10;MPI_Allreduce@/x/app+0x20"
-K2 = "perfvar:segment:MPI_Allreduce@/x/app+0x20;MPI_Waitall@/x/app+0x10"
+K1 = segment_key("MPI_Waitall@/x/app+0x10", "MPI_Allreduce@/x/app+0x20")
+K2 = segment_key("MPI_Allreduce@/x/app+0x20", "MPI_Waitall@/x/app+0x10")
 
 
 def analysis(*anomalies: dict) -> dict:
@@ -128,7 +129,7 @@ def test_the_stencils_own_timer_per_rank() -> None:
     slower = programs.STENCIL_CLOCK.slower(out)
     assert slower == {"0": 2.6 / 2.0 - 1, "1": 2.0 / 2.6 - 1}
     assert programs.STENCIL_CLOCK.slower(out.split("\n", 2)[2]) is None  # one rank only
-    key = ("perfvar:segment:MPI_Waitall@/x/stencil+0x10;MPI_Allreduce@/x/stencil+0x20")
+    key = segment_key("MPI_Waitall@/x/stencil+0x10", "MPI_Allreduce@/x/stencil+0x20")
     assert selected([key, K2.replace("app", "stencil")], programs.STENCIL_CLOCK.timed) == [key]
 
 

@@ -14,10 +14,11 @@ from typing import Callable, Optional
 import numpy as np
 
 from perfvar.read.samples import METRIC_DTYPE, SAMPLE_DTYPE, TraceSamples
+from perfvar.read.segments import segment_key
 
 APP = "/opt/app/bin/stencil"
-SEG_A = f"perfvar:segment:MPI_Waitall@{APP}+0x10;MPI_Allreduce@{APP}+0x20"
-SEG_B = f"perfvar:segment:MPI_Allreduce@{APP}+0x20;MPI_Waitall@{APP}+0x10"
+SEG_A = segment_key(f"MPI_Waitall@{APP}+0x10", f"MPI_Allreduce@{APP}+0x20")
+SEG_B = segment_key(f"MPI_Allreduce@{APP}+0x20", f"MPI_Waitall@{APP}+0x10")
 LAT_NS = 200.0
 A_NS, B_NS = 100_000.0, 20_000.0
 

@@ -49,6 +49,9 @@ from pathlib import Path
 
 import otf2
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
+from perfvar._spec import TraceName  # noqa: E402
+
 # K is one constant of the C library, the same on every rank; read it from its header rather
 # than copy it.
 PROBE_ADDS = int(re.search(
@@ -70,8 +73,8 @@ def thread_of(location) -> int:
 
 
 CPU_UNKNOWN = 0xFFFFFFFF  # the `cpu` value that says the CPU is not known
-PROBE = "perfvar:probe"
-SEGMENT = "perfvar:segment:"
+PROBE = TraceName.PROBE_REGION
+SEGMENT = TraceName.SEGMENT_PREFIX
 
 
 def counts(spec: str) -> list[tuple[str, int]]:
@@ -393,7 +396,7 @@ class TraceScan:
 
     def note_cpu(self, ev, loc: Loc) -> None:
         for attr, value in (ev.attributes or {}).items():
-            if attr.name == "cpu":  # written where it changed, carried forward
+            if attr.name == TraceName.CPU_ATTRIBUTE:  # written where it changed, carried forward
                 self.cpu_now[loc] = value
 
     def cpu_unknown(self, loc: Loc) -> bool:
@@ -425,7 +428,7 @@ class TraceScan:
     def check_probe_enter(self, ev, at: At) -> None:
         loc, t, prev = at.loc, ev.time, at.prev
         outer = [x.name for x in self.stacks[loc]
-                 if not x.canonical_name.startswith("perfvar:user:")]
+                 if not x.canonical_name.startswith(TraceName.USER_PREFIX)]
         if outer:
             self.errors.append(f"{at.where}: probe inside {outer}")
         if not ends_segment(prev):

@@ -46,6 +46,7 @@
 #include "../../src/recover/comm_fork.h"
 #include "../../src/trace/convert.h"
 #include "perfvar.h"
+#include "pv_spec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +83,7 @@ static const struct {
     {"MPI_Allreduce", OTF2_REGION_ROLE_COLL_ALL2ALL, OTF2_PARADIGM_MPI, PV_REC_EV_COLL},
     {"perfvar calibration", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM,
      PV_REC_EV_NONE},
-    {"perfvar:probe", OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM, PV_REC_EV_NONE},
+    {PV_TRACE_PROBE_REGION, OTF2_REGION_ROLE_ARTIFICIAL, OTF2_PARADIGM_MEASUREMENT_SYSTEM, PV_REC_EV_NONE},
 };
 
 /* Call sites: return addresses in the modelled executable (offsets from its load bias). */
@@ -567,8 +568,8 @@ static void report_classes(const char *results)
 {
     for (int c = 0; c < NCLS; c++) {
         int a = cls_sites[c][0], b = cls_sites[c][1];
-        result_line(results, "class\tindex=%d\tname=%s\tbase_ns=%.1f\tsigma=%.3f\tkey=perfvar:segment:"
-                    "%s@%s+0x%x;%s@%s+0x%x\n", c, cls_name[c], cls_base_ns[c], cls_sigma[c],
+        result_line(results, "class\tindex=%d\tname=%s\tbase_ns=%.1f\tsigma=%.3f\tkey="
+                    PV_TRACE_SEGMENT_PREFIX "%s@%s+0x%x" PV_TRACE_SITE_SEPARATOR "%s@%s+0x%x\n", c, cls_name[c], cls_base_ns[c], cls_sigma[c],
                     regions[sites[a].region].name, APP, sites[a].offset, regions[sites[b].region].name,
                     APP, sites[b].offset);
     }

@@ -14,6 +14,7 @@
 #include "recorder/replay.h"
 #include "recover/comm_fork.h"
 #include "trace/convert.h"
+#include "pv_spec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,7 +42,7 @@ static void open_defs(const char *dir, int rank)
 static uint64_t record_rank(const char *dir, int rank, FILE *golden, int steps)
 {
     static const char *names[NREGIONS] = {"MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Allreduce",
-                                          "MPI_Finalize", "perfvar calibration", "perfvar:probe"};
+                                          "MPI_Finalize", "perfvar calibration", PV_TRACE_PROBE_REGION};
     static const int roles[NREGIONS] = {OTF2_REGION_ROLE_FUNCTION, OTF2_REGION_ROLE_POINT2POINT,
                                         OTF2_REGION_ROLE_POINT2POINT, OTF2_REGION_ROLE_COLL_ALL2ALL,
                                         OTF2_REGION_ROLE_FUNCTION, OTF2_REGION_ROLE_ARTIFICIAL,

@@ -48,6 +48,8 @@ from typing import Optional
 
 import numpy as np
 
+from perfvar._spec import TraceName
+
 SAMPLE_DTYPE = np.dtype(
     [
         ("segment", np.int32),  # index into TraceSamples.segments
@@ -100,10 +102,10 @@ CPU_UNKNOWN_VALUE = 0xFFFFFFFF  # a ``cpu`` attribute saying: unknown from here 
 CONTEXT_UNKNOWN = -1
 
 
-CPU_ATTRIBUTE = "cpu"
+CPU_ATTRIBUTE = TraceName.CPU_ATTRIBUTE
 
 
-PROBE_REGION = "perfvar:probe"  # canonical name of the fixed-work probe region
+PROBE_REGION = TraceName.PROBE_REGION  # canonical name of the fixed-work probe region
 
 
 @dataclass

@@ -22,10 +22,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from perfvar._spec import TraceName
 from perfvar.units import fmt_ns
 
-SEGMENT_PREFIX = "perfvar:segment:"
-USER_PREFIX = "perfvar:user:"
+SEGMENT_PREFIX = TraceName.SEGMENT_PREFIX
+USER_PREFIX = TraceName.USER_PREFIX
 
 # One end: FN@MODULE+0xHEX; MODULE may contain '@' or '+', so the offset is taken
 # from the last "+0x" and the function from the first '@'.
@@ -34,7 +35,9 @@ _END_RE = re.compile(r"^(?P<fn>[^@;]+)@(?P<module>.+)\+0x(?P<off>[0-9A-Fa-f]+)$"
 _FN_RE = re.compile(r"^(?P<fn>[^@;]+)@(?P<rest>.+)$")
 _FRAME_RE = re.compile(r"(?P<module>.+?)\+0x(?P<off>[0-9A-Fa-f]+)(?:<|$)")
 # The two ends are split at the first ';' that follows "+0x<hex>".
-_KEY_RE = re.compile(r"^(?P<a>.+?\+0x[0-9A-Fa-f]+);(?P<b>.+)$")
+_KEY_RE = re.compile(
+    r"^(?P<a>.+?\+0x[0-9A-Fa-f]+)" + re.escape(TraceName.SITE_SEPARATOR) + r"(?P<b>.+)$"
+)
 # A duration mode's tag at the end of a key (perfvar.read.modes).
 _MODE_RE = re.compile(r"^(?P<key>.+)#(?P<side>below|above):(?P<ns>[0-9]+)$")
 
@@ -127,6 +130,12 @@ def parse_call_site(text: str) -> Optional[CallSite]:
         return None
     first = frames[0]
     return CallSite(m.group("fn"), first.module, first.offset, tuple(frames[1:]))
+
+
+def segment_key(start: str, end: str) -> str:
+    """The canonical key of the segment between call sites ``start`` and ``end``
+    (``FN@MODULE+0xOFF``), as the trace writer names its region (TraceName)."""
+    return f"{SEGMENT_PREFIX}{start}{TraceName.SITE_SEPARATOR}{end}"
 
 
 def parse_segment_key(key: str) -> SegmentKey:

@@ -11,11 +11,11 @@ from conftest import make_prepared
 from perfvar.detect import run_all
 from perfvar.read.modes import split_modes, split_threshold
 from perfvar.read.samples import SAMPLE_DTYPE, TraceSamples
-from perfvar.read.segments import mode_key, parse_segment_key
+from perfvar.read.segments import mode_key, parse_segment_key, segment_key
 from perfvar.stats.model import DetectParams
 
 SITE = "MPI_Sendrecv@/app+0x96a2"
-KEY = f"perfvar:segment:{SITE}</app+0x62e8;{SITE}</app+0x62c8"
+KEY = segment_key(f"{SITE}</app+0x62e8", f"{SITE}</app+0x62c8")
 SHORT_NS, LONG_NS = 200_000.0, 30_000_000.0  # packing between axes, the force loop
 
 

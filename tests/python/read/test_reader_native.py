@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import RESOLUTION_HZ, SEG_A, SEG_B, normal_durations
 from perfvar.read import native as reader_native
+from perfvar._spec import TraceName
 from perfvar.read import trace as reader
 from perfvar.errors import TraceError
 from perfvar.read.otf2 import trace_locations, trace_ranks
@@ -191,10 +192,10 @@ def _unbalanced_trace(path, cpu_type):
     with otf2.writer.open(path, timer_resolution=RESOLUTION_HZ) as trace:
         defs = trace.definitions
         node = defs.system_tree_node("node0", parent=defs.system_tree_node("machine"))
-        cpu = defs.attribute("cpu", "CPU the clock was read on", cpu_type)
+        cpu = defs.attribute(TraceName.CPU_ATTRIBUTE, "CPU the clock was read on", cpu_type)
         mpi = defs.region("MPI_Wait", canonical_name="MPI_Wait", paradigm=Paradigm.MPI)
-        user = defs.region("u", canonical_name="perfvar:user:u")
-        probe = defs.region("perfvar:probe", canonical_name="perfvar:probe")
+        user = defs.region("u", canonical_name=TraceName.USER_PREFIX + "u")
+        probe = defs.region(TraceName.PROBE_REGION, canonical_name=TraceName.PROBE_REGION)
         seg = defs.region(
             "s",
             canonical_name=SEG_A,

@@ -7,7 +7,14 @@ import subprocess
 import pytest
 
 from conftest import compiled_c
-from perfvar.read.segments import CallSite, Frame, parse_segment_key, segment_families
+from perfvar._spec import TraceName
+from perfvar.read.segments import (
+    CallSite,
+    Frame,
+    parse_segment_key,
+    segment_families,
+    segment_key,
+)
 from perfvar.read.symbolize import FrameSymbol, Symbol, short_function, symbolize
 
 # The tests that compile a program and symbolize it need these.
@@ -16,9 +23,9 @@ NEEDS_TOOLCHAIN = pytest.mark.skipif(
     reason="needs gcc, nm and addr2line",
 )
 
-KEY = (
-    "perfvar:segment:MPI_Waitall@/opt/app/bin/stencil+0x1a2b;"
-    "MPI_Allreduce@/usr/lib/x86_64-linux-gnu/libmpi.so.40+0xff00"
+KEY = segment_key(
+    "MPI_Waitall@/opt/app/bin/stencil+0x1a2b",
+    "MPI_Allreduce@/usr/lib/x86_64-linux-gnu/libmpi.so.40+0xff00",
 )
 
 
@@ -32,10 +39,10 @@ def test_parse_segment_key():
 
 
 def test_parse_odd_module_paths_and_garbage():
-    k = parse_segment_key("perfvar:segment:MPI_Send@/a+b@c/x+0x10;MPI_Recv@/y;z+0x20")
+    k = parse_segment_key(segment_key("MPI_Send@/a+b@c/x+0x10", "MPI_Recv@/y;z+0x20"))
     assert k.start == CallSite("MPI_Send", "/a+b@c/x", 0x10)
     assert k.end == CallSite("MPI_Recv", "/y;z", 0x20)
-    bad = parse_segment_key("perfvar:segment:whatever")
+    bad = parse_segment_key(TraceName.SEGMENT_PREFIX + "whatever")
     assert bad.start is None and bad.end is None and bad.key.endswith("whatever")
 
 
@@ -88,7 +95,7 @@ def _end(fn: str, *offsets: int, module: str = APP) -> str:
 
 
 def _key(a: str, b: str) -> str:
-    return f"perfvar:segment:{a};{b}"
+    return segment_key(a, b)
 
 
 def test_parse_call_path_key():
