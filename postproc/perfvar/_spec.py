@@ -4,8 +4,8 @@ The names and layouts perfvar's Python package shares with its C library (which
 is built with pv_spec.h, written from the same table): timer names, MPI groups,
 the ctypes structures of libperfvar and libperfvar_read (and its region kinds),
 the names in the OTF2 archive, perfvar-markers' input lines and the keys of
-DIR/perfvar/rank-N.json. ctest spec.python_in_sync checks that this file is
-what the generator writes.
+DIR/perfvar/rank-N.json, run.json and ended-rank-N.json. ctest
+spec.python_in_sync checks that this file is what the generator writes.
 Constants only; thread-safe.
 """
 
@@ -729,6 +729,94 @@ RANK_JSON = {
             ("lost", "int", None),
             ("timestamps_raised", "int", None),
             ("buffer_flushes", "int", None),
+        ),
+    },
+}
+
+
+class RunJson:
+    """run.json: the top level."""
+
+    NRANKS = "nranks"
+    COMMAND = "command"
+    START_UTC = "start_utc"
+    PERFVAR_VERSION = "perfvar_version"
+    MPI_LIBRARY = "mpi_library"
+
+
+# object: {"paths": {path: {placeholder: value}}, "keys": ((key, JSON type, when),
+# ...)}; when: None, or (sibling key, value) for a key written only then.
+RUN_JSON = {
+    "top": {
+        "paths": {
+            "": {},
+        },
+        "keys": (
+            ("nranks", "int", None),
+            ("command", "string", None),
+            ("start_utc", "string", None),
+            ("perfvar_version", "string", None),
+            ("mpi_library", "string", None),
+        ),
+    },
+}
+
+
+class EndedJson:
+    """ended-rank-N.json: the top level."""
+
+    RANK = "rank"
+    RECOVERED = "recovered"
+    ERROR = "error"
+    THREADS = "threads"
+
+
+class EndedJsonThread:
+    """ended-rank-N.json: threads[]."""
+
+    THREAD = "thread"
+    STATE = "state"
+    SIGNAL = "signal"
+    SENT_BY = "sent_by"
+    IN_MPI_CALL = "in_mpi_call"
+    END_S = "end_s"
+    END_UTC_NS = "end_utc_ns"
+    SILENCE_S = "silence_s"
+    CALLS = "calls"
+    SEGMENTS = "segments"
+    LOST_RECORDS = "lost_records"
+
+
+# object: {"paths": {path: {placeholder: value}}, "keys": ((key, JSON type, when),
+# ...)}; when: None, or (sibling key, value) for a key written only then.
+ENDED_JSON = {
+    "top": {
+        "paths": {
+            "": {},
+        },
+        "keys": (
+            ("rank", "int", None),
+            ("recovered", "bool", None),
+            ("error", "string", None),
+            ("threads", "array", None),
+        ),
+    },
+    "thread": {
+        "paths": {
+            "threads[]": {},
+        },
+        "keys": (
+            ("thread", "int", None),
+            ("state", "string", None),
+            ("signal", "int", None),
+            ("sent_by", "string", None),
+            ("in_mpi_call", "bool", None),
+            ("end_s", "number", None),
+            ("end_utc_ns", "number", None),
+            ("silence_s", "number", None),
+            ("calls", "int", None),
+            ("segments", "int", None),
+            ("lost_records", "int", None),
         ),
     },
 }

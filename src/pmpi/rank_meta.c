@@ -432,10 +432,11 @@ int pv_write_run_meta(void)
     char stamp[64];
     time_t start = (time_t)(pv_rt.realtime_ns / 1000000000u);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&start));
-    fprintf(f, "{\n  \"nranks\": %d,\n  \"command\": ", pv_rt.size);
+    fprintf(f, "{\n  " PV_RUNJ_NRANKS "%d,\n  " PV_RUNJ_COMMAND, pv_rt.size);
     json_str(f, cmd);
-    fprintf(f, ",\n  \"start_utc\": \"%s\",\n  \"perfvar_version\": \"%d.%d.%d\",\n  \"mpi_library\": ",
-            stamp, PERFVAR_VERSION_MAJOR, PERFVAR_VERSION_MINOR, PERFVAR_VERSION_PATCH);
+    fprintf(f, ",\n  " PV_RUNJ_START_UTC "\"%s\",\n  " PV_RUNJ_PERFVAR_VERSION "\"%d.%d.%d\",\n  "
+               PV_RUNJ_MPI_LIBRARY, stamp, PERFVAR_VERSION_MAJOR, PERFVAR_VERSION_MINOR,
+            PERFVAR_VERSION_PATCH);
     json_str(f, lib);
     fprintf(f, "\n}\n");
     return fclose(f) == 0 ? 0 : -1;

@@ -134,16 +134,18 @@ static int write_ended(const char *dir, int rank, const pv_convert_result *r, co
     snprintf(path, sizeof path, "%s/perfvar/ended-rank-%d.json", dir, rank);
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fprintf(f, "{\n  \"rank\": %d,\n  \"recovered\": %s,\n  \"error\": \"", rank, why[0] ? "false" : "true");
+    fprintf(f, "{\n  " PV_ENDJ_RANK "%d,\n  " PV_ENDJ_RECOVERED "%s,\n  " PV_ENDJ_ERROR "\"", rank,
+            why[0] ? "false" : "true");
     for (const char *p = why; *p; p++) fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-    fprintf(f, "\",\n  \"threads\": [");
+    fprintf(f, "\",\n  " PV_ENDJ_THREADS "[");
     for (int i = 0; i < r->nthreads; i++) {
         const pv_convert_thread *t = &r->threads[i];
         double end_s = r->hz > 0 && t->t_last >= r->t_start ? (double)(t->t_last - r->t_start) / r->hz : 0;
         fprintf(f,
-                "%s\n    {\"thread\": %u, \"state\": \"%s\", \"signal\": %d, \"sent_by\": \"%s\", \"in_mpi_call\": %s, "
-                "\"end_s\": %.6f, \"end_utc_ns\": %.0f, \"silence_s\": %.6f, \"calls\": %llu, "
-                "\"segments\": %llu, \"lost_records\": %llu}",
+                "%s\n    {" PV_ENDJ_THREAD_THREAD "%u, " PV_ENDJ_THREAD_STATE "\"%s\", " PV_ENDJ_THREAD_SIGNAL
+                "%d, " PV_ENDJ_THREAD_SENT_BY "\"%s\", " PV_ENDJ_THREAD_IN_MPI_CALL "%s, " PV_ENDJ_THREAD_END_S
+                "%.6f, " PV_ENDJ_THREAD_END_UTC_NS "%.0f, " PV_ENDJ_THREAD_SILENCE_S "%.6f, "
+                PV_ENDJ_THREAD_CALLS "%llu, " PV_ENDJ_THREAD_SEGMENTS "%llu, " PV_ENDJ_THREAD_LOST_RECORDS "%llu}",
                 i ? "," : "", t->thread, state_name(t->state), t->signal, sender_name(t->sender),
                 t->ended_in_call ? "true" : "false",
                 end_s, (double)r->realtime_ns + end_s * 1e9,

@@ -458,3 +458,68 @@ RANK_JSON = (
         ),
     },
 )
+
+# DIR/perfvar/run.json (rank 0's src/pmpi/rank_meta.c writes it; the reports read it), in the
+# form of RANK_JSON.
+RUN_JSON = (
+    {
+        "name": "top",
+        "c": "",
+        "py": "",
+        "paths": {"": {}},
+        "keys": (
+            ("nranks", "int"),
+            ("command", "string"),
+            ("start_utc", "string"),
+            ("perfvar_version", "string"),
+            ("mpi_library", "string"),
+        ),
+    },
+)
+
+# DIR/perfvar/ended-rank-N.json: how a rank's threads ended, in a job that did not finish
+# (perfvar-recover, src/recover/recover.c, writes it; read/recover.py reads it), in the form
+# of RANK_JSON.
+ENDED_JSON = (
+    {
+        "name": "top",
+        "c": "",
+        "py": "",
+        "paths": {"": {}},
+        "keys": (
+            ("rank", "int"),
+            ("recovered", "bool"),
+            ("error", "string"),
+            ("threads", "array"),
+        ),
+    },
+    {
+        "name": "thread",
+        "c": "THREAD",
+        "py": "Thread",
+        "paths": {"threads[]": {}},
+        "keys": (
+            ("thread", "int"),
+            ("state", "string"),
+            ("signal", "int"),
+            ("sent_by", "string"),
+            ("in_mpi_call", "bool"),
+            ("end_s", "number"),
+            ("end_utc_ns", "number"),
+            ("silence_s", "number"),
+            ("calls", "int"),
+            ("segments", "int"),
+            ("lost_records", "int"),
+        ),
+    },
+)
+
+# The JSON files of DIR/perfvar/ whose keys both sides take from here, as (file, C macro
+# prefix, Python class prefix, table): C opens a member with PV_<C>_[<OBJECT>_]<KEY>
+# ("\"key\": ") and names a key with PV_<C>N_[<OBJECT>_]<KEY>; Python reads the key from
+# <Py>[<Object>].<KEY>.
+JSON_FILES = (
+    ("rank-N.json", "RJ", "RankJson", RANK_JSON),
+    ("run.json", "RUNJ", "RunJson", RUN_JSON),
+    ("ended-rank-N.json", "ENDJ", "EndedJson", ENDED_JSON),
+)

@@ -20,6 +20,7 @@ import difflib
 import importlib.util
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -224,23 +225,32 @@ def key_ident(key: str) -> str:
     return key.replace("{", "").replace("}", "").upper()
 
 
-def c_rank_json(spec) -> list[str]:
+def c_json_file(filename: str, c: str, table) -> list[str]:
     out = [
-        "/* The keys of DIR/perfvar/rank-N.json. PV_RJ_<OBJECT>_<KEY> opens a member in a",
-        ' * format string ("\\"key\\": "; a {unit} in the key is a %s), PV_RJN_<OBJECT>_<KEY> is',
+        f"/* The keys of DIR/perfvar/{filename}. PV_{c}_<OBJECT>_<KEY> opens a member in a",
+        ' * format string ("\\"key\\": "; a {unit} in the key is a %s), PV_'
+        + c
+        + "N_<OBJECT>_<KEY> is",
         " * the key alone. The top level's keys have no <OBJECT>. */",
     ]
-    for section in spec.RANK_JSON:
-        prefix = "PV_RJ_" + (section["c"] + "_" if section["c"] else "")
+    for section in table:
+        infix = section["c"] + "_" if section["c"] else ""
         where = ", ".join(p or "the top level" for p in section["paths"])
         out.append(f"/* {section['name']}: {where} */")
         for key, *_ in section["keys"]:
             ident = key_ident(key)
             member = c_string('"' + key.replace("{unit}", "%s") + '": ')
-            out.append(f"#define {prefix}{ident} {member}")
+            out.append(f"#define PV_{c}_{infix}{ident} {member}")
             if "{" not in key:
-                out.append(f"#define PV_RJN_{prefix[6:]}{ident} {c_string(key)}")
+                out.append(f"#define PV_{c}N_{infix}{ident} {c_string(key)}")
     return out + [""]
+
+
+def c_json_files(spec) -> list[str]:
+    out = []
+    for filename, c, _, table in spec.JSON_FILES:
+        out += c_json_file(filename, c, table)
+    return out
 
 
 def c_header(spec) -> str:
@@ -258,7 +268,7 @@ def c_header(spec) -> str:
         "",
     ]
     parts = (c_timers, c_groups, c_structs, c_region_kinds, c_trace_names, c_markers)
-    for part in parts + (c_rank_json,):
+    for part in parts + (c_json_files,):
         lines += part(spec)
     return "\n".join(lines + ["#endif"]) + "\n"
 
@@ -373,13 +383,18 @@ def py_markers(spec) -> list[list[str]]:
     ]
 
 
-def py_rank_json_table(spec) -> list[str]:
+def table_name(py: str) -> str:
+    """The Python name of a JSON file's table: RankJson -> RANK_JSON."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", py).upper()
+
+
+def py_json_table(py: str, table) -> list[str]:
     out = [
         '# object: {"paths": {path: {placeholder: value}}, "keys": ((key, JSON type, when),',
         "# ...)}; when: None, or (sibling key, value) for a key written only then.",
-        "RANK_JSON = {",
+        f"{table_name(py)} = {{",
     ]
-    for s in spec.RANK_JSON:
+    for s in table:
         out += [f"    {q(s['name'])}: {{", '        "paths": {']
         out += [f"            {q(p)}: {py_dict(v)}," for p, v in s["paths"].items()]
         out += ["        },", '        "keys": (']
@@ -394,15 +409,15 @@ def py_dict(d: dict) -> str:
     return "{" + ", ".join(f"{q(k)}: {q(v)}" for k, v in d.items()) + "}"
 
 
-def py_rank_json(spec) -> list[list[str]]:
+def py_json_files(spec) -> list[list[str]]:
     blocks = []
-    for s in spec.RANK_JSON:
-        where = ", ".join(p or "the top level" for p in s["paths"])
-        pairs = [(key_ident(k), k) for k, *_ in s["keys"]]
-        blocks.append(
-            py_constants("RankJson" + s["py"], f"rank-N.json: {where}.", pairs)
-        )
-    return blocks + [py_rank_json_table(spec)]
+    for filename, _, py, table in spec.JSON_FILES:
+        for s in table:
+            where = ", ".join(p or "the top level" for p in s["paths"])
+            pairs = [(key_ident(k), k) for k, *_ in s["keys"]]
+            blocks.append(py_constants(py + s["py"], f"{filename}: {where}.", pairs))
+        blocks.append(py_json_table(py, table))
+    return blocks
 
 
 def python_module(spec) -> str:
@@ -413,15 +428,16 @@ def python_module(spec) -> str:
         "is built with pv_spec.h, written from the same table): timer names, MPI groups,",
         "the ctypes structures of libperfvar and libperfvar_read (and its region kinds),",
         "the names in the OTF2 archive, perfvar-markers' input lines and the keys of",
-        "DIR/perfvar/rank-N.json. ctest spec.python_in_sync checks that this file is",
-        "what the generator writes.",
+        "DIR/perfvar/rank-N.json, run.json and ended-rank-N.json. ctest",
+        "spec.python_in_sync checks that this file is what the generator writes.",
         "Constants only; thread-safe.",
         '"""',
         "",
         "import ctypes",
     ]
     blocks = []
-    for part in (py_timers, py_groups, py_structs, py_trace_names, py_markers, py_rank_json):
+    parts = (py_timers, py_groups, py_structs, py_trace_names, py_markers, py_json_files)
+    for part in parts:
         blocks += part(spec)
     body = "\n\n\n".join("\n".join(b) for b in blocks)
     return "\n".join(head) + "\n\n" + body + "\n"

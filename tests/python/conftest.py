@@ -30,7 +30,7 @@ POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
 sys.path.insert(0, os.path.abspath(POSTPROC))
 
 from perfvar.read.meta import Calibration  # noqa: E402
-from perfvar._spec import TraceName  # noqa: E402
+from perfvar._spec import RunJson, TraceName  # noqa: E402
 from perfvar.read.samples import SAMPLE_DTYPE  # noqa: E402
 from perfvar.read.segments import segment_key  # noqa: E402
 from perfvar.stats.filters import filter_cost, filter_os  # noqa: E402
@@ -308,7 +308,7 @@ def _write_meta(path, durations, cpus, calibration, hosts, threads, probes) -> N
     meta = os.path.join(path, "perfvar")
     os.makedirs(meta, exist_ok=True)
     with open(os.path.join(meta, "run.json"), "w") as fh:
-        json.dump({"nranks": len(ranks), "command": "./stencil"}, fh)
+        json.dump({RunJson.NRANKS: len(ranks), RunJson.COMMAND: "./stencil"}, fh)
     calibration = calibration if calibration is not None else {}
     for rank in ranks:
         cal = calibration.get(rank, CALIBRATION)

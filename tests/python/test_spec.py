@@ -38,6 +38,8 @@ from perfvar.read import native as reader_native
 from perfvar.read import samples
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+import json_keys  # noqa: E402
 
 
 def _module(path: Path, name: str):
@@ -230,58 +232,9 @@ def test_perfvar_markers_takes_the_lines_the_table_gives():
 # ---------------------------------------------------------------- rank-N.json
 
 
-def _objects(doc: dict, path: str) -> list[dict]:
-    """The objects at `path` of doc: "" the document, "a.b" a nested object, "a[]" each
-    object of the array a."""
-    nodes = [doc]
-    for part in path.split(".") if path else []:
-        each = part.endswith("[]")
-        key = part[:-2] if each else part
-        found = []
-        for node in nodes:
-            value = node.get(key)
-            if each and isinstance(value, list):
-                found += [v for v in value if isinstance(v, dict)]
-            elif not each and isinstance(value, dict):
-                found.append(value)
-        nodes = found
-    return nodes
-
-
-_JSON_TYPES = {
-    "null": lambda v: v is None,
-    "bool": lambda v: isinstance(v, bool),
-    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-def _object_problems(obj: dict, where: str, keys, params: dict) -> list[str]:
-    out, known = [], set()
-    for key, jtype, when in keys:
-        key = key.format(**params)
-        known.add(key)
-        if key not in obj:
-            if when is None or obj.get(when[0]) == when[1]:
-                out.append(f"{where}: no {key}")
-        elif not any(_JSON_TYPES[t](obj[key]) for t in jtype.split("|")):
-            out.append(f"{where}.{key}: {obj[key]!r} is not {jtype}")
-    return out + [f"{where}: {k} is not in the spec" for k in obj if k not in known]
-
-
 def rank_json_problems(doc: dict) -> tuple[list[str], set[str]]:
     """What in a rank-N.json differs from the spec, and the paths that held objects."""
-    problems, seen = [], set()
-    for section in _spec.RANK_JSON.values():
-        for path, params in section["paths"].items():
-            for obj in _objects(doc, path):
-                seen.add(path)
-                where = path or "top level"
-                problems += _object_problems(obj, where, section["keys"], params)
-    return problems, seen
+    return json_keys.problems(doc, _spec.RANK_JSON)
 
 
 _SAMPLE = {
@@ -372,3 +325,9 @@ def test_real_rank_json_has_the_spec_s_keys():
     wanted = {p for s in _spec.RANK_JSON.values() for p in s["paths"]}
     optional = {"calibration.cycles.state", "metrics", "neighbours.tasks[]"}
     assert wanted - optional <= seen, sorted(wanted - seen)
+    # rank 0's run.json beside them, by RUN_JSON.
+    runs = {os.path.join(os.path.dirname(f), "run.json") for f in files}
+    for path in sorted(runs):
+        with open(path, encoding="utf-8") as f:
+            problems, _ = json_keys.problems(json.load(f), _spec.RUN_JSON)
+        assert problems == [], f"{path}: {problems}"

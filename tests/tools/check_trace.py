@@ -50,7 +50,10 @@ from pathlib import Path
 import otf2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
+from perfvar import _spec  # noqa: E402
 from perfvar._spec import TraceName  # noqa: E402
+
+import json_keys  # noqa: E402  (beside this file)
 
 # K is one constant of the C library, the same on every rank; read it from its header rather
 # than copy it.
@@ -664,7 +667,11 @@ def check_threads_doc(args, scan: TraceScan, r: int, threads: list[int], doc: di
     # yet); ended-rank-N.json describes the threads whose records were converted.
     ended = args.trace_dir / "perfvar" / f"ended-rank-{r}.json"
     if doc.get("complete") is False and ended.exists():
-        doc = dict(doc, threads=json.loads(ended.read_text())["threads"])
+        how = json.loads(ended.read_text())
+        wrong, _ = json_keys.problems(how, _spec.ENDED_JSON)
+        if wrong:
+            return [f"rank {r}: {ended.name} is not as src/spec/contracts.py says: {wrong}"]
+        doc = dict(doc, threads=how[_spec.EndedJson.THREADS])
     described = sorted(x["thread"] for x in doc.get("threads", []))
     if described != threads:
         return [f"rank {r}: rank-{r}.json describes threads {described}, the trace has "
@@ -766,6 +773,15 @@ def check_raw_records(args, scan: TraceScan) -> list[str]:
     return check_records(args.trace_dir, scan.nranks, args.records)
 
 
+def check_run_doc(args, scan: TraceScan) -> list[str]:
+    """run.json (rank 0 writes it) has the keys and types of src/spec/contracts.py."""
+    path = args.trace_dir / "perfvar" / "run.json"
+    if not path.exists():
+        return [f"missing {path}"]
+    wrong, _ = json_keys.problems(json.loads(path.read_text()), _spec.RUN_JSON)
+    return [f"run.json is not as src/spec/contracts.py says: {wrong}"] if wrong else []
+
+
 def check_communication(args, scan: TraceScan) -> list[str]:
     errors = []
     if args.messages and not sum(scan.sends.values()):
@@ -778,7 +794,7 @@ def check_communication(args, scan: TraceScan) -> list[str]:
 
 AFTER_SCAN_CHECKS = (check_last_events, check_probe_schedule, check_open_regions, check_messages,
                      check_collectives, check_ranks, check_metrics, check_raw_records,
-                     check_communication)
+                     check_communication, check_run_doc)
 
 
 def report(args, scan: TraceScan, errors: list[str]) -> int:

@@ -55,7 +55,10 @@ from typing import Any, Optional
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
 from verdicts import Injected  # noqa: E402
+
+from perfvar._spec import RunJson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CLASSES = ("pack", "post", "compute", "update")
@@ -448,11 +451,11 @@ def generate(
     (meta / "run.json").write_text(
         json.dumps(
             {
-                "nranks": ranks,
-                "command": f"/opt/synth/bin/stencil3d --steps {steps}",
-                "start_utc": start_utc,
-                "perfvar_version": "0.1.0",
-                "mpi_library": "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4",
+                RunJson.NRANKS: ranks,
+                RunJson.COMMAND: f"/opt/synth/bin/stencil3d --steps {steps}",
+                RunJson.START_UTC: start_utc,
+                RunJson.PERFVAR_VERSION: "0.1.0",
+                RunJson.MPI_LIBRARY: "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4",
             },
             indent=2,
         )

@@ -25,6 +25,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
+from perfvar._spec import EndedJson as E
+from perfvar._spec import EndedJsonThread as T
 from perfvar._spec import RankJson
 from perfvar.errors import TraceError
 from perfvar.installation import find_tool
@@ -162,21 +164,21 @@ def read_endings(directory: str) -> list[RankEnding]:
                 data = json.load(f)
         except (OSError, ValueError):
             continue
-        threads = [t for t in data.get("threads", []) if isinstance(t, dict)]
+        threads = [t for t in data.get(E.THREADS, []) if isinstance(t, dict)]
         if not m or not threads:
             continue
-        first = next((t for t in threads if t.get("state") != "closed"), threads[0])
+        first = next((t for t in threads if t.get(T.STATE) != "closed"), threads[0])
         out.append(
             RankEnding(
                 rank=int(m.group(1)),
-                state=str(first.get("state", "running")),
-                signal=int(first.get("signal") or 0),
-                end_s=float(max(t.get("end_s", 0.0) for t in threads)),
-                end_utc_ns=float(max(t.get("end_utc_ns", 0.0) for t in threads)),
-                in_mpi_call=bool(first.get("in_mpi_call")),
-                lost_records=int(sum(t.get("lost_records", 0) for t in threads)),
-                silence_s=float(max(t.get("silence_s", 0.0) for t in threads)),
-                sent_by=str(first.get("sent_by") or ""),
+                state=str(first.get(T.STATE, "running")),
+                signal=int(first.get(T.SIGNAL) or 0),
+                end_s=float(max(t.get(T.END_S, 0.0) for t in threads)),
+                end_utc_ns=float(max(t.get(T.END_UTC_NS, 0.0) for t in threads)),
+                in_mpi_call=bool(first.get(T.IN_MPI_CALL)),
+                lost_records=int(sum(t.get(T.LOST_RECORDS, 0) for t in threads)),
+                silence_s=float(max(t.get(T.SILENCE_S, 0.0) for t in threads)),
+                sent_by=str(first.get(T.SENT_BY) or ""),
             )
         )
     return sorted(out, key=lambda e: e.rank)

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
+from perfvar._spec import RunJson
 from perfvar.detect import describe, is_code, is_verdict, names_rank
 from perfvar.detect import word as kind_word
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
@@ -167,22 +168,23 @@ class _Figures:
 
 
 def _header(result: dict[str, Any]) -> str:
-    run = result.get("run") or {}
+    run = result.get("run") or {}  # run.json as the run wrote it
     summ = result["summary"]
     lines = [f"<h1>perfvar report: {_e(os.path.basename(result['trace']))}</h1>"]
     lines.append(f'<p class="meta">trace <code>{_e(result["trace"])}</code></p>')
-    if run.get("command"):
-        lines.append(f'<p class="meta">command <code>{_e(run["command"])}</code></p>')
+    if run.get(RunJson.COMMAND):
+        command = _e(run[RunJson.COMMAND])
+        lines.append(f'<p class="meta">command <code>{command}</code></p>')
     facts = [
         f"{summ['n_ranks']} ranks",
         f"{summ['n_segment_classes']} segment classes "
         f"({summ['n_segment_classes_judged']} judged)",
         f"false discovery rate {result['alpha']:g}",
     ]
-    if run.get("start_utc"):
-        facts.insert(0, f"started {run['start_utc']}")
-    if run.get("mpi_library"):
-        facts.append(str(run["mpi_library"]).split(",")[0])
+    if run.get(RunJson.START_UTC):
+        facts.insert(0, f"started {run[RunJson.START_UTC]}")
+    if run.get(RunJson.MPI_LIBRARY):
+        facts.append(str(run[RunJson.MPI_LIBRARY]).split(",")[0])
     clock = result.get("clock") or {}
     if clock.get("name"):
         facts.append(
