@@ -25,9 +25,12 @@ from perfvar.detect import (
     kinds_json,
     naming_kinds,
     run_all,
+    subject,
+    summary_keys,
     transient_kinds,
     verdict_kind,
 )
+from perfvar.detect.finding import PLACEMENT
 from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.parallel import engine
 from perfvar.progress import Progress
@@ -262,7 +265,7 @@ def _rank_table(
     for a in anomalies:
         if verdict_kind(a.kind) and a.kind not in kinds.setdefault(a.rank, []):
             kinds[a.rank].append(a.kind)
-    migrated = {a.rank for a in anomalies if a.kind == "migrated"}
+    migrated = {a.rank for a in anomalies if subject(a.kind) == PLACEMENT}
     shared = time_slicing.sharing(anomalies)
     rows = []
     for rank in trace.ranks:
@@ -566,10 +569,5 @@ def _summary(
         ),
         "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
         "cost_known": ranked.cost_known,
-        "slow_ranks": named("slow_segment"),
-        "slow_core_ranks": named("slow_core"),
-        "noisy_ranks": named("noisy_core"),
-        "slow_phase_ranks": named("slow_phase"),
-        "migrated_ranks": named("migrated"),
-        "shared_cpu_ranks": named("shared_cpu"),
+        **{key: named(kind) for key, kind in summary_keys().items()},
     }

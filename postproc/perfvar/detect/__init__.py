@@ -11,7 +11,7 @@ calibration, statistics, model). Thread-safe: the table is immutable after impor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -87,6 +87,24 @@ def code_kinds() -> tuple[str, ...]:
     """The verdict kinds that are the code's (more work on a rank), not the
     machine's."""
     return tuple(name for name in verdict_kinds() if KINDS[name].owner != MACHINE)
+
+
+def subject(name: str) -> Optional[str]:
+    """What findings of kind ``name`` are about (perfvar.detect.finding.SUBJECTS);
+    None for a kind no detector declares."""
+    kind = KINDS.get(name)
+    return kind.subject if kind is not None else None
+
+
+def kinds_about(*subjects: str) -> tuple[str, ...]:
+    """The kinds about one of ``subjects``, in the table's order."""
+    return tuple(name for name, k in KINDS.items() if k.subject in subjects)
+
+
+def summary_keys() -> dict[str, str]:
+    """analysis.json's summary key of each kind that has one -> the kind, in the
+    table's order."""
+    return {k.summary_key: name for name, k in KINDS.items() if k.summary_key}
 
 
 def class_kind(name: str) -> bool:

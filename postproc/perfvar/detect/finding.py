@@ -4,8 +4,10 @@ Every detector module under perfvar.detect exports ``KIND`` (the ``kind`` string
 its anomalies in analysis.json), ``detect(prep, params, ...)`` and ``FINDING``, a
 FindingKind: whether the kind is a finding of a rank (drawn, marked, costed) or
 information, whether it came and went (a transient, which names no anomalous core),
-whose it is (the machine's: a core, a CPU; or the code's: more work on a rank), whether
-it is a cell's (one segment class of one rank), its short word, how one of
+whose it is (the machine's: a core, a CPU; or the code's: more work on a rank), what
+it is about (its subject: one segment class of a rank, a rank's core, a window of the
+run, its CPU's interruptions, a CPU shared, the rank's placement), the key of the
+summary that lists its ranks, its short word, how one of
 its anomalies is put in a sentence and in a phrase, which evidence key gives its
 relative size, and in which segment classes it shows. perfvar.detect registers them
 in one table; the text and HTML reports, the plots, the markers and analysis.json
@@ -23,6 +25,17 @@ from typing import Any, Optional
 AnomalyJson = dict[str, Any]
 MACHINE = "machine"  # FindingKind.owner of the hardware's findings
 CODE = "code"  # FindingKind.owner of the program's (load imbalance)
+
+# FindingKind.subject: what a finding is about, which decides how its excess is spread
+# over its rank's segments (perfvar.verdict.delay_cost), what may explain it and what
+# the plots draw. A class finding without a segment is a shift in all its classes.
+CLASS = "class"  # one segment class of its rank: its excess is per segment of it
+CORE = "core"  # its rank's core: a shift in all the rank's classes
+WINDOW = "window"  # a stretch of the run (start_ns..end_ns): a shift that came and went
+NOISE = "noise"  # its CPU's interruptions: time lost in the segments they hit
+CPU = "cpu"  # its CPU, shared with other ranks
+PLACEMENT = "placement"  # where the rank ran (CPUs it moved between)
+SUBJECTS = (CLASS, CORE, WINDOW, NOISE, CPU, PLACEMENT)
 
 
 def everywhere(anomaly: AnomalyJson, segment: str) -> bool:
@@ -51,9 +64,17 @@ class FindingKind:
     # "code" (more work on a rank by the program's design or data: load imbalance,
     # reported in its own section, naming no anomalous core).
     owner: str = MACHINE
-    # A finding of one segment class on one rank (a slower cell): its excess is per
-    # segment of that class (delay cost, off-CPU and waiting causes, the plots).
-    of_class: bool = False
+    # What it is about, one of SUBJECTS.
+    subject: str = CORE
+    # analysis.json's summary key listing the ranks it names ("slow_ranks"), None for
+    # none of its own.
+    summary_key: Optional[str] = None
+
+    @property
+    def of_class(self) -> bool:
+        """A finding of one segment class on one rank (a slower cell): its excess is
+        per segment of that class (delay cost, off-CPU and waiting causes, plots)."""
+        return self.subject == CLASS
 
     def to_json(self) -> dict[str, Any]:
         """What analysis.json lists of the kind (``kinds``)."""

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from perfvar.detect import slow_core, slow_segment
-from perfvar.detect.finding import CODE, AnomalyJson, FindingKind
+from perfvar.detect.finding import CLASS, CODE, AnomalyJson, FindingKind
 from perfvar.detect.words import probes_clause, stats, where
 from perfvar.stats import core_speed, work
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
@@ -190,5 +190,5 @@ FINDING = FindingKind(
     size_key="excess_rel",
     in_class=lambda a, segment: a["segment"] in (None, segment),
     owner=CODE,
-    of_class=True,
+    subject=CLASS,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import PLACEMENT, AnomalyJson, FindingKind
 from perfvar.detect.words import where
 from perfvar.stats import cpu_use
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
@@ -65,4 +65,11 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     )
 
 
-FINDING = FindingKind(name=KIND, verdict=False, word="migrated", describe=describe)
+FINDING = FindingKind(
+    name=KIND,
+    verdict=False,
+    word="migrated",
+    describe=describe,
+    subject=PLACEMENT,
+    summary_key="migrated_ranks",
+)

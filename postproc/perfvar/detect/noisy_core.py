@@ -41,7 +41,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import NOISE, AnomalyJson, FindingKind
 from perfvar.detect.words import neighbours_clause, where
 from perfvar.stats.cells import by_rank, median_without_each
 from perfvar.stats.compare import fdr
@@ -462,4 +462,6 @@ FINDING = FindingKind(
     describe=describe,
     phrase=_phrase,
     size_key="lost_fraction",
+    subject=NOISE,
+    summary_key="noisy_ranks",
 )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import CPU, AnomalyJson, FindingKind
 from perfvar.detect.words import where
 from perfvar.stats import cpu_use
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
@@ -70,4 +70,11 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     )
 
 
-FINDING = FindingKind(name=KIND, verdict=False, word="shared cpu", describe=describe)
+FINDING = FindingKind(
+    name=KIND,
+    verdict=False,
+    word="shared cpu",
+    describe=describe,
+    subject=CPU,
+    summary_key="shared_cpu_ranks",
+)

@@ -57,7 +57,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import CORE, AnomalyJson, FindingKind
 from perfvar.detect.words import (
     core_clause,
     neighbours_clause,
@@ -312,4 +312,6 @@ FINDING = FindingKind(
     describe=describe,
     phrase=lambda a: f"slow core {fmt_pct(a['evidence']['shift_rel'])}",
     size_key="shift_rel",
+    subject=CORE,
+    summary_key="slow_core_ranks",
 )

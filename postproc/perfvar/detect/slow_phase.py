@@ -47,7 +47,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import WINDOW, AnomalyJson, FindingKind
 from perfvar.detect.words import probes_clause, where
 from perfvar.stats.cells import ClassPool, by_segment, class_pool, unjudged_reason
 from perfvar.stats.compare import fdr, log_ns, mann_whitney_greater, rel
@@ -495,4 +495,6 @@ FINDING = FindingKind(
     size_key="excess_rel",
     in_class=_in_class,
     transient=True,
+    subject=WINDOW,
+    summary_key="slow_phase_ranks",
 )

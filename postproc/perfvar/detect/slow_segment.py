@@ -79,7 +79,7 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.detect.finding import AnomalyJson, FindingKind
+from perfvar.detect.finding import CLASS, AnomalyJson, FindingKind
 from perfvar.detect.words import (
     core_clause,
     off_cpu_clause,
@@ -746,5 +746,6 @@ FINDING = FindingKind(
     phrase=lambda a: f"{a['segment']} {fmt_ns(a['excess_ns'], signed=True)}",
     size_key="excess_rel",
     in_class=lambda a, segment: a["segment"] == segment,
-    of_class=True,
+    subject=CLASS,
+    summary_key="slow_ranks",
 )

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from perfvar._spec import RunJson
-from perfvar.detect import describe, is_code, is_verdict, names_rank
+from perfvar.detect import describe, is_code, is_verdict, names_rank, subject
 from perfvar.detect import word as kind_word
+from perfvar.detect.finding import NOISE
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.read.cache_state import label_order
 from perfvar.report.plots import (
@@ -165,6 +166,12 @@ class _Figures:
         )
         note = f'<p class="note">{caption}</p>' if caption else ""
         return f'<div class="figure" data-figure="{_e(name)}">{plot}{note}</div>'
+
+
+def _noisy(rank_row: dict[str, Any]) -> bool:
+    """Whether analysis.json's row of a rank lists a finding of its CPU's
+    interruptions (a noisy core) among its anomalies."""
+    return any(subject(kind) == NOISE for kind in rank_row.get("anomalies", []))
 
 
 def _header(result: dict[str, Any]) -> str:
@@ -632,7 +639,7 @@ def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
         first = sorted(
             ranks,
             key=lambda r: (
-                "noisy_core" not in r.get("anomalies", []),
+                not _noisy(r),
                 -(r.get("interrupted_fraction") or 0.0),
             ),
         )[:LISTED_RANKS]
@@ -659,7 +666,7 @@ def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
                 _e(by_cpu),
             ]
         )
-        classes.append("anomalous" if "noisy_core" in r.get("anomalies", []) else "")
+        classes.append("anomalous" if _noisy(r) else "")
     header = ["rank", "interruptions", "time lost", "of compute", "typical length"]
     header += ["what it looks like", "lost by CPU"]
     out = _table(header, rows, numeric=[0, 1, 2, 3, 4], classes=classes) if rows else ""

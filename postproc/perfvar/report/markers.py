@@ -57,7 +57,8 @@ from perfvar._spec import (
     MarkerScope,
     MarkerSeverity,
 )
-from perfvar.detect import KINDS, describe, is_verdict
+from perfvar.detect import KINDS, describe, is_verdict, subject
+from perfvar.detect.finding import PLACEMENT
 from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
 from perfvar.units import fmt_ns
@@ -178,7 +179,9 @@ def _scope(a: dict[str, Any], locs: list[int]) -> str:
     """The rank's master thread, or the thread a ``migrated`` finding names."""
     loc = locs[0]
     thread = (
-        (a.get("evidence") or {}).get("thread") if a["kind"] == "migrated" else None
+        (a.get("evidence") or {}).get("thread")
+        if subject(a["kind"]) == PLACEMENT
+        else None
     )
     if isinstance(thread, int) and thread > 0:
         loc = locs[min(thread, len(locs) - 1)]

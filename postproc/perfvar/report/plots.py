@@ -20,7 +20,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect import KINDS, class_kind, is_verdict
+from perfvar.detect import KINDS, class_kind, is_verdict, subject
+from perfvar.detect.finding import NOISE, WINDOW
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
@@ -536,7 +537,7 @@ def timeline_figure(
             )
         )
     for a in result["anomalies"]:
-        if a["kind"] != "slow_phase":
+        if subject(a["kind"]) != WINDOW:
             continue
         windows = [
             (c["start_ns"], c["end_ns"])
@@ -834,7 +835,7 @@ def noise_lengths_figure(
     centres = np.sqrt(edges[:-1] * edges[1:])
     scale, unit = unit_of(float(np.median(pooled)))
     colors = rank_colors(result)
-    noisy = {a["rank"] for a in result["anomalies"] if a["kind"] == "noisy_core"}
+    noisy = {a["rank"] for a in result["anomalies"] if subject(a["kind"]) == NOISE}
     notes = {r: ["noisy core"] for r in noisy}
     fig = go.Figure()
 

@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank
+from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank, subject
+from perfvar.detect.finding import CPU
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -188,7 +189,7 @@ def _sharing_ranks(result: dict[str, Any]) -> list[int]:
     return sorted(
         a["rank"]
         for a in result["anomalies"]
-        if a["kind"] == "shared_cpu"
+        if subject(a["kind"]) == CPU
         and time_slicing.others_on_its_cpu(a["rank"], a["evidence"])
     )
 

@@ -183,7 +183,7 @@ class Anomaly:
             "cost_share": self.cost_share,
             "evidence": self.evidence,
         }
-        if self.kind == "slow_phase":
+        if self.start_ns is not None or self.end_ns is not None:  # a window's
             out["start_ns"], out["end_ns"] = self.start_ns, self.end_ns
         return out
 

@@ -40,7 +40,8 @@ from typing import Optional
 
 import numpy as np
 
-from perfvar.detect import class_kind, verdict_kind
+from perfvar.detect import subject, verdict_kind
+from perfvar.detect.finding import CLASS, CORE, NOISE, WINDOW
 from perfvar.stats.model import Anomaly
 from perfvar.verdict.wait_states import Timeline, WaitStates
 
@@ -80,15 +81,15 @@ def segment_excess(
     d = samples["duration_ns"][idx]
     cls = samples["segment"][idx]
     ev = anomaly.evidence or {}
-    kind = anomaly.kind
-    if class_kind(kind) and anomaly.segment is not None:
+    about = subject(anomaly.kind)
+    if about == CLASS and anomaly.segment is not None:
         mine = np.isin(cls, _classes_of(segment_ids, {anomaly.segment}))
         off = float((ev.get("off_cpu") or {}).get("beyond_ns") or 0.0)
         return np.where(mine, max((anomaly.excess_ns or 0.0) - off, 0.0), 0.0)
-    if kind == "slow_core" or class_kind(kind):  # a rank's shift in all its classes
+    if about in (CORE, CLASS):  # a rank's shift in all its classes
         s = max(float(ev.get("shift_rel") or 0.0), 0.0)
         return d * s / (1 + s)
-    if kind == "slow_phase":
+    if about == WINDOW:
         start = tl.seg_start_ns[anomaly.rank]
         lo = anomaly.start_ns if anomaly.start_ns is not None else -np.inf
         hi = anomaly.end_ns if anomaly.end_ns is not None else np.inf
@@ -99,7 +100,7 @@ def segment_excess(
             inside &= (start >= lo) & (start < hi)
             out[inside] = d[inside] * x / (1 + x)
         return out
-    if kind == "noisy_core":
+    if about == NOISE:
         return _noisy_excess(d, cls) if "measured" not in ev else _off_cpu_excess(d, ev)
     return np.zeros(d.size)
 

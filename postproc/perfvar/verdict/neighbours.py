@@ -33,10 +33,12 @@ from perfvar._spec import RankJsonCaps as KCaps
 from perfvar._spec import RankJsonNeighbourCpu as KCpu
 from perfvar._spec import RankJsonNeighbours as K
 from perfvar._spec import RankJsonNeighbourTask as KTask
+from perfvar.detect import subject
+from perfvar.detect.finding import CORE, NOISE
 from perfvar.stats.model import Anomaly
 
 # Findings about a core, whose cause may have run beside it.
-KINDS = ("noisy_core", "slow_core")
+SUBJECTS = (NOISE, CORE)
 TASKS_SHOWN = 3
 # CPUID leaf 0x40000000's vendor signatures (blanks stripped) by their usual names.
 HYPERVISORS = {
@@ -101,7 +103,7 @@ def attach(anomalies: list[Anomaly], metas: dict[int, Any]) -> None:
     its neighbours record and its clock_caps' hypervisor); others, and ranks without
     the record, are left as they are."""
     for a in anomalies:
-        if a.kind not in KINDS or a.rank not in metas:
+        if subject(a.kind) not in SUBJECTS or a.rank not in metas:
             continue
         m = metas[a.rank]
         found = on_cpu(m.neighbours, a.cpu, m.cpus)

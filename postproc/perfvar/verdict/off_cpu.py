@@ -38,7 +38,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect import class_kind
+from perfvar.detect import class_kind, subject
+from perfvar.detect.finding import CLASS, CORE, NOISE
 from perfvar.read.samples import TraceSamples
 from perfvar.stats import cpu_time
 from perfvar.stats.compare import mann_whitney_greater
@@ -66,7 +67,7 @@ def noisy_cores(anomalies: list[Anomaly]) -> dict[int, Anomaly]:
     return {
         a.rank: a
         for a in anomalies
-        if a.kind == "noisy_core" and "measured" in (a.evidence or {})
+        if subject(a.kind) == NOISE and "measured" in (a.evidence or {})
     }
 
 
@@ -82,7 +83,7 @@ def symptom_of(a: Anomaly, causes: dict[int, Anomaly]) -> Optional[dict[str, Any
     it. A shift beyond twice what the time off the CPU makes, on the log scale
     (beyond (1 + e)^2 - 1 for its +e), stays a finding of its own."""
     cause = causes.get(a.rank)
-    if cause is None or not (a.kind == "slow_core" or class_kind(a.kind)):
+    if cause is None or subject(a.kind) not in (CORE, CLASS):
         return None
     ev, cev = a.evidence or {}, cause.evidence or {}
     off = float(cev["measured"].get("off_cpu_fraction") or 0.0)

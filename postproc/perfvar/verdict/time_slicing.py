@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from perfvar.detect import KINDS, verdict_kind
+from perfvar.detect import KINDS, subject, verdict_kind
+from perfvar.detect.finding import CPU
 from perfvar.stats.model import Anomaly
 from perfvar.units import compact_ranges, signed_pct
 from perfvar.verdict.consequence import consequence
@@ -42,7 +43,7 @@ def sharing(anomalies: list[Anomaly]) -> dict[int, tuple[int, list[int]]]:
     out: dict[int, tuple[int, list[int]]] = {}
     for a in anomalies:
         ev = a.evidence or {}
-        others = others_on_its_cpu(a.rank, ev) if a.kind == "shared_cpu" else []
+        others = others_on_its_cpu(a.rank, ev) if subject(a.kind) == CPU else []
         if others:
             out[a.rank] = (int(ev["cpu"]), others)
     return out

@@ -15,7 +15,7 @@ import pytest
 import perfvar.detect as detect
 from conftest import make_prepared, normal_durations, write_trace
 from perfvar.analysis import analyze
-from perfvar.detect.finding import FindingKind
+from perfvar.detect.finding import SUBJECTS, WINDOW, FindingKind
 from perfvar.stats.model import DetectParams
 from perfvar.report.html import render_html
 from perfvar.report.markers import marker_lines
@@ -42,6 +42,11 @@ def test_every_detector_module_is_registered_whole():
         # for the markers' severity; an informational kind has neither.
         assert (m.FINDING.phrase is not None) == m.FINDING.verdict, m.__name__
         assert (m.FINDING.size_key is not None) == m.FINDING.verdict, m.__name__
+        # What it is about decides its excess per segment, its causes and its drawing.
+        assert m.FINDING.subject in SUBJECTS, m.__name__
+    # One summary key a kind, never two kinds under one key.
+    keys = [k.summary_key for k in detect.KINDS.values() if k.summary_key]
+    assert len(keys) == len(set(keys)) and all(k.endswith("_ranks") for k in keys)
 
 
 def test_each_finding_is_described_by_its_detector():
@@ -76,6 +81,8 @@ def hot_cache(monkeypatch):
         describe=lambda a, labels: f"rank {a['rank']} ran its caches hot",
         phrase=lambda a: "caches hot",
         size_key="heat",
+        subject=WINDOW,
+        summary_key="hot_cache_ranks",
     )
     monkeypatch.setitem(detect.KINDS, kind.name, kind)
     return kind
@@ -120,3 +127,31 @@ def test_a_kind_added_to_the_table_alone_reaches_every_report(tmp_path, hot_cach
         "owner": "machine",
     }
     assert detect.describe(result["anomalies"][0], {}) == "rank 3 ran its caches hot"
+
+
+def test_a_kind_added_to_the_table_alone_is_summarised_and_costed(tmp_path, hot_cache):
+    """Its summary key lists its ranks in analysis.json; its subject (a window) spreads
+    its excess over the rank's segments in the window, as a slow phase's."""
+    from types import SimpleNamespace
+
+    from perfvar.analysis import _summary
+    from perfvar.read.trace import read_trace
+    from perfvar.stats.model import Anomaly
+    from perfvar.verdict import delay_cost, wait_states
+
+    path = str(tmp_path / "run")
+    write_trace(path, normal_durations(seed=2))
+    trace = read_trace(path)
+    hot = Anomaly("hot_cache", 3, "node1", 3, "S0", None, {"excess_rel": 0.5})
+    hot.start_ns, hot.end_ns = 0.0, 1e18
+    ranked = SimpleNamespace(anomalies=[hot], minor=[], consequences=[], cost_known=True)
+    order = list(range(len(trace.segments)))
+    ids = {seg: f"S{seg}" for seg in order}
+    summary = _summary(trace, order, ids, [], ranked, {})
+    assert summary["hot_cache_ranks"] == [3] and summary["anomalous_ranks"] == [3]
+    tl = wait_states.build_timeline(trace.samples, trace.segments, trace.trace_ns)
+    excess = delay_cost.segment_excess(hot, tl, trace.samples, [ids[s] for s in order])
+    mine = trace.samples["segment"][tl.segments[3]] == 0
+    assert mine.any() and not mine.all()
+    d = trace.samples["duration_ns"][tl.segments[3]]
+    assert np.allclose(excess[mine], d[mine] * 0.5 / 1.5) and not excess[~mine].any()
