@@ -128,6 +128,7 @@ sys.path.insert(0, str(ROOT / "postproc"))
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 sys.path.insert(0, str(ROOT / "tools"))
 from perfvar._spec import TraceName  # noqa: E402
+from perfvar.detect import load_imbalance, noisy_core, slow_core, slow_phase  # noqa: E402
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
 from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
@@ -141,6 +142,9 @@ from verdicts import SLOWER, Injected, OwnTimer, score  # noqa: E402
 BIND = ROOT / "tests" / "tools" / "bind_rank.sh"
 KEY_RE = re.compile("^" + re.escape(TraceName.SEGMENT_PREFIX) + r"(?P<a>[^@;]+)@.*?\+0x[0-9a-fA-F]+"
                     + re.escape(TraceName.SITE_SEPARATOR) + r"(?P<b>[^@;]+)@")
+# The kinds each case expects: injected work is more work (the code's), a busy CPU a noisy
+# core, a stretch of the run a phase.
+MORE_WORK, NOISY, PHASE = load_imbalance.KIND, noisy_core.KIND, slow_phase.KIND
 CLASS_A = ("MPI_Barrier", "MPI_Allreduce")
 CLASS_B = ("MPI_Allreduce", "MPI_Barrier")
 
@@ -165,22 +169,22 @@ class Case:
 FULL = [
     Case("clean", "none", None, target=0.95,
          target_text="runs with any anomaly <= 5%"),
-    Case("seg10", "+10% in A", "load_imbalance", 10),
-    Case("seg3", "+3% in A", "load_imbalance", 3, target=0.95, target_text=">= 95%"),
-    Case("seg1", "+1% in A", "load_imbalance", 1, target=0.90, target_text=">= 90%"),
-    Case("seg03", "+0.3% in A", "load_imbalance", 0.3, target=0.50, target_text=">= 50%"),
-    Case("core", "+5% in A and B", "load_imbalance", 5, "all", target=0.90, target_text=">= 90%"),
-    Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True),
-    Case("phase", "+10% in A and B, steps 40-70%", "slow_phase", 10, "all", (0.4, 0.7),
+    Case("seg10", "+10% in A", MORE_WORK, 10),
+    Case("seg3", "+3% in A", MORE_WORK, 3, target=0.95, target_text=">= 95%"),
+    Case("seg1", "+1% in A", MORE_WORK, 1, target=0.90, target_text=">= 90%"),
+    Case("seg03", "+0.3% in A", MORE_WORK, 0.3, target=0.50, target_text=">= 50%"),
+    Case("core", "+5% in A and B", MORE_WORK, 5, "all", target=0.90, target_text=">= 90%"),
+    Case("busy", "busy process on the rank's CPU", NOISY, busy=True),
+    Case("phase", "+10% in A and B, steps 40-70%", PHASE, 10, "all", (0.4, 0.7),
          target=0.90, target_text=">= 90%"),
 ]
 SHORT = [
-    Case("seg", "+100% in A", "load_imbalance", 100, target_text="hit in 2 attempts"),
-    Case("core", "+100% in A and B", "load_imbalance", 100, "all",
+    Case("seg", "+100% in A", MORE_WORK, 100, target_text="hit in 2 attempts"),
+    Case("core", "+100% in A and B", MORE_WORK, 100, "all",
          target_text="hit in 2 attempts"),
-    Case("busy", "busy process on the rank's CPU", "noisy_core", busy=True,
+    Case("busy", "busy process on the rank's CPU", NOISY, busy=True,
          target_text="hit in 2 attempts"),
-    Case("phase", "+50% in A and B, steps 40-70%", "slow_phase", 50, "all", (0.4, 0.7),
+    Case("phase", "+50% in A and B, steps 40-70%", PHASE, 50, "all", (0.4, 0.7),
          target_text="hit in 2 attempts"),
 ]
 
@@ -188,15 +192,15 @@ SHORT = [
 # fraction of the reference run's duration.
 REAL = [
     Case("clean", "none", None, target=0.90, target_text="9 of 10 name nobody"),
-    Case("seg10", "+10% in its largest class", "load_imbalance", 10),
-    Case("seg3", "+3% in its largest class", "load_imbalance", 3, target=0.8,
+    Case("seg10", "+10% in its largest class", MORE_WORK, 10),
+    Case("seg3", "+3% in its largest class", MORE_WORK, 3, target=0.8,
          target_text=">= 8 of 10"),
-    Case("long10", "+10% in the longer kind of its largest class", "load_imbalance", 10,
+    Case("long10", "+10% in the longer kind of its largest class", MORE_WORK, 10,
          longer=True),
     Case("busy", "busy process on the rank's CPU", "any", busy=True),
     Case("duty", "process busy 5 of 20 ms on the rank's CPU", "any", duty=True, target=0.8,
          target_text=">= 8 of 10"),
-    Case("phase", "+10% in every class, 40-70% of its steps", "slow_phase", 10, "all", (0.4, 0.7),
+    Case("phase", "+10% in every class, 40-70% of its steps", PHASE, 10, "all", (0.4, 0.7),
          target=0.9, target_text=">= 90%"),
     Case("slowed", "its own: rank 1 does 3x the work", "any", slowed=True),
 ]
@@ -214,7 +218,7 @@ HOST_SPREAD = 1.6
 GROSS_PCT = 200
 GROSS_FACTOR = 1 + GROSS_PCT / 100
 REAL_SHORT = [
-    Case("seg", f"+{GROSS_PCT}% in its largest class", "load_imbalance", GROSS_PCT,
+    Case("seg", f"+{GROSS_PCT}% in its largest class", MORE_WORK, GROSS_PCT,
          ratio=(round(GROSS_FACTOR / HOST_SPREAD, 3), round(GROSS_FACTOR * HOST_SPREAD, 3)),
          target_text="hit in 2 attempts"),
 ]
@@ -438,7 +442,7 @@ def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None
     rules of tests/tools/verdicts.py."""
     injected = witnessed(tr)
     if case.kind is not None:
-        one = case.kind == "load_imbalance" and case.segment == "A"
+        one = case.kind == MORE_WORK and case.segment == "A"
         injected = [Injected(case.kind, tr.rank, a_key if one else None, tr.window_ns)]
     take_score(tr, case, injected, analysis, {a_key: "A", b_key: "B"})
 
@@ -617,7 +621,7 @@ def beside_cores(analysis: dict) -> list[str]:
     out = []
     for an in analysis.get("anomalies", []) + analysis.get("minor", []):
         n = (an.get("evidence") or {}).get("on_its_cpu")
-        if an["kind"] not in ("noisy_core", "slow_core") or not n:
+        if an["kind"] not in (NOISY, slow_core.KIND) or not n:
             continue
         others = f"others {n['others_ns'] / 1e6:.0f} ms, " if n["others_ns"] is not None else ""
         tasks = ", ".join(f"{t['comm']} {t['ns'] / 1e6:.0f} ms" for t in n["tasks"])
@@ -640,19 +644,19 @@ def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
     keys = [x["key"] for x in analysis.get("segments", [])]
     injected: list[Injected] = []
     labels: dict[str, str] = {}
-    if case.kind == "load_imbalance":
+    if case.kind == MORE_WORK:
         targets = selected(keys, pattern)
         if not targets:
             raise TrialError(f"no class of the trace matches {pattern}")
         if case.longer:  # the class's longer kind, where the analysis split it off
             targets = [k for k in targets if longer_kind(k)] or targets
-        injected = [Injected("load_imbalance", rank, k) for k in targets]
+        injected = [Injected(MORE_WORK, rank, k) for k in targets]
         labels = {k: "C" for k in targets}
         trace = read_trace(tr.trace)
         if compute_share(trace, pattern, rank) >= COMMON_SHARE:
             # the class is most of the rank's compute (the stencil's): more work there
             # is more work on the rank, which may be told over all its classes
-            injected.append(Injected("load_imbalance", rank))
+            injected.append(Injected(MORE_WORK, rank))
         # in the same run: the host's load shifts both ranks, not one (the reference's
         # ratio, from another run, is shown beside it)
         tr.class_ratio = median_ratio(trace, pattern, rank, tr.longer_ns or 0.0)

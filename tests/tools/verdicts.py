@@ -49,13 +49,22 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from perfvar.detect import is_code, is_transient, is_verdict
+from perfvar.detect import (
+    is_code,
+    is_transient,
+    is_verdict,
+    load_imbalance,
+    noisy_core,
+    slow_core,
+    slow_phase,
+    slow_segment,
+)
 from perfvar.stats import core_speed
 
 # The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
-SLOWER_CORE_KINDS = ("slow_core", "slow_segment")
+SLOWER_CORE_KINDS = (slow_core.KIND, slow_segment.KIND)
 # The kind that says a rank lost time to something else on its CPU.
-BUSIER_CORE_KINDS = ("noisy_core",)
+BUSIER_CORE_KINDS = (noisy_core.KIND,)
 # An expected kind: the rank's core named slower, by whichever finding measured it.
 SLOWER = core_speed.SLOWER
 
@@ -106,7 +115,7 @@ class OwnTimer:
         rank, kind = an["rank"], an["kind"]
         if kind not in SLOWER_CORE_KINDS or rank not in self.slower:
             return False
-        if kind == "slow_segment" and key_of.get(an.get("segment")) not in self.keys:
+        if kind == slow_segment.KIND and key_of.get(an.get("segment")) not in self.keys:
             return False
         ev = an.get("evidence", {})
         # a slow core's shift_rel is weighted by compute time, as the timer measures
@@ -168,7 +177,7 @@ def describe(an: Mapping[str, Any], names: Mapping[Any, str]) -> str:
     text = f"{an['kind']} r{an['rank']}"
     if an.get("segment"):
         text += f" {names.get(an['segment'], an['segment'])}"
-    if an["kind"] == "slow_phase":
+    if an["kind"] == slow_phase.KIND:
         text += f" {an['start_ns'] / 1e6:.0f}-{an['end_ns'] / 1e6:.0f}ms"
     return text
 
@@ -281,11 +290,11 @@ def _untold_work(
     """Whether ``an`` names injected work where the probes could not tell it from a
     slower core: a slow segment of the injected rank and class saying so."""
     told = (an.get("evidence") or {}).get("core_speed") or {}
-    if an["kind"] != "slow_segment" or told.get("verdict") != core_speed.UNTOLD:
+    if an["kind"] != slow_segment.KIND or told.get("verdict") != core_speed.UNTOLD:
         return False
-    as_work = dict(an, kind="load_imbalance")
+    as_work = dict(an, kind=load_imbalance.KIND)
     return any(
-        inj.kind == "load_imbalance" and _names(as_work, inj, key_of) for inj in injected
+        inj.kind == load_imbalance.KIND and _names(as_work, inj, key_of) for inj in injected
     )
 
 
@@ -293,7 +302,7 @@ def _slower_core(an: Mapping[str, Any]) -> bool:
     """Whether the verdict says its rank's core ran slower: a slow core, or a finding
     whose probes (or instructions) measured a slower core."""
     told = (an.get("evidence") or {}).get("core_speed") or {}
-    return an["kind"] == "slow_core" or told.get("verdict") == core_speed.SLOWER
+    return an["kind"] == slow_core.KIND or told.get("verdict") == core_speed.SLOWER
 
 
 def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:
@@ -307,8 +316,8 @@ def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> b
         return _slower_core(an)
     if inj.kind not in (an["kind"], "any"):
         return False
-    if inj.kind == "slow_segment" or (
-        inj.kind == "load_imbalance" and inj.segment is not None
+    if inj.kind == slow_segment.KIND or (
+        inj.kind == load_imbalance.KIND and inj.segment is not None
     ):
         return inj.segment is not None and key_of.get(an.get("segment")) == inj.segment
     return True
@@ -319,7 +328,7 @@ def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[
     windows overlapping by half of each), or None."""
     for i, inj in enumerate(injected):
         if (
-            inj.kind == "slow_phase"
+            inj.kind == slow_phase.KIND
             and inj.rank == an["rank"]
             and inj.window_ns is not None
             and overlap_ok(inj.window_ns, (an["start_ns"], an["end_ns"]))
