@@ -106,6 +106,19 @@ def settle_location(
     (``broke`` None: OTF2 read them all, ``report.events_read`` set). Shared by the
     Python and the native event loops so that both judge alike.
     ``whole_chunk``: its event file holds at least one whole OTF2 chunk."""
+    short = report.events_defined and report.events_read < report.events_defined
+    if not whole_chunk and short and (broke is None or broke.failure is None):
+        # Its first chunk cut short or damaged: OTF2 reads that chunk into a buffer it
+        # does not clear, and past the cut it ends cleanly or fails, after more or
+        # fewer events, as the heap happens to hold. Nothing of the file is kept either
+        # way, so the report says what the file is, not what the heap made of it (the
+        # two event loops, in other processes or after other reads, agree).
+        report.error = (
+            f"its first event chunk is cut short or damaged: "
+            f"{report.events_defined} events announced, not all there"
+        )
+        report.cut, report.events_read = None, 0
+        return
     if broke is not None and broke.exc is not None:
         detail = _otf2_detail(broke.lines, broke.failure or broke.exc)
         # An event file cut short (a half-written or truncated file: "This is no
@@ -118,16 +131,7 @@ def settle_location(
             report.error = detail
     if report.error is None and broke is not None and broke.failure is not None:
         report.error = _otf2_detail([], broke.failure)
-    # OTF2 reads a short first chunk into a buffer it does not clear: past the cut it
-    # finds either an error or, when that memory happens to be zero, a clean end. Judge
-    # by the count the definitions announce, so the verdict does not depend on the heap.
-    short = report.events_defined and report.events_read < report.events_defined
-    if report.error is None and report.cut is None and not whole_chunk and short:
-        report.error = (
-            f"its event file breaks off inside its first chunk: read "
-            f"{report.events_read} of {report.events_defined} events announced"
-        )
-    # The same past a whole chunk: the chunks before the cut were read whole, whether
+    # Past a whole chunk: the chunks before the cut were read whole, whether
     # OTF2 then said "This is no chunk header!" or, on zeroed memory, ended cleanly.
     if report.error is None and report.cut is None and whole_chunk and short:
         report.cut = (
