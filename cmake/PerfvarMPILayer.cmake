@@ -13,11 +13,11 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     endif()
   endforeach()
   add_custom_command(OUTPUT ${files}
-    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py --flavour ${flavour}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/src/wrapgen/gen_wrappers.py --flavour ${flavour}
             --out ${gen} ${shared_libs}
-    DEPENDS ${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/pmpi/mpi_groups.py
+    DEPENDS ${PROJECT_SOURCE_DIR}/src/wrapgen/gen_wrappers.py ${PROJECT_SOURCE_DIR}/src/wrapgen/mpi_groups.py
             ${PROJECT_SOURCE_DIR}/src/spec/contracts.py
-            ${PROJECT_SOURCE_DIR}/src/pmpi/requirements.txt
+            ${PROJECT_SOURCE_DIR}/src/wrapgen/requirements.txt
     COMMENT "Generating the ${flavour} MPI wrappers")
   # The wrappers are compiled with mpi.h's declarations in view: a prototype or an argument that
   # does not match the MPI's (const, MPI_Count, an array) is an error, never a warning, and so is a
@@ -67,7 +67,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
   # against this flavour's mpi.h as the build does (cmake/PerfvarCheckWrappers.cmake).
   file(GENERATE OUTPUT ${gen}/check_wrappers.cmake CONTENT "\
 set(PV_PYTHON [==[${Python3_EXECUTABLE}]==])
-set(PV_GENERATOR [==[${PROJECT_SOURCE_DIR}/src/pmpi/gen_wrappers.py]==])
+set(PV_GENERATOR [==[${PROJECT_SOURCE_DIR}/src/wrapgen/gen_wrappers.py]==])
 set(PV_FLAVOUR ${flavour})
 set(PV_LIBRARIES [==[${shared_libs}]==])
 set(PV_GENERATED [==[${gen}]==])

@@ -8,7 +8,7 @@
 # the isolation forest is tested against),
 # otf2 (trace reader used by the tests), mpi4py (perfvar calibrate under mpiexec), import-linter
 # (the import contracts of the Python package); and, at the exact
-# versions src/pmpi/requirements.txt pins, pympistandard (MPI Forum API for wrapper generation).
+# versions src/wrapgen/requirements.txt pins, pympistandard (MPI Forum API for wrapper generation).
 # Idempotent; safe to run as root (CI) or with sudo available.
 set -euo pipefail
 
@@ -44,8 +44,8 @@ if [ ${#py_missing[@]} -gt 0 ]; then
     # mpi4py, if built from source, builds against Open MPI (perfvar calibrate under mpiexec).
     MPICC=${MPICC:-mpicc.openmpi} "$PYTHON" -m pip install -q "${py_missing[@]}"
 fi
-# What src/pmpi/requirements.txt pins: installed, upgraded or downgraded to exactly that version.
-pins=$(cd "$(dirname "$0")/.." && pwd)/src/pmpi/requirements.txt
+# What src/wrapgen/requirements.txt pins: installed, upgraded or downgraded to exactly that version.
+pins=$(cd "$(dirname "$0")/.." && pwd)/src/wrapgen/requirements.txt
 pin_missing=()
 while read -r req; do
     req=${req%%#*}; req=${req// /}

@@ -63,7 +63,7 @@
 typedef enum { PV_SYNC_AUTO, PV_SYNC_PINGPONG, PV_SYNC_NONE } pv_sync_mode;
 
 /* MPI function groups: PV_GROUP_<NAME>, in the order of src/spec/contracts.py (MPI_GROUPS), the
- * table src/pmpi/mpi_groups.py classifies MPI functions into and the Python package reads too.
+ * table src/wrapgen/mpi_groups.py classifies MPI functions into and the Python package reads too.
  * pv_group_names: their names, NULL-terminated. */
 #define PV_GROUP_ENUM_(E, NAME, TRACED) PV_GROUP_##E,
 typedef enum { PV_SPEC_MPI_GROUPS(PV_GROUP_ENUM_) PV_GROUP_COUNT } pv_mpi_group;

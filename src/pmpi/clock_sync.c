@@ -2,8 +2,10 @@
  * exchange 10 ping-pongs; the offset is taken at the middle of the shortest round trip, and half that
  * round trip is its uncertainty. Ranks on rank 0's host share its TSC, so in `auto` mode they get
  * offset 0 instead of a measured one whose only content would be noise. */
+#include "clock_sync.h"
 #include "../clock/clock.h"
-#include "state.h"
+
+#include <mpi.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,20 +13,21 @@
 #define PINGPONGS 10
 #define TAG 0x7e5f
 
-void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *offset, double *stddev)
+void pv_clock_sync(int rank, int size, pv_sync_mode mode, const char *host, uint64_t *t,
+                   int64_t *offset, double *stddev)
 {
     char host0[256];
     strncpy(host0, host, sizeof host0 - 1);
     host0[sizeof host0 - 1] = 0;
     PMPI_Bcast(host0, sizeof host0, MPI_CHAR, 0, MPI_COMM_WORLD);
     int need = mode == PV_SYNC_PINGPONG || (mode == PV_SYNC_AUTO && strcmp(host0, host) != 0);
-    int *needs = pv_rt.rank == 0 ? calloc((size_t)pv_rt.size, sizeof *needs) : NULL;
+    int *needs = rank == 0 ? calloc((size_t)size, sizeof *needs) : NULL;
     PMPI_Gather(&need, 1, MPI_INT, needs, 1, MPI_INT, 0, MPI_COMM_WORLD);
     *t = pv_now();
     *offset = 0;
     *stddev = 0;
-    if (pv_rt.rank == 0) {
-        for (int r = 1; r < pv_rt.size; r++) {
+    if (rank == 0) {
+        for (int r = 1; r < size; r++) {
             if (!needs[r]) continue;
             uint64_t best = UINT64_MAX, remote;
             int64_t result[2] = {0, 0};

@@ -16,6 +16,9 @@
 #include "comms.h"
 #include "messages.h"
 #include "threads.h"
+#include "rank_meta.h"
+#include "clock_sync.h"
+#include "roll_call.h"
 #include "../clock/clock.h"
 #include "../timer/region_sink.h"
 #include "pv_spec.h"
@@ -171,7 +174,7 @@ static void calibrate_again(void)
     pv_rt.calib_params = params;
     pv_rt.calib = again;
     pv_rt.calib_at = "MPI_Finalize";
-    pv_write_calibration_samples();
+    pv_write_calibration_samples(&pv_rt);
     pv_calib_free(&pv_rt.calib);
     if (pv_rt.cfg.verbose >= 1)
         pv_message(1, "calibrated again at MPI_Finalize: t_min %.1f ns, t_diff %.1f ns", pv_rt.calib.t_min_ns,
@@ -188,8 +191,8 @@ static void stop(void)
     int stopped = close_records(t, cpu);
     calibrate_again();
     pv_neighbours_end(&pv_rt.neighbours); /* beside the trace's end, its scan outside it */
-    pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end, &pv_rt.sync.offset_end,
-                  &pv_rt.sync.stddev_end);
+    pv_clock_sync(pv_rt.rank, pv_rt.size, pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_end,
+                  &pv_rt.sync.offset_end, &pv_rt.sync.stddev_end);
     pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_end,
                      (long long)pv_rt.sync.offset_end, pv_rt.sync.stddev_end);
     pv_rec_defs_close();
@@ -208,8 +211,8 @@ static void stop(void)
     report_stop(stopped, rc, why);
     pv_rt.records_removed = records_done(rc, stopped);
     /* rank-N.json first: a job killed while the records go still says its archive is complete. */
-    pv_write_rank_meta();
-    pv_write_run_meta();
+    pv_write_rank_meta(&pv_rt);
+    pv_write_run_meta(&pv_rt);
     pv_neighbours_free(&pv_rt.neighbours);
     if (pv_rt.records_removed) remove_records();
     uint64_t counts[2] = {pv_rt.conv.stats.events_written, pv_rt.conv.stats.events_lost};
@@ -372,7 +375,7 @@ static int every_rank_traced(void)
 {
     int *missing = malloc((size_t)pv_rt.size * sizeof *missing), n = 0, answered = 1;
     if (!missing) return 0; /* with no answer from this rank, rank 0 turns tracing off for all */
-    int all = pv_roll_call(missing, &n, &answered);
+    int all = pv_roll_call(pv_rt.rank, pv_rt.size, missing, &n, &answered);
     if (pv_rt.rank == 0 && !all) {
         char list[256];
         format_ranks(list, sizeof list, missing, n);
@@ -435,8 +438,8 @@ static void measure_this_rank(uint64_t t_calib[2])
     pv_rt.probe_period_ticks = pv_work_probe_period_ticks(pv_rt.cfg.probe_ms, pv_clock_ticks_per_ns());
     start_metrics();
 
-    pv_clock_sync(pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin, &pv_rt.sync.offset_begin,
-                  &pv_rt.sync.stddev_begin);
+    pv_clock_sync(pv_rt.rank, pv_rt.size, pv_rt.cfg.clock_sync, pv_rt.host, &pv_rt.sync.t_begin,
+                  &pv_rt.sync.offset_begin, &pv_rt.sync.stddev_begin);
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     pv_rt.realtime_ticks = pv_now();
@@ -514,10 +517,10 @@ static void pv_start(int init_fn, void *site, uint64_t t_entry)
     pv_neighbours_begin(&pv_rt.neighbours);
     record_start(self, init_fn, site, t_entry, t_calib);
     pv_signals_install();
-    pv_write_rank_meta(); /* what a rank that dies before its stop leaves */
-    pv_write_run_meta();
+    pv_write_rank_meta(&pv_rt); /* what a rank that dies before its stop leaves */
+    pv_write_run_meta(&pv_rt);
     /* The raw calibration samples go to disk now: not held through the run, kept if it dies. */
-    pv_write_calibration_samples();
+    pv_write_calibration_samples(&pv_rt);
     pv_calib_free(&pv_rt.calib);
     /* Its first probe one period from now: the start's own work (the scan, the files) is no
      * segment, and a lazy start's next call, the one that started it, would find the deadline

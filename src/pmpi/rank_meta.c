@@ -1,7 +1,7 @@
-/* rank_meta.c — DIR/perfvar/rank-N.json (every rank) and DIR/perfvar/run.json (rank 0);
- * the layout is documented in docs/trace-format.md. */
+/* rank_meta.c — DIR/perfvar/rank-N.json (every rank), DIR/perfvar/run.json (rank 0) and
+ * calibration-rank-N.json, from the runtime's state it is given (rank_meta.h). */
 #define _GNU_SOURCE
-#include "state.h"
+#include "rank_meta.h"
 #include "messages.h"
 #include "threads.h"
 #include "../clock/clock.h"
@@ -27,17 +27,17 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static FILE *open_meta(const char *name)
+static FILE *open_meta(const pv_runtime *rt, const char *name)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/perfvar/%s", pv_rt.dir, name);
+    snprintf(path, sizeof path, "%s/perfvar/%s", rt->dir, name);
     FILE *f = fopen(path, "w");
     if (!f) pv_message(0, "cannot write %s: %s", path, strerror(errno));
     return f;
 }
 
 /* "mpi": the MPI library, which groups were traced, and the calls the application made. */
-static void write_mpi_meta(FILE *f)
+static void write_mpi_meta(const pv_runtime *rt, FILE *f)
 {
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;
@@ -50,13 +50,13 @@ static void write_mpi_meta(FILE *f)
             pv_messages_status_fields() ? "fields" : "MPI_Get_count");
     const char *sep = "";
     for (int g = 0; g < PV_GROUP_COUNT; g++) {
-        if (!(pv_rt.cfg.boundaries & (1u << g))) continue;
+        if (!(rt->cfg.boundaries & (1u << g))) continue;
         fprintf(f, "%s\"%s\"", sep, pv_group_names[g]);
         sep = ", ";
     }
     /* Frames per call site (PERFVAR_CALLPATH), which name the segment classes, and what walked the
      * stack for them (its cost differs tenfold: docs/tracing.md). */
-    int depth = pv_rt.cfg.callpath > 0 ? pv_rt.cfg.callpath : 1;
+    int depth = rt->cfg.callpath > 0 ? rt->cfg.callpath : 1;
     fprintf(f, "],\n    " PV_RJ_MPI_CALLPATH_DEPTH "%d, " PV_RJ_MPI_CALLPATH_UNWINDER "\"%s\",", depth,
             depth > 1 ? pv_site_unwinder() : "none");
     fprintf(f, "\n    " PV_RJ_MPI_CALLS "{");
@@ -121,11 +121,11 @@ static const char *thread_level_name(int level)
 
 /* The traced threads as the trace's conversion found them (none before the stop: a rank that dies
  * leaves this file as the start wrote it, and perfvar-recover tells how its threads ended). */
-static void write_threads(FILE *f, uint64_t *nsegments)
+static void write_threads(const pv_runtime *rt, FILE *f, uint64_t *nsegments)
 {
-    const pv_convert_result *r = &pv_rt.conv;
+    const pv_convert_result *r = &rt->conv;
     *nsegments = 0;
-    fprintf(f, "  " PV_RJ_THREAD_LEVEL "\"%s\",\n  " PV_RJ_THREADS "[", thread_level_name(pv_rt.thread_level));
+    fprintf(f, "  " PV_RJ_THREAD_LEVEL "\"%s\",\n  " PV_RJ_THREADS "[", thread_level_name(rt->thread_level));
     for (int i = 0; i < r->nthreads; i++) {
         const pv_convert_thread *t = &r->threads[i];
         fprintf(f, "%s\n    {" PV_RJ_THR_THREAD "%u, " PV_RJ_THR_LOCATION "%llu, " PV_RJ_THR_SEGMENTS "%llu, "
@@ -140,19 +140,19 @@ static void write_threads(FILE *f, uint64_t *nsegments)
 }
 
 /* "probe": the fixed-work probes (PERFVAR_PROBE) of every traced thread, or null when off. */
-static void write_probe(FILE *f)
+static void write_probe(const pv_runtime *rt, FILE *f)
 {
-    if (!pv_rt.cfg.probe_ms) {
+    if (!rt->cfg.probe_ms) {
         fprintf(f, "  " PV_RJ_PROBE "null,\n");
         return;
     }
-    const pv_convert_result *r = &pv_rt.conv;
+    const pv_convert_result *r = &rt->conv;
     uint64_t count = 0, ticks = 0;
     for (int i = 0; i < r->nthreads; i++) count += r->threads[i].probes, ticks += r->threads[i].probe_ticks;
     fprintf(f,
             "  " PV_RJ_PROBE "{" PV_RJ_PROBE_PERIOD_MS "%u, " PV_RJ_PROBE_ADDS "%llu, " PV_RJ_PROBE_K_SOURCE
             "\"%s\", " PV_RJ_PROBE_COUNT "%llu, " PV_RJ_PROBE_TOTAL_NS "%.1f,\n    " PV_RJ_PROBE_THREADS "[",
-            pv_rt.cfg.probe_ms, (unsigned long long)PV_WORK_PROBE_ADDS, "fixed", (unsigned long long)count,
+            rt->cfg.probe_ms, (unsigned long long)PV_WORK_PROBE_ADDS, "fixed", (unsigned long long)count,
             perfvar_ticks_to_ns(ticks));
     for (int i = 0; i < r->nthreads; i++)
         fprintf(f, "%s{" PV_RJ_PTHR_THREAD "%u, " PV_RJ_PTHR_COUNT "%llu, " PV_RJ_PTHR_TOTAL_NS "%.1f}",
@@ -163,7 +163,7 @@ static void write_probe(FILE *f)
 
 /* "metrics": the counters this rank records (PERFVAR_METRICS) and how often its threads read
  * them, or null when none could be opened (or PERFVAR_METRICS=none). */
-static void write_metrics(FILE *f)
+static void write_metrics(const pv_runtime *rt, FILE *f)
 {
     int n = pv_metrics_count();
     if (!n) {
@@ -176,8 +176,8 @@ static void write_metrics(FILE *f)
         json_str(f, pv_metrics_name(i));
     }
     uint64_t reads = 0;
-    for (int i = 0; i < pv_rt.conv.nthreads; i++) reads += pv_rt.conv.threads[i].metric_reads;
-    fprintf(f, "], " PV_RJ_METRICS_MIN_US "%u, " PV_RJ_METRICS_READS "%llu},\n", pv_rt.cfg.metrics_min_us,
+    for (int i = 0; i < rt->conv.nthreads; i++) reads += rt->conv.threads[i].metric_reads;
+    fprintf(f, "], " PV_RJ_METRICS_MIN_US "%u, " PV_RJ_METRICS_READS "%llu},\n", rt->cfg.metrics_min_us,
             (unsigned long long)reads);
 }
 
@@ -186,15 +186,15 @@ static void write_metrics(FILE *f)
  * processes that ran last on one of them, most time first; null before the stop, or without /proc. */
 enum { NEIGHBOUR_TASKS_SHOWN = 8 };
 /* Whether a clock read of a traced call, on any thread, was taken on cpu. */
-static int cpu_seen(int cpu)
+static int cpu_seen(const pv_runtime *rt, int cpu)
 {
     return cpu >= 0 && cpu < PV_CONVERT_MAX_CPUS &&
-           (pv_rt.conv.cpus_seen[cpu / 8] & (1u << (cpu % 8)));
+           (rt->conv.cpus_seen[cpu / 8] & (1u << (cpu % 8)));
 }
 
-static void write_neighbours(FILE *f)
+static void write_neighbours(const pv_runtime *rt, FILE *f)
 {
-    const pv_neighbours *n = &pv_rt.neighbours;
+    const pv_neighbours *n = &rt->neighbours;
     if (!n->ended) {
         fprintf(f, "  " PV_RJ_NEIGHBOURS "null,\n");
         return;
@@ -203,7 +203,7 @@ static void write_neighbours(FILE *f)
             PV_RJ_NEIGH_SELF_NS "%.0f,\n    " PV_RJ_NEIGH_CPUS "[", n->span_ns, n->tick_ns, n->self_ns);
     const char *sep = "";
     for (int cpu = 0; cpu < n->ncpus; cpu++) {
-        if (!cpu_seen(cpu)) continue;
+        if (!cpu_seen(rt, cpu)) continue;
         fprintf(f, "%s{" PV_RJ_NCPU_CPU "%d", sep, cpu);
         /* The columns in /proc/stat's order, which the spec's keys follow. */
         for (int c = 0; c < PV_CPU_TIMES; c++)
@@ -215,7 +215,7 @@ static void write_neighbours(FILE *f)
     sep = "";
     for (int i = 0, shown = 0; i < n->ngrew && shown < NEIGHBOUR_TASKS_SHOWN; i++) {
         const pv_neighbour_task *t = &n->grew[i];
-        if (!cpu_seen(t->cpu)) continue;
+        if (!cpu_seen(rt, t->cpu)) continue;
         fprintf(f, "%s{" PV_RJ_NTASK_PID "%d, " PV_RJ_NTASK_TID "%d, " PV_RJ_NTASK_COMM, sep, t->pid,
                 t->tid);
         json_str(f, t->comm);
@@ -227,30 +227,30 @@ static void write_neighbours(FILE *f)
 }
 
 /* "clock": the clock the rank read, how its rate was obtained, and the rate measured beside it. */
-static void write_clock(FILE *f)
+static void write_clock(const pv_runtime *rt, FILE *f)
 {
     fprintf(f, "  " PV_RJ_CLOCK "{" PV_RJ_CLOCK_NAME);
-    json_str(f, pv_rt.clock.name);
-    fprintf(f, ", " PV_RJ_CLOCK_HZ "%.3f, " PV_RJ_CLOCK_HZ_METHOD, pv_rt.clock.hz);
-    json_str(f, pv_rt.clock.hz_method);
+    json_str(f, rt->clock.name);
+    fprintf(f, ", " PV_RJ_CLOCK_HZ "%.3f, " PV_RJ_CLOCK_HZ_METHOD, rt->clock.hz);
+    json_str(f, rt->clock.hz_method);
     double measured = pv_clock_measured_hz();
     fprintf(f, ", " PV_RJ_CLOCK_HZ_REL_ERROR "%.3g, " PV_RJ_CLOCK_MEASURED_HZ "%.3f, "
                PV_RJ_CLOCK_MEASURED_REL_ERROR "%.3g,",
-            pv_rt.clock.hz_rel_error, measured, pv_clock_measured_rel_error());
+            rt->clock.hz_rel_error, measured, pv_clock_measured_rel_error());
     /* A stated frequency (hz_rel_error 0) against the always-measured cross-check. */
-    if (measured > 0 && strncmp(pv_rt.clock.hz_method, "measured", 8) != 0)
-        fprintf(f, " " PV_RJ_CLOCK_HZ_VS_MEASURED_REL "%.3g,", fabs(pv_rt.clock.hz / measured - 1));
+    if (measured > 0 && strncmp(rt->clock.hz_method, "measured", 8) != 0)
+        fprintf(f, " " PV_RJ_CLOCK_HZ_VS_MEASURED_REL "%.3g,", fabs(rt->clock.hz / measured - 1));
     else
         fprintf(f, " " PV_RJ_CLOCK_HZ_VS_MEASURED_REL "null,");
     fprintf(f, "\n    " PV_RJ_CLOCK_SERIALIZED "%s, " PV_RJ_CLOCK_FENCED_READ "\"%s\", " PV_RJ_CLOCK_NOTE,
-            pv_rt.clock.serialized ? "true" : "false",
+            rt->clock.serialized ? "true" : "false",
             pv_clock_monotonic ? "clock_gettime" : PERFVAR_CLOCK_FENCED_READ);
-    json_str(f, pv_rt.clock.note);
+    json_str(f, rt->clock.note);
     fprintf(f, "},\n");
 }
 
 /* "clock_caps" and "clock_offset": what the machine's clock offers, the offsets to rank 0. */
-static void write_caps_offset(FILE *f)
+static void write_caps_offset(const pv_runtime *rt, FILE *f)
 {
     const pv_clock_caps *k = pv_clock_caps_get();
     fprintf(f,
@@ -269,19 +269,19 @@ static void write_caps_offset(FILE *f)
     fprintf(f,
             "  " PV_RJ_CLOCK_OFFSET "{" PV_RJ_OFFSET_BEGIN_TICKS "%lld, " PV_RJ_OFFSET_END_TICKS "%lld, "
             PV_RJ_OFFSET_STDDEV_TICKS "%.1f},\n",
-            (long long)pv_rt.sync.offset_begin, (long long)pv_rt.sync.offset_end,
-            pv_rt.sync.stddev_end > pv_rt.sync.stddev_begin ? pv_rt.sync.stddev_end
-                                                            : pv_rt.sync.stddev_begin);
+            (long long)rt->sync.offset_begin, (long long)rt->sync.offset_end,
+            rt->sync.stddev_end > rt->sync.stddev_begin ? rt->sync.stddev_end
+                                                            : rt->sync.stddev_begin);
 }
 
 /* "calibration": the start-up calibration's parameters and results, per cache state and on the
  * cycle counter. */
-static void write_calibration(FILE *f)
+static void write_calibration(const pv_runtime *rt, FILE *f)
 {
-    const pv_calib_result *c = &pv_rt.calib;
-    const pv_calib_params *p = &pv_rt.calib_params;
-    const char *mode = pv_rt.cfg.calibration == PV_CALIB_FULL    ? "full"
-                       : pv_rt.cfg.calibration == PV_CALIB_QUICK ? "quick"
+    const pv_calib_result *c = &rt->calib;
+    const pv_calib_params *p = &rt->calib_params;
+    const char *mode = rt->cfg.calibration == PV_CALIB_FULL    ? "full"
+                       : rt->cfg.calibration == PV_CALIB_QUICK ? "quick"
                                                                  : "off";
     fprintf(f,
             "  " PV_RJ_CALIBRATION "{\n    " PV_RJ_CAL_MODE "\"%s\", " PV_RJ_CAL_STATUS "\"%s\", " PV_RJ_CAL_ESTIMATE
@@ -296,7 +296,7 @@ static void write_calibration(FILE *f)
             "    " PV_RJ_CAL_N_SAMPLES "%d, " PV_RJ_CAL_N_SAMPLES_FLUSHED "%d, " PV_RJ_CAL_P "%d, " PV_RJ_CAL_Q
             "%d, " PV_RJ_CAL_EPSILON "%g, " PV_RJ_CAL_ALPHA "%g, " PV_RJ_CAL_NSTATES "%d, " PV_RJ_CAL_BUDGET_MS
             "%.3f,\n    " PV_RJ_CAL_STATES "[",
-            mode, c->status, pv_rt.calib_at ? pv_rt.calib_at : "start-up", c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
+            mode, c->status, rt->calib_at ? rt->calib_at : "start-up", c->timer_overhead_ns, c->granularity_ns, c->t_min_ns, c->t_diff_ns, c->ns_per_add,
             (unsigned long long)c->t_min_adds, (unsigned long long)c->t_diff_adds, c->t_min_cv,
             c->t_diff_overlap, c->cpu_start, c->cpu_end, c->elapsed_ms, p->n_samples, p->n_samples_flushed,
             p->p_confirm, p->q_pairs, p->epsilon, p->alpha, p->nstates, p->budget_ms);
@@ -308,32 +308,32 @@ static void write_calibration(FILE *f)
 
 /* The keys and layout of rank-N.json are src/spec/contracts.py's (PV_RJ_*, pv_spec.h); the Python
  * package reads it by the same table (perfvar._spec). */
-int pv_write_rank_meta(void)
+int pv_write_rank_meta(const pv_runtime *rt)
 {
     char name[64];
-    snprintf(name, sizeof name, "rank-%d.json", pv_rt.rank);
-    FILE *f = open_meta(name);
+    snprintf(name, sizeof name, "rank-%d.json", rt->rank);
+    FILE *f = open_meta(rt, name);
     if (!f) return -1;
-    fprintf(f, "{\n  " PV_RJ_RANK "%d,\n  " PV_RJ_NRANKS "%d,\n  " PV_RJ_HOST, pv_rt.rank, pv_rt.size);
-    json_str(f, pv_rt.host);
+    fprintf(f, "{\n  " PV_RJ_RANK "%d,\n  " PV_RJ_NRANKS "%d,\n  " PV_RJ_HOST, rt->rank, rt->size);
+    json_str(f, rt->host);
     fprintf(f, ",\n  " PV_RJ_PID "%ld,\n  " PV_RJ_CPUS "[", (long)getpid());
     const char *sep = "";
     for (int cpu = 0; cpu < PV_CONVERT_MAX_CPUS; cpu++) {
-        if (!cpu_seen(cpu)) continue;
+        if (!cpu_seen(rt, cpu)) continue;
         fprintf(f, "%s%d", sep, cpu);
         sep = ", ";
     }
     fprintf(f, "],\n");
-    write_clock(f);
-    write_caps_offset(f);
-    write_calibration(f);
-    write_mpi_meta(f);
-    const pv_trace_stats *s = &pv_rt.conv.stats;
+    write_clock(rt, f);
+    write_caps_offset(rt, f);
+    write_calibration(rt, f);
+    write_mpi_meta(rt, f);
+    const pv_trace_stats *s = &rt->conv.stats;
     uint64_t nsegments;
-    write_threads(f, &nsegments);
-    write_probe(f);
-    write_metrics(f);
-    write_neighbours(f);
+    write_threads(rt, f, &nsegments);
+    write_probe(rt, f);
+    write_metrics(rt, f);
+    write_neighbours(rt, f);
     fprintf(f,
             "  " PV_RJ_EVENTS "{" PV_RJ_EVENTS_WRITTEN "%llu, " PV_RJ_EVENTS_LOST "%llu, "
             PV_RJ_EVENTS_TIMESTAMPS_RAISED "%llu, " PV_RJ_EVENTS_BUFFER_FLUSHES "%llu},\n  " PV_RJ_SEGMENTS
@@ -343,8 +343,8 @@ int pv_write_rank_meta(void)
             (unsigned long long)s->timestamps_raised, (unsigned long long)s->flushes,
             (unsigned long long)nsegments,
             (unsigned long long)pv_threads_untraced_calls(),
-            pv_rt.convert_ms, pv_rt.records_removed ? "false" : "true",
-            pv_rt.converted ? "true" : "false");
+            rt->convert_ms, rt->records_removed ? "false" : "true",
+            rt->converted ? "true" : "false");
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -367,13 +367,13 @@ static void write_dists(FILE *f, const pv_calib_result *c, int state, const char
     }
 }
 
-int pv_write_calibration_samples(void)
+int pv_write_calibration_samples(const pv_runtime *rt)
 {
-    const pv_calib_result *c = &pv_rt.calib;
+    const pv_calib_result *c = &rt->calib;
     if (!c->ndists) return 0;
     char name[64];
-    snprintf(name, sizeof name, "calibration-rank-%d.json", pv_rt.rank);
-    FILE *f = open_meta(name);
+    snprintf(name, sizeof name, "calibration-rank-%d.json", rt->rank);
+    FILE *f = open_meta(rt, name);
     if (!f) return -1;
     /* The top level is flush 0, laid out as before cache states existed; "states" adds the
      * flushed ones, each with its own distributions. */
@@ -381,8 +381,8 @@ int pv_write_calibration_samples(void)
             "{\"rank\": %d, \"flush\": 0, \"n_samples\": %d, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, "
             "\"q\": %d,\n \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f, \"overhead_removed\": true, "
             "\"dropped\": %d,\n \"distributions\": [",
-            pv_rt.rank, pv_rt.calib_params.n_samples, pv_rt.calib_params.epsilon, pv_rt.calib_params.alpha,
-            pv_rt.calib_params.p_confirm, pv_rt.calib_params.q_pairs, c->timer_overhead_ns, c->granularity_ns,
+            rt->rank, rt->calib_params.n_samples, rt->calib_params.epsilon, rt->calib_params.alpha,
+            rt->calib_params.p_confirm, rt->calib_params.q_pairs, c->timer_overhead_ns, c->granularity_ns,
             c->nstates ? c->states[0].dists_dropped : c->dists_dropped);
     write_dists(f, c, 0, "ns");
     fprintf(f, "\n],\n \"states\": [");
@@ -410,10 +410,10 @@ int pv_write_calibration_samples(void)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-int pv_write_run_meta(void)
+int pv_write_run_meta(const pv_runtime *rt)
 {
-    if (pv_rt.rank != 0) return 0;
-    FILE *f = open_meta("run.json");
+    if (rt->rank != 0) return 0;
+    FILE *f = open_meta(rt, "run.json");
     if (!f) return -1;
     char cmd[4096] = "";
     FILE *c = fopen("/proc/self/cmdline", "r");
@@ -430,9 +430,9 @@ int pv_write_run_meta(void)
     char *nl = strchr(lib, '\n');
     if (nl) *nl = 0;
     char stamp[64];
-    time_t start = (time_t)(pv_rt.realtime_ns / 1000000000u);
+    time_t start = (time_t)(rt->realtime_ns / 1000000000u);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&start));
-    fprintf(f, "{\n  " PV_RUNJ_NRANKS "%d,\n  " PV_RUNJ_COMMAND, pv_rt.size);
+    fprintf(f, "{\n  " PV_RUNJ_NRANKS "%d,\n  " PV_RUNJ_COMMAND, rt->size);
     json_str(f, cmd);
     fprintf(f, ",\n  " PV_RUNJ_START_UTC "\"%s\",\n  " PV_RUNJ_PERFVAR_VERSION "\"%d.%d.%d\",\n  "
                PV_RUNJ_MPI_LIBRARY, stamp, PERFVAR_VERSION_MAJOR, PERFVAR_VERSION_MINOR,

@@ -16,7 +16,9 @@
  *
  * Limit: the call to an untraced rank 0 stays pending in MPI; an application there that receives
  * with MPI_ANY_TAG from MPI_ANY_SOURCE before any other message could take it. */
-#include "state.h"
+#include "roll_call.h"
+
+#include <mpi.h>
 
 #include <stdlib.h>
 #include <time.h>
@@ -85,11 +87,11 @@ static int collect(int size, int *missing, int *n_missing)
     return all;
 }
 
-int pv_roll_call(int *missing, int *n_missing, int *answered)
+int pv_roll_call(int rank, int size, int *missing, int *n_missing, int *answered)
 {
     *n_missing = 0, *answered = 1;
-    if (pv_rt.size == 1) return 1;
-    if (pv_rt.rank == 0) return collect(pv_rt.size, missing, n_missing);
+    if (size == 1) return 1;
+    if (rank == 0) return collect(size, missing, n_missing);
     int one = 1, all = 0;
     MPI_Request call, answer;
     PMPI_Isend(&one, 1, MPI_INT, 0, TAG, MPI_COMM_WORLD, &call);

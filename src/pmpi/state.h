@@ -159,24 +159,6 @@ extern const pv_region_sink pv_user_sink;
 /* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */
 void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);
 
-/* clock_sync.c: this rank's offset to rank 0's clock (collective over MPI_COMM_WORLD). */
-void pv_clock_sync(pv_sync_mode mode, const char *host, uint64_t *t, int64_t *offset, double *stddev);
-
-/* roll_call.c: 1 if every rank of MPI_COMM_WORLD is under perfvar, asked by messages before any
- * collective. Rank 0 waits at most PV_ROLL_CALL_S for the others and lists the ranks that did not
- * call in missing (room for pv_rt.size); the others wait at most PV_ANSWER_S for its answer, and
- * *answered = 0 when none came. Called once, by the starting thread. */
-#define PV_ROLL_CALL_S 10.0
-#define PV_ANSWER_S 30.0
-int pv_roll_call(int *missing, int *n_missing, int *answered);
-
-/* rank_meta.c: DIR/perfvar/rank-N.json and (rank 0) run.json; 0 or -1 (message printed). Written
- * at the start (what a rank that dies leaves) and again at the stop, with the trace's figures. */
-int pv_write_rank_meta(void);
-/* DIR/perfvar/calibration-rank-N.json: the raw distributions of the start-up calibration. */
-int pv_write_calibration_samples(void);
-int pv_write_run_meta(void);
-
 /* signals.c: mark every thread's records with a fatal signal before the application's own handler
  * (or the default action) runs. Installed at the start. */
 void pv_signals_install(void);

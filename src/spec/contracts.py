@@ -5,7 +5,7 @@ with (pv_spec.h, in the build tree) and the package's postproc/perfvar/_spec.py
 (committed, so the package runs from the source tree). A change here is a change of both
 sides at once; ctest spec.python_in_sync fails when the committed _spec.py is not what
 this table gives, and the C side's _Static_asserts fail the build when a struct below is
-not the struct the compiler sees. Python 3.9 stdlib only (src/pmpi/mpi_groups.py imports
+not the struct the compiler sees. Python 3.9 stdlib only (src/wrapgen/mpi_groups.py imports
 it at build time).
 """
 

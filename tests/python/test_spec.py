@@ -192,7 +192,7 @@ def test_mpi_groups_are_the_library_s_the_generator_s_and_the_docs():
     names = (ctypes.c_char_p * (n + 1)).in_dll(lib, "pv_group_names")
     assert tuple(g.decode() for g in names[:n]) == _spec.MPI_GROUPS
     assert names[n] is None
-    mpi_groups = _module(ROOT / "src" / "pmpi" / "mpi_groups.py", "mpi_groups")
+    mpi_groups = _module(ROOT / "src" / "wrapgen" / "mpi_groups.py", "mpi_groups")
     assert mpi_groups.GROUPS == _spec.MPI_GROUPS
     # The settings table's PERFVAR_BOUNDARIES row lists the groups in order (the
     # README's table keeps only the main settings); docs/tracing.md's prose names

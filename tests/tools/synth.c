@@ -66,7 +66,7 @@ static const double cls_base_ns[NCLS] = {12000.0, 400.0, 180000.0, 35000.0};
 static const double cls_sigma[NCLS] = {0.03, 0.06, 0.015, 0.025}; /* log-normal sigma per sample */
 static const char *const cls_name[NCLS] = {"pack", "post", "compute", "update"};
 
-/* Static regions, as the PMPI layer defines them (role and event role of src/pmpi/mpi_groups.py):
+/* Static regions, as the PMPI layer defines them (role and event role of src/wrapgen/mpi_groups.py):
  * the MPI functions the program calls, then perfvar's own two. */
 enum { R_INIT, R_FINALIZE, R_ISEND, R_IRECV, R_WAITALL, R_ALLREDUCE, R_CALIB, R_PROBE, NREG };
 static const struct {
