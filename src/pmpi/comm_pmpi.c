@@ -1,6 +1,8 @@
-/* comm_pmpi.c — the trace writer's collective operations, over PMPI on MPI_COMM_WORLD.
- * PMPI only: perfvar's own communication must never appear as the application's. */
-#include "state.h"
+/* comm_pmpi.c — the trace writer's collective operations, over PMPI on MPI_COMM_WORLD
+ * (comm_pmpi.h). PMPI only: perfvar's own communication must never appear as the application's. */
+#include "comm_pmpi.h"
+
+#include <mpi.h>
 
 #define OTF2_MPI_USE_PMPI
 #include <otf2/OTF2_MPI_Collectives.h>
@@ -8,8 +10,8 @@
 
 static int gatherv(void *ctx, const void *buf, int nbytes, char **all, int **counts)
 {
-    (void)ctx;
-    int rank = pv_rt.rank, size = pv_rt.size;
+    const pv_trace_comm *comm = ctx;
+    int rank = comm->rank, size = comm->size;
     int *cnt = NULL, *displ = NULL;
     char *recv = NULL;
     *all = NULL, *counts = NULL;
@@ -31,11 +33,11 @@ static int gatherv(void *ctx, const void *buf, int nbytes, char **all, int **cou
 
 static int scatterv(void *ctx, const char *all, const int *counts, void *buf, int nbytes)
 {
-    (void)ctx;
+    const pv_trace_comm *comm = ctx;
     int *displ = NULL;
-    if (pv_rt.rank == 0) {
-        displ = malloc((size_t)pv_rt.size * sizeof *displ);
-        for (int r = 0, d = 0; r < pv_rt.size; r++) displ[r] = d, d += counts[r];
+    if (comm->rank == 0) {
+        displ = malloc((size_t)comm->size * sizeof *displ);
+        for (int r = 0, d = 0; r < comm->size; r++) displ[r] = d, d += counts[r];
     }
     int rc = PMPI_Scatterv(all, counts, displ, MPI_BYTE, buf, nbytes, MPI_BYTE, 0, MPI_COMM_WORLD);
     free(displ);
@@ -62,7 +64,7 @@ static int set_collectives(void *ctx, OTF2_Archive *archive)
 
 void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size)
 {
-    comm->ctx = NULL;
+    comm->ctx = comm; /* the operations read the rank and size from it */
     comm->rank = rank;
     comm->size = size;
     comm->gatherv = gatherv;

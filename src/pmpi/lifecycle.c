@@ -19,6 +19,7 @@
 #include "rank_meta.h"
 #include "clock_sync.h"
 #include "roll_call.h"
+#include "comm_pmpi.h"
 #include "../clock/clock.h"
 #include "../timer/region_sink.h"
 #include "pv_spec.h"

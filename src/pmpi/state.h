@@ -156,9 +156,6 @@ int pv_start_hook(int init_fn, void *site, uint64_t t_entry);
  * timer start/stop of a traced thread is a segment boundary (pv_user_boundary). */
 extern const pv_region_sink pv_user_sink;
 
-/* comm_pmpi.c: the trace writer's collective operations over PMPI on MPI_COMM_WORLD. */
-void pv_comm_pmpi(pv_trace_comm *comm, int rank, int size);
-
 /* signals.c: mark every thread's records with a fatal signal before the application's own handler
  * (or the default action) runs. Installed at the start. */
 void pv_signals_install(void);
