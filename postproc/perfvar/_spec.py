@@ -4,8 +4,9 @@ The names and layouts perfvar's Python package shares with its C library (which
 is built with pv_spec.h, written from the same table): timer names, MPI groups,
 the ctypes structures of libperfvar and libperfvar_read (and its region kinds),
 the names in the OTF2 archive, perfvar-markers' input lines and the keys of
-DIR/perfvar/rank-N.json, run.json and ended-rank-N.json. ctest
-spec.python_in_sync checks that this file is what the generator writes.
+DIR/perfvar/rank-N.json, run.json, ended-rank-N.json and
+calibration-rank-N.json. ctest spec.python_in_sync checks that this file is
+what the generator writes.
 Constants only; thread-safe.
 """
 
@@ -817,6 +818,129 @@ ENDED_JSON = {
             ("calls", "int", None),
             ("segments", "int", None),
             ("lost_records", "int", None),
+        ),
+    },
+}
+
+
+class CalibrationJson:
+    """calibration-rank-N.json: the top level."""
+
+    RANK = "rank"
+    FLUSH = "flush"
+    N_SAMPLES = "n_samples"
+    EPSILON = "epsilon"
+    ALPHA = "alpha"
+    P = "p"
+    Q = "q"
+    TIMER_OVERHEAD_NS = "timer_overhead_ns"
+    CLOCK_GRANULARITY_NS = "clock_granularity_ns"
+    OVERHEAD_REMOVED = "overhead_removed"
+    DROPPED = "dropped"
+    DISTRIBUTIONS = "distributions"
+    STATES = "states"
+    CYCLES = "cycles"
+
+
+class CalibrationJsonDistribution:
+    """calibration-rank-N.json: distributions[], states[].distributions[],
+    cycles.distributions[]."""
+
+    KIND = "kind"
+    ADDS = "adds"
+    BASE = "base"
+    D = "d"
+    PAIR = "pair"
+    SAMPLES_UNIT = "samples_{unit}"
+
+
+class CalibrationJsonState:
+    """calibration-rank-N.json: states[]."""
+
+    LABEL = "label"
+    FLUSH = "flush"
+    N_SAMPLES = "n_samples"
+    STATUS = "status"
+    DROPPED = "dropped"
+    DISTRIBUTIONS = "distributions"
+
+
+class CalibrationJsonCycles:
+    """calibration-rank-N.json: cycles."""
+
+    COUNTER = "counter"
+    N_SAMPLES = "n_samples"
+    STATUS = "status"
+    TIMER_OVERHEAD_CYCLES = "timer_overhead_cycles"
+    CLOCK_GRANULARITY_CYCLES = "clock_granularity_cycles"
+    DROPPED = "dropped"
+    DISTRIBUTIONS = "distributions"
+
+
+# object: {"paths": {path: {placeholder: value}}, "keys": ((key, JSON type, when),
+# ...)}; when: None, or (sibling key, value) for a key written only then.
+CALIBRATION_JSON = {
+    "top": {
+        "paths": {
+            "": {},
+        },
+        "keys": (
+            ("rank", "int", None),
+            ("flush", "int", None),
+            ("n_samples", "int", None),
+            ("epsilon", "number", None),
+            ("alpha", "number", None),
+            ("p", "int", None),
+            ("q", "int", None),
+            ("timer_overhead_ns", "number", None),
+            ("clock_granularity_ns", "number", None),
+            ("overhead_removed", "bool", None),
+            ("dropped", "int", None),
+            ("distributions", "array", None),
+            ("states", "array", None),
+            ("cycles", "object|null", None),
+        ),
+    },
+    "distribution": {
+        "paths": {
+            "distributions[]": {"unit": "ns"},
+            "states[].distributions[]": {"unit": "ns"},
+            "cycles.distributions[]": {"unit": "cycles"},
+        },
+        "keys": (
+            ("kind", "string", None),
+            ("adds", "int", None),
+            ("base", "int", None),
+            ("d", "int", None),
+            ("pair", "int", None),
+            ("samples_{unit}", "array", None),
+        ),
+    },
+    "state": {
+        "paths": {
+            "states[]": {},
+        },
+        "keys": (
+            ("label", "string", None),
+            ("flush", "int", None),
+            ("n_samples", "int", None),
+            ("status", "string", None),
+            ("dropped", "int", None),
+            ("distributions", "array", None),
+        ),
+    },
+    "cycles": {
+        "paths": {
+            "cycles": {},
+        },
+        "keys": (
+            ("counter", "string", None),
+            ("n_samples", "int", None),
+            ("status", "string", None),
+            ("timer_overhead_cycles", "number", None),
+            ("clock_granularity_cycles", "number", None),
+            ("dropped", "int", None),
+            ("distributions", "array", None),
         ),
     },
 }

@@ -357,8 +357,8 @@ static void write_dists(FILE *f, const pv_calib_result *c, int state, const char
     for (int i = 0; i < c->ndists; i++) {
         const pv_calib_dist *d = &c->dists[i];
         if (d->state != state) continue;
-        fprintf(f, "%s\n  {\"kind\": \"%s\", \"adds\": %llu, \"base\": %llu, \"d\": %llu, \"pair\": %d, "
-                   "\"samples_%s\": [",
+        fprintf(f, "%s\n  {" PV_CALJ_DIST_KIND "\"%s\", " PV_CALJ_DIST_ADDS "%llu, " PV_CALJ_DIST_BASE "%llu, "
+                   PV_CALJ_DIST_D "%llu, " PV_CALJ_DIST_PAIR "%d, " PV_CALJ_DIST_SAMPLES_UNIT "[",
                 sep, kinds[d->kind], (unsigned long long)d->adds, (unsigned long long)d->base,
                 (unsigned long long)d->d, d->pair, unit);
         for (int j = 0; j < d->n; j++) fprintf(f, "%s%.1f", j ? "," : "", d->samples[j]);
@@ -378,18 +378,19 @@ int pv_write_calibration_samples(const pv_runtime *rt)
     /* The top level is flush 0, laid out as before cache states existed; "states" adds the
      * flushed ones, each with its own distributions. */
     fprintf(f,
-            "{\"rank\": %d, \"flush\": 0, \"n_samples\": %d, \"epsilon\": %g, \"alpha\": %g, \"p\": %d, "
-            "\"q\": %d,\n \"timer_overhead_ns\": %.3f, \"clock_granularity_ns\": %.3f, \"overhead_removed\": true, "
-            "\"dropped\": %d,\n \"distributions\": [",
+            "{" PV_CALJ_RANK "%d, " PV_CALJ_FLUSH "0, " PV_CALJ_N_SAMPLES "%d, " PV_CALJ_EPSILON "%g, "
+            PV_CALJ_ALPHA "%g, " PV_CALJ_P "%d, " PV_CALJ_Q "%d,\n " PV_CALJ_TIMER_OVERHEAD_NS "%.3f, "
+            PV_CALJ_CLOCK_GRANULARITY_NS "%.3f, " PV_CALJ_OVERHEAD_REMOVED "true, " PV_CALJ_DROPPED "%d,\n "
+            PV_CALJ_DISTRIBUTIONS "[",
             rt->rank, rt->calib_params.n_samples, rt->calib_params.epsilon, rt->calib_params.alpha,
             rt->calib_params.p_confirm, rt->calib_params.q_pairs, c->timer_overhead_ns, c->granularity_ns,
             c->nstates ? c->states[0].dists_dropped : c->dists_dropped);
     write_dists(f, c, 0, "ns");
-    fprintf(f, "\n],\n \"states\": [");
+    fprintf(f, "\n],\n " PV_CALJ_STATES "[");
     for (int s = 1; s < c->nstates; s++) {
         const pv_calib_state *st = &c->states[s];
-        fprintf(f, "%s\n {\"label\": \"%s\", \"flush\": %llu, \"n_samples\": %d, \"status\": \"%s\", "
-                   "\"dropped\": %d,\n  \"distributions\": [",
+        fprintf(f, "%s\n {" PV_CALJ_STATE_LABEL "\"%s\", " PV_CALJ_STATE_FLUSH "%llu, " PV_CALJ_STATE_N_SAMPLES
+                   "%d, " PV_CALJ_STATE_STATUS "\"%s\", " PV_CALJ_STATE_DROPPED "%d,\n  " PV_CALJ_STATE_DISTRIBUTIONS "[",
                 s > 1 ? "," : "", st->label, (unsigned long long)st->flush_bytes, st->n_samples, st->status,
                 st->dists_dropped);
         write_dists(f, c, s, "ns");
@@ -398,13 +399,16 @@ int pv_write_calibration_samples(const pv_runtime *rt)
     fprintf(f, "\n]");
     if (c->cycles.available && c->cycles.state.ndists) { /* the cycle counter's pass: flush 0, in cycles */
         const pv_calib_state *st = &c->cycles.state;
-        fprintf(f, ",\n \"cycles\": {\"counter\": \"%s\", \"n_samples\": %d, \"status\": \"%s\", "
-                   "\"timer_overhead_cycles\": %.1f, \"clock_granularity_cycles\": %.1f, \"dropped\": %d,\n"
-                   "  \"distributions\": [",
+        fprintf(f, ",\n " PV_CALJ_CYCLES "{" PV_CALJ_CYCLES_COUNTER "\"%s\", " PV_CALJ_CYCLES_N_SAMPLES "%d, "
+                   PV_CALJ_CYCLES_STATUS "\"%s\", " PV_CALJ_CYCLES_TIMER_OVERHEAD_CYCLES "%.1f, "
+                   PV_CALJ_CYCLES_CLOCK_GRANULARITY_CYCLES "%.1f, " PV_CALJ_CYCLES_DROPPED "%d,\n  "
+                   PV_CALJ_CYCLES_DISTRIBUTIONS "[",
                 c->cycles.counter, st->n_samples, st->status, c->cycles.timer_overhead, c->cycles.granularity,
                 st->dists_dropped);
         write_dists(f, c, PV_CALIB_CYCLES_TAG, "cycles");
         fprintf(f, "]}");
+    } else {
+        fprintf(f, ",\n " PV_CALJ_CYCLES "null");
     }
     fprintf(f, "}\n");
     return fclose(f) == 0 ? 0 : -1;

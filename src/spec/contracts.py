@@ -514,6 +514,83 @@ ENDED_JSON = (
     },
 )
 
+# DIR/perfvar/calibration-rank-N.json: the calibration's raw distributions, for the judge
+# (src/pmpi/rank_meta.c writes it; perfvar.calibration.judge reads it, as it reads the samples
+# of `perfvar calibrate --json`, which share the keys the judge reads), in the form of
+# RANK_JSON. The top level is flush 0; "states" the flushed cache states; "cycles" the cycle
+# counter's pass, null where there is none.
+CALIBRATION_JSON = (
+    {
+        "name": "top",
+        "c": "",
+        "py": "",
+        "paths": {"": {}},
+        "keys": (
+            ("rank", "int"),
+            ("flush", "int"),
+            ("n_samples", "int"),
+            ("epsilon", "number"),
+            ("alpha", "number"),
+            ("p", "int"),
+            ("q", "int"),
+            ("timer_overhead_ns", "number"),
+            ("clock_granularity_ns", "number"),
+            ("overhead_removed", "bool"),
+            ("dropped", "int"),
+            ("distributions", "array"),
+            ("states", "array"),
+            ("cycles", "object|null"),  # null without a cycle counter's pass
+        ),
+    },
+    {
+        "name": "distribution",
+        "c": "DIST",
+        "py": "Distribution",
+        "paths": {
+            "distributions[]": {"unit": "ns"},
+            "states[].distributions[]": {"unit": "ns"},
+            "cycles.distributions[]": {"unit": "cycles"},
+        },
+        "keys": (
+            ("kind", "string"),
+            ("adds", "int"),
+            ("base", "int"),
+            ("d", "int"),
+            ("pair", "int"),
+            ("samples_{unit}", "array"),
+        ),
+    },
+    {
+        "name": "state",
+        "c": "STATE",
+        "py": "State",
+        "paths": {"states[]": {}},
+        "keys": (
+            ("label", "string"),
+            ("flush", "int"),
+            ("n_samples", "int"),
+            ("status", "string"),
+            ("dropped", "int"),
+            ("distributions", "array"),
+        ),
+    },
+    {
+        "name": "cycles",
+        "c": "CYCLES",
+        "py": "Cycles",
+        "paths": {"cycles": {}},
+        "keys": (
+            ("counter", "string"),
+            ("n_samples", "int"),
+            ("status", "string"),
+            ("timer_overhead_cycles", "number"),
+            ("clock_granularity_cycles", "number"),
+            ("dropped", "int"),
+            ("distributions", "array"),
+        ),
+    },
+)
+
 # The JSON files of DIR/perfvar/ whose keys both sides take from here, as (file, C macro
 # prefix, Python class prefix, table): C opens a member with PV_<C>_[<OBJECT>_]<KEY>
 # ("\"key\": ") and names a key with PV_<C>N_[<OBJECT>_]<KEY>; Python reads the key from
@@ -522,4 +599,5 @@ JSON_FILES = (
     ("rank-N.json", "RJ", "RankJson", RANK_JSON),
     ("run.json", "RUNJ", "RunJson", RUN_JSON),
     ("ended-rank-N.json", "ENDJ", "EndedJson", ENDED_JSON),
+    ("calibration-rank-N.json", "CALJ", "CalibrationJson", CALIBRATION_JSON),
 )

@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -302,8 +303,9 @@ def q(text: str) -> str:
 
 
 def py_constants(cls: str, doc: str, pairs) -> list[str]:
-    """class CLS with one NAME = "value" per pair."""
-    lines = [f"class {cls}:", f'    """{doc}"""', ""]
+    """class CLS with one NAME = "value" per pair; its docstring wrapped at 88 columns."""
+    wrapped = textwrap.wrap(f'"""{doc}"""', width=84)
+    lines = [f"class {cls}:"] + [f"    {line}" for line in wrapped] + [""]
     return lines + [f"    {ident} = {q(value)}" for ident, value in pairs]
 
 
@@ -428,8 +430,9 @@ def python_module(spec) -> str:
         "is built with pv_spec.h, written from the same table): timer names, MPI groups,",
         "the ctypes structures of libperfvar and libperfvar_read (and its region kinds),",
         "the names in the OTF2 archive, perfvar-markers' input lines and the keys of",
-        "DIR/perfvar/rank-N.json, run.json and ended-rank-N.json. ctest",
-        "spec.python_in_sync checks that this file is what the generator writes.",
+        "DIR/perfvar/rank-N.json, run.json, ended-rank-N.json and",
+        "calibration-rank-N.json. ctest spec.python_in_sync checks that this file is",
+        "what the generator writes.",
         "Constants only; thread-safe.",
         '"""',
         "",

@@ -325,9 +325,12 @@ def test_real_rank_json_has_the_spec_s_keys():
     wanted = {p for s in _spec.RANK_JSON.values() for p in s["paths"]}
     optional = {"calibration.cycles.state", "metrics", "neighbours.tasks[]"}
     assert wanted - optional <= seen, sorted(wanted - seen)
-    # rank 0's run.json beside them, by RUN_JSON.
+    # rank 0's run.json and the ranks' calibration-rank-N.json beside them.
     runs = {os.path.join(os.path.dirname(f), "run.json") for f in files}
-    for path in sorted(runs):
+    cals = [f.replace("/rank-", "/calibration-rank-") for f in files]
+    for path, table in [(p, _spec.RUN_JSON) for p in sorted(runs)] + [
+        (p, _spec.CALIBRATION_JSON) for p in cals if os.path.exists(p)
+    ]:
         with open(path, encoding="utf-8") as f:
-            problems, _ = json_keys.problems(json.load(f), _spec.RUN_JSON)
+            problems, _ = json_keys.problems(json.load(f), table)
         assert problems == [], f"{path}: {problems}"

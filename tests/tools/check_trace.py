@@ -774,12 +774,20 @@ def check_raw_records(args, scan: TraceScan) -> list[str]:
 
 
 def check_run_doc(args, scan: TraceScan) -> list[str]:
-    """run.json (rank 0 writes it) has the keys and types of src/spec/contracts.py."""
+    """run.json (rank 0 writes it) and each calibration-rank-N.json (a calibrating rank) have
+    the keys and types of src/spec/contracts.py."""
     path = args.trace_dir / "perfvar" / "run.json"
     if not path.exists():
         return [f"missing {path}"]
+    errors = []
     wrong, _ = json_keys.problems(json.loads(path.read_text()), _spec.RUN_JSON)
-    return [f"run.json is not as src/spec/contracts.py says: {wrong}"] if wrong else []
+    if wrong:
+        errors.append(f"run.json is not as src/spec/contracts.py says: {wrong}")
+    for cal in sorted((args.trace_dir / "perfvar").glob("calibration-rank-*.json")):
+        wrong, _ = json_keys.problems(json.loads(cal.read_text()), _spec.CALIBRATION_JSON)
+        if wrong:
+            errors.append(f"{cal.name} is not as src/spec/contracts.py says: {wrong[:5]}")
+    return errors
 
 
 def check_communication(args, scan: TraceScan) -> list[str]:

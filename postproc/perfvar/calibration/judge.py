@@ -40,6 +40,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfvar._spec import CalibrationJson as K
+from perfvar._spec import CalibrationJsonCycles as KCycles
+from perfvar._spec import CalibrationJsonState as KState
 from perfvar.stats.filters import filter_os, filter_os_many
 from perfvar.stats.summary import cv, overlap, separated
 
@@ -65,12 +68,12 @@ class JudgeParams:
         """The parameters a calibration document was measured with (its cycle pass
         reads in its own step: _cases_of)."""
         return cls(
-            epsilon=float(doc["epsilon"]),
-            alpha=float(doc["alpha"]),
-            p=int(doc["p"]),
-            q=int(doc["q"]),
-            trees=int(doc.get("trees") or TREES),
-            resolution=float(doc.get("clock_granularity_ns") or 0.0),
+            epsilon=float(doc[K.EPSILON]),
+            alpha=float(doc[K.ALPHA]),
+            p=int(doc[K.P]),
+            q=int(doc[K.Q]),
+            trees=int(doc.get("trees") or TREES),  # `perfvar calibrate`'s file only
+            resolution=float(doc.get(K.CLOCK_GRANULARITY_NS) or 0.0),
         )
 
 
@@ -320,16 +323,18 @@ def _cases_of(doc: dict[str, Any]) -> list[tuple[Case, Optional[str]]]:
     (judged with its own clock step). Raises on a malformed document."""
     params = JudgeParams.of(doc)
     mine: list[tuple[Case, Optional[str]]] = []
-    if doc.get("distributions"):
-        mine.append(((doc["distributions"], params, "ns"), "0"))
-    for raw in doc.get("states") or []:
-        if isinstance(raw, dict) and raw.get("distributions"):
-            mine.append(((raw["distributions"], params, "ns"), str(raw["label"])))
-    cycles = doc.get("cycles")
-    if isinstance(cycles, dict) and cycles.get("distributions"):
-        step = float(cycles.get("clock_granularity_cycles") or 0.0)
+    if doc.get(K.DISTRIBUTIONS):
+        mine.append(((doc[K.DISTRIBUTIONS], params, "ns"), "0"))
+    for raw in doc.get(K.STATES) or []:
+        if isinstance(raw, dict) and raw.get(KState.DISTRIBUTIONS):
+            mine.append(
+                ((raw[KState.DISTRIBUTIONS], params, "ns"), str(raw[KState.LABEL]))
+            )
+    cycles = doc.get(K.CYCLES)
+    if isinstance(cycles, dict) and cycles.get(KCycles.DISTRIBUTIONS):
+        step = float(cycles.get(KCycles.CLOCK_GRANULARITY_CYCLES) or 0.0)
         in_cycles = replace(params, resolution=step)
-        mine.append(((cycles["distributions"], in_cycles, "cycles"), None))
+        mine.append(((cycles[KCycles.DISTRIBUTIONS], in_cycles, "cycles"), None))
     return mine
 
 
