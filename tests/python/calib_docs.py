@@ -3,12 +3,16 @@ shared by the calibration, cache-state and parallel-analysis tests."""
 
 import numpy as np
 
+from perfvar._spec import CalibrationJson as Cal
+from perfvar._spec import CalibrationJsonDistribution as Dist
 from perfvar.calibration.judge import JudgeParams, decide
+
+SAMPLES_NS = Dist.SAMPLES_UNIT.format(unit="ns")
 
 
 def recheck(doc, unit="ns"):
     """The judge's decision over a document's flush-0 distributions."""
-    return decide(doc["distributions"], JudgeParams.of(doc), unit).to_json()
+    return decide(doc[Cal.DISTRIBUTIONS], JudgeParams.of(doc), unit).to_json()
 
 
 def _doc(noise=1.0, p=3, q=3, seed=0, n=300):
@@ -25,42 +29,42 @@ def _doc(noise=1.0, p=3, q=3, seed=0, n=300):
         for i in range(p):
             dists.append(
                 {
-                    "kind": "tmin",
-                    "adds": k,
-                    "base": 0,
-                    "d": 0,
-                    "pair": i,
-                    "samples_ns": dist(k),
+                    Dist.KIND: "tmin",
+                    Dist.ADDS: k,
+                    Dist.BASE: 0,
+                    Dist.D: 0,
+                    Dist.PAIR: i,
+                    SAMPLES_NS: dist(k),
                 }
             )
     for d in (1, 2, 4, 8, 16, 32):
         for i in range(1, q + 1):
             dists.append(
                 {
-                    "kind": "pair_short",
-                    "adds": 512 + (i - 1) * d,
-                    "base": 512,
-                    "d": d,
-                    "pair": i,
-                    "samples_ns": dist(512 + (i - 1) * d),
+                    Dist.KIND: "pair_short",
+                    Dist.ADDS: 512 + (i - 1) * d,
+                    Dist.BASE: 512,
+                    Dist.D: d,
+                    Dist.PAIR: i,
+                    SAMPLES_NS: dist(512 + (i - 1) * d),
                 }
             )
             dists.append(
                 {
-                    "kind": "pair_long",
-                    "adds": 512 + i * d,
-                    "base": 512,
-                    "d": d,
-                    "pair": i,
-                    "samples_ns": dist(512 + i * d),
+                    Dist.KIND: "pair_long",
+                    Dist.ADDS: 512 + i * d,
+                    Dist.BASE: 512,
+                    Dist.D: d,
+                    Dist.PAIR: i,
+                    SAMPLES_NS: dist(512 + i * d),
                 }
             )
     return {
-        "rank": 0,
-        "epsilon": 0.01,
-        "alpha": 0.05,
-        "p": p,
-        "q": q,
-        "timer_overhead_ns": 20.0,
-        "distributions": dists,
+        Cal.RANK: 0,
+        Cal.EPSILON: 0.01,
+        Cal.ALPHA: 0.05,
+        Cal.P: p,
+        Cal.Q: q,
+        Cal.TIMER_OVERHEAD_NS: 20.0,
+        Cal.DISTRIBUTIONS: dists,
     }

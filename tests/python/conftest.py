@@ -30,6 +30,8 @@ POSTPROC = os.path.join(os.path.dirname(__file__), "..", "..", "postproc")
 sys.path.insert(0, os.path.abspath(POSTPROC))
 
 from perfvar.read.meta import Calibration  # noqa: E402
+from perfvar._spec import RankJson, RankJsonCalibration, RankJsonClock  # noqa: E402
+from perfvar._spec import RankJsonEvents  # noqa: E402
 from perfvar._spec import RunJson, TraceName  # noqa: E402
 from perfvar.read.samples import SAMPLE_DTYPE  # noqa: E402
 from perfvar.read.segments import segment_key  # noqa: E402
@@ -41,11 +43,11 @@ APP = "/opt/app/bin/stencil"
 SEG_A = segment_key(f"MPI_Waitall@{APP}+0x1a2b", f"MPI_Allreduce@{APP}+0x1c3d")
 SEG_B = segment_key(f"MPI_Allreduce@{APP}+0x1c3d", f"MPI_Waitall@{APP}+0x1a2b")
 CALIBRATION = {
-    "mode": "quick",
-    "status": "complete",
-    "timer_overhead_ns": 11.2,
-    "t_min_ns": 150.3,
-    "t_diff_ns": 4.1,
+    RankJsonCalibration.MODE: "quick",
+    RankJsonCalibration.STATUS: "complete",
+    RankJsonCalibration.TIMER_OVERHEAD_NS: 11.2,
+    RankJsonCalibration.T_MIN_NS: 150.3,
+    RankJsonCalibration.T_DIFF_NS: 4.1,
 }
 
 CpuSpec = Union[int, Callable[[int], int]]
@@ -317,18 +319,21 @@ def _write_meta(path, durations, cpus, calibration, hosts, threads, probes) -> N
         spec = cpus.get(rank, rank)
         rank_cpus = [spec] if not callable(spec) else sorted({spec(0), spec(1)})
         doc = {
-            "rank": rank,
-            "nranks": len(ranks),
-            "host": hosts[rank],
-            "pid": 1000 + rank,
-            "cpus": rank_cpus,
-            "clock": {"name": "tsc", "hz": float(RESOLUTION_HZ)},
-            "calibration": cal,
-            "events": {"written": 0, "lost": 0},
-            "segments": int(sum(len(v) for v in durations[rank].values())),
+            RankJson.RANK: rank,
+            RankJson.NRANKS: len(ranks),
+            RankJson.HOST: hosts[rank],
+            RankJson.PID: 1000 + rank,
+            RankJson.CPUS: rank_cpus,
+            RankJson.CLOCK: {
+                RankJsonClock.NAME: "tsc",
+                RankJsonClock.HZ: float(RESOLUTION_HZ),
+            },
+            RankJson.CALIBRATION: cal,
+            RankJson.EVENTS: {RankJsonEvents.WRITTEN: 0, RankJsonEvents.LOST: 0},
+            RankJson.SEGMENTS: int(sum(len(v) for v in durations[rank].values())),
         }
         if probes is not None:
-            doc["probe"] = probes.rank_meta(rank, threads)
+            doc[RankJson.PROBE] = probes.rank_meta(rank, threads)
         with open(os.path.join(meta, f"rank-{rank}.json"), "w") as fh:
             json.dump(doc, fh)
 

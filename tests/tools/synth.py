@@ -58,6 +58,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
 from verdicts import Injected  # noqa: E402
 
+from perfvar._spec import CalibrationJson as Cal  # noqa: E402
+from perfvar._spec import CalibrationJsonDistribution as CalDist  # noqa: E402
+from perfvar._spec import CalibrationJsonState as CalState  # noqa: E402
 from perfvar._spec import RunJson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,25 +181,25 @@ def _calibration(rank: int, ns_per_add: float, rng: np.random.Generator) -> dict
         dists.append(_dist("pair_short", short, samples(short), i))
         dists.append(_dist("pair_long", long, samples(long), i))
     return {
-        "rank": rank,
-        "flush": 0,
-        "n_samples": N_SAMPLES,
-        "epsilon": 0.01,
-        "alpha": 0.05,
-        "p": P,
-        "q": Q,
-        "timer_overhead_ns": OVERHEAD_NS,
-        "overhead_removed": True,
-        "dropped": 0,
-        "distributions": dists,
-        "states": [
+        Cal.RANK: rank,
+        Cal.FLUSH: 0,
+        Cal.N_SAMPLES: N_SAMPLES,
+        Cal.EPSILON: 0.01,
+        Cal.ALPHA: 0.05,
+        Cal.P: P,
+        Cal.Q: Q,
+        Cal.TIMER_OVERHEAD_NS: OVERHEAD_NS,
+        Cal.OVERHEAD_REMOVED: True,
+        Cal.DROPPED: 0,
+        Cal.DISTRIBUTIONS: dists,
+        Cal.STATES: [
             {
-                "label": label,
-                "flush": flush,
-                "n_samples": N_SAMPLES,
-                "status": "skipped",
-                "dropped": 0,
-                "distributions": [],
+                CalState.LABEL: label,
+                CalState.FLUSH: flush,
+                CalState.N_SAMPLES: N_SAMPLES,
+                CalState.STATUS: "skipped",
+                CalState.DROPPED: 0,
+                CalState.DISTRIBUTIONS: [],
             }
             for label, flush in FLUSHED
         ],
@@ -210,12 +213,12 @@ def _dist(kind: str, adds: int, samples: list[float], pair: int = 0) -> dict:
     base = T_MIN_ADDS if kind != "tmin" else 0
     d = T_DIFF_ADDS if kind != "tmin" else 0
     return {
-        "kind": kind,
-        "adds": adds,
-        "base": base,
-        "d": d,
-        "pair": pair,
-        "samples_ns": samples,
+        CalDist.KIND: kind,
+        CalDist.ADDS: adds,
+        CalDist.BASE: base,
+        CalDist.D: d,
+        CalDist.PAIR: pair,
+        CalDist.SAMPLES_UNIT.format(unit="ns"): samples,
     }
 
 
