@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,11 +28,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """(wall s, peak RSS KiB of the largest child so far) of one run of ``cmd``."""
+    """(wall s, peak RSS KiB of this run's process) of one run of ``cmd``; raises
+    CalledProcessError when it fails."""
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own usage, not all so far
     wall = time.perf_counter() - t0
-    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, usage.ru_maxrss
 
 
 def main() -> int:
@@ -51,13 +55,13 @@ def main() -> int:
         filter(None, [str(ROOT / "postproc"), env.get("PYTHONPATH")])
     )
     best = {"analyze": float("inf"), "otf2-print": float("inf")}
-    peak = 0
+    peak = 0  # the analysis's largest, KiB
     with tempfile.TemporaryDirectory(prefix="perfvar-bench-") as tmp:
         analyze = [sys.executable, "-m", "perfvar", "analyze", "--no-html", "--quiet",
                    "--json", os.path.join(tmp, "analysis.json"), a.trace]  # fmt: skip
         for _ in range(a.repeat):
-            wall, peak = timed(analyze, env)
-            best["analyze"] = min(best["analyze"], wall)
+            wall, rss = timed(analyze, env)
+            best["analyze"], peak = min(best["analyze"], wall), max(peak, rss)
             wall, _ = timed([printer, anchor], env)
             best["otf2-print"] = min(best["otf2-print"], wall)
     print(f"trace {a.trace}: best of {a.repeat}, alternated")

@@ -773,7 +773,7 @@ def check_raw_records(args, scan: TraceScan) -> list[str]:
     return check_records(args.trace_dir, scan.nranks, args.records)
 
 
-def check_run_doc(args, scan: TraceScan) -> list[str]:
+def check_meta_docs(args, scan: TraceScan) -> list[str]:
     """run.json (rank 0 writes it) and each calibration-rank-N.json (a calibrating rank) have
     the keys and types of src/spec/contracts.py."""
     path = args.trace_dir / "perfvar" / "run.json"
@@ -802,7 +802,7 @@ def check_communication(args, scan: TraceScan) -> list[str]:
 
 AFTER_SCAN_CHECKS = (check_last_events, check_probe_schedule, check_open_regions, check_messages,
                      check_collectives, check_ranks, check_metrics, check_raw_records,
-                     check_communication, check_run_doc)
+                     check_communication, check_meta_docs)
 
 
 def report(args, scan: TraceScan, errors: list[str]) -> int:

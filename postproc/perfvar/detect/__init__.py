@@ -96,11 +96,6 @@ def subject(name: str) -> Optional[str]:
     return kind.subject if kind is not None else None
 
 
-def kinds_about(*subjects: str) -> tuple[str, ...]:
-    """The kinds about one of ``subjects``, in the table's order."""
-    return tuple(name for name, k in KINDS.items() if k.subject in subjects)
-
-
 def summary_keys() -> dict[str, str]:
     """analysis.json's summary key of each kind that has one -> the kind, in the
     table's order."""

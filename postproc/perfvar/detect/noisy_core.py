@@ -44,7 +44,7 @@ import numpy as np
 from perfvar.detect.finding import NOISE, AnomalyJson, FindingKind
 from perfvar.detect.words import neighbours_clause, where
 from perfvar.stats.cells import by_rank, median_without_each
-from perfvar.stats.compare import fdr
+from perfvar.stats.compare import fdr, welch_greater
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.units import fmt_ns, fmt_pct
 
@@ -176,26 +176,6 @@ def _greater(mine: Totals, peers: Totals) -> float:
         return 1.0
     p = welch_greater(m1, sd1, n1, m2, sd2, n2)
     return p if np.isfinite(p) else 1.0
-
-
-def welch_greater(
-    m1: float, sd1: float, n1: int, m2: float, sd2: float, n2: int
-) -> float:
-    """p value of scipy.stats.ttest_ind_from_stats(..., equal_var=False,
-    alternative="greater"), computed in the same operations (Welch's degrees of
-    freedom, a NaN one taken as 1, Student's t survival function from scipy.special),
-    so the same figure, without importing scipy.stats (about half a second)."""
-    from scipy.special import stdtr
-
-    # 0-d arrays, as scipy's: their ** 2 is a product, a scalar's is pow().
-    vn1 = np.asarray(sd1, dtype=np.float64) ** 2 / n1
-    vn2 = np.asarray(sd2, dtype=np.float64) ** 2 / n2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (vn1 + vn2) ** 2 / (vn1**2 / (n1 - 1) + vn2**2 / (n2 - 1))
-        df = np.where(np.isnan(df), 1.0, df)
-        diff = np.asarray(m1, np.float64) - np.asarray(m2, np.float64)
-        t = np.divide(diff, np.sqrt(vn1 + vn2))
-    return float(stdtr(df, -t))
 
 
 def _more_lost(mine: RankNoise, peers: Totals) -> float:

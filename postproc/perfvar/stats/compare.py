@@ -5,7 +5,8 @@ and a multiplicative effect (a slower core) is one shift whatever the segment's
 length. The statistics come from scipy and statsmodels:
 
 * shift: median(log x) - median(log y), i.e. the log of the ratio of the medians;
-* p value: one-sided Mann-Whitney U (``x`` stochastically greater than ``y``),
+* p value: one-sided Mann-Whitney U (``x`` stochastically greater than ``y``;
+  :func:`mann_whitney_greater` elsewhere, with scipy's choice of method),
   asymptotic, on at most ``TEST_CAP`` samples of each side taken evenly spaced
   (the samples come in time order, so the run is covered; at 10^4 a side the test
   resolves shifts far below the detectors' floors). It is scipy.stats.mannwhitneyu's
@@ -130,14 +131,37 @@ def mann_whitney_greater(x: np.ndarray, y: np.ndarray) -> float:
     a two-rank analysis spends on its statistics), else :func:`rank_sum_greater`.
     Raises ValueError on NaN."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    both = np.concatenate([x, y])
-    if np.isnan(both).any():
-        raise ValueError("mann_whitney_greater: x and y must not contain NaNs")
-    if min(x.size, y.size) <= 8 and np.unique(both).size == both.size:
-        from scipy.stats import mannwhitneyu
+    if min(x.size, y.size) <= 8:  # else rank_sum_greater checks for NaN itself
+        both = np.concatenate([x, y])
+        if np.isnan(both).any():
+            raise ValueError("mann_whitney_greater: x and y must not contain NaNs")
+        if np.unique(both).size == both.size:
+            from scipy.stats import mannwhitneyu
 
-        return float(mannwhitneyu(x, y, alternative="greater").pvalue)
+            return float(mannwhitneyu(x, y, alternative="greater").pvalue)
     return rank_sum_greater(x, y)
+
+
+def welch_greater(
+    m1: float, sd1: float, n1: int, m2: float, sd2: float, n2: int
+) -> float:
+    """p value that a mean m1 (standard deviation sd1 over n1 values) exceeds m2 (sd2,
+    n2): scipy.stats.ttest_ind_from_stats(..., equal_var=False, alternative="greater")
+    computed in the same operations (Welch's degrees of freedom, a NaN one taken as 1,
+    Student's t survival function from scipy.special), so the same figure (tested
+    equal), without importing scipy.stats (about half a second). NaN where scipy's is.
+    """
+    from scipy.special import stdtr
+
+    # 0-d arrays, as scipy's: their ** 2 is a product, a scalar's is pow().
+    vn1 = np.asarray(sd1, dtype=np.float64) ** 2 / n1
+    vn2 = np.asarray(sd2, dtype=np.float64) ** 2 / n2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (vn1 + vn2) ** 2 / (vn1**2 / (n1 - 1) + vn2**2 / (n2 - 1))
+        df = np.where(np.isnan(df), 1.0, df)
+        diff = np.asarray(m1, np.float64) - np.asarray(m2, np.float64)
+        t = np.divide(diff, np.sqrt(vn1 + vn2))
+    return float(stdtr(df, -t))
 
 
 def evenly(a: np.ndarray, cap: int) -> np.ndarray:

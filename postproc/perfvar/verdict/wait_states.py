@@ -179,9 +179,9 @@ def build_timeline(
     """
     mine = np.flatnonzero(samples["thread"] == 0)
     ranks, starts = samples["rank"][mine], samples["start_ticks"][mine]
-    order = mine[_by_rank_then_time(ranks, starts)]
-    rank = samples["rank"][order]
-    start = trace_ns(samples["start_ticks"][order])
+    sort = _by_rank_then_time(ranks, starts)
+    order, rank = mine[sort], ranks[sort]
+    start = trace_ns(starts[sort])
     end = start + samples["duration_ns"][order]
     parsed = [parse_segment_key(k) for k in segment_keys]
     site_names = [

@@ -1,10 +1,16 @@
-"""perfvar.stats.compare against scipy's Mann-Whitney U and statsmodels' BH."""
+"""perfvar.stats.compare against scipy's Mann-Whitney U and Welch t test and
+statsmodels' BH."""
 
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from perfvar.stats.compare import fdr, mann_whitney_greater, rank_sum_greater
+from perfvar.stats.compare import (
+    fdr,
+    mann_whitney_greater,
+    rank_sum_greater,
+    welch_greater,
+)
 
 
 def _scipy(x, y):
@@ -64,3 +70,19 @@ def test_fdr_is_statsmodels_benjamini_hochberg():
         want = [float(q) for q in multipletests(list(p), method="fdr_bh")[1]]
         assert fdr(list(p)) == want
     assert fdr([]) == []
+
+
+def test_welch_greater_is_scipy_s_welch_t_test():
+    from scipy.stats import ttest_ind_from_stats
+
+    rng = np.random.default_rng(9)
+    for _ in range(2000):
+        n1, n2 = (int(x) for x in rng.integers(2, 500, 2))
+        m1, m2 = (float(x) for x in rng.normal(size=2) * rng.choice([1e-3, 1, 1e4]))
+        sd1, sd2 = (float(x) for x in np.abs(rng.normal(size=2)) * rng.choice([0, 1, 1e3], 2))
+        with np.errstate(all="ignore"):
+            want = ttest_ind_from_stats(
+                m1, sd1, n1, m2, sd2, n2, equal_var=False, alternative="greater"
+            ).pvalue
+        got = welch_greater(m1, sd1, n1, m2, sd2, n2)
+        assert got == float(want) or (np.isnan(got) and np.isnan(want))
