@@ -10,11 +10,13 @@
  * communicator at once may both define it, which the trace's unification merges (same members).
  */
 #include "comms.h"
+#include "../recorder/recorder.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+pv_comm_world pv_comms_world; /* pv_comms_init */
 static int comm_key = MPI_KEYVAL_INVALID; /* the attribute caching a pv_comm_info: pv_comms_init */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int ncomms; /* ids handed out after MPI_COMM_WORLD's 0, under lock */
@@ -31,8 +33,9 @@ static int delete_info(MPI_Comm comm, int key, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
-void pv_comms_init(void)
+void pv_comms_init(int world_rank, int world_size)
 {
+    pv_comms_world = (pv_comm_world){world_rank, world_size};
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_info, &comm_key, NULL) !=
         MPI_SUCCESS)
         comm_key = MPI_KEYVAL_INVALID;

@@ -1,8 +1,12 @@
 /* inject.c — PERFVAR_INJECT, the validation aid's extra work; see inject.h. */
 #define _GNU_SOURCE
 #include "inject.h"
-#include "state.h"
+#include "lifecycle.h"
+#include "sites.h"
+#include "threads.h"
 #include "../calib/add_chain.h"
+#include "../clock/clock.h"
+#include "../core/message.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,17 +30,19 @@ static double measure_adds_per_tick(void)
     return best == UINT64_MAX ? 1.0 : (double)n / (double)best;
 }
 
-void pv_inject_thread_init(pv_thread *t, uint64_t now)
+void pv_inject_thread_init(pv_thread *t, const pv_runtime *rt, uint64_t now)
 {
-    const pv_inject_spec *spec = &pv_rt.cfg.inject;
+    const pv_inject_spec *spec = &rt->cfg.inject;
     pv_inject_thread *in = &t->inject;
     memset(in, 0, sizeof *in);
     in->prev_site = -1;
-    if (!(spec->pct > 0) || spec->rank != pv_rt.rank) return;
+    in->spec = spec;
+    in->verbose = rt->cfg.verbose;
+    if (!(spec->pct > 0) || spec->rank != rt->rank) return;
     double tpn = pv_clock_ticks_per_ns();
     /* From the trace's origin, not from the thread's creation: the first thread is made after the
      * start-up calibration, and a window in the trace's seconds is the one a user reads there. */
-    uint64_t from = pv_rt.start_ticks ? pv_rt.start_ticks : now;
+    uint64_t from = rt->start_ticks ? rt->start_ticks : now;
     in->window_begin = from + (uint64_t)llround(spec->after_s * 1e9 * tpn);
     in->window_end = spec->until_s > 0 ? from + (uint64_t)llround(spec->until_s * 1e9 * tpn) : UINT64_MAX;
     in->longer_ticks = (uint64_t)llround(spec->longer_ms * 1e6 * tpn);
@@ -63,13 +69,13 @@ static unsigned site_match(pv_inject_thread *in, int site_id)
     }
     unsigned char *bits = &in->match[site_id];
     if (!*bits) {
-        const pv_inject_spec *spec = &pv_rt.cfg.inject;
+        const pv_inject_spec *spec = in->spec;
         char name[8192] = "?";
         pv_site_label(site_id, name, sizeof name);
         *bits = PV_INJECT_SEEN;
         if (!spec->to[0] || strstr(name, spec->to)) *bits |= PV_INJECT_TO;
         if (!spec->from[0] || strstr(name, spec->from)) *bits |= PV_INJECT_FROM;
-        if (pv_rt.cfg.verbose >= 2)
+        if (in->verbose >= 2)
             pv_message(0, "PERFVAR_INJECT: site %d %s:%s%s", site_id, name,
                        *bits & PV_INJECT_TO ? " closes" : "", *bits & PV_INJECT_FROM ? " opens" : "");
     }
@@ -87,7 +93,7 @@ uint64_t pv_inject_run(pv_thread *t, int site_id, uint64_t t_entry, int *cpu)
         !start || t_entry <= start || t_entry - start <= in->longer_ticks || t_entry < in->window_begin ||
         t_entry >= in->window_end)
         return t_entry;
-    double extra = pv_rt.cfg.inject.pct / 100.0 * (double)(t_entry - start);
+    double extra = in->spec->pct / 100.0 * (double)(t_entry - start);
     uint64_t adds = (uint64_t)llround(extra * in->adds_per_tick);
     if (!adds) return t_entry;
     pv_add_chain(adds);

@@ -23,7 +23,10 @@
 #define PV_INJECT_H
 #include <stdint.h>
 
+#include "../config/config.h"
+
 struct pv_thread;
+struct pv_runtime;
 
 typedef struct pv_inject_thread {
     int on;                   /* this thread injects (its rank is the configured one) */
@@ -32,14 +35,17 @@ typedef struct pv_inject_thread {
     uint64_t window_begin, window_end; /* ticks: injection from begin to before end */
     uint64_t longer_ticks;    /* only segments longer than this (ticks); 0: any */
     double adds_per_tick;     /* the ADD chain's speed on this thread's core, measured at start */
+    const pv_inject_spec *spec; /* what to inject (the runtime's PERFVAR_INJECT, read-only) */
+    int verbose;              /* PERFVAR_VERBOSE: >= 2 says which sites match */
     int nsites;               /* entries in match */
     unsigned char *match;     /* per site id: 0 not yet seen, else 1 | PV_INJECT_TO | PV_INJECT_FROM */
 } pv_inject_thread;
 
-/* Set up thread t's injection state at its start (tick now): when this rank injects, hold its probe
- * deadline at 0 and measure the ADD chain's speed (a few ms). Called once per thread, before its
- * first traced call. */
-void pv_inject_thread_init(struct pv_thread *t, uint64_t now);
+/* Set up thread t's injection state at its start (tick now) from the runtime rt it is traced
+ * under (its PERFVAR_INJECT, rank, trace origin; rt must outlive the thread's tracing): when this
+ * rank injects, hold its probe deadline at 0 and measure the ADD chain's speed (a few ms). Called
+ * once per thread, before its first traced call, after its probe deadline is set. */
+void pv_inject_thread_init(struct pv_thread *t, const struct pv_runtime *rt, uint64_t now);
 
 /* The injection of the call at site site_id, whose entry
  * read was t_entry: adds the extra work when the segment matches and returns the call's new entry

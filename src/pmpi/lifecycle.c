@@ -10,18 +10,28 @@
  * application's other threads have made their last MPI call by then (and, for perfvar, their last
  * user timer start/stop: normally they have joined). Once every rank's records are whole in the
  * archive they are removed (they would double the trace's footprint), unless PERFVAR_KEEP_RECORDS=1;
- * a job that dies before its stop, or whose conversion failed, keeps them for perfvar-recover. */
+ * a job that dies before its stop, or whose conversion failed, keeps them for perfvar-recover.
+ *
+ * The process's runtime state, pv_rt, is defined here and nowhere else reads it: start and stop
+ * are its only writers, and they hand the other files what they need (lifecycle.h). */
 #define _GNU_SOURCE
-#include "state.h"
+#include "lifecycle.h"
 #include "comms.h"
 #include "messages.h"
+#include "runtime.h"
+#include "signals.h"
+#include "sites.h"
 #include "threads.h"
 #include "rank_meta.h"
 #include "clock_sync.h"
 #include "roll_call.h"
 #include "comm_pmpi.h"
+#include "../calib/work_probe.h"
 #include "../clock/clock.h"
+#include "../core/message.h"
+#include "../metrics/metrics.h"
 #include "../timer/region_sink.h"
+#include "perfvar.h"
 #include "pv_spec.h"
 
 #include <errno.h>
@@ -32,6 +42,15 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The process's runtime state (lifecycle.h). Its configuration is pv_config_load's from the start
+ * on; before it, the per-call path decides a lazy start on PV_BOUNDARIES_DEFAULT (runtime.c). */
+static pv_runtime pv_rt = {.cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
+pv_state_t pv_run_state;
+
+/* Static regions after the MPI functions: the start-up calibration, and the fixed-work probes
+ * ("perfvar:probe", PERFVAR_PROBE). */
+enum { PV_REGION_CALIBRATION = 0 /* + PV_FN_COUNT */, PV_REGION_PROBE };
 
 static int mkdir_p(const char *path)
 {
@@ -75,6 +94,13 @@ static void make_output_dir(char *dir, size_t len)
 }
 
 /* ---- stop ---- */
+void pv_finalize_begin(pv_call *c)
+{
+    pv_rt.finalizer = c->thread;
+    pv_rt.finalize_unit = c->unit;
+    pv_rt.finalize_entry = c->t_entry;
+}
+
 /* Close every thread's records; the finalizing thread's MPI_Finalize record ends now. Returns how
  * many threads' records had stopped early (the file could not grow: a full disk, a file size
  * limit). */
@@ -395,7 +421,7 @@ static int pv_start_claim(void)
 {
     /* PV_DISABLED until pv_start has worked: other threads' calls pass through meanwhile. */
     pv_state_t expect = PV_UNINIT;
-    return __atomic_compare_exchange_n(&pv_rt.state, &expect, PV_DISABLED, 0, __ATOMIC_ACQ_REL,
+    return __atomic_compare_exchange_n(&pv_run_state, &expect, PV_DISABLED, 0, __ATOMIC_ACQ_REL,
                                        __ATOMIC_ACQUIRE);
 }
 
@@ -451,13 +477,14 @@ static void measure_this_rank(uint64_t t_calib[2])
  * the hook on MPI_Finalize. Collective. The first thread, or NULL (said why) to run uninstrumented. */
 static pv_thread *open_records(void)
 {
-    pv_comms_init();
+    pv_comms_init(pv_rt.rank, pv_rt.size);
     pv_messages_init();
+    pv_messages_matched_init(pv_rt.thread_level);
     pv_f_request_null = PMPI_Request_c2f(MPI_REQUEST_NULL);
     pv_f_comm_world = PMPI_Comm_c2f(MPI_COMM_WORLD);
     char why[600] = "";
     int ok_defs = archive_absent(why, sizeof why) && write_definitions(why, sizeof why);
-    pv_thread *self = ok_defs ? pv_thread_first() : NULL;
+    pv_thread *self = ok_defs ? pv_thread_first(&pv_rt) : NULL;
     if (ok_defs && !self) snprintf(why, sizeof why, "records file: %s", strerror(errno));
     int user_ok = pv_site_user_regions_init() == 0;
     if (!all_agree(self && user_ok)) {
@@ -482,7 +509,8 @@ static void record_start(pv_thread *self, int init_fn, void *site, uint64_t t_en
                          const uint64_t t_calib[2])
 {
     int calib_region = PV_FN_COUNT + PV_REGION_CALIBRATION;
-    int site_id = pv_site_id(self, init_fn >= 0 ? init_fn : calib_region, init_fn >= 0 ? site : NULL);
+    int site_id = pv_site_id(self, self->site_cache, init_fn >= 0 ? init_fn : calib_region,
+                             init_fn >= 0 ? site : NULL);
     if (site_id < 0) return;
     uint64_t t0 = init_fn >= 0 ? t_entry : t_calib[0];
     pv_rec_unit *u = pv_rec_call_begin(self->rec, (uint32_t)site_id, t0, -1);

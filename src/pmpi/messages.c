@@ -22,14 +22,21 @@
  * Facts are made on their communicator (comms.c; inter-communicators are not recorded), with
  * peers and roots as ranks in it, in the calling thread's records. */
 #include "messages.h"
+#include "call_end.h"
 #include "comms.h"
+#include "threads.h"
+#include "../core/u64map.h"
+#include "../recorder/recorder.h"
 
 #include <pthread.h>
 #include <string.h>
 
 /* ---- matched messages (Mprobe -> Mrecv/Imrecv): messages.h ---- */
 static pthread_mutex_t matched_lock = PTHREAD_MUTEX_INITIALIZER; /* only at MPI_THREAD_MULTIPLE */
+static int matched_locked; /* the map is locked: MPI_THREAD_MULTIPLE (pv_messages_matched_init) */
 static pv_u64map matched; /* message_key(handle) -> pack(pv_matched) */
+
+void pv_messages_matched_init(int thread_level) { matched_locked = thread_level == MPI_THREAD_MULTIPLE; }
 
 static pv_u64val pack(const pv_matched *m)
 {
@@ -45,7 +52,7 @@ static pv_matched unpack(pv_u64val v)
  * inside them included, are serialised by the application. */
 static int matched_lock_if_needed(void)
 {
-    int locked = pv_rt.thread_level == MPI_THREAD_MULTIPLE;
+    int locked = matched_locked;
     if (locked) pthread_mutex_lock(&matched_lock);
     return locked;
 }

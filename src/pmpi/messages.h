@@ -3,16 +3,16 @@
  *
  * State: the messages matched by MPI_Mprobe/MPI_Improbe and not yet received, one map per process
  * (another thread may receive the message), from the message handle to what the probe saw. It
- * belongs to messages.c: under its own lock when MPI provides MPI_THREAD_MULTIPLE
- * (pv_rt.thread_level); at lower levels MPI calls are serialised by the application (one thread, or its own locks), and
- * these accesses, made inside them, with the calls.
+ * belongs to messages.c: under its own lock when MPI provides MPI_THREAD_MULTIPLE (the thread
+ * level given to pv_messages_matched_init); at lower levels MPI calls are serialised by the
+ * application (one thread, or its own locks), and these accesses, made inside them, with the calls.
  */
 #ifndef PV_MPI_MESSAGES_H
 #define PV_MPI_MESSAGES_H
 #include <mpi.h>
 #include <stdint.h>
 
-#include "state.h"
+#include "runtime.h"
 
 /* Message and collective facts of the calling thread's open CALL (see runtime.h for the call
  * protocol). prepare records what a blocking send sends at the call's entry; leave records what
@@ -36,6 +36,9 @@ typedef struct pv_matched {
     int64_t bytes;  /* -1 unknown */
 } pv_matched;
 
+/* How the matched messages are shared: locked when thread_level (the MPI_THREAD_* MPI provides)
+ * is MPI_THREAD_MULTIPLE. Call once, at the start, before any traced call; no MPI call. */
+void pv_messages_matched_init(int thread_level);
 /* Keep what a probe matched as message m (not MPI_MESSAGE_NULL or MPI_MESSAGE_NO_PROC) until the
  * receive that takes it; a second match of the same handle replaces the first. 0, or -1 when out
  * of memory (then its receive is not recorded as one). Thread-safe as above; no MPI call. */

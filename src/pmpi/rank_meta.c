@@ -4,7 +4,10 @@
 #include "rank_meta.h"
 #include "messages.h"
 #include "threads.h"
+#include "../calib/work_probe.h"
 #include "../clock/clock.h"
+#include "../core/message.h"
+#include "../metrics/metrics.h"
 #include "pv_spec.h"
 
 #include <errno.h>

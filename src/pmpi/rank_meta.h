@@ -9,7 +9,7 @@
 #ifndef PV_RANK_META_H
 #define PV_RANK_META_H
 
-#include "state.h"
+#include "lifecycle.h"
 
 /* DIR/perfvar/rank-N.json: 0 or -1 (message printed). Written at the start (what a rank that dies
  * leaves) and again at the stop, with the trace's figures. */

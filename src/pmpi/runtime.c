@@ -1,16 +1,19 @@
 /* runtime.c — the call protocol of generated wrappers: call records, probes, guard; see runtime.h. */
 #include "runtime.h"
-#include "../clock/clock.h"
-#include "state.h"
+#include "call_end.h"
+#include "lifecycle.h"
 #include "messages.h"
+#include "sites.h"
 #include "threads.h"
-#include "../timer/region_sink.h"
 #include "../calib/work_probe.h"
+#include "../clock/clock.h"
+#include "../metrics/metrics.h"
+#include "../recorder/recorder.h"
+#include "../timer/region_sink.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-pv_runtime pv_rt = {.cfg = {.boundaries = PV_BOUNDARIES_DEFAULT}};
 _Thread_local int pv_depth PV_HIDDEN;
 MPI_Fint pv_f_request_null, pv_f_comm_world;
 uint64_t pv_calls[PV_FN_COUNT];
@@ -28,7 +31,7 @@ static __attribute__((noinline, cold)) void work_probe(pv_thread *t, uint64_t t_
                                                                           : (uint16_t)PV_REC_CPU_UNKNOWN;
     pv_rec_inner(t->rec, PV_REC_PROBE, t_entry, s.t_begin, s.t_end, s.cpu_begin, cpu_end);
     /* From the probe's own start: probes on a thread start at least one period apart. */
-    t->probe_deadline = pv_work_probe_deadline(s.t_begin, pv_rt.probe_period_ticks);
+    t->probe_deadline = pv_work_probe_deadline(s.t_begin, t->probe_period_ticks);
 }
 
 _Static_assert(PV_METRICS_MAX <= PV_REC_METRIC_MAX, "a METRIC unit holds every counter");
@@ -73,7 +76,9 @@ static __attribute__((noinline, cold)) void call_begin_cold(pv_thread *t, pv_cal
     }
 }
 
-void pv_user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu)
+/* A user timer start/stop on thread self at t (its CPU cpu): a CALL at its site, ending the
+ * thread's segment, whose exit starts the next one. */
+static void user_boundary(pv_thread *self, int handle, int is_stop, void *site, uint64_t t, int cpu)
 {
     if (pv_depth) return; /* a timer inside an MPI call (a callback): not a segment boundary */
     const char *name = pv_region_name(handle);
@@ -98,34 +103,51 @@ static pv_thread *timer_thread(void)
 static void user_enter(int handle, uint64_t t, int cpu, void *site)
 {
     pv_thread *self = timer_thread();
-    if (self) pv_user_boundary(self, handle, 0, site, t, cpu);
+    if (self) user_boundary(self, handle, 0, site, t, cpu);
 }
 
 static void user_leave(int handle, uint64_t t, int cpu, void *site)
 {
     pv_thread *self = timer_thread();
-    if (self) pv_user_boundary(self, handle, 1, site, t, cpu);
+    if (self) user_boundary(self, handle, 1, site, t, cpu);
 }
 
 const pv_region_sink pv_user_sink = {user_enter, user_leave};
+
+/* The calling thread's state if a call of fn is traced, past what the per-call path checks: the
+ * thread's first traced call, a call perfvar's start has to come first, or a call not traced (its
+ * group, perfvar not active, a thread that cannot be traced: then it is counted, NULL). */
+static __attribute__((noinline, cold)) pv_thread *enter_cold(int fn, pv_thread *self)
+{
+    pv_state_t state = pv_state(); /* acquire: when active, the threads' runtime is seen */
+    const pv_runtime *rt = pv_threads_runtime();
+    /* Before the start nothing is configured: the default groups decide a lazy start. */
+    unsigned boundaries = self ? self->boundaries : rt ? rt->cfg.boundaries : PV_BOUNDARIES_DEFAULT;
+    int traced = (boundaries & (1u << pv_fn_info[fn].group)) != 0;
+    if (traced && state == PV_UNINIT) {
+        /* A program whose MPI_Init we did not see (initialised through a binding perfvar does
+         * not wrap): start now, if MPI is up. Calls that other threads make meanwhile pass
+         * through untraced (perfvar's start is collective and must not meet them: a lazy start
+         * assumes the first traced call comes before other threads call MPI). */
+        pv_start_hook(-1, NULL, 0);
+        self = pv_self;
+    }
+    if (!traced || pv_state() != PV_ACTIVE || (!self && !(self = pv_thread_attach()))) {
+        __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return self;
+}
 
 int pv_call_enter(pv_call *c, int fn, void *site)
 {
     int *depth = &pv_depth; /* thread-locals: looked up once per call */
     pv_thread *self = pv_self;
     if (*depth) return 0; /* an inner layer of a call already seen, or perfvar's own call */
-    int traced = (pv_rt.cfg.boundaries & (1u << pv_fn_info[fn].group)) != 0;
-    if (__builtin_expect(!traced || !self || pv_state() != PV_ACTIVE, 0)) {
-        if (traced && pv_state() == PV_UNINIT) {
-            /* A program whose MPI_Init we did not see (initialised through a binding perfvar does
-             * not wrap): start now, if MPI is up. Calls that other threads make meanwhile pass
-             * through untraced (perfvar's start is collective and must not meet them: a lazy start
-             * assumes the first traced call comes before other threads call MPI). */
-            pv_start_hook(-1, NULL, 0);
-            self = pv_self;
-        }
-        if (!traced || pv_state() != PV_ACTIVE || (!self && !(self = pv_thread_attach()))) {
-            __atomic_fetch_add(&pv_calls[fn], 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(!self || !(self->boundaries & (1u << pv_fn_info[fn].group)) ||
+                             pv_state() != PV_ACTIVE,
+                         0)) {
+        if (!(self = enter_cold(fn, self))) {
             ++*depth; /* counted, not traced: released by pv_untraced_end */
             return -1;
         }
@@ -135,7 +157,7 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     *depth = 1;
     c->fn = fn;
     c->thread = self;
-    c->site_id = pv_site_id(self, fn, site);
+    c->site_id = pv_site_id(self, self->site_cache, fn, site);
     if (__builtin_expect(c->site_id < 0, 0)) return -1; /* out of memory: not traced */
     /* One branch for both rare cases: a probe due, a segment long enough to read counters. */
     if (__builtin_expect(pv_work_probe_due(c->t_entry, self->probe_deadline) |
@@ -145,13 +167,6 @@ int pv_call_enter(pv_call *c, int fn, void *site)
     else
         c->unit = pv_rec_call_begin(self->rec, (uint32_t)c->site_id, c->t_entry, c->cpu_entry);
     return 1;
-}
-
-void pv_finalize_begin(pv_call *c)
-{
-    pv_rt.finalizer = c->thread;
-    pv_rt.finalize_unit = c->unit;
-    pv_rt.finalize_entry = c->t_entry;
 }
 
 void pv_call_prepare(pv_call *c, pv_args *a)

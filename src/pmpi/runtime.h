@@ -30,7 +30,7 @@
  * A thread-local depth guard makes a call that passes through two layers (MPICH: Fortran entry point
  * -> C MPI_x) be recorded once, at the outer layer, and keeps perfvar's own PMPI traffic out.
  * Every thread that makes MPI calls is traced on its own: its own compute segments (from its previous
- * call to its next one) and its own OTF2 location, created on its first call (state.h). All these
+ * call to its next one) and its own OTF2 location, created on its first call (threads.h). All these
  * functions are thread-safe in that sense; a pv_call belongs to the thread that entered it.
  * A wrapper never changes the return code or the arguments the MPI library sees, except that a
  * caller's MPI_STATUS(ES)_IGNORE is replaced by perfvar's own status storage (every binding) so receives
@@ -163,9 +163,9 @@ static inline MPI_Comm pv_f_comm(MPI_Fint comm) { return comm == pv_f_comm_world
 
 /* MPI_Init / MPI_Init_thread: begin before PMPI_Init*, end after it (starts perfvar when rc is
  * MPI_SUCCESS). MPI_Finalize: pv_call_enter and, when it traces, pv_finalize_begin (its CALL is
- * ended when the trace is closed) before PMPI_Finalize, pv_finalize_end after it (the trace
- * itself is closed from an MPI_COMM_SELF attribute callback inside PMPI_Finalize, whichever binding
- * called it). */
+ * ended when the trace is closed: lifecycle.c, which keeps it) before PMPI_Finalize,
+ * pv_finalize_end after it (the trace itself is closed from an MPI_COMM_SELF attribute callback
+ * inside PMPI_Finalize, whichever binding called it). */
 void pv_init_begin(pv_call *c, int fn, void *site);
 void pv_init_end(pv_call *c, int rc);
 void pv_finalize_begin(pv_call *c);
@@ -193,6 +193,11 @@ static inline int64_t pv_bytes(MPI_Count count, MPI_Datatype datatype)
     if (slot->size_1 && slot->type == datatype && count >= 0) return (int64_t)count * (slot->size_1 - 1);
     return pv_bytes_miss(count, datatype, slot);
 }
+
+/* Where perfvar_start/stop report to the MPI layer (src/timer's region sink), set by the start: a
+ * user timer start/stop of a traced thread is a segment boundary, recorded as a CALL at its site. */
+struct pv_region_sink;
+extern const struct pv_region_sink pv_user_sink;
 
 /* Calls the application made, per function, that were not traced (any thread; atomic): rank-N.json
  * adds each traced thread's own count (pv_thread.calls) to these. */

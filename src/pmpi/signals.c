@@ -17,9 +17,10 @@
  * PV_REC_SENT_*): the launcher, which takes a job's other ranks down when one dies, or another
  * process, so that the rank whose end caused the others' can be told apart.
  */
-#include "state.h"
+#include "signals.h"
 #include "threads.h"
 #include "../clock/clock.h"
+#include "../recorder/recorder.h"
 
 #include <signal.h>
 #include <string.h>

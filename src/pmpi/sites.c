@@ -31,7 +31,14 @@
  * written to the rank's definitions file. Each thread looks them up in its own cache first, so it
  * takes the lock only the first time it meets a site. */
 #define _GNU_SOURCE
-#include "state.h"
+#include "sites.h"
+#include "threads.h"
+#include "../config/config.h"
+#include "../core/message.h"
+#include "../core/u64map.h"
+#include "../recorder/recorder.h"
+#include "../timer/region_sink.h"
+#include "perfvar.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -319,7 +326,7 @@ static int path_site_id(pv_thread *t, int region, void *ra, int depth)
 
 int pv_site_id_miss(pv_thread *t, int region, void *ra)
 {
-    if (pv_rt.cfg.callpath > 1 && ra) return path_site_id(t, region, ra, pv_rt.cfg.callpath);
+    if (t->callpath > 1 && ra) return path_site_id(t, region, ra, t->callpath);
     pv_site_slot *slot = pv_site_slot_of(t->site_cache, region, ra);
     uint64_t key = ((uint64_t)(uintptr_t)ra << 10) | (uint64_t)region;
     pv_u64val *v = pv_u64map_find(&t->sites, key);

@@ -10,10 +10,11 @@
  *
  * State: the shared maps (key -> id), the count of ids handed out and each site's label belong to
  * sites.c, under its own lock; they grow only (a process's sites are never forgotten). What a
- * thread looked up is cached in its pv_thread (state.h: site_cache, sites, user_sites, paths),
- * read and written by that thread only, so the steady state takes no lock.
+ * thread looked up is cached in its pv_thread (threads.h: site_cache, sites, user_sites, paths),
+ * read and written by that thread only, so the steady state takes no lock. The call-path depth is
+ * the thread's copy (pv_thread.callpath).
  *
- * The hot path, pv_site_id (state.h), is the slot of pv_site_slot_of in the thread's direct-mapped
+ * The hot path, pv_site_id (below), is the slot of pv_site_slot_of in the thread's direct-mapped
  * cache, inline; only its miss calls into sites.c. No MPI: sites.c needs none.
  */
 #ifndef PV_MPI_SITES_H
@@ -43,10 +44,24 @@ static inline pv_site_slot *pv_site_slot_of(pv_site_slot *cache, int region, voi
 /* The miss path of pv_site_id: site id of a call of static region `region` (< PV_FN_COUNT: an MPI
  * function; above: perfvar's own) at return address ra, defined on first sight, and the thread's
  * slot refilled; -1 when it cannot be defined (out of memory, more than PV_REC_MAX_SITE sites, the
- * definitions file cannot be written). Reads the call-path depth from pv_rt.cfg.callpath (depth > 1
- * unwinds the calling thread's stack from ra). Called by thread t for itself (its caches);
- * thread-safe. Not async-signal-safe. */
+ * definitions file cannot be written). At t's call-path depth (t->callpath) > 1 it unwinds the
+ * calling thread's stack from ra. Called by thread t for itself (its caches); thread-safe. Not
+ * async-signal-safe. */
 int pv_site_id_miss(struct pv_thread *t, int region, void *return_address);
+
+/* The site id of a call of static region `region` at return address ra, or -1 (see
+ * pv_site_id_miss), for thread t whose cache is `cache` (its site_cache). Most calls come from a
+ * few sites whose callers do not vary: the thread's direct-mapped cache first, inline. Called by
+ * thread t for itself. */
+static inline int pv_site_id(struct pv_thread *t, pv_site_slot *cache, int region, void *ra)
+{
+    pv_site_slot *slot = pv_site_slot_of(cache, region, ra);
+    if (__builtin_expect(slot->ra == (uintptr_t)ra && slot->fn == region && slot->left > 0, 1)) {
+        slot->left--;
+        return slot->id;
+    }
+    return pv_site_id_miss(t, region, ra);
+}
 
 /* Site id of a start (is_stop 0) or stop (1) of user timer `handle` named `name` at return address
  * ra (always depth 1: the user placed it); distinct from every MPI call's site and from the other

@@ -1,14 +1,16 @@
 /*
  * pmpi_fixture.h — what the unit tests of src/pmpi share, without mpiexec: a scratch trace
- * directory with the rank's definitions file open, as pv_start leaves them (pv_rt.dir, rank 0 of
- * 1, depth-1 call sites, 1 MiB record buffers), and the definitions file's lines read back.
+ * directory with the rank's definitions file open, as pv_start leaves them, and the runtime the
+ * tested files are given (fixture_rt: that directory, rank 0 of 1, depth-1 call sites, 1 MiB
+ * record buffers), and the definitions file's lines read back.
  * The tests link the build's MPI layer, whose pv_* functions are exported; nothing here calls MPI.
  */
 #ifndef PV_TEST_PMPI_FIXTURE_H
 #define PV_TEST_PMPI_FIXTURE_H
 #define _GNU_SOURCE
 #include "check.h"
-#include "state.h"
+#include "lifecycle.h"
+#include "threads.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 static char fixture_dir[128];
+static pv_runtime fixture_rt; /* what pv_start would hand the files under test */
 
 /* Make the scratch directory and open its definitions file; exits (status 1) when it cannot. */
 static inline void fixture_open(const char *name)
@@ -29,10 +32,11 @@ static inline void fixture_open(const char *name)
         fprintf(stderr, "cannot make the scratch trace directory %s\n", fixture_dir);
         exit(1);
     }
-    snprintf(pv_rt.dir, sizeof pv_rt.dir, "%s", fixture_dir);
-    pv_rt.rank = 0, pv_rt.size = 1;
-    pv_rt.cfg.callpath = 1;
-    pv_rt.cfg.buffer_mb = 1;
+    snprintf(fixture_rt.dir, sizeof fixture_rt.dir, "%s", fixture_dir);
+    fixture_rt.rank = 0, fixture_rt.size = 1;
+    fixture_rt.cfg.boundaries = PV_BOUNDARIES_DEFAULT;
+    fixture_rt.cfg.callpath = 1;
+    fixture_rt.cfg.buffer_mb = 1;
 }
 
 /* The definitions lines of one kind ("site", "comm", ...): their number (-1: no file); the first

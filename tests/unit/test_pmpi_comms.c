@@ -66,10 +66,10 @@ int main(int argc, char **argv)
     if (PMPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
         SKIP("no singleton MPI");
     fixture_open("comms");
-    PMPI_Comm_rank(MPI_COMM_WORLD, &pv_rt.rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &pv_rt.size);
-    pv_rt.thread_level = provided;
-    pv_comms_init();
+    int world_rank, world_size;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    pv_comms_init(world_rank, world_size);
 
     uint32_t id = 99;
     int size = -1, rank = -1;

@@ -85,7 +85,7 @@ static void *receiver(void *arg)
 
 static void concurrent(void)
 {
-    pv_rt.thread_level = MPI_THREAD_MULTIPLE;
+    pv_messages_matched_init(MPI_THREAD_MULTIPLE);
     pthread_t th[2 * NPAIRS];
     for (uintptr_t p = 0; p < NPAIRS; p++) {
         pthread_create(&th[2 * p], NULL, receiver, (void *)p);

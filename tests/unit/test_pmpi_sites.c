@@ -18,6 +18,7 @@ static pv_thread *thread_new(int index)
     pv_thread *t = calloc(1, sizeof *t);
     if (!t) exit(1);
     t->index = index;
+    t->callpath = fixture_rt.cfg.callpath; /* as pv_thread_attach copies it */
     return t;
 }
 
@@ -45,26 +46,26 @@ static void depth1_once_and_cached(void)
 {
     pv_thread *t = thread_new(0), *u = thread_new(1);
     int before = nsite_lines();
-    int a = pv_site_id(t, 0, RA(1));
+    int a = pv_site_id(t, t->site_cache, 0, RA(1));
     CHECK(a >= 0);
     CHECK(nsite_lines() == before + 1);
     /* The thread's slot answers it now, with no further definition. */
     pv_site_slot *slot = pv_site_slot_of(t->site_cache, 0, RA(1));
     CHECK(slot->ra == (uintptr_t)RA(1) && slot->fn == 0 && slot->id == a && slot->left > 0);
     uint32_t left = slot->left;
-    for (int i = 0; i < 1000; i++) CHECK(pv_site_id(t, 0, RA(1)) == a);
+    for (int i = 0; i < 1000; i++) CHECK(pv_site_id(t, t->site_cache, 0, RA(1)) == a);
     CHECK(slot->left == left - 1000); /* served from the slot, not the miss path (which refills) */
     /* An evicted slot: the thread's own map answers the same id. */
     memset(slot, 0, sizeof *slot);
-    CHECK(pv_site_id(t, 0, RA(1)) == a);
+    CHECK(pv_site_id(t, t->site_cache, 0, RA(1)) == a);
     CHECK(slot->id == a && slot->left > 0);
     /* Another thread: the shared map's id, not a second definition. */
-    CHECK(pv_site_id(u, 0, RA(1)) == a);
+    CHECK(pv_site_id(u, u->site_cache, 0, RA(1)) == a);
     CHECK(nsite_lines() == before + 1);
     /* Another address, another function: other sites. */
-    int b = pv_site_id(t, 0, RA(2)), c = pv_site_id(t, 1, RA(1));
+    int b = pv_site_id(t, t->site_cache, 0, RA(2)), c = pv_site_id(t, t->site_cache, 1, RA(1));
     CHECK(b >= 0 && c >= 0 && b != a && c != a && b != c);
-    CHECK(pv_site_id(u, 1, RA(1)) == c);
+    CHECK(pv_site_id(u, u->site_cache, 1, RA(1)) == c);
     CHECK(nsite_lines() == before + 3);
     /* Each definition as its id says: region, no user handle, named by the function. */
     int region = -9, handle = -9;
@@ -82,7 +83,7 @@ static void depth1_once_and_cached(void)
 static void user_sites_distinct(void)
 {
     pv_thread *t = thread_new(0), *u = thread_new(1);
-    int mpi = pv_site_id(t, 0, RA(5));
+    int mpi = pv_site_id(t, t->site_cache, 0, RA(5));
     int start = pv_site_user(t, 3, 0, "solve", RA(5)), stop = pv_site_user(t, 3, 1, "solve", RA(5));
     int other = pv_site_user(t, 4, 0, "halo", RA(5));
     CHECK(start >= 0 && stop >= 0 && other >= 0);
@@ -117,7 +118,7 @@ static void *ask_all(void *arg)
     pv_thread *t = thread_new(me);
     pthread_barrier_wait(&all_here);
     /* All in the same order, so they meet on each new site at about the same time. */
-    for (int k = 0; k < NKEYS; k++) seen[me][k] = pv_site_id(t, 2 + k % 3, RA(100 + k));
+    for (int k = 0; k < NKEYS; k++) seen[me][k] = pv_site_id(t, t->site_cache, 2 + k % 3, RA(100 + k));
     free(t);
     return NULL;
 }
@@ -148,7 +149,7 @@ static volatile int sink;
 
 __attribute__((noinline)) static int mpi_call(void)
 {
-    int id = pv_site_id(path_thread, 0, __builtin_return_address(0));
+    int id = pv_site_id(path_thread, path_thread->site_cache, 0, __builtin_return_address(0));
     sink = id; /* no tail call: this frame stays between the unwinder and helper */
     return id;
 }
@@ -174,7 +175,7 @@ __attribute__((noinline)) static int kernel_b(void) /* not kernel_a's code, or t
 static void depth2_paths(void)
 {
     path_thread = thread_new(0);
-    pv_rt.cfg.callpath = 2;
+    path_thread->callpath = 2;
     int a = kernel_a(), b = kernel_b();
     CHECK(a >= 0 && b >= 0 && a != b);
     /* Learning, then checks: the same path keeps its id, call after call, from either kernel. */
@@ -184,7 +185,6 @@ static void depth2_paths(void)
     char la[512], lb[512];
     CHECK(pv_site_label(a, la, sizeof la) == 0 && pv_site_label(b, lb, sizeof lb) == 0);
     CHECKF(strchr(la, '<') && strchr(lb, '<') && strcmp(la, lb), "labels %s / %s", la, lb);
-    pv_rt.cfg.callpath = 1;
     /* At depth 1 both kernels' calls are one site. */
     pv_thread *flat = thread_new(1);
     path_thread = flat;

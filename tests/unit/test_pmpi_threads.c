@@ -68,7 +68,7 @@ int main(void)
 {
     fixture_open("threads");
     CHECK(pv_threads_head() == NULL);
-    pv_thread *t0 = pv_thread_first();
+    pv_thread *t0 = pv_thread_first(&fixture_rt);
     CHECK(t0 && t0->index == 0 && t0->rec && records_file_exists(0));
     CHECK(pv_thread_attach() == t0); /* the starting thread is attached already */
     CHECK(pv_threads_head() == t0 && pv_threads_next(t0) == NULL);
@@ -101,9 +101,9 @@ int main(void)
     CHECK(pv_threads_untraced_calls() == 0);
 
     /* A thread whose records file cannot be made: NULL each time, each call counted, no index. */
-    char dir[sizeof pv_rt.dir];
-    memcpy(dir, pv_rt.dir, sizeof dir);
-    snprintf(pv_rt.dir, sizeof pv_rt.dir, "%s/no/such/dir", fixture_dir);
+    char dir[sizeof fixture_rt.dir];
+    memcpy(dir, fixture_rt.dir, sizeof dir);
+    snprintf(fixture_rt.dir, sizeof fixture_rt.dir, "%s/no/such/dir", fixture_dir);
     pv_thread *refused[3] = {t0, t0, t0};
     pthread_t r;
     pthread_create(&r, NULL, attach_refused, refused);
@@ -111,7 +111,7 @@ int main(void)
     CHECK(!refused[0] && !refused[1] && !refused[2]);
     unsigned long long untraced = pv_threads_untraced_calls();
     CHECKF(untraced == 3, "%llu untraced calls", untraced);
-    memcpy(pv_rt.dir, dir, sizeof dir);
+    memcpy(fixture_rt.dir, dir, sizeof dir);
     pv_thread *late = NULL;
     pthread_create(&r, NULL, attach_once, &late);
     pthread_join(r, NULL);
