@@ -424,6 +424,8 @@ static int agree_to_trace(void)
 static void measure_this_rank(uint64_t t_calib[2])
 {
     gethostname(pv_rt.host, sizeof pv_rt.host - 1);
+    /* Before the calibration, which runs on the CPU the rank starts on: the one recorded here. */
+    pv_topology_read(&pv_rt.topo);
     pv_rt.clock = *pv_clock_init();
     if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 

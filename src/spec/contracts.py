@@ -209,8 +209,11 @@ RANK_JSON = (
         # Where the rank ran in the machine: the socket (package), NUMA node and core of the
         # CPU it started on, and of each CPU it may run on. "source" is "hwloc", or "sysfs"
         # where perfvar was built without hwloc (then "note" says so), or "none" where
-        # neither could tell (the three numbers -1, "cpus" empty). Numbers are the OS's
-        # (logical indexes of packages and NUMA nodes, core id within its package).
+        # neither could tell (the three numbers -1, "cpus" empty). Numbers are the OS's, the
+        # same from hwloc and /sys: package = physical_package_id (hwloc's Package os_index),
+        # numa = N of /sys/devices/system/node/nodeN (NUMANode os_index), core = core_id (Core
+        # os_index): unique within its package, not necessarily dense. -1: not known.
+        # The trace's system tree puts the rank under the socket and core its "cpus" share.
         "name": "topology",
         "c": "TOPO",
         "py": "Topology",
