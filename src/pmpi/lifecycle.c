@@ -266,6 +266,9 @@ static int write_definitions(char *why, size_t len)
     pv_rec_defs_clean(host, sizeof host, pv_rt.host);
     int bad = pv_rec_defs_line(PV_DEFS_RANK, pv_rt.rank, pv_rt.size);
     bad |= pv_rec_defs_line(PV_DEFS_HOST, host);
+    int package, core;
+    pv_topology_place(&pv_rt.topo, &package, &core);
+    bad |= pv_rec_defs_line(PV_DEFS_PLACE, package, core);
     bad |= pv_rec_defs_line(PV_DEFS_CLOCK, pv_rt.clock.hz);
     bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_begin,
                             (long long)pv_rt.sync.offset_begin, pv_rt.sync.stddev_begin);
