@@ -39,6 +39,7 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     ${PROJECT_SOURCE_DIR}/src/pmpi/inject.c
     ${PROJECT_SOURCE_DIR}/src/metrics/events.c ${PROJECT_SOURCE_DIR}/src/metrics/counting.c
     ${PROJECT_SOURCE_DIR}/src/metrics/neighbours.c
+    ${PROJECT_SOURCE_DIR}/src/topology/topology.c
     $<TARGET_OBJECTS:perfvar_recorder_trace>)
   # pv_spec.h's directory named here too (perfvar_spec also brings it, through perfvar), so the
   # targets that copy this one's INCLUDE_DIRECTORIES (the wrapper check, the TSan build) have it.
@@ -51,6 +52,11 @@ function(perfvar_add_mpi_layer flavour c_target f_target libraries)
     target_compile_definitions(${t} PRIVATE PERFVAR_HAVE_PAPI)
     target_include_directories(${t} PRIVATE ${PERFVAR_PAPI_INCLUDE})
     target_link_libraries(${t} PRIVATE ${PERFVAR_PAPI_LIBRARY})
+  endif()
+  # Where the rank ran: from hwloc where found (CMakeLists.txt), else from sysfs (src/topology).
+  if(TARGET PkgConfig::HWLOC)
+    target_compile_definitions(${t} PRIVATE PERFVAR_HAVE_HWLOC)
+    target_link_libraries(${t} PRIVATE PkgConfig::HWLOC)
   endif()
   # MPI is private: the application links its own MPI, which must be the same flavour.
   target_link_libraries(${t} PUBLIC perfvar

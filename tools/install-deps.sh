@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfvar needs to build, run and test, only where it is missing.
 # Debian packages: compilers (and the aarch64 cross compilers + qemu-user for the Armv8 tests),
-# Open MPI, MPICH, OTF2, PAPI, libunwind (the call-path unwinder, loaded at run time), ViTE with Xvfb
+# Open MPI, MPICH, OTF2, PAPI, hwloc (where each rank ran), libunwind (the call-path unwinder, loaded at run time), ViTE with Xvfb
 # and ImageMagick (the trace viewer's test), Chromium
 # (the HTML report's test); PyPI: numpy, scipy, statsmodels, ruptures, pandas,
 # matplotlib, plotly and rich (the report's plots, progress bars), scikit-learn (the reference
@@ -14,7 +14,7 @@ set -euo pipefail
 
 apt_pkgs=(gfortran cmake ninja-build pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev
-          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools binutils util-linux libunwind-dev
+          libopen-trace-format2-dev otf2-tools libpapi-dev papi-tools libhwloc-dev binutils util-linux libunwind-dev
           gcc-aarch64-linux-gnu gfortran-aarch64-linux-gnu qemu-user
           vite xvfb imagemagick chromium)
 py_pkgs=(numpy scipy scikit-learn statsmodels ruptures pandas matplotlib plotly rich otf2 pytest mpi4py

@@ -254,6 +254,7 @@ class RankJson:
     HOST = "host"
     PID = "pid"
     CPUS = "cpus"
+    TOPOLOGY = "topology"
     CLOCK = "clock"
     CLOCK_CAPS = "clock_caps"
     CLOCK_OFFSET = "clock_offset"
@@ -270,6 +271,26 @@ class RankJson:
     CONVERT_MS = "convert_ms"
     RECORDS_KEPT = "records_kept"
     COMPLETE = "complete"
+
+
+class RankJsonTopology:
+    """rank-N.json: topology."""
+
+    SOURCE = "source"
+    NOTE = "note"
+    PACKAGE = "package"
+    NUMA = "numa"
+    CORE = "core"
+    CPUS = "cpus"
+
+
+class RankJsonTopologyCpu:
+    """rank-N.json: topology.cpus[]."""
+
+    CPU = "cpu"
+    PACKAGE = "package"
+    NUMA = "numa"
+    CORE = "core"
 
 
 class RankJsonClock:
@@ -484,6 +505,7 @@ RANK_JSON = {
             ("host", "string", None),
             ("pid", "int", None),
             ("cpus", "array", None),
+            ("topology", "object", None),
             ("clock", "object", None),
             ("clock_caps", "object", None),
             ("clock_offset", "object", None),
@@ -500,6 +522,30 @@ RANK_JSON = {
             ("convert_ms", "number", None),
             ("records_kept", "bool", None),
             ("complete", "bool", None),
+        ),
+    },
+    "topology": {
+        "paths": {
+            "topology": {},
+        },
+        "keys": (
+            ("source", "string", None),
+            ("note", "string", None),
+            ("package", "int", None),
+            ("numa", "int", None),
+            ("core", "int", None),
+            ("cpus", "array", None),
+        ),
+    },
+    "topology_cpu": {
+        "paths": {
+            "topology.cpus[]": {},
+        },
+        "keys": (
+            ("cpu", "int", None),
+            ("package", "int", None),
+            ("numa", "int", None),
+            ("core", "int", None),
         ),
     },
     "clock": {

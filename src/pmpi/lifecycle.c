@@ -292,6 +292,9 @@ static int write_definitions(char *why, size_t len)
     pv_rec_defs_clean(host, sizeof host, pv_rt.host);
     int bad = pv_rec_defs_line(PV_DEFS_RANK, pv_rt.rank, pv_rt.size);
     bad |= pv_rec_defs_line(PV_DEFS_HOST, host);
+    int package, core;
+    pv_topology_place(&pv_rt.topo, &package, &core);
+    bad |= pv_rec_defs_line(PV_DEFS_PLACE, package, core);
     bad |= pv_rec_defs_line(PV_DEFS_CLOCK, pv_rt.clock.hz);
     bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)pv_rt.sync.t_begin,
                             (long long)pv_rt.sync.offset_begin, pv_rt.sync.stddev_begin);
@@ -450,6 +453,8 @@ static int agree_to_trace(void)
 static void measure_this_rank(uint64_t t_calib[2])
 {
     gethostname(pv_rt.host, sizeof pv_rt.host - 1);
+    /* Before the calibration, which runs on the CPU the rank starts on: the one recorded here. */
+    pv_topology_read(&pv_rt.topo);
     pv_rt.clock = *pv_clock_init();
     if (pv_rt.clock.note[0]) pv_message(1, "%s", pv_rt.clock.note);
 

@@ -25,6 +25,7 @@
 #include "../clock/clock.h"
 #include "../config/config.h"
 #include "../metrics/neighbours.h"
+#include "../topology/topology.h"
 #include "../recorder/recorder.h"
 #include "../trace/convert.h"
 
@@ -56,6 +57,7 @@ typedef struct pv_runtime {
     uint64_t probe_period_ticks;
     uint64_t metrics_min_ticks;    /* PERFVAR_METRICS_MIN_US in ticks (threads copy it) */
     pv_neighbours neighbours;      /* what else ran on the rank's CPUs, from start to stop */
+    pv_topology topo;              /* where it ran: socket, NUMA node, core (read at the start) */
 
     /* MPI_Finalize entered through a wrapper on this thread (pv_finalize_begin): its CALL is
      * ended at the stop */

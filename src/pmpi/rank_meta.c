@@ -309,6 +309,25 @@ static void write_calibration(const pv_runtime *rt, FILE *f)
     fprintf(f, "  },\n");
 }
 
+/* "topology": where the rank ran (src/topology): the socket, NUMA node and core of the CPU it
+ * started on, and of each CPU of its affinity mask. */
+static void write_topology(const pv_runtime *rt, FILE *f)
+{
+    const pv_topology *t = &rt->topo;
+    fprintf(f, "  " PV_RJ_TOPOLOGY "{" PV_RJ_TOPO_SOURCE);
+    json_str(f, t->source ? t->source : "none");
+    fprintf(f, ", " PV_RJ_TOPO_NOTE);
+    json_str(f, t->note);
+    fprintf(f, ", " PV_RJ_TOPO_PACKAGE "%d, " PV_RJ_TOPO_NUMA "%d, " PV_RJ_TOPO_CORE "%d,\n    "
+               PV_RJ_TOPO_CPUS "[", t->package, t->numa, t->core);
+    for (int i = 0; i < t->ncpus; i++) {
+        const pv_topo_cpu *c = &t->cpus[i];
+        fprintf(f, "%s{" PV_RJ_TCPU_CPU "%d, " PV_RJ_TCPU_PACKAGE "%d, " PV_RJ_TCPU_NUMA "%d, "
+                   PV_RJ_TCPU_CORE "%d}", i ? ", " : "", c->cpu, c->package, c->numa, c->core);
+    }
+    fprintf(f, "]},\n");
+}
+
 /* The keys and layout of rank-N.json are src/spec/contracts.py's (PV_RJ_*, pv_spec.h); the Python
  * package reads it by the same table (perfvar._spec). */
 int pv_write_rank_meta(const pv_runtime *rt)
@@ -327,6 +346,7 @@ int pv_write_rank_meta(const pv_runtime *rt)
         sep = ", ";
     }
     fprintf(f, "],\n");
+    write_topology(rt, f);
     write_clock(rt, f);
     write_caps_offset(rt, f);
     write_calibration(rt, f);

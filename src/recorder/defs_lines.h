@@ -12,6 +12,10 @@
 /* The printf format of each kind: its name up to the first tab, then its fields. */
 #define PV_DEFS_RANK "rank\t%d\t%d"                    /* world rank, world size */
 #define PV_DEFS_HOST "host\t%s"                        /* host name */
+#define PV_DEFS_PLACE "place\t%d\t%d"                  /* where the rank ran in its host: its
+                                                        * socket (package) and core, each -1
+                                                        * where its CPUs span several or it is
+                                                        * not known (the system tree's level) */
 #define PV_DEFS_CLOCK "clock\t%.3f"                    /* timer ticks per second */
 #define PV_DEFS_SYNC "sync\t%llu\t%lld\t%.6g"          /* ticks, offset to rank 0 (ticks), its sd;
                                                         * the first at the start, a later one at the
@@ -31,6 +35,7 @@
 #define PV_DEFS_LINE_KINDS(X) \
     X(RANK, rank, 3, 7)        \
     X(HOST, host, 2, 7)        \
+    X(PLACE, place, 3, 7)      \
     X(CLOCK, clock, 2, 7)      \
     X(SYNC, sync, 4, 7)        \
     X(REALTIME, realtime, 3, 7) \

@@ -186,6 +186,7 @@ RANK_JSON = (
             ("host", "string"),
             ("pid", "int"),
             ("cpus", "array"),
+            ("topology", "object"),
             ("clock", "object"),
             ("clock_caps", "object"),
             ("clock_offset", "object"),
@@ -202,6 +203,41 @@ RANK_JSON = (
             ("convert_ms", "number"),
             ("records_kept", "bool"),
             ("complete", "bool"),
+        ),
+    },
+    {
+        # Where the rank ran in the machine: the socket (package), NUMA node and core of the
+        # CPU it started on, and of each CPU it may run on. "source" is "hwloc", or "sysfs"
+        # where perfvar was built without hwloc (then "note" says so), or "none" where
+        # neither could tell (the three numbers -1, "cpus" empty). Numbers are the OS's, the
+        # same from hwloc and /sys: package = physical_package_id (hwloc's Package os_index),
+        # numa = N of /sys/devices/system/node/nodeN (NUMANode os_index), core = core_id (Core
+        # os_index): unique within its package, not necessarily dense. -1: not known.
+        # The trace's system tree puts the rank under the socket and core its "cpus" share.
+        "name": "topology",
+        "c": "TOPO",
+        "py": "Topology",
+        "paths": {"topology": {}},
+        "keys": (
+            ("source", "string"),
+            ("note", "string"),
+            ("package", "int"),
+            ("numa", "int"),
+            ("core", "int"),
+            ("cpus", "array"),
+        ),
+    },
+    {
+        # One CPU of the rank's affinity mask and where it sits.
+        "name": "topology_cpu",
+        "c": "TCPU",
+        "py": "TopologyCpu",
+        "paths": {"topology.cpus[]": {}},
+        "keys": (
+            ("cpu", "int"),
+            ("package", "int"),
+            ("numa", "int"),
+            ("core", "int"),
         ),
     },
     {

@@ -27,6 +27,7 @@ typedef struct site_def {
 typedef struct rank_defs {
     int rank, size;
     char host[256];
+    pv_trace_place place;    /* -1, -1 without a place line (an older writer's) */
     double hz;
     pv_trace_clock_sync sync;
     int nsync;
@@ -110,6 +111,12 @@ static int parse_rank(rank_defs *d, const defs_line *l)
 static int parse_host(rank_defs *d, const defs_line *l)
 {
     snprintf(d->host, sizeof d->host, "%s", l->f[1]);
+    return 0;
+}
+
+static int parse_place(rank_defs *d, const defs_line *l)
+{
+    d->place.package = atoi(l->f[1]), d->place.core = atoi(l->f[2]);
     return 0;
 }
 
@@ -240,6 +247,7 @@ static int defs_read(const char *dir, int rank, rank_defs *d, char *why, size_t 
     snprintf(path, sizeof path, "%s/perfvar/records/rank-%d.defs", dir, rank);
     memset(d, 0, sizeof *d);
     d->rank = -1, d->probe_region = -1;
+    d->place = (pv_trace_place){-1, -1};
     if (!(d->text = slurp(path, &n))) {
         snprintf(why, len, "cannot read %s: %s", path, strerror(errno));
         return -1;
@@ -830,7 +838,7 @@ int pv_convert_rank(const char *dir, int rank, const pv_trace_comm *comm, unsign
     rc = convert_open_rank(&cv, dir, rank, &cap, why, len);
     hold_last_offset(&d, out);
     /* Closing is collective: every rank closes, whatever happened to it. */
-    int rc3 = pv_trace_close(d.hz, d.host, &d.sync, d.realtime_ns, d.realtime_ticks, &out->stats);
+    int rc3 = pv_trace_close(d.hz, d.host, &d.place, &d.sync, d.realtime_ns, d.realtime_ticks, &out->stats);
     if (rc == PERFVAR_OK) rc = rc3;
     note_locations(&cv, out);
     converter_free(&cv);

@@ -50,6 +50,13 @@ typedef struct pv_trace_clock_sync {
     double stddev_begin, stddev_end; /* ticks */
 } pv_trace_clock_sync;
 
+/* Where a rank ran in its host, for the system tree (machine > node > socket > core): its socket
+ * (package) and core (the OS's numbers, src/topology), each -1 where its CPUs span several or it is
+ * not known. Its location group hangs under the deepest level known. */
+typedef struct pv_trace_place {
+    int package, core;
+} pv_trace_place;
+
 typedef struct pv_trace_stats {
     uint64_t events_written, events_lost, timestamps_raised;
     uint64_t flushes; /* event buffer written to disk because it was full (not the final write) */
@@ -131,11 +138,12 @@ void pv_trace_collective_end(pv_trace_loc *l, uint64_t t, uint32_t comm, OTF2_Co
 
 /* Unify definitions, write global (rank 0) and local definitions of every location, close the
  * archive (collective). hz: timer resolution of the trace (rank 0's value is used); host: this rank's
- * host name; realtime_ns / realtime_ticks: a CLOCK_REALTIME reading paired with a clock reading
+ * host name; place: where it ran in it; realtime_ns / realtime_ticks: a CLOCK_REALTIME reading paired with a clock reading
  * (rank 0's used). Fills *stats with the sums over this rank's locations. Returns 0 or a negative
  * PERFVAR_ERR_*. */
-int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
-                   uint64_t realtime_ticks, pv_trace_stats *stats);
+int pv_trace_close(double hz, const char *host, const pv_trace_place *place,
+                   const pv_trace_clock_sync *sync, uint64_t realtime_ns, uint64_t realtime_ticks,
+                   pv_trace_stats *stats);
 
 /* After pv_trace_close: location l's OTF2 id and its own statistics. */
 void pv_trace_location_info(const pv_trace_loc *l, uint64_t *id, pv_trace_stats *stats);

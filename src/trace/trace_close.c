@@ -1,6 +1,6 @@
 /* trace_close.c — definition unification and archive closing; see trace.h.
  *
- * Every rank sends rank 0 its host name, its locations (thread index, event count), its run-time
+ * Every rank sends rank 0 its host name and place in it (socket, core), its locations (thread index, event count), its run-time
  * regions (by canonical name) and its communicators (by their members' world ranks); rank 0 gives
  * each distinct canonical name and each distinct member list one global id, returns each rank its
  * local->global maps, and writes the global definitions. The threads of a rank share its
@@ -10,6 +10,7 @@
  * counter name is one MetricMember, each distinct list of them one MetricClass, and a rank's
  * events name its class through OTF2_MAPPING_METRIC. */
 #include "trace_internal.h"
+#include "../core/u64map.h"
 #include "perfvar.h"
 #include "pv_spec.h"
 
@@ -99,6 +100,7 @@ static void strtab_free(strtab *t)
 /* ---- rank 0: what every rank reported ---- */
 typedef struct rank_report {
     const char *host;
+    int32_t package, core; /* pv_trace_place */
     uint32_t nlocs;
     const char *locs; /* nlocs records: thread u32, events u64 */
     uint32_t ndyn;
@@ -117,10 +119,11 @@ typedef struct global_region {
     OTF2_Paradigm paradigm;
 } global_region;
 
-static int serialise_local(bytes *b, const char *host)
+static int serialise_local(bytes *b, const char *host, const pv_trace_place *place)
 {
     uint32_t nlocs = (uint32_t)pv_trace.nlocs, ndyn = (uint32_t)pv_trace.ndyn;
-    if (put_str(b, host) || put(b, &nlocs, sizeof nlocs)) return -1;
+    int32_t where[2] = {place->package, place->core};
+    if (put_str(b, host) || put(b, where, sizeof where) || put(b, &nlocs, sizeof nlocs)) return -1;
     for (int i = 0; i < pv_trace.nlocs; i++) {
         const pv_trace_loc *l = pv_trace.locs[i];
         if (put(b, &l->thread, sizeof l->thread) ||
@@ -151,6 +154,9 @@ static void parse_report(const char *p, rank_report *r)
 {
     r->host = p;
     p += strlen(p) + 1;
+    memcpy(&r->package, p, sizeof r->package);
+    memcpy(&r->core, p + sizeof r->package, sizeof r->core);
+    p += sizeof r->package + sizeof r->core;
     memcpy(&r->nlocs, p, sizeof r->nlocs);
     r->locs = p + sizeof r->nlocs;
     p = r->locs + (size_t)r->nlocs * LOC_RECORD;
@@ -317,7 +323,7 @@ typedef struct trace_clock {
 /* The strings the global definitions refer to, by their ids in unify.strings, and the names made
  * for them here (the string table points into those until the definitions are written). */
 typedef struct def_strings {
-    uint32_t mpi, cpu, cpu_desc, machine, node, world;
+    uint32_t mpi, cpu, cpu_desc, machine, node, socket, core, world;
     uint32_t *metric;               /* by member: names, then descriptions, then units (3 n) */
     char (*comm_names)[32];         /* by communicator - 1 */
     uint32_t *comm;
@@ -328,12 +334,17 @@ typedef struct def_strings {
     uint32_t *group, *host;
     uint64_t *members;              /* by rank: the location of its master thread */
     uint32_t *node_of_string;       /* system tree node of a host string + 1 (0: none yet) */
+    int32_t npackages, ncores;      /* the highest package and core number + 1 */
+    char (*socket_names)[24];       /* by package number: "socket p" */
+    char (*core_names)[24];         /* by core number: "core c" */
+    uint32_t *socket_name, *core_name; /* their string ids (interned where a rank has them) */
 } def_strings;
 
 static void def_strings_free(def_strings *ds)
 {
     free(ds->metric), free(ds->comm_names), free(ds->comm), free(ds->thread_names), free(ds->thread);
     free(ds->group_names), free(ds->group), free(ds->host), free(ds->members), free(ds->node_of_string);
+    free(ds->socket_names), free(ds->core_names), free(ds->socket_name), free(ds->core_name);
 }
 
 /* The counters' names, descriptions and units: PAPI's "ns" (the task clock) becomes "s" (its
@@ -411,6 +422,44 @@ static int intern_rank_strings(strtab *s, const rank_report *reps, int nranks, d
     return 0;
 }
 
+/* A place's numbers, as the tree uses them: a core without its package is no place (-1). */
+#define PLACE_MAX 65536 /* beyond: not a package or core number (a corrupt report) */
+static int32_t place_package(const rank_report *r)
+{
+    return r->package >= 0 && r->package < PLACE_MAX ? r->package : -1;
+}
+static int32_t place_core(const rank_report *r)
+{
+    return place_package(r) >= 0 && r->core >= 0 && r->core < PLACE_MAX ? r->core : -1;
+}
+
+/* "socket p" and "core c" for the numbers the ranks ran on. */
+static int intern_place_names(strtab *s, const rank_report *reps, int nranks, def_strings *ds)
+{
+    ds->npackages = ds->ncores = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (place_package(&reps[r]) >= ds->npackages) ds->npackages = place_package(&reps[r]) + 1;
+        if (place_core(&reps[r]) >= ds->ncores) ds->ncores = place_core(&reps[r]) + 1;
+    }
+    ds->socket_names = calloc((size_t)ds->npackages + 1, sizeof *ds->socket_names);
+    ds->core_names = calloc((size_t)ds->ncores + 1, sizeof *ds->core_names);
+    ds->socket_name = calloc((size_t)ds->npackages + 1, sizeof *ds->socket_name);
+    ds->core_name = calloc((size_t)ds->ncores + 1, sizeof *ds->core_name);
+    if (!ds->socket_names || !ds->core_names || !ds->socket_name || !ds->core_name) return -1;
+    for (int r = 0; r < nranks; r++) {
+        int32_t p = place_package(&reps[r]), c = place_core(&reps[r]);
+        if (p >= 0 && !ds->socket_names[p][0]) {
+            snprintf(ds->socket_names[p], sizeof ds->socket_names[p], "socket %d", (int)p);
+            ds->socket_name[p] = strtab_id(s, ds->socket_names[p]);
+        }
+        if (c >= 0 && !ds->core_names[c][0]) {
+            snprintf(ds->core_names[c], sizeof ds->core_names[c], "core %d", (int)c);
+            ds->core_name[c] = strtab_id(s, ds->core_names[c]);
+        }
+    }
+    return 0;
+}
+
 /* Intern every remaining string first, so all strings are written before any reference (the
  * order here is the order of their ids). -1 when out of memory. */
 static int intern_def_strings(unify *u, const rank_report *reps, int nranks, def_strings *ds)
@@ -419,31 +468,76 @@ static int intern_def_strings(unify *u, const rank_report *reps, int nranks, def
     ds->mpi = strtab_id(s, "MPI"), ds->cpu = strtab_id(s, PV_TRACE_CPU_ATTRIBUTE);
     ds->cpu_desc = strtab_id(s, "CPU the clock was read on (IA32_TSC_AUX)");
     ds->machine = strtab_id(s, "machine"), ds->node = strtab_id(s, "node");
+    ds->socket = strtab_id(s, "socket"), ds->core = strtab_id(s, "core");
     ds->world = strtab_id(s, "MPI_COMM_WORLD");
     if (intern_metric_strings(u, ds) || intern_comm_names(u, ds) ||
-        intern_thread_names(s, reps, nranks, ds) || intern_rank_strings(s, reps, nranks, ds))
+        intern_thread_names(s, reps, nranks, ds) || intern_rank_strings(s, reps, nranks, ds) ||
+        intern_place_names(s, reps, nranks, ds))
         return -1;
     ds->node_of_string = calloc(s->n, sizeof *ds->node_of_string);
     return ds->node_of_string ? 0 : -1;
 }
 
-/* The machine, one node per distinct host (in rank order), and one location group per rank on
- * its node. */
-static void write_system_tree(OTF2_GlobalDefWriter *w, def_strings *ds, int nranks)
+/* A system tree node, with its OTF2 domain (Score-P's classes and domains: "machine" MACHINE,
+ * "node" SHARED_MEMORY, "socket" SOCKET, "core" CORE); its id is the next one. */
+static uint32_t tree_node(OTF2_GlobalDefWriter *w, uint32_t *n, uint32_t name, uint32_t cls,
+                          uint32_t parent, OTF2_SystemTreeDomain domain)
 {
-    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, ds->machine, ds->machine,
-                                             OTF2_UNDEFINED_SYSTEM_TREE_NODE);
-    uint32_t nnodes = 0;
+    uint32_t id = (*n)++;
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(w, id, name, cls, parent);
+    OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(w, id, domain);
+    return id;
+}
+
+/* The child of parent named by number (a package or core) in children: found, or written next. */
+static uint32_t tree_child(OTF2_GlobalDefWriter *w, uint32_t *n, pv_u64map *children,
+                           uint32_t parent, int32_t number, uint32_t name, uint32_t cls,
+                           OTF2_SystemTreeDomain domain, int *oom)
+{
+    uint64_t key = ((uint64_t)parent << 32 | (uint32_t)number) + 1; /* keys are non-zero */
+    pv_u64val *v = pv_u64map_find(children, key);
+    if (v) return (uint32_t)v->a;
+    uint32_t id = tree_node(w, n, name, cls, parent, domain);
+    if (pv_u64map_put(children, key, (pv_u64val){.a = id})) *oom = 1;
+    return id;
+}
+
+/* machine > node (one per distinct host) > socket > core, ids in the order of the first rank on
+ * each (so a parent always precedes its children), then one location group per rank under the
+ * deepest level its place gives: its core, else its socket (CPUs on several cores of it), else
+ * its node (on several sockets, or the place unknown). -1 when out of memory (then ranks whose
+ * level could not be recorded hang under their node). */
+static int write_system_tree(OTF2_GlobalDefWriter *w, def_strings *ds, const rank_report *reps,
+                             int nranks)
+{
+    uint32_t n = 0;
+    tree_node(w, &n, ds->machine, ds->machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE,
+              OTF2_SYSTEM_TREE_DOMAIN_MACHINE);
+    pv_u64map sockets = {0}, cores = {0};
+    uint32_t *parent = malloc((size_t)nranks * sizeof *parent);
+    int oom = !parent;
     for (int r = 0; r < nranks; r++) {
-        if (ds->node_of_string[ds->host[r]]) continue;
-        ds->node_of_string[ds->host[r]] = ++nnodes;
-        OTF2_GlobalDefWriter_WriteSystemTreeNode(w, nnodes, ds->host[r], ds->node, 0);
+        uint32_t *node = &ds->node_of_string[ds->host[r]];
+        if (!*node)
+            *node = 1 + tree_node(w, &n, ds->host[r], ds->node, 0,
+                                  OTF2_SYSTEM_TREE_DOMAIN_SHARED_MEMORY);
+        uint32_t at = *node - 1;
+        int32_t p = place_package(&reps[r]), c = place_core(&reps[r]);
+        if (p >= 0 && parent)
+            at = tree_child(w, &n, &sockets, at, p, ds->socket_name[p], ds->socket,
+                            OTF2_SYSTEM_TREE_DOMAIN_SOCKET, &oom);
+        if (c >= 0 && parent)
+            at = tree_child(w, &n, &cores, at, c, ds->core_name[c], ds->core,
+                            OTF2_SYSTEM_TREE_DOMAIN_CORE, &oom);
+        if (parent) parent[r] = at;
     }
     for (int r = 0; r < nranks; r++)
-        OTF2_GlobalDefWriter_WriteLocationGroup(w, (uint32_t)r, ds->group[r],
-                                                OTF2_LOCATION_GROUP_TYPE_PROCESS,
-                                                ds->node_of_string[ds->host[r]],
-                                                OTF2_UNDEFINED_LOCATION_GROUP);
+        OTF2_GlobalDefWriter_WriteLocationGroup(
+            w, (uint32_t)r, ds->group[r], OTF2_LOCATION_GROUP_TYPE_PROCESS,
+            parent ? parent[r] : ds->node_of_string[ds->host[r]] - 1, OTF2_UNDEFINED_LOCATION_GROUP);
+    free(parent);
+    pv_u64map_free(&sockets), pv_u64map_free(&cores);
+    return oom ? -1 : 0;
 }
 
 /* One location per thread of each rank, with the number of events it holds. */
@@ -512,11 +606,11 @@ static int write_global_defs(unify *u, const rank_report *reps, int nranks, cons
             OTF2_GlobalDefWriter_WriteString(w, i, u->strings.strs[i]);
         OTF2_GlobalDefWriter_WriteParadigm(w, OTF2_PARADIGM_MPI, ds.mpi, OTF2_PARADIGM_CLASS_PROCESS);
         OTF2_GlobalDefWriter_WriteAttribute(w, PV_ATTR_CPU, ds.cpu, ds.cpu_desc, OTF2_TYPE_UINT32);
-        write_system_tree(w, &ds, nranks);
+        int tree = write_system_tree(w, &ds, reps, nranks);
         write_locations(w, &ds, reps, nranks);
         write_regions(w, u);
         write_metric_defs(w, u, ds.metric, ds.metric + nmembers, ds.metric + 2 * nmembers);
-        rc = write_comms(w, u, &ds, nranks);
+        rc = write_comms(w, u, &ds, nranks) | tree;
     }
     def_strings_free(&ds);
     return rc;
@@ -749,12 +843,13 @@ static int global_clock(double hz, uint64_t range[2], uint64_t realtime_ns, uint
  * and each rank's map back into *dyn_map (malloc'd; its run-time regions, then its communicators,
  * then its metric class: global ids). Every rank takes part in each collective step even after a
  * failure; -1 if any step failed here. */
-static int unify_definitions(const char *host, const trace_clock *clk, uint64_t **dyn_map)
+static int unify_definitions(const char *host, const pv_trace_place *place, const trace_clock *clk,
+                             uint64_t **dyn_map)
 {
     const pv_trace_comm *c = &pv_trace.comm;
     int rc = 0;
     bytes local = {0};
-    if (serialise_local(&local, host)) rc = -1;
+    if (serialise_local(&local, host, place)) rc = -1;
     char *all = NULL, *maps = NULL;
     int *counts = NULL, *map_counts = NULL;
     if (c->gatherv(c->ctx, local.p, (int)local.n, &all, &counts)) rc = -1;
@@ -801,8 +896,9 @@ static void free_local_definitions(void)
 
 /* See trace.h. Every step runs whatever happened in the ones before: the collective ones must
  * be reached by every rank. */
-int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync, uint64_t realtime_ns,
-                   uint64_t realtime_ticks, pv_trace_stats *stats)
+int pv_trace_close(double hz, const char *host, const pv_trace_place *place,
+                   const pv_trace_clock_sync *sync, uint64_t realtime_ns, uint64_t realtime_ticks,
+                   pv_trace_stats *stats)
 {
     int rc = 0;
     uint64_t range[2] = {UINT64_MAX, UINT64_MAX};
@@ -810,7 +906,7 @@ int pv_trace_close(double hz, const char *host, const pv_trace_clock_sync *sync,
     trace_clock clk;
     if (global_clock(hz, range, realtime_ns, realtime_ticks, &clk)) rc = -1;
     uint64_t *dyn_map = NULL;
-    if (unify_definitions(host, &clk, &dyn_map)) rc = -1;
+    if (unify_definitions(host, place, &clk, &dyn_map)) rc = -1;
     if (write_local_def_files(dyn_map, sync)) rc = -1;
     if (OTF2_Archive_Close(pv_trace.archive) != OTF2_SUCCESS) rc = -1;
     pv_trace.archive = NULL;

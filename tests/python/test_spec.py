@@ -259,6 +259,8 @@ def _spec_doc(cycles: bool) -> dict:
 
     doc = fill("top", {})
     doc["clock"], doc["clock_caps"] = fill("clock", {}), fill("clock_caps", {})
+    doc["topology"] = fill("topology", {})
+    doc["topology"]["cpus"] = [fill("topology_cpu", {})]
     doc["clock_offset"], doc["events"] = fill("clock_offset", {}), fill("events", {})
     doc["mpi"], doc["metrics"] = fill("mpi", {}), fill("metrics", {})
     doc["threads"] = [fill("thread", {})]

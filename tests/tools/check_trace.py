@@ -30,6 +30,10 @@
    first; --neighbour RANK:COMM:SHARE asks for a task COMM on that rank's CPU for SHARE of it.
 7. With --calibrated-at WHEN, rank-N.json's "calibration" ran at WHEN (start-up, or MPI_Finalize
    when the start-up one found nothing) and found t_min and t_diff.
+8. The system tree: machine > node > socket > core (classes "machine", "node", "socket", "core",
+   with the OTF2 domains MACHINE, SHARED_MEMORY, SOCKET, CORE); each rank's location group under
+   the node named by its rank-N.json "host", and under the socket and core its rank-N.json
+   "topology" gives when all the CPUs of its mask share them ("socket P", "core C").
 
 A rank is a location group ("MPI Rank N"); its locations are its traced threads, thread k having
 the location id (k << 32) | rank (docs/trace-format.md).
@@ -279,6 +283,10 @@ def parse_args() -> argparse.Namespace:
     return ap.parse_args()
 
 
+# The system tree's levels, root first, with the OTF2 domain of each (Score-P's).
+TREE_DOMAINS = {"machine": "MACHINE", "node": "SHARED_MEMORY", "socket": "SOCKET", "core": "CORE"}
+
+
 def check_otf2_print(archive: Path) -> list[str]:
     p = subprocess.run(["otf2-print", "-Werror", str(archive)], capture_output=True, text=True)
     if p.returncode != 0:
@@ -338,6 +346,8 @@ class TraceScan:
     hi: int = 0
     period: float | None = None
     slack: float = 0.0
+    # rank -> the (class, name) of the system tree nodes above its location group, root first
+    tree: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def nranks(self) -> int:
@@ -347,6 +357,7 @@ class TraceScan:
         try:
             with otf2.reader.open(str(archive)) as trace:
                 self.set_clock(trace.definitions.clock_properties, probe_period_ms)
+                self.note_tree(trace.definitions)
                 for location in trace.definitions.locations:
                     self.locs[rank_of(location)].add(thread_of(location))
                 for location, ev in trace.events:
@@ -355,6 +366,23 @@ class TraceScan:
             self.errors.append(f"python otf2 reader failed: {type(exc).__name__}: {exc}")
             for r, k in self.last_t:
                 self.locs[r].add(k)
+
+    def note_tree(self, defs) -> None:
+        """Each rank's path in the system tree, and a node whose domain is not its class's."""
+        for d in defs.system_tree_node_domains:
+            node, domain = d.system_tree_node, str(d.system_tree_node_domain)
+            want = TREE_DOMAINS.get(node.class_name)
+            if want is None or domain != f"SystemTreeDomain.{want}":
+                self.errors.append(f"system tree node {node.name!r} of class "
+                                   f"{node.class_name!r} has domain {domain}")
+        for lg in defs.location_groups:
+            m = re.fullmatch(r"MPI Rank (\d+)", lg.name)
+            path, node = [], lg.system_tree_parent
+            while node is not None and len(path) < 16:
+                path.append((node.class_name, node.name))
+                node = node.parent
+            if m:
+                self.tree[int(m.group(1))] = path[::-1]
 
     def set_clock(self, cp, probe_period_ms: int | None) -> None:
         self.resolution = cp.timer_resolution
@@ -790,6 +818,42 @@ def check_meta_docs(args, scan: TraceScan) -> list[str]:
     return errors
 
 
+def expected_place(doc: dict) -> list[str]:
+    """The tree levels below the node that rank-N.json's "topology" puts the rank under."""
+    cpus = (doc.get("topology") or {}).get("cpus") or []
+    packages = {c["package"] for c in cpus}
+    if len(packages) != 1 or min(packages) < 0:
+        return []
+    (package,) = packages
+    cores = {c["core"] for c in cpus}
+    if len(cores) != 1 or min(cores) < 0:
+        return [f"socket {package}"]
+    return [f"socket {package}", f"core {min(cores)}"]
+
+
+def check_system_tree(args, scan: TraceScan) -> list[str]:
+    errors = []
+    for r in range(scan.nranks):
+        path = scan.tree.get(r)
+        if path is None:
+            errors.append(f"rank {r}: no location group 'MPI Rank {r}'")
+            continue
+        classes = [c for c, _ in path]
+        if classes != list(TREE_DOMAINS)[: len(classes)] or len(classes) < 2:
+            errors.append(f"rank {r}: system tree path {path}, expected machine > node "
+                          "[> socket [> core]]")
+            continue
+        meta = args.trace_dir / "perfvar" / f"rank-{r}.json"
+        doc = json.loads(meta.read_text()) if meta.exists() else {}
+        if "host" in doc and doc["host"] != path[1][1]:
+            errors.append(f"rank {r}: under node {path[1][1]!r}, rank-{r}.json says host "
+                          f"{doc['host']!r}")
+        if "topology" in doc and [n for _, n in path[2:]] != expected_place(doc):
+            errors.append(f"rank {r}: under {[n for _, n in path]}, its topology says "
+                          f"{expected_place(doc)} below its node")
+    return errors
+
+
 def check_communication(args, scan: TraceScan) -> list[str]:
     errors = []
     if args.messages and not sum(scan.sends.values()):
@@ -802,7 +866,7 @@ def check_communication(args, scan: TraceScan) -> list[str]:
 
 AFTER_SCAN_CHECKS = (check_last_events, check_probe_schedule, check_open_regions, check_messages,
                      check_collectives, check_ranks, check_metrics, check_raw_records,
-                     check_communication, check_meta_docs)
+                     check_communication, check_meta_docs, check_system_tree)
 
 
 def report(args, scan: TraceScan, errors: list[str]) -> int:

@@ -5,7 +5,7 @@
  * the run and rank metadata (the JSON files under perfvar/) and the ground truth (synthetic.json).
  *
  *   perfvar-synth --out DIR --ranks N --segments S [--seed X] [--plan FILE] [--results FILE]
- *                 [--cores-per-node C] [--buffer-mb M] [--record-kb K]
+ *                 [--cores-per-node C] [--sockets-per-node S] [--buffer-mb M] [--record-kb K]
  *
  * The modelled program is a halo-exchange stencil. Each step of each rank makes four MPI calls:
  * MPI_Isend (to rank + 1), MPI_Irecv (from rank - 1), MPI_Waitall, MPI_Allreduce, so its compute
@@ -15,7 +15,8 @@
  * plus OS-noise interruptions that come at a rate per second of compute: short ones (10-60 us,
  * ~20/s) and scheduler slices (~4 ms, ~0.5/s). Time advances consistently over the job: a Waitall
  * returns no earlier than the left neighbour's Isend plus a latency, and every Allreduce returns
- * after the last rank entered it. Rank r runs on host r / C ("synth-nNNNN"), CPU r % C.
+ * after the last rank entered it. Rank r runs on host r / C ("synth-nNNNN"), CPU r % C, which is
+ * core cpu % (C/S) of socket cpu / (C/S) (S sockets a node: 2 by default when C is even, else 1).
  *
  * Anomalies come from the plan file (one per line, fields separated by blanks; '#' comments):
  *   slow RANK CLASS FACTOR               the rank's CLASS (0..3) segments take FACTOR x as long
@@ -171,7 +172,7 @@ typedef struct rank_state {
     uint64_t phase_start, phase_end;
 } rank_state;
 
-static int nranks, cores = 64;
+static int nranks, cores = 64, sockets = 2;
 static long steps;
 static rank_model *model;
 static rank_state *st;
@@ -319,6 +320,8 @@ static int write_defs(const char *dir, int r, uint64_t t_end)
     if (pv_rec_defs_open(dir, (uint32_t)r)) return -1;
     int bad = pv_rec_defs_line(PV_DEFS_RANK, r, nranks);
     bad |= pv_rec_defs_line(PV_DEFS_HOST, host);
+    int per_socket = cores / sockets;
+    bad |= pv_rec_defs_line(PV_DEFS_PLACE, cpu_of(r) / per_socket, cpu_of(r) % per_socket);
     bad |= pv_rec_defs_line(PV_DEFS_CLOCK, HZ);
     bad |= pv_rec_defs_line(PV_DEFS_SYNC, (unsigned long long)st[r].first, 0LL, 0.0);
     bad |= pv_rec_defs_line(PV_DEFS_REALTIME, (unsigned long long)REALTIME_NS,
@@ -478,8 +481,8 @@ static void result_line(const char *path, const char *fmt, ...)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: perfvar-synth --out DIR --ranks N --segments S [--seed X] [--plan FILE]\n"
-                "                     [--results FILE] [--cores-per-node C] [--buffer-mb M]\n"
-                "                     [--record-kb K]\n"
+                "                     [--results FILE] [--cores-per-node C] [--sockets-per-node S]\n"
+                "                     [--buffer-mb M] [--record-kb K]\n"
                 "Write a synthetic perfvar trace of N ranks with about S compute segments each\n"
                 "(records, then DIR/traces.otf2 through perfvar's own writer).\n");
 }
@@ -487,7 +490,7 @@ static void usage(FILE *to)
 /* The command line. */
 typedef struct options {
     const char *dir, *plan, *results;
-    int ranks, cores;
+    int ranks, cores, sockets; /* sockets 0: 2 when cores is even, else 1 */
     long segments;
     unsigned long long seed;
     unsigned buffer_mb, record_kb;
@@ -503,6 +506,7 @@ static int set_option(options *o, const char *a, const char *v)
     else if (!strcmp(a, "--plan")) o->plan = v;
     else if (!strcmp(a, "--results")) o->results = v;
     else if (!strcmp(a, "--cores-per-node")) o->cores = atoi(v);
+    else if (!strcmp(a, "--sockets-per-node")) o->sockets = atoi(v);
     else if (!strcmp(a, "--buffer-mb")) o->buffer_mb = (unsigned)atoi(v);
     else if (!strcmp(a, "--record-kb")) o->record_kb = (unsigned)atoi(v);
     else return -1;
@@ -513,7 +517,8 @@ static int set_option(options *o, const char *a, const char *v)
 static int options_valid(const options *o)
 {
     return o->dir && o->ranks >= 1 && o->segments / NCLS >= 2 && o->cores >= 1 &&
-           o->cores <= (int)PV_REC_CPU_MASK && o->buffer_mb && o->record_kb >= 64;
+           o->cores <= (int)PV_REC_CPU_MASK && o->sockets >= 1 && o->cores % o->sockets == 0 &&
+           o->buffer_mb && o->record_kb >= 64;
 }
 
 /* Read the command line into *o and the model's globals (nranks, cores, steps). Returns -1 to go
@@ -527,7 +532,8 @@ static int parse_args(int argc, char **argv, options *o)
         if (!v || set_option(o, a, v)) return usage(stderr), 2;
         i++;
     }
-    nranks = o->ranks, cores = o->cores, steps = o->segments / NCLS;
+    if (!o->sockets) o->sockets = o->cores % 2 ? 1 : 2;
+    nranks = o->ranks, cores = o->cores, sockets = o->sockets, steps = o->segments / NCLS;
     if (!options_valid(o)) return usage(stderr), 2;
     return -1;
 }

@@ -2,6 +2,7 @@
 """Synthetic perfvar traces at scale, for tests and benchmarks.
 
   tests/tools/synth.py OUT --ranks N --segments S [--seed X] [--slow-ranks K]
+                       [--cores-per-node C] [--sockets-per-node S]
                        [--no-slow-core] [--no-noisy-core] [--no-slow-phase]
 
 The records and the OTF2 archive are written by perfvar's own recorder and trace
@@ -407,11 +408,14 @@ def generate(
     plan: Optional[Plan] = None,
     cores_per_node: int = 64,
     program: Optional[str] = None,
+    sockets_per_node: int | None = None,
 ) -> dict:
     """Write a synthetic trace of ``ranks`` ranks with about ``segments`` compute
     segments each into ``out`` (which must not hold a trace); returns the ground truth
     (also written to out/synthetic.json). ``plan``: choose_plan(ranks, seed) by
-    default. Raises RuntimeError when perfvar-synth fails."""
+    default. ``sockets_per_node``: the sockets the cores of a node are split into (rank
+    r: CPU r % C, socket CPU // (C/S), core CPU % (C/S)); perfvar-synth's default (2
+    when C is even, else 1) when None. Raises RuntimeError when perfvar-synth fails."""
     out = Path(out)
     plan = plan if plan is not None else choose_plan(ranks, seed)
     with tempfile.TemporaryDirectory(prefix="perfvar-synth-") as tmp:
@@ -434,6 +438,8 @@ def generate(
             "--cores-per-node",
             str(cores_per_node),
         ]
+        if sockets_per_node is not None:
+            cmd += ["--sockets-per-node", str(sockets_per_node)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(
@@ -552,6 +558,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slow-ranks", type=int, default=2)
     ap.add_argument("--cores-per-node", type=int, default=64)
+    ap.add_argument("--sockets-per-node", type=int, default=None)
     ap.add_argument("--no-slow-core", action="store_true")
     ap.add_argument("--no-noisy-core", action="store_true")
     ap.add_argument("--no-slow-phase", action="store_true")
@@ -565,7 +572,15 @@ def main() -> int:
         phase_factor=None if a.no_slow_phase else 1.3,
     )
     t0 = time.monotonic()
-    truth = generate(a.out, a.ranks, a.segments, a.seed, plan, a.cores_per_node)
+    truth = generate(
+        a.out,
+        a.ranks,
+        a.segments,
+        a.seed,
+        plan,
+        a.cores_per_node,
+        sockets_per_node=a.sockets_per_node,
+    )
     g = truth["generation"]
     print(
         f"synth: {a.out}: {a.ranks} ranks x {truth['segments_per_rank']} segments in "

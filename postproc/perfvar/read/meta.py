@@ -12,7 +12,8 @@ counter (flush 0, in cycles) where the counter was readable, or why it was not.
 ``period_ms``, ``adds``, ``k_source``, ``count``, ``total_ns``, ``threads``), None when
 the run had probes off or the file predates them. ``RankMeta.neighbours`` is its
 ``neighbours`` object (what else ran on the rank's CPUs: src/metrics/neighbours.h),
-None where it was not recorded.
+None where it was not recorded. ``RankMeta.topology`` is its ``topology`` object (where
+the rank ran: socket, NUMA node and core, src/topology), None in files that predate it.
 
 Never raises for missing or malformed files: such ranks get an uncalibrated RankMeta
 whose ``problem`` says why, and the reason is added to ``RunMeta.notes``. Pure file
@@ -38,6 +39,8 @@ from perfvar._spec import RankJsonClock as KClock
 from perfvar._spec import RankJsonCycles as KCyc
 from perfvar._spec import RankJsonEvents as KEvents
 from perfvar._spec import RankJsonState as KState
+from perfvar._spec import RankJsonTopology as KTopo
+from perfvar._spec import RankJsonTopologyCpu as KTcpu
 from perfvar.read.cache_state import CacheState
 from perfvar.units import compact_ranges
 
@@ -91,6 +94,74 @@ class Calibration:
         return any(st.usable for st in self.states)
 
 
+@dataclass(frozen=True)
+class TopologyCpu:
+    """One CPU of a rank's affinity mask and where it sits: the OS's numbers
+    (physical_package_id, NUMA node N, core_id; -1 when not known)."""
+
+    cpu: int
+    package: int = -1
+    numa: int = -1
+    core: int = -1
+
+
+@dataclass
+class Topology:
+    """rank-N.json "topology": the socket (package), NUMA node and core of the CPU the
+    rank started on (-1 when not known), and of each CPU of its mask. ``source`` is
+    "hwloc", "sysfs" (built without hwloc, or hwloc failed: ``note`` says why) or
+    "none" (nothing known: ``note`` says why). Core ids are unique within their
+    package only."""
+
+    source: str = "none"
+    note: str = ""
+    package: int = -1
+    numa: int = -1
+    core: int = -1
+    cpus: list[TopologyCpu] = field(default_factory=list)
+
+    def place(self) -> tuple[Optional[int], Optional[int]]:
+        """(package, core) that all the mask's CPUs share, each None where they span
+        several or it is not known: the level the trace's system tree puts the rank
+        under (its core, else its socket, else its node)."""
+        packages = {c.package for c in self.cpus}
+        if len(packages) != 1 or min(packages) < 0:
+            return None, None
+        cores = {c.core for c in self.cpus}
+        core = min(cores) if len(cores) == 1 and min(cores) >= 0 else None
+        return min(packages), core
+
+
+def _int_or(value: Any, default: int = -1) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def parse_topology(raw: Any) -> Optional[Topology]:
+    """A rank-N.json "topology" object, None when absent or not an object; fields of
+    the wrong type read as not known, CPU entries without a CPU number are skipped."""
+    if not isinstance(raw, dict):
+        return None
+    cpus = [
+        TopologyCpu(
+            cpu=c[KTcpu.CPU],
+            package=_int_or(c.get(KTcpu.PACKAGE)),
+            numa=_int_or(c.get(KTcpu.NUMA)),
+            core=_int_or(c.get(KTcpu.CORE)),
+        )
+        for c in raw.get(KTopo.CPUS) or []
+        if isinstance(c, dict) and _int_or(c.get(KTcpu.CPU)) >= 0
+    ]
+    source, note = raw.get(KTopo.SOURCE), raw.get(KTopo.NOTE)
+    return Topology(
+        source=source if isinstance(source, str) else "none",
+        note=note if isinstance(note, str) else "",
+        package=_int_or(raw.get(KTopo.PACKAGE)),
+        numa=_int_or(raw.get(KTopo.NUMA)),
+        core=_int_or(raw.get(KTopo.CORE)),
+        cpus=sorted(cpus, key=lambda c: c.cpu),
+    )
+
+
 @dataclass
 class RankMeta:
     """Metadata of one rank; ``problem`` is set when its calibration is unusable."""
@@ -114,6 +185,9 @@ class RankMeta:
     # stop (span_ns, tick_ns, self_ns, cpus[] by the kernel's columns, tasks[] of other
     # processes); None when not recorded (no /proc, a rank that died, an older trace).
     neighbours: Optional[dict[str, Any]] = None
+    # rank-N.json "topology": where the rank ran (socket, NUMA node, core); None in a
+    # file that predates it.
+    topology: Optional[Topology] = None
 
     @property
     def calibrated(self) -> bool:
@@ -302,6 +376,7 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     meta.probe = probe if isinstance(probe, dict) else None
     neighbours = data.get(K.NEIGHBOURS)
     meta.neighbours = neighbours if isinstance(neighbours, dict) else None
+    meta.topology = parse_topology(data.get(K.TOPOLOGY))
     cal = data.get(K.CALIBRATION)
     if not isinstance(cal, dict):
         meta.problem = "no calibration section"
