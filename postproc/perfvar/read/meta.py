@@ -38,6 +38,7 @@ from perfvar._spec import RankJsonClock as KClock
 from perfvar._spec import RankJsonCycles as KCyc
 from perfvar._spec import RankJsonEvents as KEvents
 from perfvar._spec import RankJsonState as KState
+from perfvar._spec import RankJsonTopology as KTopo
 from perfvar.read.cache_state import CacheState
 from perfvar.units import compact_ranges
 
@@ -98,6 +99,8 @@ class RankMeta:
     rank: int
     host: Optional[str] = None
     cpus: list[int] = field(default_factory=list)
+    # The socket (package) of the CPU it started on, where rank-N.json says (topology).
+    package: Optional[int] = None
     calibration: Calibration = field(default_factory=Calibration)
     clock: dict[str, Any] = field(default_factory=dict)
     caps: dict[str, Any] = field(
@@ -291,6 +294,10 @@ def _parse_rank(rank: int, path: str, data: dict[str, Any]) -> RankMeta:
     cpus = data.get(K.CPUS)
     if isinstance(cpus, list):
         meta.cpus = sorted({int(c) for c in cpus if isinstance(c, int)})
+    topo = data.get(K.TOPOLOGY)
+    package = topo.get(KTopo.PACKAGE) if isinstance(topo, dict) else None
+    if isinstance(package, int) and not isinstance(package, bool) and package >= 0:
+        meta.package = package
     clock = data.get(K.CLOCK)
     meta.clock = clock if isinstance(clock, dict) else {}
     caps = data.get(K.CLOCK_CAPS)

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank, subject
-from perfvar.detect.finding import CPU
+from perfvar.detect.finding import CPU, GROUP
+from perfvar.detect.levels import where_level
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -172,8 +173,11 @@ def _ended_lines(result: dict[str, Any]) -> list[str]:
 
 
 def _by_rank(findings: list[dict[str, Any]]) -> list[str]:
-    """ "rank 1 (host h, cpu 3: what; what)" per rank of ``findings``, in rank order."""
-    parts = []
+    """ "node n07 (64 ranks 448-511: what)" per finding of a node or socket, then
+    "rank 1 (host h, cpu 3: what; what)" per rank of the others, in rank order."""
+    groups = [a for a in findings if subject(a["kind"]) == GROUP]
+    parts = [f"{where_level(a)[:-1]}: {_finding(a)})" for a in groups]
+    findings = [a for a in findings if subject(a["kind"]) != GROUP]
     for rank in sorted({a["rank"] for a in findings}):
         mine = [a for a in findings if a["rank"] == rank]
         host = mine[0]["host"] if mine[0]["host"] is not None else "?"
@@ -225,7 +229,13 @@ def verdict_line(result: dict[str, Any]) -> str:
     ended = _ended_clause(result)
     if found:
         parts = _by_rank(found)
-        noun = _plural(len(parts), "anomalous rank")
+        levels = Counter(
+            a["evidence"]["level"] for a in found if subject(a["kind"]) == GROUP
+        )
+        nouns = [_plural(n, f"anomalous {level}") for level, n in levels.items()]
+        if len(parts) > sum(levels.values()):
+            nouns.append(_plural(len(parts) - sum(levels.values()), "anomalous rank"))
+        noun = ", ".join(nouns)
         return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable}){ended}"
     if summ["n_segment_classes_judged"] == 0:
         reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
