@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank, subject
 from perfvar.detect.finding import CPU, GROUP
-from perfvar.detect.levels import where_level
+from perfvar.detect.levels import member_ranks, where_level
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -325,12 +325,49 @@ def listed_ranks(
     ranks = result["ranks"]
     if all_ranks or len(ranks) <= LISTED_RANKS:
         return ranks
-    named = {
-        a.get("rank") for a in result.get("anomalies", []) + result.get("minor", [])
-    }
-    return [r for r in ranks if r["verdict"] != "ok" or r["rank"] in named][
-        :LISTED_RANKS
-    ]
+    found = result.get("anomalies", []) + result.get("minor", [])
+    named = {a.get("rank") for a in found}
+    # A node's or socket's ranks are its finding's: the node is listed by its first.
+    under = {
+        r
+        for a in found
+        if subject(a["kind"]) == GROUP
+        for r in member_ranks(a["rank"], a["evidence"])
+    } - named
+    return [
+        r
+        for r in ranks
+        if (r["verdict"] != "ok" or r["rank"] in named) and r["rank"] not in under
+    ][:LISTED_RANKS]
+
+
+# Beyond LISTED_RANKS ranks on more than one node, a table by node: the nodes with a
+# rank not "ok" (the first LISTED_NODES), their ranks counted by verdict.
+LISTED_NODES = 16
+
+
+def _node_lines(result: dict[str, Any], all_ranks: bool) -> list[str]:
+    """The nodes table of a job of many ranks on many nodes (LISTED_NODES)."""
+    ranks = result["ranks"]
+    nodes: dict[str, list[dict[str, Any]]] = {}
+    for r in ranks:
+        nodes.setdefault(r["host"] if r["host"] is not None else "?", []).append(r)
+    if all_ranks or len(ranks) <= LISTED_RANKS or len(nodes) < 2:
+        return []
+    rows = []
+    for host, mine in nodes.items():
+        verdicts = Counter(r["verdict"] for r in mine)
+        if set(verdicts) != {"ok"}:
+            counts = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
+            rows.append([host, compact_ranges(r["rank"] for r in mine), counts])
+    out = ["Nodes"] + _table(["node", "ranks", "verdicts"], rows[:LISTED_NODES], {})
+    ok = len(nodes) - len(rows)
+    more = (
+        f"{len(rows) - LISTED_NODES} more nodes with findings and "
+        if len(rows) > LISTED_NODES
+        else ""
+    )
+    return out + [f"... and {more}{ok} nodes all ok", ""]
 
 
 def unlisted_ranks(
@@ -505,6 +542,7 @@ def render(
     ``all_ranks``: every rank, not only listed_ranks'."""
     out = _header_lines(result) + [""]
     out += _rank_lines(result, all_ranks) + [""]
+    out += _node_lines(result, all_ranks)
     out += _segment_lines(result, all_classes) + [""]
     out += _finding_lines(result) + [""]
     out += judged_share_lines(result)
