@@ -20,6 +20,7 @@ from perfvar import __version__, partition
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.machine_file import read_file
 from perfvar.detect import (
+    Place,
     code_kinds,
     describe,
     kinds_json,
@@ -31,6 +32,7 @@ from perfvar.detect import (
     verdict_kind,
 )
 from perfvar.detect.finding import PLACEMENT
+from perfvar.detect.levels import member_ranks
 from perfvar.detect.noisy_core import RankNoise, rank_noise
 from perfvar.parallel import engine
 from perfvar.progress import Progress
@@ -263,8 +265,9 @@ def _rank_table(
         statuses.setdefault(j.rank, Counter())[j.status] += 1
     kinds: dict[int, list[str]] = {}
     for a in anomalies:
-        if verdict_kind(a.kind) and a.kind not in kinds.setdefault(a.rank, []):
-            kinds[a.rank].append(a.kind)
+        for r in member_ranks(a.rank, a.evidence) if verdict_kind(a.kind) else []:
+            if a.kind not in kinds.setdefault(r, []):
+                kinds[r].append(a.kind)
     migrated = {a.rank for a in anomalies if subject(a.kind) == PLACEMENT}
     shared = time_slicing.sharing(anomalies)
     rows = []
@@ -469,8 +472,13 @@ def analyze(
     progress.step("detectors")
     anomalies, judgements = run_all(prep, params)
     progress.step("wait states and delay costs")
+    # A rank's socket: the one all the CPUs it may run on share (None: unbound).
+    places = {
+        r: Place(m.host, m.topology.place()[0] if m.topology else None)
+        for r, m in meta.ranks.items()
+    }
     ranked = rank_findings(
-        anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples
+        anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples, places
     )
     anomalies = ranked.anomalies  # the headline verdicts by cost, then information
     neighbours.attach(anomalies + ranked.minor, meta.ranks)
@@ -546,7 +554,15 @@ def _summary(
     )
 
     def named(*kinds: str) -> list[int]:
-        return sorted({a.rank for a in anomalies if a.kind in kinds})
+        """The ranks findings of ``kinds`` name (a node's or socket's: its members)."""
+        return sorted(
+            {
+                r
+                for a in anomalies
+                if a.kind in kinds
+                for r in member_ranks(a.rank, a.evidence)
+            }
+        )
 
     return {
         "n_ranks": len(trace.ranks),
@@ -565,7 +581,8 @@ def _summary(
         # Ranks that do more work than their peers: the code's, not named anomalous.
         "imbalance_ranks": named(*code_kinds()),
         "minor_ranks": sorted(
-            {a.rank for a in ranked.minor} - set(named(*naming_kinds()))
+            {r for a in ranked.minor for r in member_ranks(a.rank, a.evidence)}
+            - set(named(*naming_kinds()))
         ),
         "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
         "cost_known": ranked.cost_known,

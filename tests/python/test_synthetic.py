@@ -3,7 +3,8 @@ writer (tests/tools/synth.py driving perfvar-synth), accepted by otf2-print, its
 calibration confirmed by the paper's statistics, and `perfvar analyze` naming exactly
 the injected anomalies (two slow segment classes, a slow core, a noisy core, a slow
 phase), scored by the rules tools/validate.py uses for real runs
-(tests/tools/verdicts.py).
+(tests/tools/verdicts.py); and a trace of ten nodes of two sockets whose slow node,
+slow socket, noisy node and node-wide phase are each named once at their level.
 
 Needs the build's perfvar-synth ($PERFVAR_SYNTH, or bin/ beside $PERFVAR_LIB, or
 build/bin); skipped without it. PV_SYNTH_RANKS / PV_SYNTH_SEGMENTS change the size
@@ -128,3 +129,51 @@ def test_analysis_names_exactly_the_injected(trace):
     assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
     costs = [a["cost_ns"] for a in analysis["anomalies"] if a.get("cost_ns")]
     assert costs == sorted(costs, reverse=True)
+
+
+LEVEL_RANKS = 640  # ten nodes of 64 ranks, two sockets each
+
+
+@pytest.fixture(scope="module")
+def level_trace(tmp_path_factory):
+    out = tmp_path_factory.mktemp("levels") / "trace"
+    place = synth.Placement(LEVEL_RANKS, 64, 2)
+    truth = synth.generate(
+        out, LEVEL_RANKS, SEGMENTS, 3, synth.choose_levels(place, 3), 64, sockets=2
+    )
+    return out, truth
+
+
+def test_rank_metadata_places_each_rank(level_trace):
+    out, truth = level_trace
+    assert truth["nodes"] == 10 and truth["sockets_per_node"] == 2
+    meta = json.loads((out / "perfvar" / "rank-100.json").read_text())
+    assert meta["host"] == "synth-n0001" and meta["cpus"] == [36]
+    topo = meta["topology"]
+    assert (topo["package"], topo["core"]) == (1, 4)
+    assert topo["cpus"] == [{"cpu": 36, "package": 1, "numa": 1, "core": 4}]
+
+
+def test_each_level_is_named_once_at_its_level(level_trace):
+    """A slow node, a slow socket (+5 % each), a noisy node, a node-wide slow phase and
+    a slow core on a node of its own: each named once, by its node, socket or rank,
+    and no rank under a level named on its own."""
+    out, truth = level_trace
+    from perfvar.analysis import analyze
+
+    result = analyze(str(out), symbolize_sites=False)
+    injected = synth.injected(truth)
+    assert sorted(i.kind for i in injected) == sorted(
+        ["slow_node", "slow_socket", "noisy_node", "node_transient", "slow_core"]
+    )
+    s = score(injected, result, with_minor=True)
+    missed = [injected[i] for i in range(len(injected)) if i not in s.hits]
+    assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
+    found = result["anomalies"] + result["minor"]
+    for lv in truth["levels"]:
+        mine = [a for a in found if a["kind"] == lv["kind"]]
+        assert len(mine) == 1 and mine[0]["evidence"]["ranks"] == lv["ranks"]
+    # The noisy node costs the job most: it is the headline, named by its node.
+    verdict = [a for a in result["anomalies"] if a["kind"] == "noisy_node"]
+    noisy = next(lv for lv in truth["levels"] if lv["kind"] == "noisy_node")
+    assert verdict and verdict[0]["host"] == noisy["node"]

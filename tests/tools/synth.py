@@ -62,6 +62,8 @@ from verdicts import Injected  # noqa: E402
 from perfvar._spec import CalibrationJson as Cal  # noqa: E402
 from perfvar._spec import CalibrationJsonDistribution as CalDist  # noqa: E402
 from perfvar._spec import CalibrationJsonState as CalState  # noqa: E402
+from perfvar._spec import RankJsonTopology as Topo  # noqa: E402
+from perfvar._spec import RankJsonTopologyCpu as TopoCpu  # noqa: E402
 from perfvar._spec import RunJson  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +85,100 @@ class Plan:
     noisy: Optional[tuple[int, float, float]] = None  # rank, per second, ns each
     phase: Optional[tuple[int, int, float, float, float]] = (
         None  # rank, class, x, from, to
+    )
+    # The machine's levels (Placement): a node or socket slower by x on every class, a
+    # node whose every rank is noisy, a node-wide transient of one class.
+    slow_node: Optional[tuple[int, float]] = None  # node, x
+    slow_socket: Optional[tuple[int, int, float]] = None  # node, socket, x
+    noisy_node: Optional[tuple[int, float, float]] = None  # node, per second, ns each
+    node_phase: Optional[tuple[int, int, float, float, float]] = (
+        None  # node, class, x, from, to
+    )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where rank r runs: node r // cores_per_node (host "synth-nNNNN"), CPU
+    r % cores_per_node, socket (package and NUMA node) cpu // (cores_per_node //
+    sockets), core cpu % (cores_per_node // sockets) within its socket."""
+
+    ranks: int
+    cores_per_node: int = 64
+    sockets: int = 2
+
+    def __post_init__(self) -> None:
+        if self.sockets < 1 or self.cores_per_node % self.sockets:
+            raise ValueError(
+                f"{self.cores_per_node} cores per node in {self.sockets} sockets"
+            )
+
+    @property
+    def nodes(self) -> int:
+        return -(-self.ranks // self.cores_per_node)
+
+    def host(self, r: int) -> str:
+        return f"synth-n{r // self.cores_per_node:04d}"
+
+    def cpu(self, r: int) -> int:
+        return r % self.cores_per_node
+
+    def socket(self, r: int) -> int:
+        return self.cpu(r) // (self.cores_per_node // self.sockets)
+
+    def core(self, r: int) -> int:
+        return self.cpu(r) % (self.cores_per_node // self.sockets)
+
+    def node_ranks(self, node: int) -> list[int]:
+        lo = node * self.cores_per_node
+        return list(range(lo, min(lo + self.cores_per_node, self.ranks)))
+
+    def socket_ranks(self, node: int, socket: int) -> list[int]:
+        return [r for r in self.node_ranks(node) if self.socket(r) == socket]
+
+    def topology(self, r: int) -> dict:
+        """rank-N.json's "topology", as hwloc would give it."""
+        where = {
+            Topo.PACKAGE: self.socket(r),
+            Topo.NUMA: self.socket(r),
+            Topo.CORE: self.core(r),
+        }
+        return {
+            Topo.SOURCE: "hwloc",
+            Topo.NOTE: "",
+            **where,
+            Topo.CPUS: [{TopoCpu.CPU: self.cpu(r), **where}],
+        }
+
+
+def default_sockets(cores_per_node: int) -> int:
+    """Two sockets a node where the cores split evenly, else one."""
+    return 2 if cores_per_node % 2 == 0 else 1
+
+
+def choose_levels(
+    place: Placement,
+    seed: int = 1,
+    node_factor: float = 1.05,
+    socket_factor: float = 1.05,
+    core_factor: float = 1.1,
+    noisy_rate: float = 250.0,
+    noisy_ns: float = 4e6,
+    phase_factor: float = 1.3,
+    phase_window: tuple[float, float] = (0.4, 0.7),
+) -> Plan:
+    """A plan of the machine's levels on distinct nodes drawn with ``seed``: a slow
+    node, a slow socket, a noisy node, a node-wide slow phase of compute and a slow
+    core (one rank) on a node of its own. Needs five nodes of two sockets."""
+    if place.nodes < 5 or place.sockets < 2 or place.ranks % place.cores_per_node:
+        raise ValueError("the levels need five whole nodes of two sockets or more")
+    rng = random.Random(seed)
+    slow, sock, noisy, phase, core = rng.sample(range(place.nodes), 5)
+    return Plan(
+        core=(rng.choice(place.node_ranks(core)), core_factor),
+        slow_node=(slow, node_factor),
+        slow_socket=(sock, rng.randrange(place.sockets), socket_factor),
+        noisy_node=(noisy, noisy_rate, noisy_ns),
+        node_phase=(phase, 2, phase_factor, *phase_window),
     )
 
 
@@ -134,15 +230,42 @@ def synth_program() -> str:
     return str(ROOT / "build" / "bin" / "perfvar-synth")
 
 
-def _plan_text(plan: Plan) -> str:
+def _plan_text(plan: Plan, place: Placement) -> str:
+    """perfvar-synth's plan: one line per rank an anomaly touches (a level's anomaly on
+    each of its ranks; factors on one rank multiply)."""
     lines = [f"slow {r} {c} {x}" for r, c, x in plan.slow]
-    if plan.core:
-        lines.append(f"core {plan.core[0]} {plan.core[1]}")
-    if plan.noisy:
-        lines.append("noisy {} {} {}".format(*plan.noisy))
-    if plan.phase:
-        lines.append("phase {} {} {} {} {}".format(*plan.phase))
+    cores = [plan.core] if plan.core else []
+    if plan.slow_node:
+        node, x = plan.slow_node
+        cores += [(r, x) for r in place.node_ranks(node)]
+    if plan.slow_socket:
+        node, socket, x = plan.slow_socket
+        cores += [(r, x) for r in place.socket_ranks(node, socket)]
+    lines += [f"core {r} {x}" for r, x in cores]
+    noisy = [plan.noisy] if plan.noisy else []
+    if plan.noisy_node:
+        node, *how = plan.noisy_node
+        noisy += [(r, *how) for r in place.node_ranks(node)]
+    lines += ["noisy {} {} {}".format(*n) for n in noisy]
+    phases = [plan.phase] if plan.phase else []
+    if plan.node_phase:
+        node, *how = plan.node_phase
+        phases += [(r, *how) for r in place.node_ranks(node)]
+    lines += ["phase {} {} {} {} {}".format(*p) for p in phases]
     return "\n".join(lines) + "\n"
+
+
+def _core_factors(plan: Plan, place: Placement) -> dict[int, float]:
+    """rank -> the factor its core runs the calibration's ADD chain slower by: a slower
+    core (or node, or socket) is slower on any work."""
+    out: dict[int, float] = {}
+    for line in _plan_text(plan, place).split("\n"):
+        if not line:
+            continue
+        kind, r, *fields = line.split()
+        if kind == "core":
+            out[int(r)] = out.get(int(r), 1.0) * float(fields[0])
+    return out
 
 
 def _results(path: str) -> dict[str, Any]:
@@ -252,7 +375,7 @@ def _state(
 
 
 def _rank_meta(
-    rank: int, ranks: int, kv: dict, cal: dict, steps: int, hz: float
+    rank: int, place: Placement, kv: dict, cal: dict, steps: int, hz: float
 ) -> dict:
     """rank-N.json as the runtime writes it at MPI_Finalize (docs/trace-format.md)."""
     first = [
@@ -267,6 +390,8 @@ def _rank_meta(
     )
     ns_per_add = round(t_min / T_MIN_ADDS, 5)
     cpu = int(kv["cpu"])
+    if cpu != place.cpu(rank) or kv["host"] != place.host(rank):
+        raise RuntimeError(f"perfvar-synth placed rank {rank} elsewhere: {kv}")
     calls, segments, events = int(kv["calls"]), int(kv["segments"]), int(kv["events"])
     no_pmu = (
         "no hardware cycles event (perf_event_open: No such file or directory: no PMU, "
@@ -276,10 +401,11 @@ def _rank_meta(
     states += [_state(label, flush, "skipped", 0, 0, 0) for label, flush in FLUSHED]
     return {
         "rank": rank,
-        "nranks": ranks,
+        "nranks": place.ranks,
         "host": kv["host"],
         "pid": 100000 + rank,
         "cpus": [cpu],
+        "topology": place.topology(rank),
         "clock": {
             "name": "tsc",
             "hz": hz,
@@ -393,7 +519,88 @@ def injected(truth: dict) -> list[Injected]:
             (a["start_ns"], a["end_ns"]) if a["kind"] == "slow_phase" else None,
         )
         for a in truth["anomalies"]
+    ] + [
+        Injected(
+            lv["kind"],
+            min(lv["ranks"]),
+            None,
+            (lv["start_ns"], lv["end_ns"]) if "start_ns" in lv else None,
+        )
+        for lv in truth.get("levels", [])
     ]
+
+
+def _levels(
+    plan: Plan,
+    place: Placement,
+    phases: list[dict],
+    key: dict[int, str],
+    origin: int,
+    hz: float,
+) -> list[dict]:
+    """The ground truth of the machine's levels: each anomaly with its node (and
+    socket) and the ranks under it; a node-wide phase with its window, from the first
+    of its ranks' slowed segments to the last one's end (ns since the trace's first
+    timestamp)."""
+    out: list[dict] = []
+    if plan.slow_node:
+        node, x = plan.slow_node
+        ranks = place.node_ranks(node)
+        out.append(
+            {
+                "kind": "slow_node",
+                "level": "node",
+                "node": place.host(ranks[0]),
+                "ranks": ranks,
+                "factor": x,
+            }
+        )
+    if plan.slow_socket:
+        node, socket, x = plan.slow_socket
+        ranks = place.socket_ranks(node, socket)
+        out.append(
+            {
+                "kind": "slow_socket",
+                "level": "socket",
+                "node": place.host(ranks[0]),
+                "socket": socket,
+                "ranks": ranks,
+                "factor": x,
+            }
+        )
+    if plan.noisy_node:
+        node, rate, ns = plan.noisy_node
+        ranks = place.node_ranks(node)
+        out.append(
+            {
+                "kind": "noisy_node",
+                "level": "node",
+                "node": place.host(ranks[0]),
+                "ranks": ranks,
+                "rate_per_s": rate,
+                "interruption_ns": ns,
+            }
+        )
+    if plan.node_phase:
+        node, c, x, *_ = plan.node_phase
+        ranks = place.node_ranks(node)
+        mine = [ph for ph in phases if int(ph["rank"]) in set(ranks)]
+        out.append(
+            {
+                "kind": "node_transient",
+                "level": "node",
+                "node": place.host(ranks[0]),
+                "ranks": ranks,
+                "class": CLASSES[c],
+                "segment": key[c],
+                "factor": x,
+                "start_ns": (min(int(p["start_ticks"]) for p in mine) - origin)
+                * 1e9
+                / hz,
+                "end_ns": (max(int(p["end_ticks"]) for p in mine) - origin) * 1e9 / hz,
+            }
+        )
+    return out
 
 
 def _dir_bytes(path: Path) -> int:
@@ -408,19 +615,19 @@ def generate(
     plan: Optional[Plan] = None,
     cores_per_node: int = 64,
     program: Optional[str] = None,
-    sockets_per_node: int | None = None,
+    sockets: Optional[int] = None,
 ) -> dict:
     """Write a synthetic trace of ``ranks`` ranks with about ``segments`` compute
     segments each into ``out`` (which must not hold a trace); returns the ground truth
     (also written to out/synthetic.json). ``plan``: choose_plan(ranks, seed) by
-    default. ``sockets_per_node``: the sockets the cores of a node are split into (rank
-    r: CPU r % C, socket CPU // (C/S), core CPU % (C/S)); perfvar-synth's default (2
-    when C is even, else 1) when None. Raises RuntimeError when perfvar-synth fails."""
+    default; ``sockets`` per node: default_sockets(cores_per_node) by default. Raises
+    RuntimeError when perfvar-synth fails."""
     out = Path(out)
+    place = Placement(ranks, cores_per_node, sockets or default_sockets(cores_per_node))
     plan = plan if plan is not None else choose_plan(ranks, seed)
     with tempfile.TemporaryDirectory(prefix="perfvar-synth-") as tmp:
         plan_file, results = os.path.join(tmp, "plan"), os.path.join(tmp, "results")
-        Path(plan_file).write_text(_plan_text(plan))
+        Path(plan_file).write_text(_plan_text(plan, place))
         cmd = [
             program or synth_program(),
             "--out",
@@ -438,8 +645,7 @@ def generate(
             "--cores-per-node",
             str(cores_per_node),
         ]
-        if sockets_per_node is not None:
-            cmd += ["--sockets-per-node", str(sockets_per_node)]
+        cmd += ["--sockets-per-node", str(place.sockets)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(
@@ -470,13 +676,13 @@ def generate(
         )
         + "\n"
     )
-    core_rank = plan.core[0] if plan.core else -1
+    factors = _core_factors(plan, place)
     for r in range(ranks):
         # A slow core runs the calibration's ADD chain slower too: it is the core.
-        rate = NS_PER_ADD * (plan.core[1] if r == core_rank else 1.0)
+        rate = NS_PER_ADD * factors.get(r, 1.0)
         cal = _calibration(r, rate, np.random.default_rng([seed, r]))
         (meta / f"calibration-rank-{r}.json").write_text(json.dumps(cal) + "\n")
-        doc = _rank_meta(r, ranks, res["rank"][r], cal, steps, hz)
+        doc = _rank_meta(r, place, res["rank"][r], cal, steps, hz)
         (meta / f"rank-{r}.json").write_text(json.dumps(doc, indent=1) + "\n")
 
     classes = [
@@ -514,8 +720,11 @@ def generate(
                 "interruption_ns": plan.noisy[2],
             }
         )
+    node_phase = set(place.node_ranks(plan.node_phase[0])) if plan.node_phase else set()
     for ph in res["phase"]:
         r, c = int(ph["rank"]), int(ph["class"])
+        if r in node_phase:
+            continue
         anomalies.append(
             {
                 "kind": "slow_phase",
@@ -537,6 +746,10 @@ def generate(
         "origin_ticks": origin,
         "classes": classes,
         "anomalies": anomalies,
+        "nodes": place.nodes,
+        "cores_per_node": place.cores_per_node,
+        "sockets_per_node": place.sockets,
+        "levels": _levels(plan, place, res["phase"], key, origin, hz),
         "generation": {
             "generate_s": float(run["generate_s"]),
             "convert_s": float(run["convert_s"]),
@@ -562,24 +775,29 @@ def main() -> int:
     ap.add_argument("--no-slow-core", action="store_true")
     ap.add_argument("--no-noisy-core", action="store_true")
     ap.add_argument("--no-slow-phase", action="store_true")
-    a = ap.parse_args()
-    plan = choose_plan(
-        a.ranks,
-        a.seed,
-        a.slow_ranks,
-        slow_core=None if a.no_slow_core else 1.1,
-        noisy_rate=None if a.no_noisy_core else 250.0,
-        phase_factor=None if a.no_slow_phase else 1.3,
+    ap.add_argument("--sockets-per-node", type=int, default=None)
+    ap.add_argument(
+        "--levels",
+        action="store_true",
+        help="inject the machine's levels instead: a slow node, a slow socket, a "
+        "noisy node, a node-wide slow phase and a slow core (five whole nodes)",
     )
+    a = ap.parse_args()
+    sockets = a.sockets_per_node or default_sockets(a.cores_per_node)
+    if a.levels:
+        plan = choose_levels(Placement(a.ranks, a.cores_per_node, sockets), a.seed)
+    else:
+        plan = choose_plan(
+            a.ranks,
+            a.seed,
+            a.slow_ranks,
+            slow_core=None if a.no_slow_core else 1.1,
+            noisy_rate=None if a.no_noisy_core else 250.0,
+            phase_factor=None if a.no_slow_phase else 1.3,
+        )
     t0 = time.monotonic()
     truth = generate(
-        a.out,
-        a.ranks,
-        a.segments,
-        a.seed,
-        plan,
-        a.cores_per_node,
-        sockets_per_node=a.sockets_per_node,
+        a.out, a.ranks, a.segments, a.seed, plan, a.cores_per_node, sockets=sockets
     )
     g = truth["generation"]
     print(
@@ -594,6 +812,9 @@ def main() -> int:
             f"  injected {an['kind']} rank {an['rank']}"
             + (f" class {an['class']}" if "class" in an else "")
         )
+    for lv in truth["levels"]:
+        where = lv["node"] + (f" socket {lv['socket']}" if "socket" in lv else "")
+        print(f"  injected {lv['kind']} {where} ({len(lv['ranks'])} ranks)")
     return 0
 
 

@@ -26,6 +26,11 @@ its peers by at least half of the finding's shift (``own_timer``, OwnTimer) is a
 in ``own_timer``: the rank really computed slower, by a clock perfvar does not read;
 ``timer_confirmed`` says that every wrong name is one of these.
 
+The machine's levels: an injected slow node, slow socket, noisy node or node-wide
+transient is ``Injected(kind, r)`` with r the lowest rank of its node or socket, as the
+verdict names it (its finding's rank; a node transient also by its window). A level
+named at a wrong level, or its ranks named on their own, are wrong names.
+
 The core or the code: injected work (more work on a rank) is expected as a
 load_imbalance of that rank and class (``Injected("load_imbalance", r, key)``; with no
 key, in any class); a load imbalance that hits nothing injected is the code's finding,
@@ -54,6 +59,7 @@ from perfvar.detect import (
     is_transient,
     is_verdict,
     load_imbalance,
+    node_transient,
     noisy_core,
     slow_core,
     slow_phase,
@@ -81,7 +87,9 @@ class Injected:
     window_ns: Optional[tuple[float, float]] = None  # slow_phase: ns since trace start
 
 
-def slower_by_own_timer(line: str, stdout: str, nranks: int) -> Optional[dict[int, float]]:
+def slower_by_own_timer(
+    line: str, stdout: str, nranks: int
+) -> Optional[dict[int, float]]:
     """rank -> its own time over the median of the other ranks' minus 1 (0.10: 10 %
     slower), from a program's output lines matching ``line`` (groups: rank, time in any
     one unit, and more such pairs where one line gives several ranks, as CoMD's slowest
@@ -134,10 +142,14 @@ class Score:
     info: list[str] = field(default_factory=list)  # informational kinds, in words
     transients: list[str] = field(default_factory=list)  # transients that hit nothing
     code: list[str] = field(default_factory=list)  # load imbalance that hit nothing
-    untold: list[str] = field(default_factory=list)  # injected work, core or code untold
+    untold: list[str] = field(
+        default_factory=list
+    )  # injected work, core or code untold
     slower_cpu: list[str] = field(default_factory=list)  # wrong names on a slower CPU
     busier_cpu: list[str] = field(default_factory=list)  # wrong names on a busier CPU
-    own_timer: list[str] = field(default_factory=list)  # wrong names the program's timer saw
+    own_timer: list[str] = field(
+        default_factory=list
+    )  # wrong names the program's timer saw
     # ranks a wrong name named that nothing was injected into ("nobody else")
     other_ranks: set[int] = field(default_factory=set)
 
@@ -236,7 +248,11 @@ def _score_transient(
     hit = _phase_hit(injected, an)
     if hit is None:
         hit = next(
-            (i for i, x in enumerate(injected) if x.kind == SLOWER and x.rank == an["rank"]),
+            (
+                i
+                for i, x in enumerate(injected)
+                if x.kind == SLOWER and x.rank == an["rank"]
+            ),
             None,
         )
     if hit is None:
@@ -258,7 +274,8 @@ def _score_named(
     """A verdict naming a rank: hits the injected it matches, else is a wrong name
     (also listed in slower_cpu when it is a slower core on a CPU measured slower, in
     busier_cpu when it is a noisy core on a CPU other tasks took more of: ``cpu_ranks``
-    holds those two sets of ranks; in own_timer when the program's timer confirms it)."""
+    holds those two sets of ranks; in own_timer when the program's timer confirms it).
+    """
     slower_cpu_ranks, busier_cpu_ranks = cpu_ranks
     out.named.append(text)
     same = _hit(injected, an, key_of)
@@ -294,7 +311,8 @@ def _untold_work(
         return False
     as_work = dict(an, kind=load_imbalance.KIND)
     return any(
-        inj.kind == load_imbalance.KIND and _names(as_work, inj, key_of) for inj in injected
+        inj.kind == load_imbalance.KIND and _names(as_work, inj, key_of)
+        for inj in injected
     )
 
 
@@ -328,7 +346,8 @@ def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[
     windows overlapping by half of each), or None."""
     for i, inj in enumerate(injected):
         if (
-            inj.kind == slow_phase.KIND
+            inj.kind in (slow_phase.KIND, node_transient.KIND)
+            and inj.kind == an["kind"]
             and inj.rank == an["rank"]
             and inj.window_ns is not None
             and overlap_ok(inj.window_ns, (an["start_ns"], an["end_ns"]))

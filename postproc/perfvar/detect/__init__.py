@@ -11,6 +11,7 @@ calibration, statistics, model). Thread-safe: the table is immutable after impor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -18,13 +19,18 @@ import numpy as np
 from perfvar.detect import (
     load_imbalance,
     migration,
+    node_transient,
     noisy_core,
+    noisy_node,
     shared_cpu,
     slow_core,
+    slow_node,
     slow_phase,
     slow_segment,
+    slow_socket,
 )
 from perfvar.detect.finding import MACHINE, AnomalyJson, FindingKind
+from perfvar.detect.levels import Place
 from perfvar.detect.words import where
 from perfvar.stats.blocks import MIN_BLOCKS, class_blocks
 from perfvar.stats.model import (
@@ -36,6 +42,10 @@ from perfvar.stats.model import (
 )
 
 _MODULES = (
+    slow_node,
+    slow_socket,
+    noisy_node,
+    node_transient,
     slow_segment,
     slow_core,
     noisy_core,
@@ -44,6 +54,9 @@ _MODULES = (
     migration,
     shared_cpu,
 )
+# The machine's levels, largest first: a node's ranks folded into the node before its
+# sockets are looked at.
+_LEVELS = (slow_node, slow_socket, noisy_node, node_transient)
 KINDS: dict[str, FindingKind] = {m.FINDING.name: m.FINDING for m in _MODULES}
 
 
@@ -184,6 +197,18 @@ def run_all(
     told = load_imbalance.detect(steady, params, found, whole=prep).anomalies
     found = told + noisy.anomalies + load_imbalance.in_phases(prep, phases.anomalies)
     return found + informative, slow.judgements
+
+
+def fold_levels(found: list[Anomaly], places: Mapping[int, Place]) -> list[Anomaly]:
+    """The findings with those of the ranks of a node or socket found alike folded
+    into one finding of that node or socket (perfvar.detect.levels), level findings
+    first. ``places``: rank -> where it ran. Run once the findings are costed: a
+    level's cost is the sum of its members'."""
+    named: list[Anomaly] = []
+    for m in _LEVELS:
+        result, found = m.detect(found, places)
+        named += result.anomalies
+    return named + found
 
 
 def _judge_whole_run(

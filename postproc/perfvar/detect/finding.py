@@ -6,7 +6,8 @@ FindingKind: whether the kind is a finding of a rank (drawn, marked, costed) or
 information, whether it came and went (a transient, which names no anomalous core),
 whose it is (the machine's: a core, a CPU; or the code's: more work on a rank), what
 it is about (its subject: one segment class of a rank, a rank's core, a window of the
-run, its CPU's interruptions, a CPU shared, the rank's placement), the key of the
+run, its CPU's interruptions, a CPU shared, the rank's placement, a node or socket
+of ranks), the key of the
 summary that lists its ranks, its short word, how one of
 its anomalies is put in a sentence and in a phrase, which evidence key gives its
 relative size, and in which segment classes it shows. perfvar.detect registers them
@@ -35,7 +36,10 @@ WINDOW = "window"  # a stretch of the run (start_ns..end_ns): a shift that came 
 NOISE = "noise"  # its CPU's interruptions: time lost in the segments they hit
 CPU = "cpu"  # its CPU, shared with other ranks
 PLACEMENT = "placement"  # where the rank ran (CPUs it moved between)
-SUBJECTS = (CLASS, CORE, WINDOW, NOISE, CPU, PLACEMENT)
+# A node or socket: the findings of its ranks folded into one (perfvar.detect.levels),
+# costed as the sum of theirs.
+GROUP = "group"
+SUBJECTS = (CLASS, CORE, WINDOW, NOISE, CPU, PLACEMENT, GROUP)
 
 
 def everywhere(anomaly: AnomalyJson, segment: str) -> bool:

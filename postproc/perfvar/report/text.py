@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank, subject
-from perfvar.detect.finding import CPU
+from perfvar.detect.finding import CPU, GROUP
+from perfvar.detect.levels import member_ranks, where_level
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -172,8 +173,11 @@ def _ended_lines(result: dict[str, Any]) -> list[str]:
 
 
 def _by_rank(findings: list[dict[str, Any]]) -> list[str]:
-    """ "rank 1 (host h, cpu 3: what; what)" per rank of ``findings``, in rank order."""
-    parts = []
+    """ "node n07 (64 ranks 448-511: what)" per finding of a node or socket, then
+    "rank 1 (host h, cpu 3: what; what)" per rank of the others, in rank order."""
+    groups = [a for a in findings if subject(a["kind"]) == GROUP]
+    parts = [f"{where_level(a)[:-1]}: {_finding(a)})" for a in groups]
+    findings = [a for a in findings if subject(a["kind"]) != GROUP]
     for rank in sorted({a["rank"] for a in findings}):
         mine = [a for a in findings if a["rank"] == rank]
         host = mine[0]["host"] if mine[0]["host"] is not None else "?"
@@ -225,7 +229,13 @@ def verdict_line(result: dict[str, Any]) -> str:
     ended = _ended_clause(result)
     if found:
         parts = _by_rank(found)
-        noun = _plural(len(parts), "anomalous rank")
+        levels = Counter(
+            a["evidence"]["level"] for a in found if subject(a["kind"]) == GROUP
+        )
+        nouns = [_plural(n, f"anomalous {level}") for level, n in levels.items()]
+        if len(parts) > sum(levels.values()):
+            nouns.append(_plural(len(parts) - sum(levels.values()), "anomalous rank"))
+        noun = ", ".join(nouns)
         return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable}){ended}"
     if summ["n_segment_classes_judged"] == 0:
         reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
@@ -315,12 +325,49 @@ def listed_ranks(
     ranks = result["ranks"]
     if all_ranks or len(ranks) <= LISTED_RANKS:
         return ranks
-    named = {
-        a.get("rank") for a in result.get("anomalies", []) + result.get("minor", [])
-    }
-    return [r for r in ranks if r["verdict"] != "ok" or r["rank"] in named][
-        :LISTED_RANKS
-    ]
+    found = result.get("anomalies", []) + result.get("minor", [])
+    named = {a.get("rank") for a in found}
+    # A node's or socket's ranks are its finding's: the node is listed by its first.
+    under = {
+        r
+        for a in found
+        if subject(a["kind"]) == GROUP
+        for r in member_ranks(a["rank"], a["evidence"])
+    } - named
+    return [
+        r
+        for r in ranks
+        if (r["verdict"] != "ok" or r["rank"] in named) and r["rank"] not in under
+    ][:LISTED_RANKS]
+
+
+# Beyond LISTED_RANKS ranks on more than one node, a table by node: the nodes with a
+# rank not "ok" (the first LISTED_NODES), their ranks counted by verdict.
+LISTED_NODES = 16
+
+
+def _node_lines(result: dict[str, Any], all_ranks: bool) -> list[str]:
+    """The nodes table of a job of many ranks on many nodes (LISTED_NODES)."""
+    ranks = result["ranks"]
+    nodes: dict[str, list[dict[str, Any]]] = {}
+    for r in ranks:
+        nodes.setdefault(r["host"] if r["host"] is not None else "?", []).append(r)
+    if all_ranks or len(ranks) <= LISTED_RANKS or len(nodes) < 2:
+        return []
+    rows = []
+    for host, mine in nodes.items():
+        verdicts = Counter(r["verdict"] for r in mine)
+        if set(verdicts) != {"ok"}:
+            counts = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
+            rows.append([host, compact_ranges(r["rank"] for r in mine), counts])
+    out = ["Nodes"] + _table(["node", "ranks", "verdicts"], rows[:LISTED_NODES], {})
+    ok = len(nodes) - len(rows)
+    more = (
+        f"{len(rows) - LISTED_NODES} more nodes with findings and "
+        if len(rows) > LISTED_NODES
+        else ""
+    )
+    return out + [f"... and {more}{ok} nodes all ok", ""]
 
 
 def unlisted_ranks(
@@ -495,6 +542,7 @@ def render(
     ``all_ranks``: every rank, not only listed_ranks'."""
     out = _header_lines(result) + [""]
     out += _rank_lines(result, all_ranks) + [""]
+    out += _node_lines(result, all_ranks)
     out += _segment_lines(result, all_classes) + [""]
     out += _finding_lines(result) + [""]
     out += judged_share_lines(result)

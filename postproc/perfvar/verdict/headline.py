@@ -21,7 +21,11 @@ After the detectors (perfvar.detect.run_all), on the trace's call timeline:
    (the same test on their durations). A consequence is reported under its cause
    ("rank 0's S3 +55 % after waiting 4.4 ms for rank 1 in MPI_Allreduce"), not as
    a verdict;
-3. the verdict: findings whose cost_share is at least ``min_cost`` are the
+3. the machine's levels (perfvar.detect.fold_levels): where the ranks of a node or
+   socket were found alike, their findings fold into one of that node or socket,
+   its cost the sum of theirs (a node of 64 ranks each below the threshold can be
+   the headline);
+4. the verdict: findings whose cost_share is at least ``min_cost`` are the
    headline, ranked by cost; the others are *minor* (listed apart, naming no
    rank). Where the cost cannot be measured (one rank, no synchronised timeline)
    every finding stays in the headline, as the detectors named it.
@@ -31,12 +35,13 @@ Pure functions; thread-safe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect import class_kind, verdict_kind
+from perfvar.detect import Place, class_kind, fold_levels, verdict_kind
 from perfvar.read.samples import TraceSamples
 from perfvar.stats.compare import mann_whitney_greater
 from perfvar.stats.model import Anomaly
@@ -188,10 +193,12 @@ def rank_findings(
     min_cost: float = DEFAULT_MIN_COST,
     alpha: float = 0.05,
     min_samples: int = 8,
+    places: Optional[Mapping[int, Place]] = None,
 ) -> Ranked:
     """Split and rank the detectors' ``anomalies`` (see the module docstring).
     ``segment_ids``: display id of each trace segment index; ``min_cost``: a share
-    of wall time x ranks."""
+    of wall time x ranks; ``places``: rank -> where it ran (node, socket), for the
+    machine's levels (none: no levels)."""
     tl = wait_states.build_timeline(
         trace.samples, trace.segments, trace.trace_ns, trace.probes
     )
@@ -205,6 +212,8 @@ def rank_findings(
     for a, c in zip(kept, cost):
         a.cost_ns = c
         a.cost_share = delay_cost.cost_share(c, tl)
+    if places:
+        kept = fold_levels(kept, places)
     verdicts = [a for a in kept if verdict_kind(a.kind)]
     info = [a for a in kept if not verdict_kind(a.kind)]
     head = [a for a in verdicts if a.cost_share is None or a.cost_share >= min_cost]

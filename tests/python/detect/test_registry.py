@@ -21,7 +21,7 @@ from perfvar.report.html import render_html
 from perfvar.report.markers import marker_lines
 from perfvar.report.text import render
 
-HELPERS = {"finding", "words"}  # modules of the package that are no detector
+HELPERS = {"finding", "levels", "words"}  # modules of the package that are no detector
 
 
 def detector_modules():
