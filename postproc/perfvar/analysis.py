@@ -253,6 +253,7 @@ def _rank_table(
     judgements: list[Judgement],
     anomalies: list[Anomaly],
     noise: dict[int, RankNoise],
+    places: dict[int, Place],
 ) -> list[dict[str, Any]]:
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
     use = cpu_use.of(prep)
@@ -281,6 +282,8 @@ def _rank_table(
                 "rank": rank,
                 "host": m.host,
                 "cpus": m.cpus or cpus.get(rank, []),
+                # its socket, for the views by node and socket (None: not known)
+                "socket": places[rank].socket if rank in places else None,
                 "t_min_ns": c.t_min_ns,
                 "t_diff_ns": c.t_diff_ns,
                 "timer_overhead_ns": c.timer_overhead_ns,
@@ -489,7 +492,7 @@ def analyze(
     symbols = symbolize(sites, enabled=symbolize_sites)
 
     noise = rank_noise(prep)
-    ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise)
+    ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise, places)
     segments = _segment_table(trace, order, parsed, prep, symbols)
     resolution = _resolution(judgements)
     for seg, row in zip(order, segments):

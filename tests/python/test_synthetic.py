@@ -162,6 +162,7 @@ def test_each_level_is_named_once_at_its_level(level_trace):
     from perfvar.analysis import analyze
 
     result = analyze(str(out), symbolize_sites=False)
+    (out / "analysis.json").write_text(json.dumps(result))
     injected = synth.injected(truth)
     assert sorted(i.kind for i in injected) == sorted(
         ["slow_node", "slow_socket", "noisy_node", "node_transient", "slow_core"]
@@ -177,3 +178,29 @@ def test_each_level_is_named_once_at_its_level(level_trace):
     verdict = [a for a in result["anomalies"] if a["kind"] == "noisy_node"]
     noisy = next(lv for lv in truth["levels"] if lv["kind"] == "noisy_node")
     assert verdict and verdict[0]["host"] == noisy["node"]
+
+
+def test_the_reports_view_the_nodes_and_sockets(level_trace, tmp_path):
+    """The text report's verdict names the node, its nodes table counts the ranks of
+    the nodes with findings; report.html's node x socket heat map renders in
+    Chromium, with each node a finding touches listed with its ranks."""
+    from chromium_page import render_in_chromium
+
+    from perfvar.report.html import render_html
+    from perfvar.report.text import render
+
+    out, truth = level_trace
+    path = out / "analysis.json"
+    if not path.exists():
+        pytest.skip("needs test_each_level_is_named_once_at_its_level's analysis")
+    result = json.loads(path.read_text())
+    noisy = next(lv for lv in truth["levels"] if lv["kind"] == "noisy_node")
+    text = render(result)
+    verdict = text.splitlines()[-1]
+    assert verdict.startswith(f"verdict: 1 anomalous node: node {noisy['node']} ")
+    assert f"{noisy['node']}  {min(noisy['ranks'])}-{max(noisy['ranks'])}" in text
+    dom = render_in_chromium(render_html(result), tmp_path)
+    assert "fig-node-heatmap" in {a.get("id") for _, a in dom.tags}
+    page = render_html(result)
+    for lv in truth["levels"]:
+        assert f"<summary>{lv['node']}: " in page

@@ -32,6 +32,7 @@ from perfvar.detect import word as kind_word
 from perfvar.detect.finding import NOISE
 from perfvar.detect.noisy_core import RankNoise, interpretation, rank_noise
 from perfvar.read.cache_state import label_order
+from perfvar.report.node_view import listed_nodes, node_heatmap
 from perfvar.report.plots import (
     MAX_PEER_LINES,
     MIN_DRAWN,
@@ -479,6 +480,31 @@ def _ranks(result: dict[str, Any]) -> str:
     return _table(header, rows, numeric=numeric, classes=classes) + note
 
 
+def _nodes(result: dict[str, Any], figs: _Figures) -> str:
+    """The view by node and socket (perfvar.report.node_view): the heat map, then the
+    ranks of each node with a finding, folded; "" for a job on one node."""
+    fig = node_heatmap(result)
+    if fig is None:
+        return ""
+    out = [
+        figs.div(
+            fig,
+            "node-heatmap",
+            "Each cell: the median over a socket's ranks of their median shift "
+            "against their peers in the judged segment classes, marked with the "
+            "finding of that node or socket. Nodes no finding touches are binned "
+            "beyond a few hundred.",
+        )
+    ]
+    for node, words, rows in listed_nodes(result):
+        cells = [[_e(c) for c in row] for row in rows]
+        table = _table(["rank", "socket", "cpus", "verdict"], cells, [0, 1])
+        out.append(
+            f"<details><summary>{_e(node)}: {_e(words)}</summary>{table}</details>"
+        )
+    return "\n".join(out)
+
+
 def _waits_words(ws: dict[str, Any], n_ranks: int) -> str:
     """The waiting in one sentence: total, share of wall time x ranks, by pattern and
     by MPI function."""
@@ -806,6 +832,9 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
             "verdict names).</p>",
         )
     )
+    nodes = _nodes(result, figs)
+    if nodes:
+        sections.append(("nodes", "Nodes and sockets", nodes))
     sections.append(("waits", "Waiting", _waits(result, figs)))
     sections.append(
         (

@@ -184,7 +184,7 @@ def _draw_order(ranks: Iterable[int], notes: dict[int, list[str]]) -> list[int]:
     return sorted(ranks, key=lambda r: (r in notes, r))
 
 
-def _layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
+def layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
     fig.update_layout(
         template=TEMPLATE,
         title={"text": title, "font": {"size": 14}},
@@ -343,7 +343,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
         )
     )
     height = int(min(1400, max(240, 140 + 24 * len(rows))))  # room for the scale
-    _layout(fig, "Median shift against the peers", "segment class", "", height)
+    layout(fig, "Median shift against the peers", "segment class", "", height)
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
     return fig
@@ -392,7 +392,7 @@ def distribution_figure(
             )
         )
     label = _label(result, segment)
-    _layout(
+    layout(
         fig,
         f"{segment} {label}: distribution of the kept samples",
         f"segment duration ({unit})",
@@ -557,7 +557,7 @@ def timeline_figure(
                 annotation_position="top left",
             )
     binned = "" if per_rank <= nbins else f", median per time bin ({nbins} bins)"
-    _layout(
+    layout(
         fig,
         f"{segment} {_label(result, segment)}: duration over the run{binned}",
         "time since the trace's origin (s)",
@@ -745,7 +745,7 @@ def counter_timeline_figure(result: dict[str, Any], prep: Prepared) -> Optional[
         _counter_lines(fig, result, counters, lines, panel, edges, row)
     nbins = len(edges) - 1
     binned = "" if per_rank <= nbins else f", per time bin ({nbins} bins)"
-    _layout(
+    layout(
         fig,
         f"Counters over the run, per rank{binned}",
         "",
@@ -801,7 +801,7 @@ def noise_by_cpu_figure(
                 hovertemplate="other ranks, %{x}: %{y:.3g} ms lost<extra></extra>",
             )
         )
-    _layout(
+    layout(
         fig,
         "Compute time lost to interruptions, per CPU",
         "CPU the segment began on",
@@ -863,7 +863,7 @@ def noise_lengths_figure(
         add("other ranks, per rank", pooled_grey, len(grey), style)
     for rank in _draw_order([r for r in lengths if r not in grey], notes):
         add(f"rank {rank}", lengths[rank], 1, _trace_style(rank, colors, notes, True))
-    _layout(
+    layout(
         fig,
         "Time lost by interruption length",
         f"interruption length: time lost per interrupted segment ({unit}, log scale)",
@@ -921,7 +921,7 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
                 row=1,
                 col=col,
             )
-    _layout(fig, "Calibration per rank and cache state", "", "", 380)
+    layout(fig, "Calibration per rank and cache state", "", "", 380)
     fig.update_layout(margin={"t": 80})
     fig.update_yaxes(type="log", title_text="ns (log scale)", dtick="D2")
     fig.update_xaxes(title_text="rank", type="category")
@@ -994,7 +994,7 @@ def waits_figure(result: dict[str, Any]) -> Optional[Any]:
                 "<extra></extra>",
             )
         )
-    _layout(
+    layout(
         fig,
         "Waiting in MPI calls, per rank: suffered and caused",
         "",

@@ -11,14 +11,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-from html.parser import HTMLParser
 
 import numpy as np
 import pytest
 from waits_sim import simulate
 
+from chromium_page import parse, render_in_chromium
 from conftest import normal_durations, run_cli, write_trace
 from perfvar.verdict import headline, off_cpu, time_slicing
 from perfvar.cli import main
@@ -34,95 +33,6 @@ from perfvar.report.plots import (
 )
 
 SLOW_RANK = 1
-# Injected at the top of <head> of a copy of the report: records what a person
-# would see in the DevTools console (errors, uncaught exceptions, rejected
-# promises) and every resource that failed to load, and writes the list into the
-# DOM once the page has loaded, where --dump-dom shows it. Chromium's own
-# --enable-logging prints console messages without their level, so it cannot tell
-# an error from a log line by itself.
-PROBE = """<script>
-window.__probe = [];
-(function () {
-  function rec(kind, msg) { window.__probe.push(kind + ": " + msg); }
-  var error = console.error;
-  console.error = function () {
-    rec("console.error", Array.prototype.join.call(arguments, " "));
-    return error.apply(console, arguments);
-  };
-  window.addEventListener("error", function (e) {
-    var t = e.target;
-    if (t && t !== window) { rec("failed to load", t.src || t.href || t.tagName); }
-    else { rec("uncaught", e.message); }
-  }, true);
-  window.addEventListener("unhandledrejection", function (e) {
-    rec("unhandled rejection", String(e.reason));
-  });
-  window.addEventListener("load", function () {
-    setTimeout(function () {
-      var out = document.createElement("pre");
-      out.id = "probe-errors";
-      out.textContent = JSON.stringify(window.__probe);
-      document.body.appendChild(out);
-    }, 0);
-  });
-})();
-</script>"""
-
-
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta"}
-VOID |= {"source", "track", "wbr"}
-
-
-class _Page(HTMLParser):
-    """Collects what the tests look at: every tag's attributes, the text of each
-    element with an id and of the anomaly list items, the inline scripts' sizes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str]]] = []
-        self.scripts: list[int] = []
-        self.text_by_id: dict[str, str] = {}
-        self.anomalies: list[tuple[dict[str, str], str]] = []
-        self.items: dict[str, list[tuple[dict[str, str], str]]] = {}  # li by class
-        self._stack: list[tuple[str, dict[str, str], list[str]]] = []
-
-    def handle_starttag(self, tag, attrs):
-        a = {k: v or "" for k, v in attrs}
-        self.tags.append((tag, a))
-        if tag not in VOID:
-            self._stack.append((tag, a, []))
-
-    def handle_endtag(self, tag):
-        if not any(t == tag for t, _, _ in self._stack):
-            return  # a stray end tag
-        while self._stack:
-            name, a, parts = self._stack.pop()
-            text = "".join(parts)
-            if name == "script":
-                self.scripts.append(len(text))
-                text = ""
-            if "id" in a:
-                self.text_by_id[a["id"]] = text
-            if "anomaly" in a.get("class", "").split():
-                self.anomalies.append((a, text))
-            if name == "li":
-                for cls in a.get("class", "").split():
-                    self.items.setdefault(cls, []).append((a, text))
-            if self._stack:
-                self._stack[-1][2].append(text)
-            if name == tag:
-                return
-
-    def handle_data(self, data):
-        if self._stack:
-            self._stack[-1][2].append(data)
-
-
-def _parse(text: str) -> _Page:
-    page = _Page()
-    page.feed(text)
-    page.close()
-    return page
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +63,7 @@ def test_report_is_self_contained_and_names_the_anomaly(analysed):
     assert lines[-2] == f"analysis written to {os.path.join(path, 'analysis.json')}"
     with open(report, encoding="utf-8") as fh:
         text = fh.read()
-    page = _parse(text)
+    page = parse(text)
 
     # Nothing is fetched: no external source, stylesheet or frame; one inline copy
     # of plotly.js (megabytes), the figures' own scripts small.
@@ -189,7 +99,7 @@ def test_report_without_samples_leaves_their_plots_out(analysed):
     """From analysis.json alone (no filtered cells) the page still has the verdict,
     the heat map and the calibration, and says what is missing."""
     _, _, doc = analysed
-    page = _parse(render_html(doc))
+    page = parse(render_html(doc))
     figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
     assert figures == ["shift-heatmap", "calibration"]
     assert "built without the samples" in page.text_by_id["distributions"]
@@ -284,7 +194,7 @@ def ranked(analysed):
 
 def test_report_shows_the_headline_by_cost_minor_and_consequences(ranked):
     text = render_html(ranked)
-    page = _parse(text)
+    page = parse(text)
     # The headline: the one finding that costs the job, with its delay cost.
     ((attrs, sentence),) = page.anomalies
     head = ranked["anomalies"][0]
@@ -327,8 +237,10 @@ def test_a_finding_of_a_rank_sharing_its_cpu_is_shown_under_that_sharing(ranked)
     doc = json.loads(json.dumps(ranked))
     shared = Anomaly("shared_cpu", 1, "vm", 1, None, None, {"cpu": 1, "ranks": [0, 1]})
     slow = _slow_like(doc["anomalies"][0], 1, "S0", 200_000.0, 2.0)
-    doc["consequences"] = [time_slicing.symptom_of(slow, time_slicing.sharing([shared]))]
-    page = _parse(render_html(doc))
+    doc["consequences"] = [
+        time_slicing.symptom_of(slow, time_slicing.sharing([shared]))
+    ]
+    page = parse(render_html(doc))
     ((attrs, sentence),) = page.items["consequence"]
     assert attrs["data-rank"] == "1"
     assert sentence.startswith("shared CPUrank 1's S0 ")
@@ -397,7 +309,7 @@ def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
     doc = json.loads(json.dumps(ranked))
     doc["summary"]["cost_known"] = False
     doc["wait_states"] = {**doc["wait_states"], "synchronised": False}
-    page = _parse(render_html(doc))
+    page = parse(render_html(doc))
     assert "No delay cost could be measured" in page.text_by_id["verdict"]
     assert "No wait state read" in page.text_by_id["waits"]
     figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
@@ -406,7 +318,7 @@ def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
     for key in ("wait_states", "minor", "consequences"):
         del doc[key]
     del doc["summary"]["cost_known"]
-    page = _parse(render_html(doc))
+    page = parse(render_html(doc))
     assert "Not in this analysis" in page.text_by_id["waits"]
     assert "minor" not in page.items and "consequence" not in page.items
 
@@ -424,61 +336,10 @@ def test_binned_medians_match_numpy():
     np.testing.assert_allclose(medians, expect)
 
 
-def _render_in_chromium(text: str, tmp_path) -> _Page:
-    """The DOM headless Chromium made of the page ``text`` (with the console probe),
-    after checking that nothing went wrong on the way: no console error, no failed
-    load, every figure drawn by plotly.js."""
-    browser = shutil.which("chromium")
-    if browser is None:
-        pytest.skip("headless Chromium not installed (Debian package: chromium)")
-    probed = tmp_path / "probed.html"
-    probed.write_text(text.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    proc = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",  # tests may run as root, which the sandbox refuses
-            "--disable-gpu",
-            "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
-            "--enable-logging=stderr",
-            "--v=0",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            # Any host name fails to resolve: the page must need no network.
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            # Virtual time: the page's timers run to completion however slow the
-            # machine, so the DOM is dumped after every plot was drawn.
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    console = [x for x in proc.stderr.splitlines() if ":CONSOLE" in x]
-    assert not [x for x in console if "Uncaught" in x or "Error" in x], console
-    dom = _parse(proc.stdout)
-    assert "probe-errors" in dom.text_by_id, "the page's scripts did not run"
-    assert json.loads(dom.text_by_id["probe-errors"]) == []
-
-    # Every figure was drawn by plotly.js.
-    figures = {
-        a["id"]: a.get("class", "")
-        for t, a in dom.tags
-        if t == "div" and a.get("id", "").startswith("fig-")
-    }
-    assert figures and all("js-plotly-plot" in c for c in figures.values()), figures
-    assert sum(1 for t, a in dom.tags if "main-svg" in a.get("class", "")) >= len(
-        figures
-    )
-    return dom
-
-
 def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
     path, _, doc = analysed
     with open(os.path.join(path, "report.html"), encoding="utf-8") as fh:
-        dom = _render_in_chromium(fh.read(), tmp_path)
+        dom = render_in_chromium(fh.read(), tmp_path)
     # The named anomaly, in the rendered page.
     seg = _slow_segment(doc)
     ((attrs, sentence),) = dom.anomalies
@@ -490,7 +351,7 @@ def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
 
 
 def test_report_with_waits_and_consequences_renders_in_chromium(ranked, tmp_path):
-    dom = _render_in_chromium(render_html(ranked), tmp_path)
+    dom = render_in_chromium(render_html(ranked), tmp_path)
     assert "fig-waits" in {a.get("id") for t, a in dom.tags}
     assert [a["data-rank"] for a, _ in dom.items["consequence"]] == ["0"]
     assert [a["data-rank"] for a, _ in dom.items["minor"]] == ["0"]
@@ -506,7 +367,7 @@ def test_a_consequence_of_time_off_the_cpu_is_listed_with_its_rank(ranked):
     symptom = off_cpu.symptom_of(core, {1: noisy})
     ranked["consequences"].append(symptom)
     text = render_html(ranked)
-    items = _parse(text).items["consequence"]
+    items = parse(text).items["consequence"]
     attrs, sentence = items[-1]
     assert (attrs["data-rank"], attrs["data-segment"]) == ("1", "")
     assert sentence.startswith("off its CPUrank 1's slower core (+100%) is its time")
@@ -552,7 +413,7 @@ def test_a_large_jobs_tables_list_the_ranks_that_matter(ranked):
     # most interrupted of the ranks that were.
     calibration = _section(text, "calibration").split("<table", 2)[1]
     assert calibration.count("<tr") == ranks.count("<tr") + 1
-    assert '<td>all 100</td>' in calibration
+    assert "<td>all 100</td>" in calibration
     noise = _section(text, "noise")
     interrupted = sum(bool(r.get("interruptions")) for r in doc["ranks"])
     assert interrupted > 32 and noise.count("<tr") == 1 + 32
@@ -576,4 +437,7 @@ def test_a_large_jobs_waiting_plot_bins_the_ranks_no_finding_names(ranked):
     caused = fig.data[1]
     (i,) = [k for k, n in enumerate(names) if n.startswith("ranks ")
             and int(n[6:].split("-")[0]) <= 700 <= int(n.split("-")[1])]  # fmt: skip
-    assert caused.y[i] == pytest.approx(max(caused.y)) and "the most of them" in caused.customdata[i]
+    assert (
+        caused.y[i] == pytest.approx(max(caused.y))
+        and "the most of them" in caused.customdata[i]
+    )

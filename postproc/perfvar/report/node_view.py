@@ -1,0 +1,162 @@
+"""The views by node and socket of an analysis of ranks on several nodes.
+
+A node x socket heat map (each cell: the median over its ranks of their median shift
+against their peers in the judged segment classes, %, marked with the finding of that
+node or socket if there is one), and per node with a finding the ranks under it, for
+report.html. Beyond ``HEATMAP_ROWS`` nodes, the nodes no finding touches are binned
+(perfvar.report.plots.heatmap_rows over node indexes). Pure functions over
+analysis.json's content; thread-safe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Optional
+
+import numpy as np
+
+from perfvar.detect import KINDS, subject
+from perfvar.detect.finding import GROUP
+from perfvar.report.plots import HEATMAP_ROWS, heatmap_rows, layout
+from perfvar.report.text import LISTED_RANKS
+from perfvar.units import compact_ranges
+
+# Nodes listed with their ranks (the ones with a finding first), at most.
+LISTED_NODES = 32
+
+
+def nodes_of(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """host -> its rank rows, in rank order ("?" for ranks of unknown host)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(result["ranks"], key=lambda r: r["rank"]):
+        out.setdefault(r["host"] if r["host"] is not None else "?", []).append(r)
+    return out
+
+
+def _rank_shifts(result: dict[str, Any]) -> dict[int, float]:
+    """rank -> the median of its judged classes' shifts against their peers (rel)."""
+    by_rank: dict[int, list[float]] = {}
+    for j in result.get("judgements") or []:
+        if j.get("shift_rel") is not None:
+            by_rank.setdefault(j["rank"], []).append(j["shift_rel"])
+    return {r: float(np.median(v)) for r, v in by_rank.items()}
+
+
+def level_marks(result: dict[str, Any]) -> dict[tuple[str, Optional[int]], str]:
+    """(node, socket or None for the whole node) -> the words of its findings."""
+    out: dict[tuple[str, Optional[int]], list[str]] = {}
+    for a in result["anomalies"] + (result.get("minor") or []):
+        if subject(a["kind"]) != GROUP:
+            continue
+        ev = a["evidence"]
+        key = (ev["node"], ev.get("socket"))
+        out.setdefault(key, []).append(KINDS[a["kind"]].word)
+    return {k: ", ".join(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def _sockets(nodes: dict[str, list[dict[str, Any]]]) -> list[Optional[int]]:
+    found = {r.get("socket") for rows in nodes.values() for r in rows}
+    known = sorted(s for s in found if s is not None)
+    return known + ([None] if None in found else [])
+
+
+def node_heatmap(result: dict[str, Any]) -> Optional[Any]:
+    """Nodes x sockets, each cell the median of its ranks' shifts (%), marked with
+    its finding; None for a job on one node, or of a few ranks (LISTED_RANKS: their
+    table says it all)."""
+    import plotly.graph_objects as go
+
+    nodes = nodes_of(result)
+    if len(nodes) < 2 or len(result["ranks"]) <= LISTED_RANKS:
+        return None
+    sockets = _sockets(nodes)
+    shifts, marks = _rank_shifts(result), level_marks(result)
+    names = list(nodes)
+    kept = {
+        i
+        for i, n in enumerate(names)
+        if any(k[0] == n for k in marks) or _verdicts(nodes[n]) != {"ok"}
+    }
+    rows = heatmap_rows(list(range(len(names))), kept, HEATMAP_ROWS)
+    z = np.full((len(rows), len(sockets)), np.nan)
+    text = [["" for _ in sockets] for _ in rows]
+    info = [["" for _ in sockets] for _ in rows]
+    for i, group in enumerate(rows):
+        for k, sock in enumerate(sockets):
+            mine = [
+                r for g in group for r in nodes[names[g]] if r.get("socket") == sock
+            ]
+            v = [shifts[r["rank"]] for r in mine if r["rank"] in shifts]
+            z[i, k] = 100 * float(np.median(v)) if v else np.nan
+            if len(group) == 1:
+                node = names[group[0]]
+                text[i][k] = marks.get((node, sock)) or marks.get((node, None), "")
+            info[i][k] = _cell_words(mine)
+    labels = [
+        names[g[0]] if len(g) == 1 else f"{len(g)} nodes {names[g[0]]}..{names[g[-1]]}"
+        for g in rows
+    ]
+    span = float(np.nanmax(np.abs(z))) if not np.isnan(z).all() else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"socket {s}" if s is not None else "socket ?" for s in sockets],
+            y=labels,
+            text=text,
+            texttemplate="%{text}",
+            customdata=info,
+            colorscale="RdBu_r",
+            zmid=0.0,
+            zmin=-(span or 1.0),
+            zmax=span or 1.0,
+            colorbar={"title": {"text": "shift %"}},
+            hovertemplate="%{y}, %{x}: median shift %{z:+.3f}%<br>%{customdata}"
+            "<extra></extra>",
+            xgap=1,
+            ygap=1,
+        )
+    )
+    height = int(min(1400, max(240, 140 + 24 * len(rows))))
+    layout(fig, "Nodes and sockets: median shift of their ranks", "", "", height)
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig
+
+
+def _verdicts(rows: list[dict[str, Any]]) -> set[str]:
+    return {r["verdict"] for r in rows}
+
+
+def _cell_words(rows: list[dict[str, Any]]) -> str:
+    """ "32 ranks 0-31: 31 ok, 1 noisy core"."""
+    if not rows:
+        return "no rank"
+    counts = Counter(r["verdict"] for r in rows)
+    words = ", ".join(f"{n} {v}" for v, n in counts.most_common())
+    return f"{len(rows)} ranks {compact_ranges(r['rank'] for r in rows)}: {words}"
+
+
+def listed_nodes(result: dict[str, Any]) -> list[tuple[str, str, list[list[str]]]]:
+    """The nodes a finding touches or with a rank not ok (LISTED_NODES at most):
+    (node, its findings' words or its ranks' verdicts, rows of [rank, socket, cpus,
+    verdict])."""
+    nodes, marks = nodes_of(result), level_marks(result)
+    out = []
+    for node, rows in nodes.items():
+        words = ", ".join(
+            f"{w} (socket {s})" if s is not None else w
+            for (n, s), w in marks.items()
+            if n == node
+        )
+        if not words and _verdicts(rows) == {"ok"}:
+            continue
+        table = [
+            [
+                str(r["rank"]),
+                str(r["socket"]) if r.get("socket") is not None else "?",
+                compact_ranges(r["cpus"]),
+                r["verdict"],
+            ]
+            for r in rows
+        ]
+        out.append((node, words or _cell_words(rows), table))
+    return out[:LISTED_NODES]
