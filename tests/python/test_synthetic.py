@@ -31,6 +31,7 @@ import synth  # noqa: E402
 from verdicts import score  # noqa: E402
 
 from perfvar.calibration.judge import judge_document  # noqa: E402
+from perfvar.result import load  # noqa: E402
 
 RANKS = int(os.environ.get("PV_SYNTH_RANKS", "1024"))
 # 500 steps of four segments: enough samples per cell and enough ~4 ms slices on the
@@ -116,7 +117,7 @@ def test_analysis_names_exactly_the_injected(trace):
     elapsed = time.monotonic() - t0
     print(f"\nperfvar analyze on {RANKS} x {SEGMENTS}: {elapsed:.1f} s")
     assert p.returncode == 0, p.stderr[-3000:]
-    analysis = json.loads((out / "analysis.json").read_text())
+    analysis = load(str(out / "analysis.json"))
     injected = synth.injected(truth)
     # The detectors find each injected anomaly and nothing else; whether a finding is
     # the headline or minor depends on the waiting it caused in the modelled run
@@ -126,5 +127,5 @@ def test_analysis_names_exactly_the_injected(trace):
     s = score(injected, analysis, labels, with_minor=True)
     missed = [injected[i] for i in range(len(injected)) if i not in s.hits]
     assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
-    costs = [a["cost_ns"] for a in analysis["anomalies"] if a.get("cost_ns")]
+    costs = [a.cost_ns for a in analysis.anomalies if a.cost_ns]
     assert costs == sorted(costs, reverse=True)
