@@ -132,6 +132,7 @@ from perfvar.detect import load_imbalance, noisy_core, slow_core, slow_phase  # 
 from perfvar.detect.slow_core import COMMON_SHARE  # noqa: E402
 from perfvar.read.segments import parse_segment_key  # noqa: E402
 from perfvar.read.trace import read_trace  # noqa: E402
+from perfvar.result import Analysis, ResultFormatError, load  # noqa: E402
 from perfvar.stats.cells import NO_CALIBRATION  # noqa: E402
 from run_mpi import mpiexec_cmd  # noqa: E402
 from validation import disturb, host, programs, runs  # noqa: E402
@@ -390,7 +391,7 @@ def witnessed(tr: Trial) -> list[Injected]:
     return [Injected(SLOWER, r) for r in sorted(slower_cpu_ranks(tr))]
 
 
-def found(injected: list, analysis: dict, labels: dict, slower: set[int]) -> bool:
+def found(injected: list, analysis: Analysis, labels: dict, slower: set[int]) -> bool:
     """Whether the trial hits when the minor findings (below the headline's cost
     threshold) count too: what the detectors found, whatever its cost (a clean run:
     nothing found at all)."""
@@ -398,18 +399,18 @@ def found(injected: list, analysis: dict, labels: dict, slower: set[int]) -> boo
                   injected)
 
 
-def own_timer(tr: Trial, analysis: dict) -> OwnTimer | None:
+def own_timer(tr: Trial, analysis: Analysis) -> OwnTimer | None:
     """What the program's own timer measured in the trial (programs.OWN_CLOCKS), with the
     keys of the classes it times; None for a program without one or a run that did not
     print it."""
     clock = programs.OWN_CLOCKS.get(tr.suite)
     if clock is None or not tr.own_slower:
         return None
-    keys = selected([x["key"] for x in analysis.get("segments", [])], clock.timed)
+    keys = selected([x.key for x in analysis.segments], clock.timed)
     return OwnTimer({int(r): f for r, f in tr.own_slower.items()}, keys)
 
 
-def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: dict,
+def take_score(tr: Trial, case: Case, injected: list, analysis: Analysis, labels: dict,
                timer: OwnTimer | None = None) -> None:
     """Sets tr's verdict fields from analysis.json scored against ``injected``; ``timer``:
     what the program's own timer measured (own_timer), None for the twins."""
@@ -429,15 +430,14 @@ def take_score(tr: Trial, case: Case, injected: list, analysis: dict, labels: di
     tr.unjudged = unjudged_ranks(analysis)
 
 
-def unjudged_ranks(analysis: dict) -> list[int]:
+def unjudged_ranks(analysis: Analysis) -> list[int]:
     """The ranks whose segments the analysis could not judge for want of a t_min/t_diff:
     their start-up calibration failed and no other rank on their host had one to lend. A
     miss there is the calibration's, not the verdict's."""
-    return [r["rank"] for r in analysis.get("ranks", [])
-            if (r.get("judgements") or {}).get(NO_CALIBRATION)]
+    return [r.rank for r in analysis.ranks if r.judgements.get(NO_CALIBRATION)]
 
 
-def judge(tr: Trial, case: Case, analysis: dict, a_key: str, b_key: str) -> None:
+def judge(tr: Trial, case: Case, analysis: Analysis, a_key: str, b_key: str) -> None:
     """Sets tr.hit, tr.wrong, tr.named and tr.info from analysis.json's anomalies, by the
     rules of tests/tools/verdicts.py."""
     injected = witnessed(tr)
@@ -461,7 +461,7 @@ class Setup:
     cpu_speed: str | None = None  # the host witness (tests/validation/cpu_speed), if built
 
 
-def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[dict, float]:
+def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[Analysis, float]:
     """`perfvar analyze` of the trace in out with the analysis under judgement (st.analyze_env),
     its JSON into dest (default out/analysis.json): (analysis.json, seconds it took). The verdict
     is read from the JSON; a 5 MB HTML report per trial would be of no use."""
@@ -473,7 +473,7 @@ def analyze(st: Setup, out: Path, dest: Path | None = None) -> tuple[dict, float
                        env=st.analyze_env, capture_output=True, text=True, timeout=1800)
     if q.returncode != 0:
         raise TrialError(f"perfvar analyze exited {q.returncode}: {q.stderr[-400:]}")
-    return json.loads(dest.read_text()), time.monotonic() - t0
+    return load(str(dest)), time.monotonic() - t0
 
 
 def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
@@ -502,7 +502,8 @@ def run_trial(st: Setup, case: Case, t: int, number: int, label: str) -> Trial:
         if case.phase:
             tr.window_ns = injected_window(trace, *by_step[rank], case, p.stdout)
         judge(tr, case, analysis, trace.segments[a], trace.segments[b])
-    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError,
+            ResultFormatError) as e:
         tr.error = f"{type(e).__name__}: {e}"
     return tr
 
@@ -601,31 +602,31 @@ def run_real_trial(st: Setup, prog: programs.Program, ref: Reference, case: Case
         judge_real(tr, case, analysis, pattern)
         if tr.class_ratio is not None and case.pct > 0:
             tr.clean_ratio = (ref.longer_ratio if case.longer else ref.ratio)[rank]
-    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError,
+            ResultFormatError) as e:
         tr.error = f"{type(e).__name__}: {e}"
     return tr
 
 
-def off_cpu(analysis: dict) -> dict[str, float] | None:
+def off_cpu(analysis: Analysis) -> dict[str, float] | None:
     """rank -> the share of its time the counters measured off its CPU (analysis.json
     ranks[].cpu_time), None when the run read no counters."""
-    out = {str(r["rank"]): r["cpu_time"]["off_cpu_fraction"]
-           for r in analysis.get("ranks", []) if r.get("cpu_time")}
+    out = {str(r.rank): r.cpu_time["off_cpu_fraction"] for r in analysis.ranks if r.cpu_time}
     return out or None
 
 
-def beside_cores(analysis: dict) -> list[str]:
+def beside_cores(analysis: Analysis) -> list[str]:
     """For each core named in the headline or as minor (noisy_core, slow_core) whose evidence
     says what else ran on its CPU (on_its_cpu, perfvar.verdict.neighbours): the other tasks'
     time there and the most of them ("r0 cpu1: others 205 ms, steal 20 ms: kdamond.0 75 ms")."""
     out = []
-    for an in analysis.get("anomalies", []) + analysis.get("minor", []):
-        n = (an.get("evidence") or {}).get("on_its_cpu")
-        if an["kind"] not in (NOISY, slow_core.KIND) or not n:
+    for an in analysis.anomalies + analysis.minor:
+        n = (an.evidence or {}).get("on_its_cpu")
+        if an.kind not in (NOISY, slow_core.KIND) or not n:
             continue
         others = f"others {n['others_ns'] / 1e6:.0f} ms, " if n["others_ns"] is not None else ""
         tasks = ", ".join(f"{t['comm']} {t['ns'] / 1e6:.0f} ms" for t in n["tasks"])
-        out.append(f"r{an['rank']} cpu{n['cpu']}: {others}steal {n['steal_ns'] / 1e6:.0f} ms"
+        out.append(f"r{an.rank} cpu{n['cpu']}: {others}steal {n['steal_ns'] / 1e6:.0f} ms"
                    + (f": {tasks}" if tasks else ""))
     return list(dict.fromkeys(out))
 
@@ -636,12 +637,12 @@ def longer_kind(key: str) -> bool:
     return mode is not None and mode[0] == "above"
 
 
-def judge_real(tr: Trial, case: Case, analysis: dict, pattern: Pattern) -> None:
+def judge_real(tr: Trial, case: Case, analysis: Analysis, pattern: Pattern) -> None:
     """Sets tr.hit, tr.found, tr.wrong, tr.named, tr.info (and for a seg case the class's
     measured ratio) from a real program's analysis.json and trace (tr.trace); ``pattern``
     selects the injected class."""
     rank = tr.rank
-    keys = [x["key"] for x in analysis.get("segments", [])]
+    keys = [x.key for x in analysis.segments]
     injected: list[Injected] = []
     labels: dict[str, str] = {}
     if case.kind == MORE_WORK:
@@ -745,7 +746,8 @@ def rejudge_trial(st: Setup, record: dict, case: Case) -> Trial:
                 _, pattern = largest_class(read_trace(str(out.parent / f"{tr.suite}-reference")),
                                            (0, 1))
             judge_real(tr, case, analysis, pattern)
-    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as e:
+    except (TrialError, subprocess.TimeoutExpired, OSError, ValueError, KeyError,
+            ResultFormatError) as e:
         tr.error = f"{type(e).__name__}: {e}"
     return tr
 

@@ -1,7 +1,7 @@
 """Orchestrate an analysis: read -> filter_cost -> filter_os -> detectors -> result.
 
-:func:`analyze` returns one JSON-ready dict (the content of analysis.json) that the
-text and JSON reports render. Times are ns. Raises
+:func:`analyze` returns the result (perfvar.result.Analysis, the content of
+analysis.json) that the reports render. Times are ns. Raises
 :class:`~perfvar.errors.TraceError` when the trace cannot be read at all; broken
 ranks and missing metadata are reported inside the result instead. Not thread-safe
 (the OTF2 reader redirects stderr).
@@ -46,6 +46,18 @@ from perfvar.read.samples import TraceSamples
 from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
+from perfvar.result import (
+    FORMAT,
+    Analysis,
+    Consequence,
+    Ended,
+    Finding,
+    JudgementRow,
+    Params,
+    RankRow,
+    SegmentClass,
+    Summary,
+)
 from perfvar.stats import cpu_time, cpu_use, decompose, work
 from perfvar.stats.cells import (
     NO_CALIBRATION,
@@ -90,16 +102,6 @@ def _filter_all(
 
     progress = progress or Progress.off()
     return list(progress.track(filtered(), "OS-noise filter", len(tasks)))
-
-
-def _segment_order(trace: TraceSamples) -> list[int]:
-    """Segment indices that have samples, by total time descending (S0 = largest)."""
-    s = trace.samples
-    totals = np.bincount(
-        s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
-    )
-    present = np.unique(s["segment"]).tolist()
-    return sorted(present, key=lambda g: (-totals[g], trace.segments[g]))
 
 
 def prepare(
@@ -148,7 +150,7 @@ def _segment_row(
     total_ns: float,
     symbols: dict,
     labels: Optional[tuple[str, str]],
-) -> dict[str, Any]:
+) -> SegmentClass:
     """One class of analysis.json's ``segments``: its call sites (named where
     addr2line could; ``labels``: FROM and TO where distinct_ends tells them apart
     from another class's), sample counts, median, total time and cache state."""
@@ -161,26 +163,26 @@ def _segment_row(
         start_label, end_label = labels
     states = Counter(c.state.label for c in cells if c.state is not None)
     contexts = [c.context_bytes for c in cells if c.context_bytes is not None]
-    return {
-        "id": seg_id,
-        "key": parsed.key,
-        "from": start_label,
-        "to": end_label,
-        "label": _class_label(parsed, start_label, end_label),
-        "from_site": start.to_json() if start else None,
-        "to_site": end.to_json() if end else None,
-        "n": int(sum(c.raw_n for c in cells)),
-        "n_kept": int(kept.size),
-        "os_noise_removed": int(sum(c.os_info.n_removed for c in cells)),
-        "n_ranks": len(cells),
-        "median_ns": float(np.median(kept)) if kept.size else None,
-        "total_ns": total_ns,
+    return SegmentClass(
+        id=seg_id,
+        key=parsed.key,
+        from_=start_label,
+        to=end_label,
+        label=_class_label(parsed, start_label, end_label),
+        from_site=start.to_json() if start else None,
+        to_site=end.to_json() if end else None,
+        n=int(sum(c.raw_n for c in cells)),
+        n_kept=int(kept.size),
+        os_noise_removed=int(sum(c.os_info.n_removed for c in cells)),
+        n_ranks=len(cells),
+        median_ns=float(np.median(kept)) if kept.size else None,
+        total_ns=total_ns,
         # The cache state its cells were judged with (the most common one; per rank
         # in cache_states) and the context that chose it.
-        "context_bytes": int(np.median(contexts)) if contexts else None,
-        "cache_state": states.most_common(1)[0][0] if states else None,
-        "cache_states": dict(sorted(states.items())),
-    }
+        context_bytes=int(np.median(contexts)) if contexts else None,
+        cache_state=states.most_common(1)[0][0] if states else None,
+        cache_states=dict(sorted(states.items())),
+    )
 
 
 def _segment_table(
@@ -189,7 +191,7 @@ def _segment_table(
     parsed: list[SegmentKey],
     prep: Prepared,
     symbols: dict,
-) -> list[dict[str, Any]]:
+) -> list[SegmentClass]:
     """analysis.json's ``segments``, in ``order`` (by total time; ``parsed``: their
     keys, in that order)."""
     s = trace.samples
@@ -254,7 +256,7 @@ def _rank_table(
     anomalies: list[Anomaly],
     noise: dict[int, RankNoise],
     places: dict[int, Place],
-) -> list[dict[str, Any]]:
+) -> list[RankRow]:
     errors = {loc.rank: loc.error for loc in trace.locations if not loc.ok}
     use = cpu_use.of(prep)
     counts: Counter = Counter()
@@ -278,49 +280,49 @@ def _rank_table(
         c = m.calibration
         rn = noise.get(rank)
         rows.append(
-            {
-                "rank": rank,
-                "host": m.host,
-                "cpus": m.cpus or cpus.get(rank, []),
+            RankRow(
+                rank=rank,
+                host=m.host,
+                cpus=m.cpus or cpus.get(rank, []),
                 # its socket, for the views by node and socket (None: not known)
-                "socket": places[rank].socket if rank in places else None,
-                "t_min_ns": c.t_min_ns,
-                "t_diff_ns": c.t_diff_ns,
-                "timer_overhead_ns": c.timer_overhead_ns,
-                "calibration_status": c.status,
-                "calibration_source": c.source,
-                "calibration_states": [st.to_json() for st in c.states],
-                "calibration_cycles": c.cycles.to_json(),
-                "n_segments": int(counts.get(rank, 0)),
-                "verdict": _rank_verdict(
+                socket=places[rank].socket if rank in places else None,
+                t_min_ns=c.t_min_ns,
+                t_diff_ns=c.t_diff_ns,
+                timer_overhead_ns=c.timer_overhead_ns,
+                calibration_status=c.status,
+                calibration_source=c.source,
+                calibration_states=[st.to_json() for st in c.states],
+                calibration_cycles=c.cycles.to_json(),
+                n_segments=int(counts.get(rank, 0)),
+                verdict=_rank_verdict(
                     mine,
                     rank in errors,
                     m.calibrated,
                     kinds.get(rank, []),
                     rank in shared,
                 ),
-                "anomalies": kinds.get(rank, []),
-                "migrated": rank in migrated,
-                "interruptions": rn.count if rn else 0,
-                "interrupted_ns": rn.lost_ns if rn else 0.0,
-                "interrupted_fraction": rn.fraction if rn else 0.0,
+                anomalies=kinds.get(rank, []),
+                migrated=rank in migrated,
+                interruptions=rn.count if rn else 0,
+                interrupted_ns=rn.lost_ns if rn else 0.0,
+                interrupted_fraction=rn.fraction if rn else 0.0,
                 # What the counters measured of its time off the CPU (None: no reads).
-                "cpu_time": (
+                cpu_time=(
                     prep.cpu_time[rank].to_json() if rank in prep.cpu_time else None
                 ),
-                "judgements": dict(sorted(mine.items())),
-                "problem": errors.get(rank) or m.problem,
-            }
+                judgements=dict(sorted(mine.items())),
+                problem=errors.get(rank) or m.problem,
+            )
         )
     return rows
 
 
-def _described(anomalies: list[Anomaly], segments: list[dict]) -> list[dict]:
+def _described(anomalies: list[Anomaly], segments: list[SegmentClass]) -> list[Finding]:
     """The anomalies as analysis.json holds them, each with its sentence
     (``description``, as the text report prints it)."""
-    labels = {s["id"]: s["label"] for s in segments}
+    labels = {s.id: s.label for s in segments}
     out = [a.to_json() for a in anomalies]
-    return [a | {"description": describe(a, labels)} for a in out]
+    return [Finding.from_json(a | {"description": describe(a, labels)}) for a in out]
 
 
 def _decomposition(prep: Prepared, order: list[int]) -> dict[str, Any]:
@@ -419,9 +421,10 @@ def analyze(
     on_prepared: Optional[Callable[[Prepared], None]] = None,
     min_cost: float = DEFAULT_MIN_COST,
     calibration_file: Optional[str] = None,
-) -> Optional[dict[str, Any]]:
-    """Analyse a perfvar trace directory; returns the analysis.json content (None on
-    the MPI processes other than rank 0, which only compute parts).
+) -> Optional[Analysis]:
+    """Analyse a perfvar trace directory; returns the analysis.json content
+    (perfvar.result.Analysis; None on the MPI processes other than rank 0, which
+    only compute parts).
 
     ``alpha``: false discovery rate of each detector's family of tests;
     ``symbolize_sites``: run addr2line on call sites; ``peers``: "robust" or "all"
@@ -457,7 +460,7 @@ def analyze(
         if read is None:
             return None  # an MPI process that does not report
     trace, meta, families, cells, use = read
-    order = _segment_order(trace)
+    order = trace.class_order()
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
     prep.cpu_use = use
@@ -496,45 +499,47 @@ def analyze(
     segments = _segment_table(trace, order, parsed, prep, symbols)
     resolution = _resolution(judgements)
     for seg, row in zip(order, segments):
-        row["family"] = families.get(seg, [row["key"]])
-        row["resolution_rel"] = resolution.get(row["id"])
-    params_json = {
-        "min_samples": min_samples,
-        "peers": peers,
-        "alpha_meaning": "false discovery rate (Benjamini-Hochberg) per detector",
-        "segment_floor": params.segment_floor,
-        "core_floor": params.core_floor,
-        "noise_floor": params.noise_floor,
-        "phase_floor": params.phase_floor,
-        "min_cost": min_cost,
-        "min_samples_os_filter": MIN_SAMPLES_OS,
+        row.family = families.get(seg, [row.key])
+        row.resolution_rel = resolution.get(row.id)
+    run_params = Params(
+        min_samples=min_samples,
+        peers=peers,
+        alpha_meaning="false discovery rate (Benjamini-Hochberg) per detector",
+        segment_floor=params.segment_floor,
+        core_floor=params.core_floor,
+        noise_floor=params.noise_floor,
+        phase_floor=params.phase_floor,
+        min_cost=min_cost,
+        min_samples_os_filter=MIN_SAMPLES_OS,
         # How it ran (the one entry a parallel run may differ in).
-        "engine": eng.describe(),
-        "os_filter": f"isolation forest of {N_ESTIMATORS} trees, seed "
+        engine=eng.describe(),
+        os_filter=f"isolation forest of {N_ESTIMATORS} trees, seed "
         f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
-    }
-    return {
-        "generated_by": GENERATED_BY,
-        "trace": os.path.abspath(directory),
-        "alpha": alpha,
-        "params": params_json,
-        "timer_resolution_hz": trace.timer_resolution_hz,
-        "clock": meta.clock,
-        "run": meta.run,
-        "ranks": ranks,
-        "segments": segments,
-        "kinds": kinds_json(),
-        "anomalies": _described(anomalies, segments),
-        "minor": _described(ranked.minor, segments),
-        "consequences": ranked.consequences,
-        "wait_states": ranked.waits,
-        "judgements": [j.to_json() for j in judgements],
-        "decomposition": _decomposition(prep, order),
-        "ended": ended,
-        "summary": _summary(trace, order, segment_ids, judgements, ranked, families)
-        | {"ended_early_ranks": ended["ended_early_ranks"]},
-        "warnings": trace.warnings + meta.notes,
-    }
+    )
+    summary = _summary(trace, order, segment_ids, judgements, ranked, families)
+    summary.ended_early_ranks = ended["ended_early_ranks"]
+    return Analysis(
+        format=FORMAT,
+        generated_by=GENERATED_BY,
+        trace=os.path.abspath(directory),
+        alpha=alpha,
+        params=run_params,
+        timer_resolution_hz=trace.timer_resolution_hz,
+        clock=meta.clock,
+        run=meta.run,
+        ranks=ranks,
+        segments=segments,
+        kinds=kinds_json(),
+        anomalies=_described(anomalies, segments),
+        minor=_described(ranked.minor, segments),
+        consequences=[Consequence.from_json(c) for c in ranked.consequences],
+        wait_states=ranked.waits,
+        judgements=[JudgementRow.from_json(j.to_json()) for j in judgements],
+        decomposition=_decomposition(prep, order),
+        ended=Ended.from_json(ended),
+        summary=summary,
+        warnings=trace.warnings + meta.notes,
+    )
 
 
 def _summary(
@@ -544,7 +549,7 @@ def _summary(
     judgements: list[Judgement],
     ranked: Any,
     families: dict[int, list[str]],
-) -> dict[str, Any]:
+) -> Summary:
     """analysis.json's summary: counts of ranks, classes and judgements, the judged
     share of compute time, and the ranks of each kind of finding (``ranked``:
     perfvar.verdict.headline.rank_findings' result)."""
@@ -567,27 +572,27 @@ def _summary(
             }
         )
 
-    return {
-        "n_ranks": len(trace.ranks),
-        "unreadable_ranks": trace.broken_ranks,
-        "n_segment_classes": len(order),
-        "n_segment_classes_judged": len(judged),
+    return Summary(
+        n_ranks=len(trace.ranks),
+        unreadable_ranks=trace.broken_ranks,
+        n_segment_classes=len(order),
+        n_segment_classes_judged=len(judged),
         # Families: classes merged because they differ only by helper frames.
-        "n_segment_families": len(families),
-        "judged_compute_share": judged_share(
+        n_segment_families=len(families),
+        judged_compute_share=judged_share(
             seg_totals, {seg for seg in order if segment_ids[seg] in judged}
         ),
-        "judgements": dict(sorted(Counter(j.status for j in judgements).items())),
-        "anomalous_ranks": named(*naming_kinds()),
+        judgements=dict(sorted(Counter(j.status for j in judgements).items())),
+        anomalous_ranks=named(*naming_kinds()),
         # Ranks with a shift that came and went: reported, not named anomalous.
-        "transient_ranks": named(*transient_kinds()),
+        transient_ranks=named(*transient_kinds()),
         # Ranks that do more work than their peers: the code's, not named anomalous.
-        "imbalance_ranks": named(*code_kinds()),
-        "minor_ranks": sorted(
+        imbalance_ranks=named(*code_kinds()),
+        minor_ranks=sorted(
             {r for a in ranked.minor for r in member_ranks(a.rank, a.evidence)}
             - set(named(*naming_kinds()))
         ),
-        "consequence_ranks": sorted({c["rank"] for c in ranked.consequences}),
-        "cost_known": ranked.cost_known,
-        **{key: named(kind) for key, kind in summary_keys().items()},
-    }
+        consequence_ranks=sorted({c["rank"] for c in ranked.consequences}),
+        cost_known=ranked.cost_known,
+        kind_ranks={key: named(kind) for key, kind in summary_keys().items()},
+    )

@@ -23,7 +23,6 @@ place. Needs pandas. Not thread-safe (the OTF2 reader redirects stderr).
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Iterable
@@ -35,13 +34,14 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfvar.analysis import _segment_order, analyze, judged_classes, prepare
+from perfvar.analysis import analyze, judged_classes, prepare
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.recover import ensure_trace
 from perfvar.read.samples import CONTEXT_UNKNOWN, CPU_UNKNOWN, TraceSamples
 from perfvar.read.segments import CallSite, SegmentKey, parse_segment_key
 from perfvar.read.trace import read_trace
+from perfvar.result import Analysis, load
 
 ANALYSIS_FILE = "analysis.json"
 # pandas >= 3 has a string dtype ("str", NaN when missing); before, strings are objects.
@@ -191,15 +191,17 @@ class Run:
         )
 
     @cached_property
-    def analysis(self) -> dict[str, Any]:
-        """The analysis.json content: DIR/analysis.json (``analysis="file"``, or
-        ``"auto"`` when it exists), else ``analyze(DIR, **analyze_options)``, kept in
-        memory only (``report_json.write_json`` saves it)."""
+    def analysis(self) -> Analysis:
+        """The analysis.json content (perfvar.result.Analysis): DIR/analysis.json
+        (``analysis="file"``, or ``"auto"`` when it exists; ResultFormatError for a
+        format newer than this perfvar reads), else ``analyze(DIR,
+        **analyze_options)``, kept in memory only (``report_json.write_json`` saves
+        it)."""
         path = Path(self.directory) / ANALYSIS_FILE
         if self.analysis_mode == "file" or (
             self.analysis_mode == "auto" and path.exists()
         ):
-            result = json.loads(path.read_text(encoding="utf-8"))
+            result = load(str(path))
         else:
             options = {"jobs": self.jobs, "paper_check": self.paper_check}
             result = analyze(self.directory, **{**options, **self.analyze_options})
@@ -216,7 +218,7 @@ class Run:
     @cached_property
     def _order(self) -> list[int]:
         """Trace segment indices in class-id order (analysis' S0, S1, ...)."""
-        return _segment_order(self.trace)
+        return self.trace.class_order()
 
     @cached_property
     def _position(self) -> np.ndarray:
@@ -479,7 +481,8 @@ class Run:
         ``shift_rel``, ``excess_rel``, ``p_value``, ``q_value``, ``floor_ns``,
         ``overlap``, ``cache_state``, ``context_bytes`` (see model.Judgement).
         """
-        frame = _typed(self.analysis.get("judgements", []), JUDGEMENT_COLUMNS)
+        judged = [j.to_json() for j in self.analysis.judgements]
+        frame = _typed(judged, JUDGEMENT_COLUMNS)
         frame["segment"] = frame["segment"].astype(self._segment_ids(frame["segment"]))
         return frame
 
@@ -494,24 +497,24 @@ class Run:
         ``lost_fraction``, ...; NaN for kinds without it; prefixed ``evidence_`` if
         the name is taken), and ``evidence``, the whole evidence dict.
         """
-        found = self.analysis.get("anomalies", [])
+        found = self.analysis.anomalies
         rows, flat = [], {}
         for a in found:
             rows.append(
                 {
-                    **a,
-                    "window_start_ns": a.get("start_ns"),
-                    "window_end_ns": a.get("end_ns"),
+                    **a.to_json(),
+                    "window_start_ns": a.start_ns,
+                    "window_end_ns": a.end_ns,
                 }
             )
-            for key, value in (a.get("evidence") or {}).items():
+            for key, value in (a.evidence or {}).items():
                 if value is None or isinstance(value, _SCALARS):
                     name = key if key not in ANOMALY_COLUMNS else f"evidence_{key}"
                     flat.setdefault(name, key)
         frame = _typed(rows, ANOMALY_COLUMNS)
         ids = self._segment_ids(frame["segment"].dropna())
         frame["segment"] = frame["segment"].astype(ids)
-        evidence = [a.get("evidence") or {} for a in found]
+        evidence = [a.evidence or {} for a in found]
         for name, key in flat.items():
             values = [e.get(key) for e in evidence]
             scalars = [v if isinstance(v, _SCALARS) else None for v in values]
@@ -554,9 +557,9 @@ class Run:
                 )
         return _typed(rows, CALIBRATION_COLUMNS)
 
-    def _check_ids(self, result: dict[str, Any]) -> None:
+    def _check_ids(self, result: Analysis) -> None:
         """Warn when analysis.json names the classes otherwise than this trace."""
-        theirs = {t.get("id"): t.get("key") for t in result.get("segments", [])}
+        theirs = {t.id: t.key for t in result.segments}
         ours = dict(zip(self.classes["segment"], self.classes["key"]))
         if any(ours.get(i, k) != k for i, k in theirs.items()):
             warnings.warn(

@@ -98,7 +98,7 @@ def test_slow_rank_is_named_in_text_and_json(slow_trace):
 
 def test_function_api_matches_cli(slow_trace, tmp_path, capsys):
     result = analyze(slow_trace, symbolize_sites=False)
-    assert result["summary"]["slow_ranks"] == [1]
+    assert result.summary.kind_ranks["slow_ranks"] == [1]
     out_json = tmp_path / "custom.json"
     assert main(["analyze", slow_trace, "--json", str(out_json), "--quiet"]) == 0
     captured = capsys.readouterr()

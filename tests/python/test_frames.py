@@ -201,7 +201,7 @@ def test_segments_match_reader(slow_run, slow_dir):
 
 
 def test_classes_match_analysis(slow_run):
-    theirs = {s["id"]: s["key"] for s in slow_run.analysis["segments"]}
+    theirs = {s.id: s.key for s in slow_run.analysis.segments}
     assert dict(zip(slow_run.classes["segment"], slow_run.classes["key"])) == theirs
 
 
@@ -216,7 +216,7 @@ def test_classes_of_two_kinds_match_analysis(tmp_path):
     write_trace(path, durations)
     write_json(analyze(path, **ANALYZE))
     run = perfvar.open(path, analysis="file", paper_check=False)
-    theirs = {s["id"]: s["key"] for s in run.analysis["segments"]}
+    theirs = {s.id: s.key for s in run.analysis.segments}
     assert dict(zip(run.classes["segment"], run.classes["key"])) == theirs
     names = run.classes["name"].tolist()
     assert sum(n.endswith(" ms]") for n in names) == 2
@@ -257,7 +257,7 @@ def test_threads(trace_factory):
     second = seg[seg["thread"] == 1]
     assert (second["cpu"] == second["rank"] + 10).all()
     removed = (~run.kept).groupby(seg["segment"], observed=True).sum()
-    want = {s["id"]: s["os_noise_removed"] for s in run.analysis["segments"]}
+    want = {s.id: s.os_noise_removed for s in run.analysis.segments}
     assert removed.to_dict() == want
 
 
@@ -319,7 +319,7 @@ def test_kept_matches_analysis(slow_run):
     kept = slow_run.kept
     assert kept.dtype == bool and kept.index.equals(slow_run.segments.index)
     removed = (~kept).groupby(slow_run.segments["segment"], observed=True).sum()
-    want = {s["id"]: s["os_noise_removed"] for s in slow_run.analysis["segments"]}
+    want = {s.id: s.os_noise_removed for s in slow_run.analysis.segments}
     assert removed.to_dict() == want
 
 
@@ -345,11 +345,11 @@ def test_analysis_modes(slow_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(slow_dir, copy)
     (copy / "analysis.json").write_text(json.dumps(doc))
-    assert perfvar.open(copy, paper_check=False).analysis["generated_by"] == "the file"
+    assert perfvar.open(copy, paper_check=False).analysis.generated_by == "the file"
     # ... and runs the analysis (without writing it) when there is none
     (copy / "analysis.json").unlink()
     run = perfvar.open(copy, analyze_options={"symbolize_sites": False})
-    assert run.analysis["generated_by"] != "the file"
+    assert run.analysis.generated_by != "the file"
     assert run.anomalies["kind"].tolist() == [a["kind"] for a in doc["anomalies"]]
     assert not (copy / "analysis.json").exists()
     with pytest.raises(FileNotFoundError):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from typing import Union
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from perfvar.analysis import PARALLEL_MIN_RANKS, analyze
 from perfvar.calibration.ranks import CACHE_NAME
 from perfvar.partition import split
 from perfvar.read.segments import segment_key
+from perfvar.result import Analysis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
@@ -42,8 +44,11 @@ def wide_trace(trace_factory):
     return path
 
 
-def _without_engine(result: dict) -> dict:
-    out = json.loads(json.dumps(result))  # as analysis.json holds it
+def _without_engine(result: Union[Analysis, dict]) -> dict:
+    """``result`` as analysis.json holds it (an Analysis, or the file's JSON), without
+    the one entry a parallel run differs in."""
+    doc = result.to_json() if isinstance(result, Analysis) else result
+    out = json.loads(json.dumps(doc))
     assert out["params"].pop("engine")["processes"] >= 1
     return out
 
@@ -59,14 +64,14 @@ def test_local_processes_give_the_serial_result(wide_trace):
     serial = analyze(wide_trace, symbolize_sites=False, jobs=1)
     assert os.path.exists(os.path.join(wide_trace, "perfvar", CACHE_NAME))
     parallel = analyze(wide_trace, symbolize_sites=False, jobs=2)
-    assert parallel["params"]["engine"]["kind"] == "processes"
-    assert parallel["params"]["engine"]["processes"] == 2
+    assert parallel.params.engine["kind"] == "processes"
+    assert parallel.params.engine["processes"] == 2
     assert _without_engine(parallel) == _without_engine(serial)
-    assert serial["summary"]["slow_ranks"] == [5]
-    assert serial["summary"]["unreadable_ranks"] == [7]
-    rows = {r["rank"]: r for r in serial["ranks"]}
-    assert rows[0]["calibration_source"].startswith("paper")
-    assert rows[3]["calibration_source"].startswith("C estimate")
+    assert serial.summary.kind_ranks["slow_ranks"] == [5]
+    assert serial.summary.unreadable_ranks == [7]
+    rows = {r.rank: r for r in serial.ranks}
+    assert rows[0].calibration_source.startswith("paper")
+    assert rows[3].calibration_source.startswith("C estimate")
 
 
 def test_local_processes_give_the_serial_result_with_counters(trace_factory):
@@ -80,9 +85,9 @@ def test_local_processes_give_the_serial_result_with_counters(trace_factory):
         },
     )
     serial = analyze(path, symbolize_sites=False, jobs=1)
-    assert all(r["cpu_time"] for r in serial["ranks"])
+    assert all(r.cpu_time for r in serial.ranks)
     parallel = analyze(path, symbolize_sites=False, jobs=2)
-    assert parallel["params"]["engine"]["kind"] == "processes"
+    assert parallel.params.engine["kind"] == "processes"
     assert _without_engine(parallel) == _without_engine(serial)
 
 
@@ -114,9 +119,7 @@ def _judged_durations() -> dict[int, dict[str, np.ndarray]]:
         if r == 5:
             mix[kinds > 1e6] *= 1.10
         sends = [right, left] if 4 <= r < 8 else [right if r % 2 == 0 else left]
-        out[r] = {
-            segment_key(wait, s): rng.normal(5e5, 500.0, 180) for s in sends
-        }
+        out[r] = {segment_key(wait, s): rng.normal(5e5, 500.0, 180) for s in sends}
         out[r][segment_key(right, wait)] = mix
     return out
 
@@ -125,18 +128,13 @@ def test_parts_judge_families_and_split_classes_as_one_process(trace_factory):
     path = trace_factory("judged", _judged_durations())
     serial = analyze(path, symbolize_sites=False, jobs=1)
     parallel = analyze(path, symbolize_sites=False, jobs=2)
-    assert parallel["params"]["engine"]["kind"] == "processes"
+    assert parallel.params.engine["kind"] == "processes"
     assert _without_engine(parallel) == _without_engine(serial)
-    segments = {s["id"]: s for s in serial["segments"]}
-    assert any(len(s["family"]) == 2 for s in segments.values())
-    assert (
-        sum("#above:" in s["key"] or "#below:" in s["key"] for s in segments.values())
-        == 2
-    )
+    segments = {s.id: s for s in serial.segments}
+    assert any(len(s.family) == 2 for s in segments.values())
+    assert sum("#above:" in s.key or "#below:" in s.key for s in segments.values()) == 2
     # Found in the long kind only (minor: the synthetic ranks never wait).
-    found = [
-        (a["kind"], a["rank"], segments[a["segment"]]["key"]) for a in serial["minor"]
-    ]
+    found = [(a.kind, a.rank, segments[a.segment].key) for a in serial.minor]
     assert [(kind, rank) for kind, rank, _ in found] == [("slow_segment", 5)]
     assert "#above:" in found[0][2]
 
@@ -153,8 +151,8 @@ def test_the_judge_decides_once_and_a_changed_sample_file_anew(wide_trace):
     with open(os.path.join(wide_trace, "perfvar", "calibration-rank-3.json"), "w") as f:
         json.dump(_doc(seed=3), f)
     third = analyze(wide_trace, symbolize_sites=False, jobs=1)
-    rows = {r["rank"]: r for r in third["ranks"]}
-    assert rows[3]["calibration_source"].startswith("paper")
+    rows = {r.rank: r for r in third.ranks}
+    assert rows[3].calibration_source.startswith("paper")
     with open(cache) as f:
         assert len(json.load(f)["files"]) == NRANKS + 1
 

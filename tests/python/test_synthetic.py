@@ -32,6 +32,7 @@ import synth  # noqa: E402
 from verdicts import score  # noqa: E402
 
 from perfvar.calibration.judge import judge_document  # noqa: E402
+from perfvar.result import load  # noqa: E402
 
 RANKS = int(os.environ.get("PV_SYNTH_RANKS", "1024"))
 # 500 steps of four segments: enough samples per cell and enough ~4 ms slices on the
@@ -117,7 +118,7 @@ def test_analysis_names_exactly_the_injected(trace):
     elapsed = time.monotonic() - t0
     print(f"\nperfvar analyze on {RANKS} x {SEGMENTS}: {elapsed:.1f} s")
     assert p.returncode == 0, p.stderr[-3000:]
-    analysis = json.loads((out / "analysis.json").read_text())
+    analysis = load(str(out / "analysis.json"))
     injected = synth.injected(truth)
     # The detectors find each injected anomaly and nothing else; whether a finding is
     # the headline or minor depends on the waiting it caused in the modelled run
@@ -127,7 +128,7 @@ def test_analysis_names_exactly_the_injected(trace):
     s = score(injected, analysis, labels, with_minor=True)
     missed = [injected[i] for i in range(len(injected)) if i not in s.hits]
     assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
-    costs = [a["cost_ns"] for a in analysis["anomalies"] if a.get("cost_ns")]
+    costs = [a.cost_ns for a in analysis.anomalies if a.cost_ns]
     assert costs == sorted(costs, reverse=True)
 
 
@@ -162,7 +163,7 @@ def test_each_level_is_named_once_at_its_level(level_trace):
     from perfvar.analysis import analyze
 
     result = analyze(str(out), symbolize_sites=False)
-    (out / "analysis.json").write_text(json.dumps(result))
+    (out / "analysis.json").write_text(json.dumps(result.to_json()))
     injected = synth.injected(truth)
     assert sorted(i.kind for i in injected) == sorted(
         ["slow_node", "slow_socket", "noisy_node", "node_transient", "slow_core"]
@@ -170,14 +171,14 @@ def test_each_level_is_named_once_at_its_level(level_trace):
     s = score(injected, result, with_minor=True)
     missed = [injected[i] for i in range(len(injected)) if i not in s.hits]
     assert s.exact(len(injected)), f"missed {missed}; wrong names {s.wrong_names}"
-    found = result["anomalies"] + result["minor"]
+    found = result.anomalies + result.minor
     for lv in truth["levels"]:
-        mine = [a for a in found if a["kind"] == lv["kind"]]
-        assert len(mine) == 1 and mine[0]["evidence"]["ranks"] == lv["ranks"]
+        mine = [a for a in found if a.kind == lv["kind"]]
+        assert len(mine) == 1 and mine[0].evidence["ranks"] == lv["ranks"]
     # The noisy node costs the job most: it is the headline, named by its node.
-    verdict = [a for a in result["anomalies"] if a["kind"] == "noisy_node"]
+    verdict = [a for a in result.anomalies if a.kind == "noisy_node"]
     noisy = next(lv for lv in truth["levels"] if lv["kind"] == "noisy_node")
-    assert verdict and verdict[0]["host"] == noisy["node"]
+    assert verdict and verdict[0].host == noisy["node"]
 
 
 def test_the_reports_view_the_nodes_and_sockets(level_trace, tmp_path):
@@ -188,12 +189,13 @@ def test_the_reports_view_the_nodes_and_sockets(level_trace, tmp_path):
 
     from perfvar.report.html import render_html
     from perfvar.report.text import render
+    from perfvar.result import Analysis
 
     out, truth = level_trace
     path = out / "analysis.json"
     if not path.exists():
         pytest.skip("needs test_each_level_is_named_once_at_its_level's analysis")
-    result = json.loads(path.read_text())
+    result = Analysis.from_json(json.loads(path.read_text()))
     noisy = next(lv for lv in truth["levels"] if lv["kind"] == "noisy_node")
     text = render(result)
     verdict = text.splitlines()[-1]

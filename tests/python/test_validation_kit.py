@@ -1,5 +1,5 @@
 """The validation kit's scoring and class selection on inputs the test controls:
-minor anomalies are not verdicts, an injected "any" is hit by any verdict naming its
+minor findings are not verdicts, an injected "any" is hit by any verdict naming its
 rank, a wrong slower core named on a CPU the host witness measured slower is listed
 as such and so is a wrong noisy core on a CPU the kernel counted busier with other
 tasks and a wrong slower core the program's own timer measured slower, PERFVAR_INJECT's
@@ -34,23 +34,25 @@ from validation.classes import (  # noqa: E402
     selected,
     split_ns,
 )
-from verdicts import SLOWER, Injected, OwnTimer, score, verdict_anomalies  # noqa: E402
+from verdicts import SLOWER, Injected, OwnTimer, score  # noqa: E402
 from perfvar.read.segments import segment_key  # noqa: E402
+from perfvar.result import Analysis  # noqa: E402
 
 K1 = segment_key("MPI_Waitall@/x/app+0x10", "MPI_Allreduce@/x/app+0x20")
 K2 = segment_key("MPI_Allreduce@/x/app+0x20", "MPI_Waitall@/x/app+0x10")
 
 
-def analysis(*anomalies: dict) -> dict:
-    return {"segments": [{"id": "s0", "key": K1}, {"id": "s1", "key": K2}],
-            "anomalies": list(anomalies)}
+def analysis(*anomalies: dict, minor: tuple = ()) -> Analysis:
+    return Analysis.from_json({"segments": [{"id": "s0", "key": K1}, {"id": "s1", "key": K2}],
+                               "anomalies": list(anomalies), "minor": list(minor)})
 
 
-def test_minor_anomalies_are_not_verdicts() -> None:
-    an = analysis({"kind": "slow_segment", "rank": 0, "segment": "s0", "minor": True})
-    assert verdict_anomalies(an) == []
+def test_minor_findings_are_not_verdicts() -> None:
+    an = analysis(minor=[{"kind": "slow_segment", "rank": 0, "segment": "s0"}])
     s = score([], an)
-    assert not s.named and not s.wrong and s.info == ["slow_segment r0 s0 (minor)"]
+    assert not s.named and not s.wrong and not s.info
+    s = score([Injected("slow_segment", 0, K1)], an, with_minor=True)
+    assert s.hits == {0} and s.named == ["slow_segment r0 s0"]
 
 
 def test_any_is_hit_by_any_verdict_of_the_rank() -> None:
@@ -350,7 +352,7 @@ def test_ranks_the_calibration_left_unjudged_are_listed_apart() -> None:
     cells = {"no calibration": 66, "too few samples": 50}
     doc = {"ranks": [{"rank": 0, "judgements": cells}, {"rank": 1, "judgements": cells},
                      {"rank": 2, "judgements": {"ok": 30, "too few samples": 2}}]}
-    assert validate.unjudged_ranks(doc) == [0, 1]
+    assert validate.unjudged_ranks(Analysis.from_json(doc)) == [0, 1]
     tr = validate.Trial("seg10", 2, "cloverleaf", 0, "1 0", suite="cloverleaf",
                         unjudged=[0, 1])
     assert "(not judged, no calibration: r0, r1)" in validate.trial_line(tr)

@@ -251,6 +251,8 @@ def unconfirmed(job: Job, slow: list, result: dict, stdout: str) -> list[int]:
         sys.path.insert(0, str(ROOT / "postproc"))
     from verdicts import OwnTimer, slower_by_own_timer
 
+    from perfvar.result import Finding
+
     key_of = {s["id"]: s["key"] for s in result["segments"]}
     timed = [s["key"] for s in result["segments"] if re.search(a.own_clock[0], json.dumps(s))]
     slower = slower_by_own_timer(a.own_clock[1], stdout, a.np) or {}
@@ -258,7 +260,7 @@ def unconfirmed(job: Job, slow: list, result: dict, stdout: str) -> list[int]:
     named = set()
     for x in slow:
         said, ratio = x["evidence"]["shift_rel"], slower.get(x["rank"])
-        if timer.confirms(x, key_of) and ratio >= a.gross / 2:
+        if timer.confirms(Finding.from_json(x), key_of) and ratio >= a.gross / 2:
             print(f"run_mpi: rank {x['rank']} in {x['segment']} +{100 * said:.1f}%: the "
                   f"program's own timer measured it {100 * ratio:+.1f}% against its peers: "
                   "the machine's, not perfvar's")

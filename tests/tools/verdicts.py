@@ -51,7 +51,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from perfvar.detect import (
@@ -65,6 +65,7 @@ from perfvar.detect import (
     slow_phase,
     slow_segment,
 )
+from perfvar.result import Analysis, Finding
 from perfvar.stats import core_speed
 
 # The kinds that say a rank's core ran slower: what a vCPU run below speed looks like.
@@ -117,15 +118,15 @@ class OwnTimer:
     slower: Mapping[int, float]
     keys: Collection[str]
 
-    def confirms(self, an: Mapping[str, Any], key_of: Mapping[Any, str]) -> bool:
+    def confirms(self, an: Finding, key_of: Mapping[Any, str]) -> bool:
         """Whether the verdict ``an``, a slower core or a slow timed class, names a rank
         the timer measured slower by at least half of the verdict's shift."""
-        rank, kind = an["rank"], an["kind"]
+        rank, kind = an.rank, an.kind
         if kind not in SLOWER_CORE_KINDS or rank not in self.slower:
             return False
-        if kind == slow_segment.KIND and key_of.get(an.get("segment")) not in self.keys:
+        if kind == slow_segment.KIND and key_of.get(an.segment) not in self.keys:
             return False
-        ev = an.get("evidence", {})
+        ev = an.evidence or {}
         # a slow core's shift_rel is weighted by compute time, as the timer measures
         said = ev.get("shift_rel") or 0.0
         return self.slower[rank] > 0 and self.slower[rank] >= said / 2
@@ -178,53 +179,41 @@ def overlap_ok(inj: tuple[float, float], rep: tuple[float, float]) -> bool:
     return ov > 0 and ov >= 0.5 * (inj[1] - inj[0]) and ov >= 0.5 * (rep[1] - rep[0])
 
 
-def verdict_anomalies(analysis: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The anomalies of analysis.json that are the verdict, the ones a trial is judged
-    by: all but those flagged minor (listed apart, below the headline's threshold)."""
-    return [an for an in analysis.get("anomalies", []) if not an.get("minor")]
-
-
-def describe(an: Mapping[str, Any], names: Mapping[Any, str]) -> str:
+def describe(an: Finding, names: Mapping[Any, str]) -> str:
     """An anomaly in words: kind, rank, segment (by ``names``: id -> label), window."""
-    text = f"{an['kind']} r{an['rank']}"
-    if an.get("segment"):
-        text += f" {names.get(an['segment'], an['segment'])}"
-    if an["kind"] == slow_phase.KIND:
-        text += f" {an['start_ns'] / 1e6:.0f}-{an['end_ns'] / 1e6:.0f}ms"
+    text = f"{an.kind} r{an.rank}"
+    if an.segment:
+        text += f" {names.get(an.segment, an.segment)}"
+    if an.kind == slow_phase.KIND:
+        text += f" {an.start_ns / 1e6:.0f}-{an.end_ns / 1e6:.0f}ms"
     return text
 
 
 def score(
     injected: Sequence[Injected],
-    analysis: Mapping[str, Any],
+    analysis: Analysis,
     labels: Optional[Mapping[str, str]] = None,
     with_minor: bool = False,
     slower_cpu_ranks: Collection[int] = (),
     busier_cpu_ranks: Collection[int] = (),
     own_timer: Optional[OwnTimer] = None,
 ) -> Score:
-    """Score analysis.json's anomalies against ``injected``. ``labels``: short names of
-    segment keys for the text (e.g. {key_a: "A"}); other segments show their id.
-    ``with_minor``: the minor findings (below the headline's cost threshold) are judged
-    like the verdict, for a test of what the detectors found rather than of what the
+    """Score analysis.json's anomalies (its headline findings: the verdict a trial is
+    judged by) against ``injected``. ``labels``: short names of segment keys for the
+    text (e.g. {key_a: "A"}); other segments show their id. ``with_minor``: the minor
+    findings (below the headline's cost threshold) are judged like the verdict, for a test of what the detectors found rather than of what the
     headline names. ``slower_cpu_ranks``: ranks whose CPU was measured slower, outside
     perfvar, while the run ran; ``busier_cpu_ranks``: ranks whose CPU other tasks took
     more of than their peers' CPUs, by the kernel's accounting; ``own_timer``: what the
     program's own timer of its compute measured, where it has one."""
-    segments = analysis.get("segments", [])
-    key_of = {x["id"]: x["key"] for x in segments}
+    key_of = {x.id: x.key for x in analysis.segments}
     labels = labels or {}
-    names = {x["id"]: labels.get(x["key"], x["id"]) for x in segments}
+    names = {x.id: labels.get(x.key, x.id) for x in analysis.segments}
     out = Score()
-    found = list(analysis.get("anomalies", []))
-    if with_minor:
-        found += [dict(an, minor=False) for an in analysis.get("minor", [])]
-    verdicts = {id(an) for an in verdict_anomalies({"anomalies": found})}
+    found = analysis.anomalies + (analysis.minor if with_minor else [])
     for an in found:
         text = describe(an, names)
-        if id(an) not in verdicts:
-            out.info.append(text + " (minor)")
-        elif not is_verdict(an):
+        if not is_verdict(an):
             out.info.append(text)
         elif is_transient(an):
             _score_transient(out, injected, an, text)
@@ -241,7 +230,7 @@ def score(
 
 
 def _score_transient(
-    out: Score, injected: Sequence[Injected], an: Mapping[str, Any], text: str
+    out: Score, injected: Sequence[Injected], an: Finding, text: str
 ) -> None:
     """A transient hits an injected slow_phase, or a slower core of its rank (for
     as long as it lasted), or is reported apart."""
@@ -251,7 +240,7 @@ def _score_transient(
             (
                 i
                 for i, x in enumerate(injected)
-                if x.kind == SLOWER and x.rank == an["rank"]
+                if x.kind == SLOWER and x.rank == an.rank
             ),
             None,
         )
@@ -265,7 +254,7 @@ def _score_transient(
 def _score_named(
     out: Score,
     injected: Sequence[Injected],
-    an: Mapping[str, Any],
+    an: Finding,
     text: str,
     key_of: Mapping[Any, str],
     cpu_ranks: tuple[Collection[int], Collection[int]],
@@ -284,73 +273,73 @@ def _score_named(
         return
     out.wrong = True
     out.wrong_names.append(text)
-    if all(inj.rank != an["rank"] for inj in injected):
-        out.other_ranks.add(an["rank"])
-    if an["kind"] in SLOWER_CORE_KINDS and an["rank"] in slower_cpu_ranks:
+    if all(inj.rank != an.rank for inj in injected):
+        out.other_ranks.add(an.rank)
+    if an.kind in SLOWER_CORE_KINDS and an.rank in slower_cpu_ranks:
         out.slower_cpu.append(text)
-    if an["kind"] in BUSIER_CORE_KINDS and an["rank"] in busier_cpu_ranks:
+    if an.kind in BUSIER_CORE_KINDS and an.rank in busier_cpu_ranks:
         out.busier_cpu.append(text)
     if own_timer is not None and own_timer.confirms(an, key_of):
         out.own_timer.append(text)
 
 
 def _hit(
-    injected: Sequence[Injected], an: Mapping[str, Any], key_of: Mapping[Any, str]
+    injected: Sequence[Injected], an: Finding, key_of: Mapping[Any, str]
 ) -> list[int]:
     """The indices of the injected anomalies the verdict ``an`` names."""
     return [i for i, inj in enumerate(injected) if _names(an, inj, key_of)]
 
 
 def _untold_work(
-    injected: Sequence[Injected], an: Mapping[str, Any], key_of: Mapping[Any, str]
+    injected: Sequence[Injected], an: Finding, key_of: Mapping[Any, str]
 ) -> bool:
     """Whether ``an`` names injected work where the probes could not tell it from a
     slower core: a slow segment of the injected rank and class saying so."""
-    told = (an.get("evidence") or {}).get("core_speed") or {}
-    if an["kind"] != slow_segment.KIND or told.get("verdict") != core_speed.UNTOLD:
+    told = (an.evidence or {}).get("core_speed") or {}
+    if an.kind != slow_segment.KIND or told.get("verdict") != core_speed.UNTOLD:
         return False
-    as_work = dict(an, kind=load_imbalance.KIND)
+    as_work = replace(an, kind=load_imbalance.KIND)
     return any(
         inj.kind == load_imbalance.KIND and _names(as_work, inj, key_of)
         for inj in injected
     )
 
 
-def _slower_core(an: Mapping[str, Any]) -> bool:
+def _slower_core(an: Finding) -> bool:
     """Whether the verdict says its rank's core ran slower: a slow core, or a finding
     whose probes (or instructions) measured a slower core."""
-    told = (an.get("evidence") or {}).get("core_speed") or {}
-    return an["kind"] == slow_core.KIND or told.get("verdict") == core_speed.SLOWER
+    told = (an.evidence or {}).get("core_speed") or {}
+    return an.kind == slow_core.KIND or told.get("verdict") == core_speed.SLOWER
 
 
-def _names(an: Mapping[str, Any], inj: Injected, key_of: Mapping[Any, str]) -> bool:
+def _names(an: Finding, inj: Injected, key_of: Mapping[Any, str]) -> bool:
     """Whether the verdict ``an`` names the injected ``inj``: its kind (or "any", or
     SLOWER and a slower core) and rank, and for a slow_segment or load_imbalance its
     segment class (key_of: segment id -> key; a load imbalance injected in no one
     class: any)."""
-    if inj.rank != an["rank"]:
+    if inj.rank != an.rank:
         return False
     if inj.kind == SLOWER:
         return _slower_core(an)
-    if inj.kind not in (an["kind"], "any"):
+    if inj.kind not in (an.kind, "any"):
         return False
     if inj.kind == slow_segment.KIND or (
         inj.kind == load_imbalance.KIND and inj.segment is not None
     ):
-        return inj.segment is not None and key_of.get(an.get("segment")) == inj.segment
+        return inj.segment is not None and key_of.get(an.segment) == inj.segment
     return True
 
 
-def _phase_hit(injected: Sequence[Injected], an: Mapping[str, Any]) -> Optional[int]:
+def _phase_hit(injected: Sequence[Injected], an: Finding) -> Optional[int]:
     """The index of the injected slow_phase that the transient ``an`` hits (its rank,
     windows overlapping by half of each), or None."""
     for i, inj in enumerate(injected):
         if (
             inj.kind in (slow_phase.KIND, node_transient.KIND)
-            and inj.kind == an["kind"]
-            and inj.rank == an["rank"]
+            and inj.kind == an.kind
+            and inj.rank == an.rank
             and inj.window_ns is not None
-            and overlap_ok(inj.window_ns, (an["start_ns"], an["end_ns"]))
+            and overlap_ok(inj.window_ns, (an.start_ns, an.end_ns))
         ):
             return i
     return None

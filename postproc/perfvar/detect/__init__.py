@@ -122,40 +122,80 @@ def class_kind(name: str) -> bool:
     return kind is not None and kind.of_class
 
 
-def is_verdict(anomaly: AnomalyJson) -> bool:
-    """Whether the finding (as analysis.json holds it) is a finding of its rank."""
-    return verdict_kind(anomaly["kind"])
+# The helpers below take a finding as the reports hold it (perfvar.result.Finding)
+# or as analysis.json holds it (AnomalyJson, what the FindingKind callables take).
+Found = Any
 
 
-def names_rank(anomaly: AnomalyJson) -> bool:
+def as_json(anomaly: Found) -> AnomalyJson:
+    """The finding as analysis.json holds it, for the FindingKind callables."""
+    return anomaly if isinstance(anomaly, dict) else anomaly.to_json()
+
+
+def _kind_of(anomaly: Found) -> str:
+    return anomaly["kind"] if isinstance(anomaly, dict) else anomaly.kind
+
+
+def is_verdict(anomaly: Found) -> bool:
+    """Whether the finding is a finding of its rank."""
+    return verdict_kind(_kind_of(anomaly))
+
+
+def names_rank(anomaly: Found) -> bool:
     """Whether the finding names its rank as anomalous (a verdict, not a transient)."""
-    return naming_kind(anomaly["kind"])
+    return naming_kind(_kind_of(anomaly))
 
 
-def is_transient(anomaly: AnomalyJson) -> bool:
+def is_transient(anomaly: Found) -> bool:
     """Whether the finding is a transient: a shift of its rank that came and went."""
-    return anomaly["kind"] in transient_kinds()
+    return _kind_of(anomaly) in transient_kinds()
 
 
-def is_code(anomaly: AnomalyJson) -> bool:
+def is_code(anomaly: Found) -> bool:
     """Whether the finding is the code's (load imbalance), not the machine's."""
-    return anomaly["kind"] in code_kinds()
+    return _kind_of(anomaly) in code_kinds()
 
 
-def describe(anomaly: AnomalyJson, labels: dict[str, str]) -> str:
+def describe(anomaly: Found, labels: dict[str, str]) -> str:
     """One sentence with the evidence of ``anomaly``; labels: segment id -> class
     label. A kind no detector declares (an analysis.json of another version) is
     printed with its raw evidence."""
-    kind = KINDS.get(anomaly["kind"])
+    doc = as_json(anomaly)
+    kind = KINDS.get(doc["kind"])
     if kind is None:
-        return f"{where(anomaly)}: {anomaly['kind']} {anomaly['evidence']}"
-    return kind.describe(anomaly, labels)
+        return f"{where(doc)}: {doc['kind']} {doc['evidence']}"
+    return kind.describe(doc, labels)
 
 
-def word(anomaly: AnomalyJson) -> str:
+def phrase(anomaly: Found) -> str:
+    """The kind's short phrase for the verdict line; the kind's name without one."""
+    kind = KINDS.get(_kind_of(anomaly))
+    if kind is None or kind.phrase is None:
+        return _kind_of(anomaly)
+    return kind.phrase(as_json(anomaly))
+
+
+def size(anomaly: Found) -> Optional[float]:
+    """The finding's size relative to the work (its kind's size_key in its evidence;
+    None: the kind has none, or the evidence lacks it)."""
+    doc = as_json(anomaly)
+    kind = KINDS.get(doc["kind"])
+    if kind is None or kind.size_key is None:
+        return None
+    return (doc.get("evidence") or {}).get(kind.size_key)
+
+
+def shows_in(anomaly: Found, segment: str) -> bool:
+    """Whether the finding shows in segment class ``segment`` (the plots); a kind
+    no detector declares shows nowhere."""
+    kind = KINDS.get(_kind_of(anomaly))
+    return kind is not None and kind.in_class(as_json(anomaly), segment)
+
+
+def word(anomaly: Found) -> str:
     """The kind's few words; an unknown kind's name with spaces."""
-    kind = KINDS.get(anomaly["kind"])
-    return kind.word if kind is not None else anomaly["kind"].replace("_", " ")
+    kind = KINDS.get(_kind_of(anomaly))
+    return kind.word if kind is not None else _kind_of(anomaly).replace("_", " ")
 
 
 def kinds_json() -> dict[str, Any]:

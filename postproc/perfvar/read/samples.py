@@ -186,6 +186,16 @@ class TraceSamples:
         """Ranks at least one of whose locations could not be read."""
         return sorted({loc.rank for loc in self.locations if not loc.ok})
 
+    def class_order(self) -> list[int]:
+        """Segment indices that have samples, by total time descending: the order of
+        the class ids S0 (the largest), S1, ... of the analysis and perfvar.open."""
+        s = self.samples
+        totals = np.bincount(
+            s["segment"], weights=s["duration_ns"], minlength=len(self.segments)
+        )
+        present = np.unique(s["segment"]).tolist()
+        return sorted(present, key=lambda g: (-totals[g], self.segments[g]))
+
 
 # One location's outcome: its report, and its samples and probes when it is intact.
 LocationRead = tuple[LocationReport, Optional[np.ndarray], Optional[np.ndarray]]

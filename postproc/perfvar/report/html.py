@@ -56,6 +56,7 @@ from perfvar.report.text import (
     unlisted_ranks,
     verdict_line,
 )
+from perfvar.result import Analysis, Consequence, Finding, RankRow
 from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_plus_minus
 from perfvar.verdict.headline import after_waiting
@@ -115,10 +116,10 @@ code { font-size: 12px; }
 """
 
 
-def default_path(result: dict[str, Any], json_path: Optional[str] = None) -> str:
+def default_path(result: Analysis, json_path: Optional[str] = None) -> str:
     """DIR/report.html, or report.html beside ``json_path`` when it is given."""
     where = os.path.dirname(os.path.abspath(json_path)) if json_path else None
-    return os.path.join(where or result["trace"], REPORT_FILE)
+    return os.path.join(where or result.trace, REPORT_FILE)
 
 
 def _e(value: Any) -> str:
@@ -169,37 +170,37 @@ class _Figures:
         return f'<div class="figure" data-figure="{_e(name)}">{plot}{note}</div>'
 
 
-def _noisy(rank_row: dict[str, Any]) -> bool:
+def _noisy(rank_row: RankRow) -> bool:
     """Whether analysis.json's row of a rank lists a finding of its CPU's
     interruptions (a noisy core) among its anomalies."""
-    return any(subject(kind) == NOISE for kind in rank_row.get("anomalies", []))
+    return any(subject(kind) == NOISE for kind in rank_row.anomalies)
 
 
-def _header(result: dict[str, Any]) -> str:
-    run = result.get("run") or {}  # run.json as the run wrote it
-    summ = result["summary"]
-    lines = [f"<h1>perfvar report: {_e(os.path.basename(result['trace']))}</h1>"]
-    lines.append(f'<p class="meta">trace <code>{_e(result["trace"])}</code></p>')
+def _header(result: Analysis) -> str:
+    run = result.run or {}  # run.json as the run wrote it
+    summ = result.summary
+    lines = [f"<h1>perfvar report: {_e(os.path.basename(result.trace))}</h1>"]
+    lines.append(f'<p class="meta">trace <code>{_e(result.trace)}</code></p>')
     if run.get(RunJson.COMMAND):
         command = _e(run[RunJson.COMMAND])
         lines.append(f'<p class="meta">command <code>{command}</code></p>')
     facts = [
-        f"{summ['n_ranks']} ranks",
-        f"{summ['n_segment_classes']} segment classes "
-        f"({summ['n_segment_classes_judged']} judged)",
-        f"false discovery rate {result['alpha']:g}",
+        f"{summ.n_ranks} ranks",
+        f"{summ.n_segment_classes} segment classes "
+        f"({summ.n_segment_classes_judged} judged)",
+        f"false discovery rate {result.alpha:g}",
     ]
     if run.get(RunJson.START_UTC):
         facts.insert(0, f"started {run[RunJson.START_UTC]}")
     if run.get(RunJson.MPI_LIBRARY):
         facts.append(str(run[RunJson.MPI_LIBRARY]).split(",")[0])
-    clock = result.get("clock") or {}
+    clock = result.clock or {}
     if clock.get("name"):
         facts.append(
             f"clock {clock['name']} ({clock.get('hz_method') or 'frequency as stated'})"
         )
     lines.append(f'<p class="meta">{_e("; ".join(facts))}</p>')
-    lines.append(f'<p class="meta">{_e(result["generated_by"])}</p>')
+    lines.append(f'<p class="meta">{_e(result.generated_by)}</p>')
     return "\n".join(lines)
 
 
@@ -211,13 +212,13 @@ def _share(x: Optional[float]) -> str:
     return f"{v:.1f} %" if v >= 10 else f"{v:.2g} %"
 
 
-def cost_html(a: dict[str, Any], small: bool = False) -> str:
+def cost_html(a: Finding, small: bool = False) -> str:
     """The finding's delay cost as a badge ("delay cost 1.1 s = 22 % of wall time x
     ranks"); "" where it was not measured (one rank, an unsynchronised timeline,
     an informational kind)."""
-    if a.get("cost_ns") is None:
+    if a.cost_ns is None:
         return ""
-    share = a.get("cost_share")
+    share = a.cost_share
     of = f" = {_share(share)} of wall time x ranks" if share is not None else ""
     cls = "cost small" if small else "cost"
     title = (
@@ -225,8 +226,8 @@ def cost_html(a: dict[str, Any], small: bool = False) -> str:
         "al.), summed over the run"
     )
     return (
-        f'<span class="{cls}" data-cost-ns="{a["cost_ns"]:.0f}" title="{title}">'
-        f"delay cost {_e(fmt_ns(a['cost_ns']))}{_e(of)}</span>"
+        f'<span class="{cls}" data-cost-ns="{a.cost_ns:.0f}" title="{title}">'
+        f"delay cost {_e(fmt_ns(a.cost_ns))}{_e(of)}</span>"
     )
 
 
@@ -234,14 +235,12 @@ def _finding_id(i: int) -> str:
     return f"finding-{i}"
 
 
-def _finding_items(
-    result: dict[str, Any], labels: dict[str, str], code: bool
-) -> list[str]:
+def _finding_items(result: Analysis, labels: dict[str, str], code: bool) -> list[str]:
     """The headline findings of the machine (``code`` False) or of the code (load
     imbalance), in the order of analysis.json, each with its badge, cost and
     sentence; ids by the finding's place in analysis.json."""
     items = []
-    for i, a in enumerate(result["anomalies"]):
+    for i, a in enumerate(result.anomalies):
         if is_code(a) != code:
             continue
         informative = not is_verdict(a)
@@ -249,20 +248,20 @@ def _finding_items(
         cls = "kind info" if informative else "kind"
         badge = f'<span class="{cls}">{_e(word)}</span>'
         items.append(
-            f'<li class="anomaly" id="{_finding_id(i)}" data-kind="{_e(a["kind"])}" '
-            f'data-rank="{a["rank"]}" data-segment="{_e(a["segment"] or "")}">'
+            f'<li class="anomaly" id="{_finding_id(i)}" data-kind="{_e(a.kind)}" '
+            f'data-rank="{a.rank}" data-segment="{_e(a.segment or "")}">'
             f"{badge}{cost_html(a)}{_e(describe(a, labels))}</li>"
         )
     return items
 
 
-def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
+def _headline(result: Analysis, labels: dict[str, str]) -> str:
     """The headline findings, ranked by delay cost (the order of analysis.json): the
     machine's, then the code's (load imbalance) under a heading of their own."""
     items = _finding_items(result, labels, code=False)
     code = _finding_items(result, labels, code=True)
-    summ = result["summary"]
-    known = summ.get("cost_known")
+    summ = result.summary
+    known = summ.cost_known
     if known is None:  # an analysis made before delay costs
         order = ""
     elif known:
@@ -270,7 +269,7 @@ def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
             '<p class="note">Ranked by delay cost: the waiting each finding caused '
             "on the other ranks over the run, and that as a share of wall time x "
             "ranks. A finding must cost at least "
-            f"{_e(_share((result.get('params') or {}).get('min_cost')))} of wall time "
+            f"{_e(_share(result.params.min_cost))} of wall time "
             "x ranks to name its rank; cheaper ones are listed as minor.</p>"
         )
     else:
@@ -292,19 +291,19 @@ def _headline(result: dict[str, Any], labels: dict[str, str]) -> str:
     return f"{machine}{order}"
 
 
-def _minor(result: dict[str, Any], labels: dict[str, str]) -> str:
+def _minor(result: Analysis, labels: dict[str, str]) -> str:
     """The minor findings: verdict kinds whose delay cost is below the threshold."""
-    minor = result.get("minor") or []
+    minor = result.minor
     if not minor:
         return ""
-    floor = (result.get("params") or {}).get("min_cost")
+    floor = result.params.min_cost
     below = f" below {_share(floor)} of wall time x ranks" if floor is not None else ""
     items = []
     for a in minor:
         word = kind_word(a)
         items.append(
-            f'<li class="minor" data-kind="{_e(a["kind"])}" data-rank="{a["rank"]}" '
-            f'data-segment="{_e(a["segment"] or "")}">'
+            f'<li class="minor" data-kind="{_e(a.kind)}" data-rank="{a.rank}" '
+            f'data-segment="{_e(a.segment or "")}">'
             f'<span class="kind minor">minor {_e(word)}</span>'
             f"{cost_html(a, small=True)}{_e(describe(a, labels))}</li>"
         )
@@ -316,7 +315,7 @@ def _minor(result: dict[str, Any], labels: dict[str, str]) -> str:
     )
 
 
-def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
+def _cause_link(result: Analysis, cause: Optional[int]) -> str:
     """' Its cause: rank 1, <a>slow segment S0</a>.' pointing at the cause rank's
     headline findings (or its minor ones), or saying it has none."""
     if cause is None:
@@ -324,13 +323,13 @@ def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
     links = [
         f'<a href="#{_finding_id(i)}">'
         f"{_e(kind_word(a))}"
-        f"{' ' + _e(a['segment']) if a.get('segment') else ''}</a>"
-        for i, a in enumerate(result["anomalies"])
-        if a["rank"] == cause and is_verdict(a)
+        f"{' ' + _e(a.segment) if a.segment else ''}</a>"
+        for i, a in enumerate(result.anomalies)
+        if a.rank == cause and is_verdict(a)
     ]
     if links:
         return f" Its cause: rank {cause}'s {', '.join(links)}."
-    if any(a["rank"] == cause for a in result.get("minor") or []):
+    if any(a.rank == cause for a in result.minor):
         return (
             f' Its cause: rank {cause}\'s <a href="#minor-findings">minor '
             "findings</a>."
@@ -338,34 +337,34 @@ def _cause_link(result: dict[str, Any], cause: Optional[int]) -> str:
     return f" Rank {cause} made it wait; no finding names rank {cause}."
 
 
-def _consequence_item(result: dict[str, Any], c: dict[str, Any]) -> str:
+def _consequence_item(result: Analysis, c: Consequence) -> str:
     """One consequence as a list item: of waiting (with its cause rank's link) or of
     its own rank's time off the CPU."""
-    cause = c.get("cause_rank")
+    cause = c.cause_rank
     attrs = (
-        f'class="consequence" data-rank="{c["rank"]}" '
-        f'data-segment="{_e(c.get("segment") or "")}" '
+        f'class="consequence" data-rank="{c.rank}" '
+        f'data-segment="{_e(c.segment or "")}" '
         f'data-cause-rank="{"" if cause is None else cause}"'
     )
-    if c.get("cause") == SHARED_CPU:
+    if c.cause == SHARED_CPU:
         shared = '<span class="kind off-cpu">shared CPU</span>'
-        return f"<li {attrs}>{shared}{_e(c['text'])}.</li>"
+        return f"<li {attrs}>{shared}{_e(c.text)}.</li>"
     if not after_waiting(c):
         off = '<span class="kind off-cpu">off its CPU</span>'
-        return f"<li {attrs}>{off}{_e(c['text'])}.</li>"
-    peers = c.get("peers_waiting_ns")
+        return f"<li {attrs}>{off}{_e(c.text)}.</li>"
+    peers = c.figures.get("peers_waiting_ns")
     vs = f" (its peers waited {fmt_ns(peers)} there)" if peers is not None else ""
     return (
         f'<li {attrs}><span class="kind waited">after waiting</span>'
-        f"{_e(c['text'])}{_e(vs)}.{_cause_link(result, cause)}</li>"
+        f"{_e(c.text)}{_e(vs)}.{_cause_link(result, cause)}</li>"
     )
 
 
-def _consequences(result: dict[str, Any]) -> str:
+def _consequences(result: Analysis) -> str:
     """The findings reported under their cause: slower segments after their rank
     waited longer than its peers; a slower core or segment that its rank's measured
     time off the CPU explains."""
-    consequences = result.get("consequences") or []
+    consequences = result.consequences
     if not consequences:
         return ""
     items = "".join(_consequence_item(result, c) for c in consequences)
@@ -382,18 +381,18 @@ def _consequences(result: dict[str, Any]) -> str:
     )
 
 
-def _verdict(result: dict[str, Any]) -> str:
-    found = [a for a in result["anomalies"] if names_rank(a)]
+def _verdict(result: Analysis) -> str:
+    found = [a for a in result.anomalies if names_rank(a)]
     cls = "verdict found" if found else "verdict"
     out = [f'<p id="verdict-line" class="{cls}">{_e(verdict_line(result))}</p>']
     judged = judged_share_lines(result)
     if judged:
         out.append(f'<p id="judged-share" class="meta">{_e(judged[0])}</p>')
-    labels = {s["id"]: s["label"] for s in result["segments"]}
-    if result["anomalies"]:
+    labels = {s.id: s.label for s in result.segments}
+    if result.anomalies:
         out.append(_headline(result, labels))
     else:
-        apart = result.get("minor") or result.get("consequences")
+        apart = result.minor or result.consequences
         out.append(
             '<p class="note">No anomaly: no finding costs the job enough to name a '
             "rank.</p>"
@@ -403,17 +402,17 @@ def _verdict(result: dict[str, Any]) -> str:
         )
     out.append(_minor(result, labels))
     out.append(_consequences(result))
-    ended = result.get("ended") or {}
-    if ended.get("ended_early_ranks"):
+    ended = result.ended
+    if ended.ended_early_ranks:
         rows = [
             [
-                str(r["rank"]),
-                _e(r["how"]),
-                f"{r['end_s']:.3f} s",
-                "yes" if r.get("in_mpi_call") else "no",
-                "first to end" if r["rank"] == ended.get("first_to_end") else "",
+                str(r.rank),
+                _e(r.how),
+                f"{r.end_s:.3f} s",
+                "yes" if r.in_mpi_call else "no",
+                "first to end" if r.rank == ended.first_to_end else "",
             ]
-            for r in ended["ranks"]
+            for r in ended.ranks
         ]
         out.append(
             '<p class="note">The job did not finish: its trace was rebuilt from the '
@@ -425,49 +424,49 @@ def _verdict(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _rank_verdict(result: dict[str, Any], r: dict[str, Any]) -> str:
+def _rank_verdict(result: Analysis, r: RankRow) -> str:
     """A rank's verdict in its row, with its minor findings and its consequences
     (of waiting, of its time off the CPU) in parentheses."""
-    verdict = r["verdict"] + (" (migrated)" if r.get("migrated") else "")
-    minor = [kind_word(a) for a in result.get("minor") or [] if a["rank"] == r["rank"]]
+    verdict = r.verdict + (" (migrated)" if r.migrated else "")
+    minor = [kind_word(a) for a in result.minor if a.rank == r.rank]
     if minor:
         verdict += f" (minor: {', '.join(dict.fromkeys(minor))})"
-    mine = [c for c in result.get("consequences") or [] if c["rank"] == r["rank"]]
-    waited = [c["segment"] for c in mine if after_waiting(c)]
+    mine = [c for c in result.consequences if c.rank == r.rank]
+    waited = [c.segment for c in mine if after_waiting(c)]
     if waited:
         verdict += f" ({', '.join(waited)} slower after waiting)"
-    off = [c.get("segment") or "core" for c in mine if not after_waiting(c)]
+    off = [c.segment or "core" for c in mine if not after_waiting(c)]
     if off:
         verdict += f" ({', '.join(off)} slower for its time off the CPU)"
     return verdict
 
 
-def _ranks(result: dict[str, Any]) -> str:
+def _ranks(result: Analysis) -> str:
     colors = rank_colors(result)
     rows, classes = [], []
-    measured = any(r.get("cpu_time") for r in result["ranks"])
+    measured = any(r.cpu_time for r in result.ranks)
     listed = listed_ranks(result)
     for r in listed:
         swatch = (
-            f'<span class="swatch" style="background:{colors[r["rank"]]}"></span>'
-            if r["rank"] in colors
+            f'<span class="swatch" style="background:{colors[r.rank]}"></span>'
+            if r.rank in colors
             else ""
         )
         verdict = _rank_verdict(result, r)
         rows.append(
             [
-                f"{swatch}{r['rank']}",
-                _e(r["host"] if r["host"] is not None else "?"),
-                _e(compact_ranges(r["cpus"])),
-                str(r["n_segments"]),
-                _e(fmt_ns(r["t_min_ns"])),
-                _e(fmt_ns(r["t_diff_ns"])),
-                _e(_pct(r.get("interrupted_fraction"))),
+                f"{swatch}{r.rank}",
+                _e(r.host if r.host is not None else "?"),
+                _e(compact_ranges(r.cpus)),
+                str(r.n_segments),
+                _e(fmt_ns(r.t_min_ns)),
+                _e(fmt_ns(r.t_diff_ns)),
+                _e(_pct(r.interrupted_fraction)),
             ]
-            + ([_e(off_cpu_words(r.get("cpu_time")))] if measured else [])
-            + [_e(verdict), _e(r.get("problem") or "")]
+            + ([_e(off_cpu_words(r.cpu_time))] if measured else [])
+            + [_e(verdict), _e(r.problem or "")]
         )
-        classes.append("anomalous" if r.get("anomalies") else "")
+        classes.append("anomalous" if r.anomalies else "")
     header = ["rank", "host", "cpus", "segments", "t_min", "t_diff", "interrupted"]
     header += (["off CPU (counters)"] if measured else []) + ["verdict", "problem"]
     numeric = [0, 3, 4, 5, 6] + ([7] if measured else [])
@@ -480,7 +479,7 @@ def _ranks(result: dict[str, Any]) -> str:
     return _table(header, rows, numeric=numeric, classes=classes) + note
 
 
-def _nodes(result: dict[str, Any], figs: _Figures) -> str:
+def _nodes(result: Analysis, figs: _Figures) -> str:
     """The view by node and socket (perfvar.report.node_view): the heat map, then the
     ranks of each node with a finding, folded; "" for a job on one node."""
     fig = node_heatmap(result)
@@ -526,11 +525,11 @@ def _waits_words(ws: dict[str, Any], n_ranks: int) -> str:
     return words
 
 
-def _waits_table(result: dict[str, Any], wall: float) -> str:
+def _waits_table(result: Analysis, wall: float) -> str:
     """Per rank: how long it waited, for whom, and how long it made others wait;
     the ranks the verdict names marked. Empty without ranks."""
     rows, classes = [], []
-    named = {a["rank"] for a in result["anomalies"] if names_rank(a)}
+    named = {a.rank for a in result.anomalies if names_rank(a)}
     per = waits_by_rank(result)
     shown = _waits_listed(per, named)
     for rank, v in per.items():
@@ -577,10 +576,10 @@ def _waits_listed(per: dict[int, dict[str, Any]], named: set[int]) -> set[int]:
     return set(shown)
 
 
-def _waits(result: dict[str, Any], figs: _Figures) -> str:
+def _waits(result: Analysis, figs: _Figures) -> str:
     """The wait states: in words (total, by pattern, by MPI function), a table per
     rank (waited, for whom, made others wait) and a bar plot of the same."""
-    ws = result.get("wait_states")
+    ws = result.wait_states
     if not ws:
         return '<p class="note">Not in this analysis (made before wait states).</p>'
     if not ws.get("synchronised"):
@@ -590,7 +589,7 @@ def _waits(result: dict[str, Any], figs: _Figures) -> str:
             "last one entered: clocks not aligned, or ranks that ran apart), so no "
             "waiting is charged and no delay cost measured.</p>"
         )
-    words = _waits_words(ws, result["summary"]["n_ranks"])
+    words = _waits_words(ws, result.summary.n_ranks)
     out = [
         f'<p id="waits-total">{_e(words)}.</p>',
         '<p class="note">Waiting at a collective: '
@@ -614,29 +613,29 @@ def _waits(result: dict[str, Any], figs: _Figures) -> str:
     return "\n".join(out)
 
 
-def _segments(result: dict[str, Any]) -> str:
-    if not result["segments"]:
+def _segments(result: Analysis) -> str:
+    if not result.segments:
         return '<p class="note">No perfvar:segment samples in the trace.</p>'
     rows = []
-    for s in result["segments"]:
-        states = s.get("cache_states") or {}
+    for s in result.segments:
+        states = s.cache_states or {}
         state = (
             "/".join(f"{k}:{v}" for k, v in states.items())
             if len(states) > 1
-            else (s.get("cache_state") or "-")
+            else (s.cache_state or "-")
         )
         rows.append(
             [
-                _e(s["id"]),
-                str(s["n"]),
-                str(s["n_kept"]),
-                str(s["n_ranks"]),
-                _e(fmt_ns(s["median_ns"])),
-                _e(fmt_ns(s["total_ns"])),
-                _e(fmt_bytes(s.get("context_bytes"))),
+                _e(s.id),
+                str(s.n),
+                str(s.n_kept),
+                str(s.n_ranks),
+                _e(fmt_ns(s.median_ns)),
+                _e(fmt_ns(s.total_ns)),
+                _e(fmt_bytes(s.context_bytes)),
                 _e(state),
-                _e(fmt_plus_minus(s.get("resolution_rel"))),
-                _e(s["label"]),
+                _e(fmt_plus_minus(s.resolution_rel)),
+                _e(s.label),
             ]
         )
     header = ["id", "n", "kept", "ranks", "median", "total", "moved", "state"]
@@ -650,29 +649,29 @@ def _segments(result: dict[str, Any]) -> str:
     )
 
 
-def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
+def _noise_table(result: Analysis, noise: dict[int, RankNoise]) -> str:
     """One row per rank; of many ranks, only those that were interrupted, and of
     more than LISTED_RANKS of them the ranks a noisy-core finding names and the
     most interrupted, LISTED_RANKS in all."""
     rows, classes = [], []
-    ranks = result["ranks"]
+    ranks = result.ranks
     quiet = []
     if len(ranks) > MAX_PEER_LINES:
-        quiet = [r["rank"] for r in ranks if not r.get("interruptions")]
-        ranks = [r for r in ranks if r.get("interruptions")]
+        quiet = [r.rank for r in ranks if not r.interruptions]
+        ranks = [r for r in ranks if r.interruptions]
     interrupted = len(ranks)
     if interrupted > LISTED_RANKS:
         first = sorted(
             ranks,
             key=lambda r: (
                 not _noisy(r),
-                -(r.get("interrupted_fraction") or 0.0),
+                -(r.interrupted_fraction or 0.0),
             ),
         )[:LISTED_RANKS]
-        chosen = {r["rank"] for r in first}
-        ranks = [r for r in ranks if r["rank"] in chosen]
+        chosen = {r.rank for r in first}
+        ranks = [r for r in ranks if r.rank in chosen]
     for r in ranks:
-        n = noise.get(r["rank"])
+        n = noise.get(r.rank)
         typical = n.typical_ns() if n is not None else None
         by_cpu = ""
         if n is not None and n.lost_by_cpu:
@@ -683,10 +682,10 @@ def _noise_table(result: dict[str, Any], noise: dict[int, RankNoise]) -> str:
             )
         rows.append(
             [
-                str(r["rank"]),
-                str(r.get("interruptions", 0)),
-                _e(fmt_ns(r.get("interrupted_ns"))),
-                _e(_pct(r.get("interrupted_fraction"))),
+                str(r.rank),
+                str(r.interruptions),
+                _e(fmt_ns(r.interrupted_ns)),
+                _e(_pct(r.interrupted_fraction)),
                 _e(fmt_ns(typical) if typical is not None else "-"),
                 _e(interpretation(typical) if n is not None else "-"),
                 _e(by_cpu),
@@ -720,19 +719,19 @@ def _state_cell(st: Optional[dict[str, Any]]) -> str:
     return _e(f"{fmt_ns(st['t_min_ns'])} / {fmt_ns(st['t_diff_ns'])}{partial}")
 
 
-def _cycles_table(ranks: list[dict[str, Any]]) -> str:
+def _cycles_table(ranks: list[RankRow]) -> str:
     """The cycle counter's flush-0 calibration of the ranks that had one; "" if
     none."""
-    cycles = [r for r in ranks if (r.get("calibration_cycles") or {}).get("available")]
+    cycles = [r for r in ranks if (r.calibration_cycles or {}).get("available")]
     if not cycles:
         return ""
     rows = [
         [
-            str(r["rank"]),
-            _e(r["calibration_cycles"].get("counter") or "?"),
-            _e(_cycles(r["calibration_cycles"].get("t_min_cycles"))),
-            _e(_cycles(r["calibration_cycles"].get("t_diff_cycles"))),
-            _e(r["calibration_cycles"].get("status") or "-"),
+            str(r.rank),
+            _e(r.calibration_cycles.get("counter") or "?"),
+            _e(_cycles(r.calibration_cycles.get("t_min_cycles"))),
+            _e(_cycles(r.calibration_cycles.get("t_diff_cycles"))),
+            _e(r.calibration_cycles.get("status") or "-"),
         ]
         for r in cycles
     ]
@@ -742,32 +741,28 @@ def _cycles_table(ranks: list[dict[str, Any]]) -> str:
     ) + _table(["rank", "counter", "t_min", "t_diff", "status"], rows, [0, 2, 3])
 
 
-def _calibration_table(result: dict[str, Any]) -> str:
+def _calibration_table(result: Analysis) -> str:
     """Per rank: timer overhead, t_min / t_diff per calibrated cache state, status
     and source; then the cycle counter's calibration where there was one."""
     labels = sorted(
-        {
-            st["label"]
-            for r in result["ranks"]
-            for st in r.get("calibration_states") or []
-        },
+        {st["label"] for r in result.ranks for st in r.calibration_states or []},
         key=label_order,
     )
     rows = []
     listed = listed_ranks(result)
     for r in listed:
-        states = {st["label"]: st for st in r.get("calibration_states") or []}
+        states = {st["label"]: st for st in r.calibration_states or []}
         row = [
-            str(r["rank"]),
-            _e(r["host"] if r["host"] is not None else "?"),
-            _e(fmt_ns(r["timer_overhead_ns"])),
+            str(r.rank),
+            _e(r.host if r.host is not None else "?"),
+            _e(fmt_ns(r.timer_overhead_ns)),
         ]
         row += [_state_cell(states.get(label)) for label in labels]
-        row.append(_e(r.get("calibration_status") or "-"))
-        row.append(_e(r.get("calibration_source") or ""))
+        row.append(_e(r.calibration_status or "-"))
+        row.append(_e(r.calibration_source or ""))
         rows.append(row)
-    if len(listed) < len(result["ranks"]):
-        rows.append(_calibration_span(result["ranks"], labels))
+    if len(listed) < len(result.ranks):
+        rows.append(_calibration_span(result.ranks, labels))
     header = ["rank", "host", "timer overhead"]
     header += [f"{'flush 0' if s == '0' else s}: t_min / t_diff" for s in labels]
     header += ["status", "source"]
@@ -775,7 +770,7 @@ def _calibration_table(result: dict[str, Any]) -> str:
     return out + _cycles_table(listed)
 
 
-def _calibration_span(ranks: list[dict[str, Any]], labels: list[str]) -> list[str]:
+def _calibration_span(ranks: list[RankRow], labels: list[str]) -> list[str]:
     """The calibration table's row for all ranks: per cache state, the lowest and
     highest t_min and t_diff over the ranks, and how many ranks have them."""
 
@@ -786,13 +781,13 @@ def _calibration_span(ranks: list[dict[str, Any]], labels: list[str]) -> list[st
         lo, hi = min(known), max(known)
         return fmt_ns(lo) if lo == hi else f"{fmt_ns(lo)}-{fmt_ns(hi)}"
 
-    overheads = [r["timer_overhead_ns"] for r in ranks]
+    overheads = [r.timer_overhead_ns for r in ranks]
     row = [f"all {len(ranks)}", "", _e(span(overheads))]
     for label in labels:
         got = [
             st
             for r in ranks
-            for st in r.get("calibration_states") or []
+            for st in r.calibration_states or []
             if st["label"] == label and st.get("t_min_ns") is not None
         ]
         row.append(
@@ -803,7 +798,7 @@ def _calibration_span(ranks: list[dict[str, Any]], labels: list[str]) -> list[st
             if got
             else "-"
         )
-    statuses = Counter(r.get("calibration_status") or "-" for r in ranks)
+    statuses = Counter(r.calibration_status or "-" for r in ranks)
     row.append(_e(", ".join(f"{n} {k}" for k, n in statuses.most_common())))
     return row + [""]
 
@@ -812,7 +807,7 @@ def _cycles(value: Optional[float]) -> str:
     return "?" if value is None else f"{value:.0f} cycles"
 
 
-def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
+def render_html(result: Analysis, prep: Optional[Prepared] = None) -> str:
     """The whole page as one string. ``prep``: the filtered cells analyze() worked
     on (its ``on_prepared``); None leaves out the plots of samples."""
     from plotly.offline import get_plotlyjs
@@ -935,15 +930,15 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
         )
     )
     sections.append(("segments", "Segment classes", _segments(result)))
-    if result.get("warnings"):
-        items = "".join(f"<li>{_e(w)}</li>" for w in result["warnings"])
+    if result.warnings:
+        items = "".join(f"<li>{_e(w)}</li>" for w in result.warnings)
         sections.append(("warnings", "Warnings", f"<ul>{items}</ul>"))
 
     nav = "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t, _ in sections)
     body = "\n".join(
         f'<section id="{a}"><h2>{_e(t)}</h2>\n{b}\n</section>' for a, t, b in sections
     )
-    title = f"perfvar report: {os.path.basename(result['trace'])}"
+    title = f"perfvar report: {os.path.basename(result.trace)}"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -959,7 +954,7 @@ def render_html(result: dict[str, Any], prep: Optional[Prepared] = None) -> str:
 
 
 def write_html(
-    result: dict[str, Any],
+    result: Analysis,
     prep: Optional[Prepared] = None,
     path: Optional[str] = None,
     page: Optional[str] = None,

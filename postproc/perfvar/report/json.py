@@ -1,6 +1,7 @@
 """Write the analysis result as JSON (DIR/analysis.json by default).
 
-Top-level keys: ``generated_by``, ``trace``, ``alpha``, ``params``,
+Top-level keys: ``format`` (the layout's version, perfvar.result.FORMAT),
+``generated_by``, ``trace``, ``alpha``, ``params``,
 ``timer_resolution_hz``, ``run``, ``ranks``, ``segments``, ``kinds`` (what each
 kind of finding is: perfvar.detect.KINDS), ``anomalies`` and ``minor`` (each with its
 ``description``), ``judgements``, ``summary``, ``warnings``. Times are ns (keys end
@@ -17,6 +18,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfvar.result import Analysis
+
 
 def _clean(value: Any) -> Any:
     if isinstance(value, dict):
@@ -30,17 +33,17 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def default_path(result: dict[str, Any]) -> str:
+def default_path(result: Analysis) -> str:
     """DIR/analysis.json for the analysed trace directory."""
-    return os.path.join(result["trace"], "analysis.json")
+    return os.path.join(result.trace, "analysis.json")
 
 
-def write_json(result: dict[str, Any], path: Optional[str] = None) -> str:
+def write_json(result: Analysis, path: Optional[str] = None) -> str:
     """Write ``result`` to ``path`` (default DIR/analysis.json); returns the path."""
     path = path or default_path(result)
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(_clean(result), fh, indent=1, allow_nan=False)
+        json.dump(_clean(result.to_json()), fh, indent=1, allow_nan=False)
         fh.write("\n")
     os.replace(tmp, path)
     return path

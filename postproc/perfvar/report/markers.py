@@ -46,7 +46,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 from perfvar._spec import (
     MARKER_FIELDS,
@@ -57,10 +57,11 @@ from perfvar._spec import (
     MarkerScope,
     MarkerSeverity,
 )
-from perfvar.detect import KINDS, describe, is_verdict, subject
+from perfvar.detect import describe, is_verdict, size, subject
 from perfvar.detect.finding import PLACEMENT
 from perfvar.installation import find_tool
 from perfvar.read.otf2 import location_rank
+from perfvar.result import Analysis, Consequence, Finding
 from perfvar.units import fmt_ns
 from perfvar.verdict.headline import after_waiting
 from perfvar.verdict.time_slicing import SHARED_CPU
@@ -80,12 +81,12 @@ def marker_tool() -> Optional[str]:
     return find_tool(TOOL)
 
 
-def severity(anomaly: dict[str, Any]) -> str:
+def severity(anomaly: Finding) -> str:
     """NONE for an informational kind; else LOW, MEDIUM or HIGH by the relative cost
     (LOW when the evidence gives none)."""
     if not is_verdict(anomaly):
         return MarkerSeverity.NONE
-    cost = anomaly["evidence"].get(KINDS[anomaly["kind"]].size_key or "")
+    cost = size(anomaly)
     if cost is None:
         return MarkerSeverity.LOW
     for bound, name in SEVERITY_STEPS:
@@ -94,43 +95,43 @@ def severity(anomaly: dict[str, Any]) -> str:
     return MarkerSeverity.HIGH
 
 
-def category(anomaly: dict[str, Any], sev: str) -> str:
+def category(anomaly: Finding, sev: str) -> str:
     if sev == MarkerSeverity.NONE:
-        return anomaly["kind"]
-    return f"{anomaly['kind']} {sev.lower()}"
+        return anomaly.kind
+    return f"{anomaly.kind} {sev.lower()}"
 
 
-def minor_category(anomaly: dict[str, Any]) -> str:
+def minor_category(anomaly: Finding) -> str:
     """The category of a minor finding: ``minor <kind>`` (severity MINOR_SEVERITY)."""
-    return f"minor {anomaly['kind']}"
+    return f"minor {anomaly.kind}"
 
 
-def cost_words(anomaly: dict[str, Any]) -> str:
+def cost_words(anomaly: Finding) -> str:
     """'; delay cost 1.1 s (22.0% of wall time x ranks)' where it was measured."""
-    if anomaly.get("cost_ns") is None:
+    if anomaly.cost_ns is None:
         return ""
-    share = anomaly.get("cost_share")
+    share = anomaly.cost_share
     of = ""
     if share is not None:  # as the text report writes it
         of = f" ({100 * share:.{2 if 100 * share < 1 else 1}f}% of wall time x ranks)"
-    return f"; delay cost {fmt_ns(anomaly['cost_ns'])}{of}"
+    return f"; delay cost {fmt_ns(anomaly.cost_ns)}{of}"
 
 
-def consequence_text(result: dict[str, Any], c: dict[str, Any]) -> str:
+def consequence_text(result: Analysis, c: Consequence) -> str:
     """A consequence's sentence and where its cause is marked: the cause rank's
     headline findings by category, its minor ones, or that no finding names it."""
-    cause = c.get("cause_rank")
-    text = c["text"]
-    if c.get("cause") == SHARED_CPU:
+    cause = c.cause_rank
+    text = c.text
+    if c.cause == SHARED_CPU:
         return f"{text}; reported under that sharing, not as an anomaly"
     if cause is None:
         return f"{text}; reported under its cause, not as an anomaly"
     head = [
         category(a, severity(a))
-        for a in result.get("anomalies", [])
-        if a["rank"] == cause and is_verdict(a)
+        for a in result.anomalies
+        if a.rank == cause and is_verdict(a)
     ]
-    minor = [minor_category(a) for a in result.get("minor") or [] if a["rank"] == cause]
+    minor = [minor_category(a) for a in result.minor if a.rank == cause]
     if head:
         where = f"rank {cause}'s marker(s) {', '.join(dict.fromkeys(head))}"
     elif minor:
@@ -175,50 +176,46 @@ def _line(cat: str, sev: str, window: tuple[str, str], scope: str, text: str) ->
     return MARKER_SEPARATOR.join(fields[name] for name in MARKER_FIELDS)
 
 
-def _scope(a: dict[str, Any], locs: list[int]) -> str:
+def _scope(a: Finding, locs: list[int]) -> str:
     """The rank's master thread, or the thread a ``migrated`` finding names."""
     loc = locs[0]
-    thread = (
-        (a.get("evidence") or {}).get("thread")
-        if subject(a["kind"]) == PLACEMENT
-        else None
-    )
+    thread = (a.evidence or {}).get("thread") if subject(a.kind) == PLACEMENT else None
     if isinstance(thread, int) and thread > 0:
         loc = locs[min(thread, len(locs) - 1)]
     return _location(loc)
 
 
-def _window(a: dict[str, Any]) -> tuple[str, str]:
+def _window(a: Finding) -> tuple[str, str]:
     """(start, end) ns since the trace's origin, "-" for the whole run."""
-    if a.get("start_ns") is not None and a.get("end_ns") is not None:
-        return repr(float(a["start_ns"])), repr(float(a["end_ns"]))
+    if a.start_ns is not None and a.end_ns is not None:
+        return repr(float(a.start_ns)), repr(float(a.end_ns))
     return MARKER_WHOLE_RUN, MARKER_WHOLE_RUN
 
 
-def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> list[str]:
+def marker_lines(result: Analysis, locations: dict[int, list[int]]) -> list[str]:
     """perfvar-markers' input for the findings of ``result``: category, severity,
     start and end (ns since the trace's origin, "-": the trace's start or end), scope
     and text, tab-separated. The headline anomalies first (in their order, by delay
     cost), then the minor findings, then the consequences of waiting. Findings of a
     rank without a location are left out."""
-    labels = {s["id"]: s["label"] for s in result.get("segments", [])}
+    labels = result.labels()
     lines = []
-    for a in result.get("anomalies", []):
-        locs = locations.get(a["rank"])
+    for a in result.anomalies:
+        locs = locations.get(a.rank)
         if not locs:
             continue
         sev = severity(a)
         text = _one_line(describe(a, labels) + cost_words(a))
         lines.append(_line(category(a, sev), sev, _window(a), _scope(a, locs), text))
-    for a in result.get("minor") or []:
-        locs = locations.get(a["rank"])
+    for a in result.minor:
+        locs = locations.get(a.rank)
         if not locs:
             continue
         text = _one_line(f"minor: {describe(a, labels)}{cost_words(a)}")
         scope = _scope(a, locs)
         lines.append(_line(minor_category(a), MINOR_SEVERITY, _window(a), scope, text))
-    for c in result.get("consequences") or []:
-        locs = locations.get(c["rank"])
+    for c in result.consequences:
+        locs = locations.get(c.rank)
         if not locs:
             continue
         text = _one_line(consequence_text(result, c))
@@ -226,14 +223,14 @@ def marker_lines(result: dict[str, Any], locations: dict[int, list[int]]) -> lis
         scope = _location(locs[0])
         kind = (
             TIME_SLICED
-            if c.get("cause") == SHARED_CPU
+            if c.cause == SHARED_CPU
             else CONSEQUENCE if after_waiting(c) else SYMPTOM
         )
         lines.append(_line(kind, MarkerSeverity.NONE, whole, scope, text))
     return lines
 
 
-def write_markers(result: dict[str, Any]) -> Optional[str]:
+def write_markers(result: Analysis) -> Optional[str]:
     """Replace the perfvar markers of the analysed trace with one per finding of
     ``result`` (marker_lines; none: the old ones are removed). Returns the marker
     file, or None when nothing was written: perfvar-markers is not installed
@@ -242,7 +239,7 @@ def write_markers(result: dict[str, Any]) -> Optional[str]:
     tool = marker_tool()
     if tool is None:
         return None
-    anchor = os.path.join(result["trace"], "traces.otf2")
+    anchor = os.path.join(result.trace, "traces.otf2")
     try:
         lines = marker_lines(result, rank_locations(anchor))
         run = subprocess.run(

@@ -4,8 +4,8 @@ A node x socket heat map (each cell: the median over its ranks of their median s
 against their peers in the judged segment classes, %, marked with the finding of that
 node or socket if there is one), and per node with a finding the ranks under it, for
 report.html. Beyond ``HEATMAP_ROWS`` nodes, the nodes no finding touches are binned
-(perfvar.report.plots.heatmap_rows over node indexes). Pure functions over
-analysis.json's content; thread-safe.
+(perfvar.report.plots.heatmap_rows over node indexes). Pure functions over the
+analysis (perfvar.result); thread-safe.
 """
 
 from __future__ import annotations
@@ -19,55 +19,55 @@ from perfvar.detect import KINDS, subject
 from perfvar.detect.finding import GROUP
 from perfvar.report.plots import HEATMAP_ROWS, heatmap_rows, layout
 from perfvar.report.text import LISTED_RANKS
+from perfvar.result import Analysis, RankRow
 from perfvar.units import compact_ranges
 
 # Nodes listed with their ranks (the ones with a finding first), at most.
 LISTED_NODES = 32
 
 
-def nodes_of(result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def nodes_of(result: Analysis) -> dict[str, list[RankRow]]:
     """host -> its rank rows, in rank order ("?" for ranks of unknown host)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(result["ranks"], key=lambda r: r["rank"]):
-        out.setdefault(r["host"] if r["host"] is not None else "?", []).append(r)
+    out: dict[str, list[RankRow]] = {}
+    for r in sorted(result.ranks, key=lambda r: r.rank):
+        out.setdefault(r.host if r.host is not None else "?", []).append(r)
     return out
 
 
-def _rank_shifts(result: dict[str, Any]) -> dict[int, float]:
+def _rank_shifts(result: Analysis) -> dict[int, float]:
     """rank -> the median of its judged classes' shifts against their peers (rel)."""
     by_rank: dict[int, list[float]] = {}
-    for j in result.get("judgements") or []:
-        if j.get("shift_rel") is not None:
-            by_rank.setdefault(j["rank"], []).append(j["shift_rel"])
+    for j in result.judgements:
+        if j.shift_rel is not None:
+            by_rank.setdefault(j.rank, []).append(j.shift_rel)
     return {r: float(np.median(v)) for r, v in by_rank.items()}
 
 
-def level_marks(result: dict[str, Any]) -> dict[tuple[str, Optional[int]], str]:
+def level_marks(result: Analysis) -> dict[tuple[str, Optional[int]], str]:
     """(node, socket or None for the whole node) -> the words of its findings."""
     out: dict[tuple[str, Optional[int]], list[str]] = {}
-    for a in result["anomalies"] + (result.get("minor") or []):
-        if subject(a["kind"]) != GROUP:
+    for a in result.anomalies + result.minor:
+        if subject(a.kind) != GROUP:
             continue
-        ev = a["evidence"]
-        key = (ev["node"], ev.get("socket"))
-        out.setdefault(key, []).append(KINDS[a["kind"]].word)
+        key = (a.evidence["node"], a.evidence.get("socket"))
+        out.setdefault(key, []).append(KINDS[a.kind].word)
     return {k: ", ".join(dict.fromkeys(v)) for k, v in out.items()}
 
 
-def _sockets(nodes: dict[str, list[dict[str, Any]]]) -> list[Optional[int]]:
-    found = {r.get("socket") for rows in nodes.values() for r in rows}
+def _sockets(nodes: dict[str, list[RankRow]]) -> list[Optional[int]]:
+    found = {r.socket for rows in nodes.values() for r in rows}
     known = sorted(s for s in found if s is not None)
     return known + ([None] if None in found else [])
 
 
-def node_heatmap(result: dict[str, Any]) -> Optional[Any]:
+def node_heatmap(result: Analysis) -> Optional[Any]:
     """Nodes x sockets, each cell the median of its ranks' shifts (%), marked with
     its finding; None for a job on one node, or of a few ranks (LISTED_RANKS: their
     table says it all)."""
     import plotly.graph_objects as go
 
     nodes = nodes_of(result)
-    if len(nodes) < 2 or len(result["ranks"]) <= LISTED_RANKS:
+    if len(nodes) < 2 or len(result.ranks) <= LISTED_RANKS:
         return None
     sockets = _sockets(nodes)
     shifts, marks = _rank_shifts(result), level_marks(result)
@@ -83,10 +83,8 @@ def node_heatmap(result: dict[str, Any]) -> Optional[Any]:
     info = [["" for _ in sockets] for _ in rows]
     for i, group in enumerate(rows):
         for k, sock in enumerate(sockets):
-            mine = [
-                r for g in group for r in nodes[names[g]] if r.get("socket") == sock
-            ]
-            v = [shifts[r["rank"]] for r in mine if r["rank"] in shifts]
+            mine = [r for g in group for r in nodes[names[g]] if r.socket == sock]
+            v = [shifts[r.rank] for r in mine if r.rank in shifts]
             z[i, k] = 100 * float(np.median(v)) if v else np.nan
             if len(group) == 1:
                 node = names[group[0]]
@@ -122,20 +120,20 @@ def node_heatmap(result: dict[str, Any]) -> Optional[Any]:
     return fig
 
 
-def _verdicts(rows: list[dict[str, Any]]) -> set[str]:
-    return {r["verdict"] for r in rows}
+def _verdicts(rows: list[RankRow]) -> set[str]:
+    return {r.verdict for r in rows}
 
 
-def _cell_words(rows: list[dict[str, Any]]) -> str:
+def _cell_words(rows: list[RankRow]) -> str:
     """ "32 ranks 0-31: 31 ok, 1 noisy core"."""
     if not rows:
         return "no rank"
-    counts = Counter(r["verdict"] for r in rows)
+    counts = Counter(r.verdict for r in rows)
     words = ", ".join(f"{n} {v}" for v, n in counts.most_common())
-    return f"{len(rows)} ranks {compact_ranges(r['rank'] for r in rows)}: {words}"
+    return f"{len(rows)} ranks {compact_ranges(r.rank for r in rows)}: {words}"
 
 
-def listed_nodes(result: dict[str, Any]) -> list[tuple[str, str, list[list[str]]]]:
+def listed_nodes(result: Analysis) -> list[tuple[str, str, list[list[str]]]]:
     """The nodes a finding touches or with a rank not ok (LISTED_NODES at most):
     (node, its findings' words or its ranks' verdicts, rows of [rank, socket, cpus,
     verdict])."""
@@ -151,10 +149,10 @@ def listed_nodes(result: dict[str, Any]) -> list[tuple[str, str, list[list[str]]
             continue
         table = [
             [
-                str(r["rank"]),
-                str(r["socket"]) if r.get("socket") is not None else "?",
-                compact_ranges(r["cpus"]),
-                r["verdict"],
+                str(r.rank),
+                str(r.socket) if r.socket is not None else "?",
+                compact_ranges(r.cpus),
+                r.verdict,
             ]
             for r in rows
         ]

@@ -20,11 +20,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.detect import KINDS, class_kind, is_verdict, subject
+from perfvar.detect import KINDS, class_kind, is_verdict, shows_in, subject
 from perfvar.detect.finding import NOISE, WINDOW
 from perfvar.detect.noisy_core import RankNoise
 from perfvar.detect.slow_phase import shown_classes
 from perfvar.read.cache_state import label_order
+from perfvar.result import Analysis, Finding
 from perfvar.stats.cpu_time import RankReads
 from perfvar.stats.model import Cell, Prepared
 from perfvar.verdict.headline import after_waiting
@@ -79,29 +80,29 @@ def unit_of(value_ns: float) -> tuple[float, str]:
     return 1.0, "ns"
 
 
-def rank_colors(result: dict[str, Any]) -> dict[int, str]:
+def rank_colors(result: Analysis) -> dict[int, str]:
     """rank -> its colour in every figure: the ranks a verdict names and, when
     there are at most len(MUTED) others, those too; the rest are drawn grey."""
-    named = sorted({a["rank"] for a in result["anomalies"] if is_verdict(a)})
+    named = sorted({a.rank for a in result.anomalies if is_verdict(a)})
     out = {r: HIGHLIGHT[i % len(HIGHLIGHT)] for i, r in enumerate(named)}
-    others = sorted(r["rank"] for r in result["ranks"] if r["rank"] not in out)
+    others = sorted(r.rank for r in result.ranks if r.rank not in out)
     if len(others) <= len(MUTED):
         out.update({r: MUTED[i] for i, r in enumerate(others)})
     return out
 
 
-def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
+def flagged(result: Analysis, segment: str) -> dict[int, list[str]]:
     """rank -> what the verdicts say of it in class ``segment``: a slow segment or
     slow phase there, or a slow or noisy core (which shows in every class); else
     "after waiting" (a consequence of waiting there) or "minor" (a minor slow
     segment there)."""
     out: dict[int, list[str]] = {}
-    for a in result["anomalies"]:
+    for a in result.anomalies:
         if not is_verdict(a):
             continue
-        kind = KINDS[a["kind"]]
-        words = out.setdefault(a["rank"], [])
-        if kind.in_class(a, segment) and kind.word not in words:
+        kind = KINDS[a.kind]
+        words = out.setdefault(a.rank, [])
+        if shows_in(a, segment) and kind.word not in words:
             words.append(kind.word)
     for (rank, seg), mark in slow_cells_apart(result).items():
         words = out.setdefault(rank, [])
@@ -111,22 +112,25 @@ def flagged(result: dict[str, Any], segment: str) -> dict[int, list[str]]:
     return {r: w for r, w in out.items() if w}
 
 
-def _named_classes(result: dict[str, Any]) -> list[str]:
+def _named_classes(result: Analysis) -> list[str]:
     """The segment ids the findings name, in order: the headline's, then the minor
     findings' and the consequences of waiting's."""
     named: list[str] = []
-    apart = list(result.get("minor") or [])
-    apart += [c.get("anomaly") or c for c in result.get("consequences") or []]
-    for a in [a for a in list(result["anomalies"]) + apart if is_verdict(a)]:
+    apart = list(result.minor)
+    apart += [
+        c.anomaly or Finding(c.kind, c.rank, segment=c.segment)
+        for c in result.consequences
+    ]
+    for a in [a for a in list(result.anomalies) + apart if is_verdict(a)]:
         # A phase seen in many small classes together: those that lost the most.
-        own, top = shown_classes((a.get("evidence") or {}).get("classes", []))
-        ids = [a.get("segment")] + [c["segment"] for c in own + top]
+        own, top = shown_classes((a.evidence or {}).get("classes", []))
+        ids = [a.segment] + [c["segment"] for c in own + top]
         named += [s for s in ids if s and s not in named]
     return named
 
 
 def classes_to_plot(
-    result: dict[str, Any], prep: Prepared, limit: int
+    result: Analysis, prep: Prepared, limit: int
 ) -> tuple[list[str], int, int]:
     """(segment ids to draw, how many more could be, how many have too few
     samples): the classes a verdict names first, then those of the minor findings
@@ -137,7 +141,7 @@ def classes_to_plot(
         prep.segment_ids[seg] for (seg, _), c in prep.cells.items() if c.n >= MIN_DRAWN
     }
     named = _named_classes(result)
-    order = [s["id"] for s in result["segments"]]  # by total time, descending
+    order = [s.id for s in result.segments]  # by total time, descending
     if prep.probe_segment is not None:
         order.append(prep.segment_ids[prep.probe_segment])
     ids = [s for s in named if s in with_samples]
@@ -196,49 +200,49 @@ def layout(fig: Any, title: str, x: str, y: str, height: int = 380) -> None:
     )
 
 
-def slow_cells_apart(result: dict[str, Any]) -> dict[tuple[int, str], str]:
+def slow_cells_apart(result: Analysis) -> dict[tuple[int, str], str]:
     """(rank, segment) -> how a slow cell that is no headline finding is marked:
     "waited" (a consequence of waiting, reported under its cause), "off CPU" (a
     consequence of its rank's measured time off the CPU) or "minor" (its delay
     cost is below the threshold)."""
     out = {
-        (a["rank"], a["segment"]): "minor"
-        for a in result.get("minor") or []
-        if class_kind(a["kind"]) and a["segment"] is not None
+        (a.rank, a.segment): "minor"
+        for a in result.minor
+        if class_kind(a.kind) and a.segment is not None
     }
-    for c in result.get("consequences") or []:
-        if c.get("segment"):  # a slower core is no cell
-            out[(c["rank"], c["segment"])] = "waited" if after_waiting(c) else "off CPU"
+    for c in result.consequences:
+        if c.segment:  # a slower core is no cell
+            out[(c.rank, c.segment)] = "waited" if after_waiting(c) else "off CPU"
     return out
 
 
 def _shift_cells(
-    result: dict[str, Any], ranks: list[int], classes: list[str]
+    result: Analysis, ranks: list[int], classes: list[str]
 ) -> tuple[np.ndarray, list[list[str]], list[list[list[str]]]]:
     """The heat map's cells, rows ``ranks`` by columns ``classes``: each judged
     cell's shift (%, NaN where not judged against peers), its mark ("slow", or why it
     is apart) and its hover lines (status, class label, q value or samples)."""
-    labels = {s["id"]: html.escape(s["label"]) for s in result["segments"]}
+    labels = {s.id: html.escape(s.label) for s in result.segments}
     col = {s: j for j, s in enumerate(classes)}
     row = {r: i for i, r in enumerate(ranks)}
     z = np.full((len(ranks), len(classes)), np.nan)
     text = [["" for _ in classes] for _ in ranks]
     apart = slow_cells_apart(result)
     info = [[["not in the trace", "", ""] for _ in classes] for _ in ranks]
-    for j in result["judgements"]:
-        i, k = row.get(j["rank"]), col.get(j["segment"])
+    for j in result.judgements:
+        i, k = row.get(j.rank), col.get(j.segment)
         if i is None or k is None:
             continue
-        shift = j.get("shift_rel")
-        if shift is not None and j["status"] in ("ok", "slow"):
+        shift = j.shift_rel
+        if shift is not None and j.status in ("ok", "slow"):
             z[i, k] = 100.0 * shift
-        if j["status"] == "slow":
-            text[i][k] = apart.get((j["rank"], j["segment"]), "slow")
-        q = j.get("q_value")
+        if j.status == "slow":
+            text[i][k] = apart.get((j.rank, j.segment), "slow")
+        q = j.q_value
         info[i][k] = [
-            j["status"],
-            labels.get(j["segment"], ""),
-            f"q {q:.2g}" if q is not None else f"n {j['n']}",
+            j.status,
+            labels.get(j.segment, ""),
+            f"q {q:.2g}" if q is not None else f"n {j.n}",
         ]
     return z, text, info
 
@@ -302,7 +306,7 @@ def _bin_cells(
     return zb, tb, ib, names
 
 
-def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
+def shift_heatmap(result: Analysis) -> Optional[Any]:
     """Ranks x segment classes: each cell's median shift against its peers (%), the
     slow ones marked ("slow"; "minor" below the delay-cost threshold, "waited" for
     a consequence of waiting, "off CPU" for one of its rank's time off the CPU);
@@ -311,14 +315,14 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
     without judgements."""
     import plotly.graph_objects as go
 
-    if not result.get("judgements"):
+    if not result.judgements:
         return None
-    classes = [s["id"] for s in result["segments"]]
-    ranks = sorted(r["rank"] for r in result["ranks"])
+    classes = [s.id for s in result.segments]
+    ranks = sorted(r.rank for r in result.ranks)
     z, text, info = _shift_cells(result, ranks, classes)
     if np.isnan(z).all():
         return None
-    named = {a["rank"] for a in result["anomalies"] + (result.get("minor") or [])}
+    named = {a.rank for a in result.anomalies + (result.minor)}
     kept = (named & set(ranks)) | {ranks[i] for i, row in enumerate(text) if any(row)}
     rows = heatmap_rows(ranks, kept)
     z, text, info, names = _bin_cells(z, text, info, rows, ranks)
@@ -350,7 +354,7 @@ def shift_heatmap(result: dict[str, Any]) -> Optional[Any]:
 
 
 def distribution_figure(
-    result: dict[str, Any], prep: Prepared, segment: str
+    result: Analysis, prep: Prepared, segment: str
 ) -> Optional[Any]:
     """Empirical CDF of one class's kept samples, one line per rank (many grey
     ranks: one band); the ranks a verdict names in it highlighted. None when no
@@ -448,12 +452,12 @@ def _band(
         )
 
 
-def _label(result: dict[str, Any], segment: str) -> str:
+def _label(result: Analysis, segment: str) -> str:
     """The class's call sites, escaped: plotly reads its text as HTML, and a C++
     name (``std::vector<int>``) would lose its template arguments."""
-    for s in result["segments"]:
-        if s["id"] == segment:
-            return f"[{html.escape(s['label'])}]"
+    for s in result.segments:
+        if s.id == segment:
+            return f"[{html.escape(s.label)}]"
     return "[fixed-work probes]" if segment == "probe" else ""
 
 
@@ -487,9 +491,7 @@ def time_bins(t0: float, t1: float, per_rank: int, traces: int) -> np.ndarray:
     return np.linspace(t0, t1 if t1 > t0 else t0 + 1.0, nbins + 1)
 
 
-def timeline_figure(
-    result: dict[str, Any], prep: Prepared, segment: str
-) -> Optional[Any]:
+def timeline_figure(result: Analysis, prep: Prepared, segment: str) -> Optional[Any]:
     """One class's segment durations over the run, one line per rank (per-bin
     medians of the kept samples; many grey ranks: one band); slow-phase windows
     shaded. None without samples."""
@@ -536,24 +538,24 @@ def timeline_figure(
                 **style,
             )
         )
-    for a in result["anomalies"]:
-        if subject(a["kind"]) != WINDOW:
+    for a in result.anomalies:
+        if subject(a.kind) != WINDOW:
             continue
         windows = [
             (c["start_ns"], c["end_ns"])
-            for c in a["evidence"].get("classes", [])
+            for c in a.evidence.get("classes", [])
             if c.get("segment") == segment
         ]
-        if not windows and a["segment"] == segment:
-            windows = [(a["start_ns"], a["end_ns"])]
+        if not windows and a.segment == segment:
+            windows = [(a.start_ns, a.end_ns)]
         for begin, end in windows:
             fig.add_vrect(
                 x0=begin / 1e9,
                 x1=end / 1e9,
-                fillcolor=colors.get(a["rank"], HIGHLIGHT[0]),
+                fillcolor=colors.get(a.rank, HIGHLIGHT[0]),
                 opacity=0.12,
                 line_width=0,
-                annotation_text=f"rank {a['rank']} slow phase",
+                annotation_text=f"rank {a.rank} slow phase",
                 annotation_position="top left",
             )
     binned = "" if per_rank <= nbins else f", median per time bin ({nbins} bins)"
@@ -581,16 +583,16 @@ def binned_ratio(
     return centres[has], top[has] / bottom[has]
 
 
-def verdict_words(result: dict[str, Any]) -> dict[int, list[str]]:
+def verdict_words(result: Analysis) -> dict[int, list[str]]:
     """rank -> the words of the verdicts that name it, whatever their class (for
     figures of whole ranks)."""
     out: dict[int, list[str]] = {}
-    for a in result["anomalies"]:
+    for a in result.anomalies:
         if not is_verdict(a):
             continue
-        kind = KINDS.get(a["kind"])
-        word = kind.word if kind is not None else a["kind"]
-        words = out.setdefault(a["rank"], [])
+        kind = KINDS.get(a.kind)
+        word = kind.word if kind is not None else a.kind
+        words = out.setdefault(a.rank, [])
         if word not in words:
             words.append(word)
     return out
@@ -677,7 +679,7 @@ def _counter_hover(rank: int, panel: Optional[str]) -> str:
 
 def _counter_lines(
     fig: Any,
-    result: dict[str, Any],
+    result: Analysis,
     counters: dict[int, RankReads],
     ranks: list[int],
     panel: Optional[str],
@@ -711,7 +713,7 @@ def _counter_lines(
         )
 
 
-def counter_timeline_figure(result: dict[str, Any], prep: Prepared) -> Optional[Any]:
+def counter_timeline_figure(result: Analysis, prep: Prepared) -> Optional[Any]:
     """Per rank, the counters (PERFVAR_METRICS) over the run, one panel each: the
     share of wall time off the CPU (1 - task clock / interval of each read) where
     a task clock was counted, then every other counter's count per second of wall
@@ -759,9 +761,7 @@ def counter_timeline_figure(result: dict[str, Any], prep: Prepared) -> Optional[
     return fig
 
 
-def noise_by_cpu_figure(
-    result: dict[str, Any], noise: dict[int, RankNoise]
-) -> Optional[Any]:
+def noise_by_cpu_figure(result: Analysis, noise: dict[int, RankNoise]) -> Optional[Any]:
     """Compute time lost to interruptions on each CPU (ms), stacked by rank (the
     grey ranks summed into one bar). None when nothing was lost."""
     import plotly.graph_objects as go
@@ -815,7 +815,7 @@ def noise_by_cpu_figure(
 
 
 def noise_lengths_figure(
-    result: dict[str, Any], noise: dict[int, RankNoise]
+    result: Analysis, noise: dict[int, RankNoise]
 ) -> Optional[Any]:
     """What the interruptions cost by their length: per rank, the compute time lost
     (ms) in interruptions of each length (time lost per interrupted segment,
@@ -835,7 +835,7 @@ def noise_lengths_figure(
     centres = np.sqrt(edges[:-1] * edges[1:])
     scale, unit = unit_of(float(np.median(pooled)))
     colors = rank_colors(result)
-    noisy = {a["rank"] for a in result["anomalies"] if subject(a["kind"]) == NOISE}
+    noisy = {a.rank for a in result.anomalies if subject(a.kind) == NOISE}
     notes = {r: ["noisy core"] for r in noisy}
     fig = go.Figure()
 
@@ -873,19 +873,19 @@ def noise_lengths_figure(
     return fig
 
 
-def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
+def calibration_figure(result: Analysis) -> Optional[Any]:
     """t_min and t_diff (ns, log scale) of every rank in each calibrated cache
     state, side by side. None when no rank has a calibration."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     points: dict[str, dict[str, list]] = {}
-    for r in result["ranks"]:
-        for st in r.get("calibration_states") or []:
+    for r in result.ranks:
+        for st in r.calibration_states or []:
             if st.get("t_min_ns") is None or st.get("t_diff_ns") is None:
                 continue
             got = points.setdefault(st["label"], {"rank": [], "min": [], "diff": []})
-            got["rank"].append(r["rank"])
+            got["rank"].append(r.rank)
             got["min"].append(st["t_min_ns"])
             got["diff"].append(st["t_diff_ns"])
     if not points:
@@ -928,21 +928,21 @@ def calibration_figure(result: dict[str, Any]) -> Optional[Any]:
     return fig
 
 
-def waits_by_rank(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
+def waits_by_rank(result: Analysis) -> dict[int, dict[str, Any]]:
     """rank -> ``waited_ns`` (time its MPI calls spent waiting for other ranks),
     ``caused_ns`` (time the other ranks spent waiting for it), ``for`` (cause rank
     -> ns it waited for that rank, the largest few first) and ``for_ranks`` (how
     many ranks it waited for), from ``wait_states`` ``by_rank``. Every rank of the
     result is there (zeros when it neither waited nor made others wait); {}
     without wait states."""
-    ws = result.get("wait_states") or {}
+    ws = result.wait_states
     if ws.get("by_rank") is None:
         return {}
 
     def blank() -> dict[str, Any]:
         return {"waited_ns": 0.0, "caused_ns": 0.0, "for": {}, "for_ranks": 0}
 
-    out = {r["rank"]: blank() for r in result["ranks"]}
+    out = {r.rank: blank() for r in result.ranks}
     for e in ws["by_rank"]:
         out[e["rank"]] = {
             "waited_ns": e["waited_ns"],
@@ -953,7 +953,7 @@ def waits_by_rank(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def waits_figure(result: dict[str, Any]) -> Optional[Any]:
+def waits_figure(result: Analysis) -> Optional[Any]:
     """Per rank, the time it waited in MPI calls for other ranks and the time the
     other ranks waited for it (its delays, passed-on waiting included), as bars
     with a unit chosen for the largest. Beyond HEATMAP_ROWS ranks, those no finding
@@ -966,10 +966,10 @@ def waits_figure(result: dict[str, Any]) -> Optional[Any]:
     if top <= 0:
         return None
     scale, unit = unit_of(top)
-    named = {a["rank"] for a in result["anomalies"] + (result.get("minor") or [])}
+    named = {a.rank for a in result.anomalies + (result.minor)}
     groups = heatmap_rows(list(per), named & set(per))
     x = [f"rank {g[0]}" if len(g) == 1 else f"ranks {g[0]}-{g[-1]}" for g in groups]
-    wall = (result.get("wait_states") or {}).get("wall_ns") or 0.0
+    wall = result.wait_states.get("wall_ns") or 0.0
 
     def share(ns: float) -> str:
         return f" ({ns / wall:.1%} of the wall time)" if wall > 0 else ""

@@ -12,9 +12,18 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from perfvar.detect import KINDS, describe, is_code, is_transient, names_rank, subject
+from perfvar.detect import (
+    as_json,
+    describe,
+    is_code,
+    is_transient,
+    names_rank,
+    phrase,
+    subject,
+)
 from perfvar.detect.finding import CPU, GROUP
 from perfvar.detect.levels import member_ranks, where_level
+from perfvar.result import Analysis, Finding, RankRow, SegmentClass
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_pct, fmt_plus_minus
 from perfvar.verdict import time_slicing
 
@@ -41,13 +50,13 @@ def _hz(hz: float) -> str:
     return f"{hz:.0f} Hz"
 
 
-def _cycles_line(ranks: list[dict[str, Any]]) -> Optional[str]:
+def _cycles_line(ranks: list[RankRow]) -> Optional[str]:
     """The cycle counter's flush-0 calibration over the ranks that had it, as ranges;
     None when no rank could read the counter (the clock line already says why)."""
     got = [
-        (r["rank"], r.get("calibration_cycles") or {})
+        (r.rank, r.calibration_cycles or {})
         for r in ranks
-        if (r.get("calibration_cycles") or {}).get("available")
+        if (r.calibration_cycles or {}).get("available")
     ]
     if not got:
         return None
@@ -71,10 +80,10 @@ def _cycles_line(ranks: list[dict[str, Any]]) -> Optional[str]:
     return line
 
 
-def _states(r: dict[str, Any]) -> str:
+def _states(r: RankRow) -> str:
     """The cache states of a rank that have t_min and t_diff; partial ones say so."""
     out = []
-    for st in r.get("calibration_states") or []:
+    for st in r.calibration_states or []:
         if st["t_min_ns"] is None or st["t_diff_ns"] is None:
             continue
         partial = st["status"] not in ("complete", None)
@@ -82,11 +91,11 @@ def _states(r: dict[str, Any]) -> str:
     return ",".join(out) or "-"
 
 
-def _segment_state(s: dict[str, Any]) -> str:
-    states = s.get("cache_states") or {}
+def _segment_state(s: SegmentClass) -> str:
+    states = s.cache_states or {}
     if len(states) > 1:  # ranks judged with different states (different caches)
         return "/".join(f"{k}:{v}" for k, v in states.items())
-    return s.get("cache_state") or "-"
+    return s.cache_state or "-"
 
 
 def _plural(n: int, word: str, plural: str = "") -> str:
@@ -103,28 +112,27 @@ def off_cpu_words(cpu_time: Optional[dict[str, Any]]) -> str:
     return share + (f" ({cs:.0f} cs)" if cs is not None else "")
 
 
-def _finding(a: dict[str, Any]) -> str:
+def _finding(a: Finding) -> str:
     """A short phrase for the verdict line."""
-    kind = KINDS.get(a["kind"])
-    return kind.phrase(a) if kind is not None and kind.phrase else a["kind"]
+    return phrase(a)
 
 
-def _cost(a: dict[str, Any]) -> str:
+def _cost(a: Finding) -> str:
     """'; delay cost X (Y % of wall x ranks)' where it was measured."""
-    if a.get("cost_ns") is None:
+    if a.cost_ns is None:
         return ""
-    share = a.get("cost_share")
+    share = a.cost_share
     of = f" ({fmt_pct(share, signed=False)} of wall time x ranks)" if share else ""
-    return f"; delay cost {fmt_ns(a['cost_ns'])}{of}"
+    return f"; delay cost {fmt_ns(a.cost_ns)}{of}"
 
 
-def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
+def _minor_lines(result: Analysis, labels: dict[str, str]) -> list[str]:
     """The minor findings (below --min-cost) and the consequences (of waiting, of
     time off the CPU)."""
     out = []
-    minor = result.get("minor") or []
+    minor = result.minor
     if minor:
-        floor = (result.get("params") or {}).get("min_cost")
+        floor = result.params.min_cost
         below = f" below {fmt_pct(floor, signed=False)}" if floor is not None else ""
         out += [
             "",
@@ -132,92 +140,89 @@ def _minor_lines(result: dict[str, Any], labels: dict[str, str]) -> list[str]:
             "they name no rank)",
         ]
         out += [f"- {describe(a, labels)}{_cost(a)}" for a in minor]
-    consequences = result.get("consequences") or []
+    consequences = result.consequences
     if consequences:
         out += [
             "",
             "Consequences of waiting or of time off the CPU (reported under their "
             "cause, not as anomalies)",
         ]
-        out += [f"- {c['text']}" for c in consequences]
+        out += [f"- {c.text}" for c in consequences]
     return out
 
 
-def _ended_clause(result: dict[str, Any]) -> str:
+def _ended_clause(result: Analysis) -> str:
     """'; rank R ended early (how, at T s)' when the job did not finish."""
-    ended = result.get("ended") or {}
-    first = ended.get("first_to_end")
+    ended = result.ended
+    first = ended.first_to_end
     if first is None:
         return ""
-    r = next(x for x in ended["ranks"] if x["rank"] == first)
-    return f"; rank {first} ended early ({r['how']}, at {r['end_s']:.3f} s)"
+    r = next(x for x in ended.ranks if x.rank == first)
+    return f"; rank {first} ended early ({r.how}, at {r.end_s:.3f} s)"
 
 
-def _ended_lines(result: dict[str, Any]) -> list[str]:
+def _ended_lines(result: Analysis) -> list[str]:
     """The section on how a job that did not finish ended, rank by rank."""
-    ended = result.get("ended") or {}
-    if not ended.get("ended_early_ranks"):
+    ended = result.ended
+    if not ended.ended_early_ranks:
         return []
     out = [
         "",
         "The job did not finish: its trace was rebuilt from the records "
         "(each rank's trace runs up to its end)",
     ]
-    for r in ended["ranks"]:
-        where = " inside an MPI call" if r["in_mpi_call"] else ""
-        first = "  <- first to end" if r["rank"] == ended["first_to_end"] else ""
-        out.append(
-            f"- rank {r['rank']}: {r['how']} at {r['end_s']:.3f} s{where}{first}"
-        )
+    for r in ended.ranks:
+        where = " inside an MPI call" if r.in_mpi_call else ""
+        first = "  <- first to end" if r.rank == ended.first_to_end else ""
+        out.append(f"- rank {r.rank}: {r.how} at {r.end_s:.3f} s{where}{first}")
     return out
 
 
-def _by_rank(findings: list[dict[str, Any]]) -> list[str]:
+def _by_rank(findings: list[Finding]) -> list[str]:
     """ "node n07 (64 ranks 448-511: what)" per finding of a node or socket, then
     "rank 1 (host h, cpu 3: what; what)" per rank of the others, in rank order."""
-    groups = [a for a in findings if subject(a["kind"]) == GROUP]
-    parts = [f"{where_level(a)[:-1]}: {_finding(a)})" for a in groups]
-    findings = [a for a in findings if subject(a["kind"]) != GROUP]
-    for rank in sorted({a["rank"] for a in findings}):
-        mine = [a for a in findings if a["rank"] == rank]
-        host = mine[0]["host"] if mine[0]["host"] is not None else "?"
-        cpu = next((a["cpu"] for a in mine if a["cpu"] is not None), "?")
+    groups = [a for a in findings if subject(a.kind) == GROUP]
+    parts = [f"{where_level(as_json(a))[:-1]}: {_finding(a)})" for a in groups]
+    findings = [a for a in findings if subject(a.kind) != GROUP]
+    for rank in sorted({a.rank for a in findings}):
+        mine = [a for a in findings if a.rank == rank]
+        host = mine[0].host if mine[0].host is not None else "?"
+        cpu = next((a.cpu for a in mine if a.cpu is not None), "?")
         what = "; ".join(_finding(a) for a in mine)
         parts.append(f"rank {rank} (host {host}, cpu {cpu}: {what})")
     return parts
 
 
-def _sharing_ranks(result: dict[str, Any]) -> list[int]:
+def _sharing_ranks(result: Analysis) -> list[int]:
     """The ranks whose CPU other ranks ran on too (shared_cpu findings naming other
     ranks): what they showed is time-slicing (perfvar.verdict.time_slicing)."""
     return sorted(
-        a["rank"]
-        for a in result["anomalies"]
-        if subject(a["kind"]) == CPU
-        and time_slicing.others_on_its_cpu(a["rank"], a["evidence"])
+        a.rank
+        for a in result.anomalies
+        if subject(a.kind) == CPU and time_slicing.others_on_its_cpu(a.rank, a.evidence)
     )
 
 
-def verdict_line(result: dict[str, Any]) -> str:
+def verdict_line(result: Analysis) -> str:
     """The last line: the anomalous ranks and what they are, or that there are none;
     how much was judged; the transients (shifts that came and went), apart."""
-    summ = result["summary"]
-    judged = summ["n_segment_classes_judged"]
+    summ = result.summary
+    judged = summ.n_segment_classes_judged
     scope = (
-        f"{_plural(summ['n_ranks'], 'rank')}, "
+        f"{_plural(summ.n_ranks, 'rank')}, "
         f"{_plural(judged, 'segment class', 'segment classes')} judged"
     )
     unreadable = ""
-    if summ.get("unreadable_ranks"):
-        unreadable = f"; rank(s) {compact_ranges(summ['unreadable_ranks'])} unreadable"
-    minor = summ.get("minor_ranks") or []
+    if summ.unreadable_ranks:
+        unreadable = f"; rank(s) {compact_ranges(summ.unreadable_ranks)} unreadable"
+    minor = summ.minor_ranks
     if minor:  # named apart: below the delay cost a verdict needs
         unreadable += f"; minor: rank(s) {compact_ranges(minor)}"
-    found = [a for a in result["anomalies"] if names_rank(a)]
-    transients = [a for a in result["anomalies"] if is_transient(a)]
+    found = [a for a in result.anomalies if names_rank(a)]
+    transients = [a for a in result.anomalies if is_transient(a)]
     if transients:  # came and went: a phase or the host, named apart
         unreadable += f"; transient: {'; '.join(_by_rank(transients))}"
-    code = [a for a in result["anomalies"] if is_code(a)]
+    code = [a for a in result.anomalies if is_code(a)]
     if code:  # more work on a rank: the program's, not an anomalous core
         unreadable += f"; load imbalance: {'; '.join(_by_rank(code))}"
     sharing = _sharing_ranks(result)
@@ -229,16 +234,14 @@ def verdict_line(result: dict[str, Any]) -> str:
     ended = _ended_clause(result)
     if found:
         parts = _by_rank(found)
-        levels = Counter(
-            a["evidence"]["level"] for a in found if subject(a["kind"]) == GROUP
-        )
+        levels = Counter(a.evidence["level"] for a in found if subject(a.kind) == GROUP)
         nouns = [_plural(n, f"anomalous {level}") for level, n in levels.items()]
         if len(parts) > sum(levels.values()):
             nouns.append(_plural(len(parts) - sum(levels.values()), "anomalous rank"))
         noun = ", ".join(nouns)
         return f"verdict: {noun}: {'; '.join(parts)} ({scope}{unreadable}){ended}"
-    if summ["n_segment_classes_judged"] == 0:
-        reasons = ", ".join(f"{v} {k}" for k, v in summ["judgements"].items())
+    if summ.n_segment_classes_judged == 0:
+        reasons = ", ".join(f"{v} {k}" for k, v in summ.judgements.items())
         why = f": {reasons}" if reasons else ": no segment samples"
         return f"verdict: nothing could be judged ({scope}{why}{unreadable}){ended}"
     return f"verdict: no anomalous rank found ({scope}{unreadable}){ended}"
@@ -269,17 +272,17 @@ def _clock_remarks(clock: dict[str, Any], n_ranks: int) -> list[str]:
     return lines
 
 
-def _header_lines(result: dict[str, Any]) -> list[str]:
+def _header_lines(result: Analysis) -> list[str]:
     """What was analysed: the trace, its size, the timer and the clock."""
-    summ = result["summary"]
+    summ = result.summary
     out = [
-        f"perfvar analysis of {result['trace']}",
-        f"{_plural(summ['n_ranks'], 'rank')}, "
-        f"{_plural(summ['n_segment_classes'], 'segment class', 'segment classes')}, "
-        f"timer {_hz(result['timer_resolution_hz'])}, false discovery rate "
-        f"{result['alpha']:g}",
+        f"perfvar analysis of {result.trace}",
+        f"{_plural(summ.n_ranks, 'rank')}, "
+        f"{_plural(summ.n_segment_classes, 'segment class', 'segment classes')}, "
+        f"timer {_hz(result.timer_resolution_hz)}, false discovery rate "
+        f"{result.alpha:g}",
     ]
-    clock = result.get("clock") or {}
+    clock = result.clock or {}
     if not clock.get("name"):
         return out
     err = clock.get("hz_rel_error")
@@ -290,25 +293,25 @@ def _header_lines(result: dict[str, Any]) -> list[str]:
         line += f" (relative error <= {err:.1e})"
     if clock.get("cycles_counter") is False:
         line += f"; no CPU-cycle counter: {clock.get('cycles_why') or 'unknown why'}"
-    return out + [line] + _clock_remarks(clock, summ["n_ranks"])
+    return out + [line] + _clock_remarks(clock, summ.n_ranks)
 
 
-def _rank_row(r: dict[str, Any], measured: bool) -> list[str]:
+def _rank_row(r: RankRow, measured: bool) -> list[str]:
     """One rank's row of the ranks table (``measured``: with the off-CPU column)."""
     row = [
-        str(r["rank"]),
-        r["host"] if r["host"] is not None else "?",
-        compact_ranges(r["cpus"]),
-        fmt_ns(r["t_min_ns"]),
-        fmt_ns(r["t_diff_ns"]),
-        fmt_ns(r["timer_overhead_ns"]),
+        str(r.rank),
+        r.host if r.host is not None else "?",
+        compact_ranges(r.cpus),
+        fmt_ns(r.t_min_ns),
+        fmt_ns(r.t_diff_ns),
+        fmt_ns(r.timer_overhead_ns),
         _states(r),
-        str(r["n_segments"]),
-        fmt_pct(r.get("interrupted_fraction"), signed=False),
+        str(r.n_segments),
+        fmt_pct(r.interrupted_fraction, signed=False),
     ]
     if measured:
-        row.append(off_cpu_words(r.get("cpu_time")))
-    return row + [r["verdict"] + (" (migrated)" if r["migrated"] else "")]
+        row.append(off_cpu_words(r.cpu_time))
+    return row + [r.verdict + (" (migrated)" if r.migrated else "")]
 
 
 # The ranks table lists, unless asked for all, every rank of a job of up to
@@ -318,26 +321,24 @@ def _rank_row(r: dict[str, Any], measured: bool) -> list[str]:
 LISTED_RANKS = 32
 
 
-def listed_ranks(
-    result: dict[str, Any], all_ranks: bool = False
-) -> list[dict[str, Any]]:
-    """The rows of ``result["ranks"]`` the ranks table lists (see LISTED_RANKS)."""
-    ranks = result["ranks"]
+def listed_ranks(result: Analysis, all_ranks: bool = False) -> list[RankRow]:
+    """The rows of ``result.ranks`` the ranks table lists (see LISTED_RANKS)."""
+    ranks = result.ranks
     if all_ranks or len(ranks) <= LISTED_RANKS:
         return ranks
-    found = result.get("anomalies", []) + result.get("minor", [])
-    named = {a.get("rank") for a in found}
+    found = result.anomalies + result.minor
+    named = {a.rank for a in found}
     # A node's or socket's ranks are its finding's: the node is listed by its first.
     under = {
         r
         for a in found
-        if subject(a["kind"]) == GROUP
-        for r in member_ranks(a["rank"], a["evidence"])
+        if subject(a.kind) == GROUP
+        for r in member_ranks(a.rank, a.evidence)
     } - named
     return [
         r
         for r in ranks
-        if (r["verdict"] != "ok" or r["rank"] in named) and r["rank"] not in under
+        if (r.verdict != "ok" or r.rank in named) and r.rank not in under
     ][:LISTED_RANKS]
 
 
@@ -346,20 +347,20 @@ def listed_ranks(
 LISTED_NODES = 16
 
 
-def _node_lines(result: dict[str, Any], all_ranks: bool) -> list[str]:
+def _node_lines(result: Analysis, all_ranks: bool) -> list[str]:
     """The nodes table of a job of many ranks on many nodes (LISTED_NODES)."""
-    ranks = result["ranks"]
-    nodes: dict[str, list[dict[str, Any]]] = {}
+    ranks = result.ranks
+    nodes: dict[str, list[RankRow]] = {}
     for r in ranks:
-        nodes.setdefault(r["host"] if r["host"] is not None else "?", []).append(r)
+        nodes.setdefault(r.host if r.host is not None else "?", []).append(r)
     if all_ranks or len(ranks) <= LISTED_RANKS or len(nodes) < 2:
         return []
     rows = []
     for host, mine in nodes.items():
-        verdicts = Counter(r["verdict"] for r in mine)
+        verdicts = Counter(r.verdict for r in mine)
         if set(verdicts) != {"ok"}:
             counts = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
-            rows.append([host, compact_ranges(r["rank"] for r in mine), counts])
+            rows.append([host, compact_ranges(r.rank for r in mine), counts])
     out = ["Nodes"] + _table(["node", "ranks", "verdicts"], rows[:LISTED_NODES], {})
     ok = len(nodes) - len(rows)
     more = (
@@ -370,22 +371,18 @@ def _node_lines(result: dict[str, Any], all_ranks: bool) -> list[str]:
     return out + [f"... and {more}{ok} nodes all ok", ""]
 
 
-def unlisted_ranks(
-    result: dict[str, Any], listed: list[dict[str, Any]]
-) -> Optional[str]:
+def unlisted_ranks(result: Analysis, listed: list[RankRow]) -> Optional[str]:
     """The ranks a table leaves out, counted by verdict ("1000 more ranks: 998 ok,
     2 minor"); None when it lists them all."""
-    shown = {r["rank"] for r in listed}
-    rest = Counter(r["verdict"] for r in result["ranks"] if r["rank"] not in shown)
+    shown = {r.rank for r in listed}
+    rest = Counter(r.verdict for r in result.ranks if r.rank not in shown)
     if not rest:
         return None
     counts = ", ".join(f"{n} {verdict}" for verdict, n in rest.most_common())
     return f"{sum(rest.values())} more ranks: {counts}"
 
 
-def _unlisted_ranks_line(
-    result: dict[str, Any], listed: list[dict[str, Any]]
-) -> list[str]:
+def _unlisted_ranks_line(result: Analysis, listed: list[RankRow]) -> list[str]:
     """One line for the ranks the table leaves out, counted by verdict."""
     rest = unlisted_ranks(result, listed)
     if rest is None:
@@ -396,10 +393,10 @@ def _unlisted_ranks_line(
     ]
 
 
-def _rank_lines(result: dict[str, Any], all_ranks: bool = False) -> list[str]:
+def _rank_lines(result: Analysis, all_ranks: bool = False) -> list[str]:
     """The ranks table (listed_ranks), its legend and the cycle counter's
     calibration."""
-    measured = any(r.get("cpu_time") for r in result["ranks"])
+    measured = any(r.cpu_time for r in result.ranks)
     listed = listed_ranks(result, all_ranks)
     rows = [_rank_row(r, measured) for r in listed]
     header = ["rank", "host", "cpus", "t_min", "t_diff", "timer ovh", "cache states"]
@@ -424,7 +421,7 @@ def _rank_lines(result: dict[str, Any], all_ranks: bool = False) -> list[str]:
             else ""
         )
     )
-    cycles = _cycles_line(result["ranks"])
+    cycles = _cycles_line(result.ranks)
     return out + ([cycles] if cycles else [])
 
 
@@ -435,43 +432,41 @@ def _rank_lines(result: dict[str, Any], all_ranks: bool = False) -> list[str]:
 LISTED_SHARE = 0.99
 
 
-def _compute_ns(result: dict[str, Any]) -> float:
+def _compute_ns(result: Analysis) -> float:
     """The compute time of all classes together (ns; 1 when none: a divisor)."""
-    return sum(s["total_ns"] for s in result["segments"]) or 1.0
+    return sum(s.total_ns for s in result.segments) or 1.0
 
 
-def _named_classes(result: dict[str, Any]) -> set[str]:
+def _named_classes(result: Analysis) -> set[str]:
     """The ids of the classes the findings, minor ones and consequences speak of."""
-    found = result["anomalies"] + result.get("minor", []) + result["consequences"]
-    return {f["segment"] for f in found if f.get("segment")}
+    found = result.anomalies + result.minor + result.consequences
+    return {f.segment for f in found if f.segment}
 
 
-def listed_classes(
-    result: dict[str, Any], all_classes: bool = False
-) -> list[dict[str, Any]]:
+def listed_classes(result: Analysis, all_classes: bool = False) -> list[SegmentClass]:
     """The segment classes the text report lists (in analysis order: largest total
     first): every one, or those up to LISTED_SHARE of the compute time and those a
     finding names."""
-    segments = result["segments"]
+    segments = result.segments
     if all_classes:
         return list(segments)
     named = _named_classes(result)
     whole = _compute_ns(result)
     listed, held = [], 0.0
     for s in segments:
-        if held < LISTED_SHARE * whole or s["id"] in named:
+        if held < LISTED_SHARE * whole or s.id in named:
             listed.append(s)
-        held += s["total_ns"]
+        held += s.total_ns
     return listed
 
 
-def _unlisted_line(result: dict[str, Any], listed: list[dict[str, Any]]) -> list[str]:
+def _unlisted_line(result: Analysis, listed: list[SegmentClass]) -> list[str]:
     """How many classes the table left out and how much compute time they hold."""
-    shown = {s["id"] for s in listed}
-    rest = [s for s in result["segments"] if s["id"] not in shown]
+    shown = {s.id for s in listed}
+    rest = [s for s in result.segments if s.id not in shown]
     if not rest:
         return []
-    share = sum(s["total_ns"] for s in rest) / _compute_ns(result)
+    share = sum(s.total_ns for s in rest) / _compute_ns(result)
     return [
         f"... and {_plural(len(rest), 'more class', 'more classes')}, "
         f"{fmt_pct(share, signed=False)} of the compute time (perfvar analyze "
@@ -479,21 +474,21 @@ def _unlisted_line(result: dict[str, Any], listed: list[dict[str, Any]]) -> list
     ]
 
 
-def _segment_lines(result: dict[str, Any], all_classes: bool = False) -> list[str]:
+def _segment_lines(result: Analysis, all_classes: bool = False) -> list[str]:
     """The segment classes table and its legend."""
-    if not result["segments"]:
+    if not result.segments:
         return ["Segment classes", "(none: no perfvar:segment samples in the trace)"]
     listed = listed_classes(result, all_classes)
     rows = [
         [
-            s["id"],
-            str(s["n"]),
-            str(s["n_ranks"]),
-            fmt_ns(s["median_ns"]),
-            fmt_bytes(s.get("context_bytes")),
+            s.id,
+            str(s.n),
+            str(s.n_ranks),
+            fmt_ns(s.median_ns),
+            fmt_bytes(s.context_bytes),
             _segment_state(s),
-            fmt_plus_minus(s.get("resolution_rel")),
-            s["label"],
+            fmt_plus_minus(s.resolution_rel),
+            s.label,
         ]
         for s in listed
     ]
@@ -513,12 +508,12 @@ def _segment_lines(result: dict[str, Any], all_classes: bool = False) -> list[st
     )
 
 
-def _finding_lines(result: dict[str, Any]) -> list[str]:
+def _finding_lines(result: Analysis) -> list[str]:
     """The headline findings (ranked by delay cost), the minor ones, the consequences
     of waiting, how a job that did not finish ended, and the warnings."""
-    labels = {s["id"]: s["label"] for s in result["segments"]}
-    machine = [a for a in result["anomalies"] if not is_code(a)]
-    code = [a for a in result["anomalies"] if is_code(a)]
+    labels = {s.id: s.label for s in result.segments}
+    machine = [a for a in result.anomalies if not is_code(a)]
+    code = [a for a in result.anomalies if is_code(a)]
     out = ["Anomalies (the machine: cores and CPUs)"]
     if machine:
         out += [f"- {describe(a, labels)}{_cost(a)}" for a in machine]
@@ -529,14 +524,12 @@ def _finding_lines(result: dict[str, Any]) -> list[str]:
         out += [f"- {describe(a, labels)}{_cost(a)}" for a in code]
     out += _minor_lines(result, labels)
     out += _ended_lines(result)
-    if result["warnings"]:
-        out += ["", "Warnings"] + [f"- {w}" for w in result["warnings"]]
+    if result.warnings:
+        out += ["", "Warnings"] + [f"- {w}" for w in result.warnings]
     return out
 
 
-def render(
-    result: dict[str, Any], all_classes: bool = False, all_ranks: bool = False
-) -> str:
+def render(result: Analysis, all_classes: bool = False, all_ranks: bool = False) -> str:
     """The whole report as one string (ends with the verdict line and a newline);
     ``all_classes``: list every segment class, not only listed_classes';
     ``all_ranks``: every rank, not only listed_ranks'."""
@@ -550,14 +543,14 @@ def render(
     return "\n".join(out) + "\n"
 
 
-def judged_share_lines(result: dict[str, Any]) -> list[str]:
+def judged_share_lines(result: Analysis) -> list[str]:
     """How much of the compute time the verdict could judge, and in how many
     families of classes merged because they differ only by helper frames."""
-    summ = result["summary"]
-    share = summ.get("judged_compute_share")
+    summ = result.summary
+    share = summ.judged_compute_share
     if share is None:
         return []
-    families = summ.get("n_segment_families") or 0
+    families = summ.n_segment_families or 0
     merged = (
         f"; {_plural(families, 'family', 'families')} of classes that differ only by "
         "helper routines judged as one class each"

@@ -68,11 +68,11 @@ WAITING_TEST = (
 )
 
 
-def after_waiting(consequence: dict[str, Any]) -> bool:
-    """Whether a consequence (an analysis.json entry) follows waiting rather than its
-    rank's time off the CPU; entries without a cause (analysis.json written before
+def after_waiting(consequence: Any) -> bool:
+    """Whether a consequence (perfvar.result.Consequence) follows waiting rather than
+    its rank's time off the CPU; entries without a cause (analysis.json written before
     causes were named) are all of waiting."""
-    return consequence.get("cause", WAITING) == WAITING
+    return (consequence.cause or WAITING) == WAITING
 
 
 @dataclass

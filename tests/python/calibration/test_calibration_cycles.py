@@ -95,16 +95,14 @@ def test_analysis_reports_the_pass_without_judging_by_it(trace_factory):
         "cycles", durations, calibration={0: with_pass, 1: with_pass, 2: partial}
     )
     result = analyze(path)
-    rows = {r["rank"]: r for r in result["ranks"]}
-    assert rows[0]["calibration_cycles"]["t_min_cycles"] == 1200.0
-    assert rows[3]["calibration_cycles"] == {
-        **rows[3]["calibration_cycles"],
+    rows = {r.rank: r for r in result.ranks}
+    assert rows[0].calibration_cycles["t_min_cycles"] == 1200.0
+    assert rows[3].calibration_cycles == {
+        **rows[3].calibration_cycles,
         "available": False,
         "why": "not recorded",
     }
-    assert [r["verdict"] for r in result["ranks"]] == [
-        r["verdict"] for r in plain["ranks"]
-    ]
+    assert [r.verdict for r in result.ranks] == [r.verdict for r in plain.ranks]
     text = render(result)
     line = next(x for x in text.splitlines() if x.startswith("cycle counter"))
     assert "rdpmc" in line and "3 ranks" in line

@@ -20,6 +20,7 @@ from perfvar.stats.model import DetectParams
 from perfvar.report.html import render_html
 from perfvar.report.markers import marker_lines
 from perfvar.report.text import render
+from perfvar.result import Analysis, Finding
 
 HELPERS = {"finding", "levels", "words"}  # modules of the package that are no detector
 
@@ -92,21 +93,12 @@ def test_a_kind_added_to_the_table_alone_reaches_every_report(tmp_path, hot_cach
     path = str(tmp_path / "run")
     write_trace(path, normal_durations(seed=2))
     result = analyze(path)
-    assert result["anomalies"] == []
-    result["anomalies"] = [
-        {
-            "kind": "hot_cache",
-            "rank": 3,
-            "host": "node0",
-            "cpu": 3,
-            "segment": None,
-            "excess_ns": None,
-            "cost_ns": None,
-            "cost_share": None,
-            "evidence": {"heat": 0.3},
-        }
+    assert result.anomalies == []
+    # A new kind is a Finding like any other: no class of its own in the result.
+    result.anomalies = [
+        Finding("hot_cache", 3, host="node0", cpu=3, evidence={"heat": 0.3})
     ]
-    result["summary"]["anomalous_ranks"] = [3]
+    result.summary.anomalous_ranks = [3]
 
     text = render(result)
     assert "- rank 3 ran its caches hot" in text
@@ -126,7 +118,9 @@ def test_a_kind_added_to_the_table_alone_reaches_every_report(tmp_path, hot_cach
         "size_key": "heat",
         "owner": "machine",
     }
-    assert detect.describe(result["anomalies"][0], {}) == "rank 3 ran its caches hot"
+    assert detect.describe(result.anomalies[0], {}) == "rank 3 ran its caches hot"
+    again = Analysis.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.anomalies == result.anomalies
 
 
 def test_a_kind_added_to_the_table_alone_is_summarised_and_costed(tmp_path, hot_cache):
@@ -148,7 +142,9 @@ def test_a_kind_added_to_the_table_alone_is_summarised_and_costed(tmp_path, hot_
     order = list(range(len(trace.segments)))
     ids = {seg: f"S{seg}" for seg in order}
     summary = _summary(trace, order, ids, [], ranked, {})
-    assert summary["hot_cache_ranks"] == [3] and summary["anomalous_ranks"] == [3]
+    doc = summary.to_json()  # its summary key, in analysis.json's summary
+    assert doc["hot_cache_ranks"] == [3] and doc["anomalous_ranks"] == [3]
+    assert summary.kind_ranks["hot_cache_ranks"] == [3]
     tl = wait_states.build_timeline(trace.samples, trace.segments, trace.trace_ns)
     excess = delay_cost.segment_excess(hot, tl, trace.samples, [ids[s] for s in order])
     mine = trace.samples["segment"][tl.segments[3]] == 0

@@ -189,37 +189,35 @@ def test_analyze_judges_each_segment_with_the_state_its_context_chose(
         moved=moved,
     )
     result = analyze(path, symbolize_sites=False)
-    seg = {s["key"]: s for s in result["segments"]}
+    seg = {s.key: s for s in result.segments}
     a, b = seg[SEG_A], seg[SEG_B]
-    rank1_a = next(
-        j for j in result["judgements"] if j["rank"] == 1 and j["segment"] == a["id"]
-    )
+    rank1_a = next(j for j in result.judgements if j.rank == 1 and j.segment == a.id)
     if big_calls:
-        assert a["context_bytes"] == 6 * MIB and a["cache_state"] == "4xL2"
-        assert a["cache_states"] == {"4xL2": 4}
-        assert b["context_bytes"] == 100 and b["cache_state"] == "0"
-        assert rank1_a["cache_state"] == "4xL2" and rank1_a["status"] == "ok"
-        assert rank1_a["context_bytes"] == 6 * MIB
-        assert 2500 < rank1_a["shift_ns"] < 3500  # seen, but below 4xL2's t_diff
-        assert result["summary"]["slow_ranks"] == []
+        assert a.context_bytes == 6 * MIB and a.cache_state == "4xL2"
+        assert a.cache_states == {"4xL2": 4}
+        assert b.context_bytes == 100 and b.cache_state == "0"
+        assert rank1_a.cache_state == "4xL2" and rank1_a.status == "ok"
+        assert rank1_a.context_bytes == 6 * MIB
+        assert 2500 < rank1_a.shift_ns < 3500  # seen, but below 4xL2's t_diff
+        assert result.summary.kind_ranks["slow_ranks"] == []
     else:
-        assert a["context_bytes"] is None and a["cache_state"] == "0"
-        assert rank1_a["cache_state"] == "0" and rank1_a["status"] == "slow"
-        assert result["summary"]["slow_ranks"] == [1]
-        (anomaly,) = result["anomalies"]
-        assert anomaly["evidence"]["cache_state"] == "0"
-        assert anomaly["evidence"]["t_diff_ns"] == 4.1
-    row = result["ranks"][0]
-    assert [s["label"] for s in row["calibration_states"]] == [
+        assert a.context_bytes is None and a.cache_state == "0"
+        assert rank1_a.cache_state == "0" and rank1_a.status == "slow"
+        assert result.summary.kind_ranks["slow_ranks"] == [1]
+        (anomaly,) = result.anomalies
+        assert anomaly.evidence["cache_state"] == "0"
+        assert anomaly.evidence["t_diff_ns"] == 4.1
+    row = result.ranks[0]
+    assert [s["label"] for s in row.calibration_states] == [
         "0",
         "4xL1",
         "4xL2",
         "4xL3",
     ]
-    assert row["calibration_states"][3]["t_min_ns"] is None  # skipped: not usable
+    assert row.calibration_states[3]["t_min_ns"] is None  # skipped: not usable
     text = render(result)
     assert "cache states" in text and "0,4xL1,4xL2" in text
-    a_row = next(line for line in text.splitlines() if line.startswith(a["id"] + " "))
+    a_row = next(line for line in text.splitlines() if line.startswith(a.id + " "))
     if big_calls:
         assert "6.0 MiB" in a_row and " 4xL2 " in a_row
     else:

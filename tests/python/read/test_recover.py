@@ -10,6 +10,7 @@ import pytest
 
 from perfvar.errors import TraceError
 from perfvar.read.recover import endings_json, ensure_trace, has_records, read_endings
+from perfvar.result import Analysis
 from perfvar.report.text import _ended_clause, _ended_lines
 
 
@@ -95,14 +96,15 @@ def test_finished_job_has_no_first(tmp_path):
         _write(tmp_path, r, [_thread("closed", 3.0)])
     ended = endings_json(read_endings(str(tmp_path)))
     assert ended["first_to_end"] is None and ended["ended_early_ranks"] == []
-    assert _ended_clause({"ended": ended}) == ""
-    assert _ended_lines({"ended": ended}) == []
+    result = Analysis.from_json({"ended": ended})
+    assert _ended_clause(result) == ""
+    assert _ended_lines(result) == []
 
 
 def test_report_names_the_first(tmp_path):
     _write(tmp_path, 0, [_thread("signal", 2.0, signal=15)])
     _write(tmp_path, 1, [_thread("failed", 1.0)])
-    result = {"ended": endings_json(read_endings(str(tmp_path)))}
+    result = Analysis.from_json({"ended": endings_json(read_endings(str(tmp_path)))})
     assert "rank 1 ended early (stopped recording" in _ended_clause(result)
     assert any("first to end" in line and "rank 1" in line for line in _ended_lines(result))
 

@@ -19,6 +19,7 @@ import pytest
 from conftest import RESOLUTION_HZ, normal_durations, run_cli
 from perfvar.verdict import headline
 from perfvar.stats.model import Anomaly
+from perfvar.result import Analysis, Finding
 from perfvar.report.markers import (
     CONSEQUENCE,
     SYMPTOM,
@@ -103,7 +104,7 @@ def analysis(trace: str) -> dict:
 
 def test_severity_follows_the_relative_cost():
     def anomaly(kind, **evidence):
-        return {"kind": kind, "evidence": evidence}
+        return Finding(kind, 0, evidence=evidence)
 
     assert severity(anomaly("slow_segment", excess_rel=0.01)) == "LOW"
     assert severity(anomaly("slow_segment", excess_rel=0.05)) == "MEDIUM"
@@ -180,7 +181,7 @@ def test_analysing_again_replaces_ours_and_keeps_other_groups(slow_trace):
         }
     ]
     # An analysis that finds nothing leaves no perfvar marker behind.
-    assert write_markers({**analysis(slow_trace), "anomalies": []})
+    assert write_markers(Analysis.from_json({**analysis(slow_trace), "anomalies": []}))
     assert [m["group"] for m in read_markers(slow_trace)] == ["user"]
 
 
@@ -224,7 +225,9 @@ def test_a_window_and_a_thread_are_placed_on_the_timeline(trace_factory):
         },
     }
     doc["anomalies"] = [phase, migrated]
-    assert write_markers(copy.deepcopy(doc)) == os.path.join(path, "traces.marker")
+    assert write_markers(Analysis.from_json(copy.deepcopy(doc))) == os.path.join(
+        path, "traces.marker"
+    )
     locations = rank_locations(os.path.join(path, "traces.otf2"))
     got = {m["category"]: m for m in read_markers(path)}
     assert set(got) == {"slow_phase medium", "migrated"}
@@ -315,7 +318,9 @@ def _ranked_result() -> dict:
 def test_minor_findings_and_consequences_are_markers_apart():
     result = _ranked_result()
     locations = {0: [10, 11], 1: [20, 21]}
-    lines = [line.split("\t") for line in marker_lines(result, locations)]
+    lines = [
+        line.split("\t") for line in marker_lines(Analysis.from_json(result), locations)
+    ]
     assert [line[:5] for line in lines] == [
         ["slow_segment high", "HIGH", "-", "-", "LOCATION:20"],
         ["minor slow_segment", "LOW", "-", "-", "LOCATION:10"],
@@ -333,9 +338,9 @@ def test_minor_findings_and_consequences_are_markers_apart():
     )
     # A cause no finding names is said so; a rank without a location is left out.
     result["anomalies"] = []
-    (line,) = marker_lines(result, {0: [10]})[1:]
+    (line,) = marker_lines(Analysis.from_json(result), {0: [10]})[1:]
     assert line.split("\t")[5].endswith("; caused by rank 1, which no finding names")
-    assert marker_lines(result, {}) == []
+    assert marker_lines(Analysis.from_json(result), {}) == []
 
 
 def test_a_consequence_of_time_off_the_cpu_is_a_marker_of_its_own_category():
@@ -354,7 +359,10 @@ def test_a_consequence_of_time_off_the_cpu_is_a_marker_of_its_own_category():
         "minor": [],
         "consequences": r.consequences,
     }
-    lines = [line.split("\t") for line in marker_lines(result, {1: [20, 21]})]
+    lines = [
+        line.split("\t")
+        for line in marker_lines(Analysis.from_json(result), {1: [20, 21]})
+    ]
     assert [line[0] for line in lines] == [lines[0][0], SYMPTOM]
     assert lines[0][0].startswith("noisy_core")
     assert lines[1][5].startswith("rank 1's slower core (+100%) is its time off")
@@ -375,7 +383,10 @@ def test_a_finding_of_a_rank_sharing_its_cpu_is_a_marker_of_its_own_category():
         "minor": [],
         "consequences": r.consequences,
     }
-    lines = [line.split("\t") for line in marker_lines(result, {0: [10], 1: [20]})]
+    lines = [
+        line.split("\t")
+        for line in marker_lines(Analysis.from_json(result), {0: [10], 1: [20]})
+    ]
     sliced = [line for line in lines if line[0] == TIME_SLICED]
     assert [line[4] for line in sliced] == ["LOCATION:20"]
     assert sliced[0][5] == (
@@ -391,7 +402,7 @@ def test_minor_and_consequence_markers_in_the_trace(slow_trace):
     ranked = _ranked_result()
     doc["minor"] = ranked["minor"]
     doc["consequences"] = ranked["consequences"]
-    assert write_markers(doc)
+    assert write_markers(Analysis.from_json(doc))
     locations = rank_locations(os.path.join(slow_trace, "traces.otf2"))
     got = {m["category"]: m for m in ours(read_markers(slow_trace))}
     assert set(got) == {"slow_segment high", "minor slow_segment", CONSEQUENCE}

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import normal_durations, run_cli, write_trace
 from perfvar.read.samples import METRIC_DTYPE
+from perfvar.result import Analysis
 from perfvar.report.plots import (
     HIGHLIGHT,
     MAX_PEER_LINES,
@@ -146,7 +147,9 @@ def test_many_ranks_make_a_band_within_the_point_budget():
     reads = reads_by_rank(
         _reads(ranks, 2000, ["PAPI_TOT_INS"]), ["PAPI_TOT_INS"], lambda t: t / 2.5
     )
-    fig = counter_timeline_figure(_result(ranks, 7), _prepared(reads))
+    fig = counter_timeline_figure(
+        Analysis.from_json(_result(ranks, 7)), _prepared(reads)
+    )
     assert [a.text for a in fig.layout.annotations] == ["PAPI_TOT_INS per second"]
     lines = [t for t in fig.data if t.name and t.name.startswith("rank")]
     assert [t.name for t in lines] == ["rank 7 (noisy core)"]

@@ -23,6 +23,7 @@ from perfvar.verdict import headline, off_cpu, time_slicing
 from perfvar.cli import main
 from perfvar.stats.model import Anomaly
 from perfvar.report.html import render_html
+from perfvar.result import Analysis
 from perfvar.report.plots import (
     HEATMAP_ROWS,
     binned_medians,
@@ -99,7 +100,7 @@ def test_report_without_samples_leaves_their_plots_out(analysed):
     """From analysis.json alone (no filtered cells) the page still has the verdict,
     the heat map and the calibration, and says what is missing."""
     _, _, doc = analysed
-    page = parse(render_html(doc))
+    page = parse(render_html(Analysis.from_json(doc)))
     figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
     assert figures == ["shift-heatmap", "calibration"]
     assert "built without the samples" in page.text_by_id["distributions"]
@@ -193,7 +194,7 @@ def ranked(analysed):
 
 
 def test_report_shows_the_headline_by_cost_minor_and_consequences(ranked):
-    text = render_html(ranked)
+    text = render_html(Analysis.from_json(ranked))
     page = parse(text)
     # The headline: the one finding that costs the job, with its delay cost.
     ((attrs, sentence),) = page.anomalies
@@ -240,7 +241,7 @@ def test_a_finding_of_a_rank_sharing_its_cpu_is_shown_under_that_sharing(ranked)
     doc["consequences"] = [
         time_slicing.symptom_of(slow, time_slicing.sharing([shared]))
     ]
-    page = parse(render_html(doc))
+    page = parse(render_html(Analysis.from_json(doc)))
     ((attrs, sentence),) = page.items["consequence"]
     assert attrs["data-rank"] == "1"
     assert sentence.startswith("shared CPUrank 1's S0 ")
@@ -248,7 +249,7 @@ def test_a_finding_of_a_rank_sharing_its_cpu_is_shown_under_that_sharing(ranked)
 
 
 def test_waits_by_rank_sums_the_pairs(ranked):
-    per = waits_by_rank(ranked)
+    per = waits_by_rank(Analysis.from_json(ranked))
     assert sorted(per) == [0, 1, 2, 3]  # every rank, those that never waited too
     pairs = ranked["wait_states"]["by_rank_pair_ns"]
     assert per[0]["waited_ns"] == per[1]["caused_ns"] == pairs["0<-1"]
@@ -262,7 +263,7 @@ def test_heatmap_marks_minor_and_waited_cells(ranked):
     for j in doc["judgements"]:
         if (j["rank"], j["segment"]) in ((0, "S0"), (0, "S1")):
             j.update(status="slow", shift_rel=0.01, q_value=1e-3)
-    fig = shift_heatmap(doc)
+    fig = shift_heatmap(Analysis.from_json(doc))
     ranks = list(fig.data[0].y)
     classes = list(fig.data[0].x)
     text = fig.data[0].text
@@ -295,7 +296,7 @@ def test_a_large_jobs_heatmap_bins_the_ranks_no_finding_names(ranked):
             judged.append({"rank": r, "segment": seg, "status": "ok",
                            "shift_rel": shift, "q_value": 0.5, "n": 100})  # fmt: skip
     doc["judgements"] = judged
-    fig = shift_heatmap(doc)
+    fig = shift_heatmap(Analysis.from_json(doc))
     names = list(fig.data[0].y)
     assert len(names) <= HEATMAP_ROWS and "rank 1" in names
     (row,) = [i for i, n in enumerate(names) if n.startswith("ranks ")
@@ -309,7 +310,7 @@ def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
     doc = json.loads(json.dumps(ranked))
     doc["summary"]["cost_known"] = False
     doc["wait_states"] = {**doc["wait_states"], "synchronised": False}
-    page = parse(render_html(doc))
+    page = parse(render_html(Analysis.from_json(doc)))
     assert "No delay cost could be measured" in page.text_by_id["verdict"]
     assert "No wait state read" in page.text_by_id["waits"]
     figures = [a["data-figure"] for t, a in page.tags if "data-figure" in a]
@@ -318,7 +319,7 @@ def test_report_says_when_no_cost_or_no_wait_state_could_be_read(ranked):
     for key in ("wait_states", "minor", "consequences"):
         del doc[key]
     del doc["summary"]["cost_known"]
-    page = parse(render_html(doc))
+    page = parse(render_html(Analysis.from_json(doc)))
     assert "Not in this analysis" in page.text_by_id["waits"]
     assert "minor" not in page.items and "consequence" not in page.items
 
@@ -351,7 +352,7 @@ def test_report_renders_in_chromium_without_errors(analysed, tmp_path):
 
 
 def test_report_with_waits_and_consequences_renders_in_chromium(ranked, tmp_path):
-    dom = render_in_chromium(render_html(ranked), tmp_path)
+    dom = render_in_chromium(render_html(Analysis.from_json(ranked)), tmp_path)
     assert "fig-waits" in {a.get("id") for t, a in dom.tags}
     assert [a["data-rank"] for a, _ in dom.items["consequence"]] == ["0"]
     assert [a["data-rank"] for a, _ in dom.items["minor"]] == ["0"]
@@ -366,7 +367,7 @@ def test_a_consequence_of_time_off_the_cpu_is_listed_with_its_rank(ranked):
     core = Anomaly("slow_core", 1, "node0", 1, None, 0.0, {"shift_rel": 1.0})
     symptom = off_cpu.symptom_of(core, {1: noisy})
     ranked["consequences"].append(symptom)
-    text = render_html(ranked)
+    text = render_html(Analysis.from_json(ranked))
     items = parse(text).items["consequence"]
     attrs, sentence = items[-1]
     assert (attrs["data-rank"], attrs["data-segment"]) == ("1", "")
@@ -395,7 +396,7 @@ def test_a_large_jobs_tables_list_the_ranks_that_matter(ranked):
          "waited_for": [[(r + 1) % 100, r * 1e3]], "waited_for_ranks": 1}
         for r in range(100)
     ]  # fmt: skip
-    text = render_html(doc)
+    text = render_html(Analysis.from_json(doc))
     ranks = _section(text, "ranks")
     named = {a["rank"] for a in doc["anomalies"] + doc["minor"]}  # minor ones too
     assert 1 in named
@@ -431,7 +432,7 @@ def test_a_large_jobs_waiting_plot_bins_the_ranks_no_finding_names(ranked):
          "waited_for": [], "waited_for_ranks": 0}
         for r in range(1000)
     ]  # fmt: skip
-    fig = waits_figure(doc)
+    fig = waits_figure(Analysis.from_json(doc))
     names = list(fig.data[0].x)
     assert len(names) <= HEATMAP_ROWS and "rank 1" in names
     caused = fig.data[1]

@@ -10,6 +10,7 @@ from perfvar.report.text import (
     listed_classes,
     listed_ranks,
 )
+from perfvar.result import Analysis
 
 
 def _result(totals, minor=(), anomalies=(), consequences=()):
@@ -28,19 +29,21 @@ def _result(totals, minor=(), anomalies=(), consequences=()):
     def finding(seg):
         return {"segment": seg, "rank": 0, "kind": "slow_segment"}
 
-    return {
-        "segments": segments,
-        "minor": [finding(s) for s in minor],
-        "anomalies": [finding(s) for s in anomalies],
-        "consequences": [finding(s) for s in consequences],
-    }
+    return Analysis.from_json(
+        {
+            "segments": segments,
+            "minor": [finding(s) for s in minor],
+            "anomalies": [finding(s) for s in anomalies],
+            "consequences": [finding(s) for s in consequences],
+        }
+    )
 
 
 def test_the_largest_classes_up_to_the_share_and_the_named_ones_are_listed():
     assert LISTED_SHARE == 0.99
     # S0 and S1 hold 99 %; S3 is named by a minor finding, S5 by a consequence.
     result = _result([900, 90, 9, 0.5, 0.2, 0.3], minor=["S3"], consequences=["S5"])
-    assert [s["id"] for s in listed_classes(result)] == ["S0", "S1", "S3", "S5"]
+    assert [s.id for s in listed_classes(result)] == ["S0", "S1", "S3", "S5"]
     lines = _segment_lines(result)
     rows = [line.split()[0] for line in lines[2:] if line.startswith("S")]
     assert rows == ["S0", "S1", "S3", "S5"]
@@ -57,7 +60,7 @@ def test_every_class_is_listed_when_asked_or_when_they_are_few():
     assert not any(line.startswith("... and") for line in lines)
     # A table whose classes each hold a large share leaves none out.
     few = _result([500, 300, 200])
-    assert [s["id"] for s in listed_classes(few)] == ["S0", "S1", "S2"]
+    assert [s.id for s in listed_classes(few)] == ["S0", "S1", "S2"]
     assert not any(line.startswith("... and") for line in _segment_lines(few))
 
 
@@ -76,13 +79,15 @@ def _ranks(n, verdicts=None, named=()):
         "interrupted_fraction": 0.0,
         "migrated": False,
     }
-    return {
-        "ranks": [
-            row | {"rank": r, "verdict": verdicts.get(r, "ok")} for r in range(n)
-        ],
-        "anomalies": [],
-        "minor": [{"rank": r, "kind": "slow_segment"} for r in named],
-    }
+    return Analysis.from_json(
+        {
+            "ranks": [
+                row | {"rank": r, "verdict": verdicts.get(r, "ok")} for r in range(n)
+            ],
+            "anomalies": [],
+            "minor": [{"rank": r, "kind": "slow_segment"} for r in named],
+        }
+    )
 
 
 def _table_ranks(lines):
@@ -92,7 +97,7 @@ def _table_ranks(lines):
 def test_a_large_job_lists_the_ranks_that_matter_and_counts_the_rest():
     assert LISTED_RANKS == 32
     result = _ranks(1000, {7: "noisy core", 900: "load imbalance"}, named=[42])
-    assert [r["rank"] for r in listed_ranks(result)] == [7, 42, 900]
+    assert [r.rank for r in listed_ranks(result)] == [7, 42, 900]
     lines = _rank_lines(result)
     assert _table_ranks(lines) == [7, 42, 900]
     assert any(
