@@ -78,6 +78,9 @@ def trial(out: Path, ranks: int, segments: int, seed: int, levels: bool, jobs: i
 
 
 def seeds(text: str) -> list[int]:
+    """ "1-5" -> [1..5], "3" -> [3], "" -> [] (the trace with nothing injected only)."""
+    if not text:
+        return []
     lo, _, hi = text.partition("-")
     return list(range(int(lo), int(hi or lo) + 1))
 

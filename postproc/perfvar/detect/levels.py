@@ -164,7 +164,10 @@ def _level(
         rank=first.rank,
         host=node,
         cpu=None,
-        segment=first.segment if rule.member_kind != "slow_core" else None,
+        # the class its members share (a node-wide phase of one class), else none
+        segment=(
+            first.segment if all(m.segment == first.segment for m in members) else None
+        ),
         excess_ns=_mean(m.excess_ns for m in members),
         evidence=evidence,
         start_ns=_median_of(m.start_ns for m in members),
