@@ -3,7 +3,7 @@
 
   tests/tools/synth.py OUT --ranks N --segments S [--seed X] [--slow-ranks K]
                        [--cores-per-node C] [--sockets-per-node S]
-                       [--no-slow-core] [--no-noisy-core] [--no-slow-phase]
+                       [--no-slow-core] [--no-noisy-core] [--no-slow-phase] [--levels]
 
 The records and the OTF2 archive are written by perfvar's own recorder and trace
 writer (the C program perfvar-synth, tests/tools/synth.c: a halo-exchange stencil of
@@ -19,9 +19,16 @@ truth, OUT/synthetic.json::
                  {"kind": "noisy_core", "rank", "rate_per_s", "interruption_ns"},
                  {"kind": "slow_phase", "rank", "class", "segment", "factor",
                   "steps": [from, to], "start_ns", "end_ns"}],
+   "nodes", "cores_per_node", "sockets_per_node",
+   "levels": [{"kind": "slow_node"|"slow_socket"|"noisy_node"|"node_transient",
+               "level": "node"|"socket", "node", ["socket",] "ranks", ...}],
    "generation": {"generate_s", "convert_s", "metadata_s", "records_bytes",
                   "archive_bytes"}}
 
+Rank r runs on node r // C (host "synth-nNNNN"), CPU r % C, socket CPU // (C/S)
+(Placement; rank-N.json's "topology" says so, as hwloc would). ``--levels`` injects
+the machine's levels instead of ranks' anomalies (choose_levels): a slow node, a slow
+socket, a noisy node, a node-wide slow phase and a slow core on a node of its own.
 ``segment`` is the class's canonical segment key; a slow phase's window is in ns since
 the trace's first timestamp (as analysis.json gives windows). The same arguments give
 the same trace (the default seed is fixed).
@@ -60,6 +67,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "postproc"))
 from verdicts import Injected  # noqa: E402
 
 from perfvar._spec import CalibrationJson as Cal  # noqa: E402
+from perfvar.detect import (
+    node_transient,
+    noisy_node,
+    slow_node,
+    slow_socket,
+)  # noqa: E402
 from perfvar._spec import CalibrationJsonDistribution as CalDist  # noqa: E402
 from perfvar._spec import CalibrationJsonState as CalState  # noqa: E402
 from perfvar._spec import RankJsonTopology as Topo  # noqa: E402
@@ -542,64 +555,35 @@ def _levels(
     socket) and the ranks under it; a node-wide phase with its window, from the first
     of its ranks' slowed segments to the last one's end (ns since the trace's first
     timestamp)."""
+
+    def level(kind: str, ranks: list[int], **more: Any) -> dict:
+        at = "socket" if "socket" in more else "node"
+        return {"kind": kind, "level": at, "node": place.host(ranks[0]), **more,
+                "ranks": ranks}  # fmt: skip
+
     out: list[dict] = []
     if plan.slow_node:
         node, x = plan.slow_node
-        ranks = place.node_ranks(node)
-        out.append(
-            {
-                "kind": "slow_node",
-                "level": "node",
-                "node": place.host(ranks[0]),
-                "ranks": ranks,
-                "factor": x,
-            }
-        )
+        out.append(level(slow_node.KIND, place.node_ranks(node), factor=x))
     if plan.slow_socket:
         node, socket, x = plan.slow_socket
         ranks = place.socket_ranks(node, socket)
-        out.append(
-            {
-                "kind": "slow_socket",
-                "level": "socket",
-                "node": place.host(ranks[0]),
-                "socket": socket,
-                "ranks": ranks,
-                "factor": x,
-            }
-        )
+        out.append(level(slow_socket.KIND, ranks, socket=socket, factor=x))
     if plan.noisy_node:
         node, rate, ns = plan.noisy_node
         ranks = place.node_ranks(node)
-        out.append(
-            {
-                "kind": "noisy_node",
-                "level": "node",
-                "node": place.host(ranks[0]),
-                "ranks": ranks,
-                "rate_per_s": rate,
-                "interruption_ns": ns,
-            }
-        )
+        out.append(level(noisy_node.KIND, ranks, rate_per_s=rate, interruption_ns=ns))
     if plan.node_phase:
         node, c, x, *_ = plan.node_phase
         ranks = place.node_ranks(node)
         mine = [ph for ph in phases if int(ph["rank"]) in set(ranks)]
+        start = min(int(p["start_ticks"]) for p in mine)
+        end = max(int(p["end_ticks"]) for p in mine)
         out.append(
-            {
-                "kind": "node_transient",
-                "level": "node",
-                "node": place.host(ranks[0]),
-                "ranks": ranks,
-                "class": CLASSES[c],
-                "segment": key[c],
-                "factor": x,
-                "start_ns": (min(int(p["start_ticks"]) for p in mine) - origin)
-                * 1e9
-                / hz,
-                "end_ns": (max(int(p["end_ticks"]) for p in mine) - origin) * 1e9 / hz,
-            }
-        )
+            level(node_transient.KIND, ranks, segment=key[c], factor=x,
+                  start_ns=(start - origin) * 1e9 / hz,
+                  end_ns=(end - origin) * 1e9 / hz, **{"class": CLASSES[c]})
+        )  # fmt: skip
     return out
 
 
@@ -775,7 +759,6 @@ def main() -> int:
     ap.add_argument("--no-slow-core", action="store_true")
     ap.add_argument("--no-noisy-core", action="store_true")
     ap.add_argument("--no-slow-phase", action="store_true")
-    ap.add_argument("--sockets-per-node", type=int, default=None)
     ap.add_argument(
         "--levels",
         action="store_true",

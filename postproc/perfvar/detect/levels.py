@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfvar.stats.model import Anomaly
+from perfvar.stats.model import Anomaly, DetectorResult
 from perfvar.units import compact_ranges, fmt_pct
 
 NODE = "node"
@@ -104,6 +104,24 @@ class Rule:
     member_kind: str
     agrees: Callable[[Sequence[Anomaly]], list[bool]]
     size_key: str  # the members' evidence key the level's figures summarise
+
+
+Detect = Callable[
+    [list[Anomaly], Mapping[int, Place]], tuple[DetectorResult, list[Anomaly]]
+]
+
+
+def detector(rule: Rule) -> Detect:
+    """The ``detect`` of a level kind's module: (found, places) -> (its findings, the
+    findings left once their members are folded into them)."""
+
+    def detect(
+        found: list[Anomaly], places: Mapping[int, Place]
+    ) -> tuple[DetectorResult, list[Anomaly]]:
+        named, left = fold(rule, found, places)
+        return DetectorResult(anomalies=named), left
+
+    return detect
 
 
 def fold(

@@ -10,11 +10,8 @@ core. Pure; thread-safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from perfvar.detect import levels, slow_phase
 from perfvar.detect.finding import GROUP, AnomalyJson, FindingKind
-from perfvar.stats.model import Anomaly, DetectorResult
 from perfvar.units import fmt_pct
 
 KIND = "node_transient"
@@ -22,14 +19,8 @@ RULE = levels.Rule(
     KIND, levels.NODE, slow_phase.KIND, levels.window_agrees, "excess_rel"
 )
 
-
-def detect(
-    found: list[Anomaly], places: Mapping[int, levels.Place]
-) -> tuple[DetectorResult, list[Anomaly]]:
-    """(the node-wide transients, the findings left once their ranks' slow phases are
-    folded)."""
-    named, left = levels.fold(RULE, found, places)
-    return DetectorResult(anomalies=named), left
+# (found, places) -> (the level findings, the findings left once folded)
+detect = levels.detector(RULE)
 
 
 def describe(a: AnomalyJson, labels: dict[str, str]) -> str:

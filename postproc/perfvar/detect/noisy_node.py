@@ -8,11 +8,11 @@ named once as the node (perfvar.detect.levels). Pure; thread-safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from perfvar.detect import levels, noisy_core
 from perfvar.detect.finding import GROUP, AnomalyJson, FindingKind
-from perfvar.stats.model import Anomaly, DetectorResult
+from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_pct
 
 KIND = "noisy_node"
@@ -26,13 +26,8 @@ def _all_agree(members: Sequence[Anomaly]) -> list[bool]:
 
 RULE = levels.Rule(KIND, levels.NODE, noisy_core.KIND, _all_agree, "lost_fraction")
 
-
-def detect(
-    found: list[Anomaly], places: Mapping[int, levels.Place]
-) -> tuple[DetectorResult, list[Anomaly]]:
-    """(the noisy nodes, the findings left once their ranks' noisy cores are folded)."""
-    named, left = levels.fold(RULE, found, places)
-    return DetectorResult(anomalies=named), left
+# (found, places) -> (the level findings, the findings left once folded)
+detect = levels.detector(RULE)
 
 
 def describe(a: AnomalyJson, labels: dict[str, str]) -> str:

@@ -8,23 +8,15 @@ node (perfvar.detect.levels: the rule, the peers, the members). Pure; thread-saf
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from perfvar.detect import levels, slow_core
 from perfvar.detect.finding import GROUP, AnomalyJson, FindingKind
-from perfvar.stats.model import Anomaly, DetectorResult
 from perfvar.units import fmt_pct
 
 KIND = "slow_node"
 RULE = levels.Rule(KIND, levels.NODE, slow_core.KIND, levels.shift_agrees, "shift_rel")
 
-
-def detect(
-    found: list[Anomaly], places: Mapping[int, levels.Place]
-) -> tuple[DetectorResult, list[Anomaly]]:
-    """(the slow nodes, the findings left once their ranks' slow cores are folded)."""
-    named, left = levels.fold(RULE, found, places)
-    return DetectorResult(anomalies=named), left
+# (found, places) -> (the level findings, the findings left once folded)
+detect = levels.detector(RULE)
 
 
 def describe(a: AnomalyJson, labels: dict[str, str]) -> str:

@@ -8,11 +8,8 @@ the socket (perfvar.detect.levels). Pure; thread-safe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from perfvar.detect import levels, slow_core, slow_node
 from perfvar.detect.finding import GROUP, FindingKind
-from perfvar.stats.model import Anomaly, DetectorResult
 from perfvar.units import fmt_pct
 
 KIND = "slow_socket"
@@ -20,13 +17,8 @@ RULE = levels.Rule(
     KIND, levels.SOCKET, slow_core.KIND, levels.shift_agrees, "shift_rel"
 )
 
-
-def detect(
-    found: list[Anomaly], places: Mapping[int, levels.Place]
-) -> tuple[DetectorResult, list[Anomaly]]:
-    """(the slow sockets, the findings left once their ranks' slow cores are folded)."""
-    named, left = levels.fold(RULE, found, places)
-    return DetectorResult(anomalies=named), left
+# (found, places) -> (the level findings, the findings left once folded)
+detect = levels.detector(RULE)
 
 
 FINDING = FindingKind(

@@ -17,7 +17,7 @@ import numpy as np
 
 from perfvar.detect import KINDS, subject
 from perfvar.detect.finding import GROUP
-from perfvar.report.plots import HEATMAP_ROWS, heatmap_rows, layout
+from perfvar.report.plots import HEATMAP_ROWS, heatmap_rows, layout, shift_grid
 from perfvar.report.text import LISTED_RANKS
 from perfvar.result import Analysis, RankRow
 from perfvar.units import compact_ranges
@@ -64,8 +64,6 @@ def node_heatmap(result: Analysis) -> Optional[Any]:
     """Nodes x sockets, each cell the median of its ranks' shifts (%), marked with
     its finding; None for a job on one node, or of a few ranks (LISTED_RANKS: their
     table says it all)."""
-    import plotly.graph_objects as go
-
     nodes = nodes_of(result)
     if len(nodes) < 2 or len(result.ranks) <= LISTED_RANKS:
         return None
@@ -94,28 +92,11 @@ def node_heatmap(result: Analysis) -> Optional[Any]:
         names[g[0]] if len(g) == 1 else f"{len(g)} nodes {names[g[0]]}..{names[g[-1]]}"
         for g in rows
     ]
-    span = float(np.nanmax(np.abs(z))) if not np.isnan(z).all() else 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[f"socket {s}" if s is not None else "socket ?" for s in sockets],
-            y=labels,
-            text=text,
-            texttemplate="%{text}",
-            customdata=info,
-            colorscale="RdBu_r",
-            zmid=0.0,
-            zmin=-(span or 1.0),
-            zmax=span or 1.0,
-            colorbar={"title": {"text": "shift %"}},
-            hovertemplate="%{y}, %{x}: median shift %{z:+.3f}%<br>%{customdata}"
-            "<extra></extra>",
-            xgap=1,
-            ygap=1,
-        )
-    )
-    height = int(min(1400, max(240, 140 + 24 * len(rows))))
-    layout(fig, "Nodes and sockets: median shift of their ranks", "", "", height)
+    sockets_x = [f"socket {s}" if s is not None else "socket ?" for s in sockets]
+    hover = "%{y}, %{x}: median shift %{z:+.3f}%<br>%{customdata}<extra></extra>"
+    fig = shift_grid(z, sockets_x, labels, text, info, hover)
+    title = "Nodes and sockets: median shift of their ranks"
+    layout(fig, title, "", "", fig.layout.height)
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
 

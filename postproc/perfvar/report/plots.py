@@ -313,7 +313,6 @@ def shift_heatmap(result: Analysis) -> Optional[Any]:
     cells that were not judged are blank (their status on hover). Beyond
     HEATMAP_ROWS ranks, those no finding names are binned (heatmap_rows). None
     without judgements."""
-    import plotly.graph_objects as go
 
     if not result.judgements:
         return None
@@ -326,12 +325,34 @@ def shift_heatmap(result: Analysis) -> Optional[Any]:
     kept = (named & set(ranks)) | {ranks[i] for i, row in enumerate(text) if any(row)}
     rows = heatmap_rows(ranks, kept)
     z, text, info, names = _bin_cells(z, text, info, rows, ranks)
-    span = float(np.nanmax(np.abs(z))) or 1.0
+    fig = shift_grid(
+        z, classes, names, text, info,
+        "%{y}, %{x}: %{customdata[0]}<br>shift %{z:+.3f}%"
+        "<br>%{customdata[2]}<br>%{customdata[1]}<extra></extra>",
+    )  # fmt: skip
+    layout(
+        fig, "Median shift against the peers", "segment class", "", fig.layout.height
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def shift_grid(
+    z: np.ndarray, x: list[str], y: list[str], text: list, info: list, hover: str
+) -> Any:
+    """A heat map of shifts (%), red slower and blue faster around zero, its cells
+    marked with ``text`` and ``info`` for the hover (``hover``: its template); its
+    height fits the rows (room for the scale)."""
+    import plotly.graph_objects as go
+
+    span = float(np.nanmax(np.abs(z))) if not np.isnan(z).all() else 0.0
+    span = span or 1.0
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=classes,
-            y=names,
+            x=x,
+            y=y,
             text=text,
             texttemplate="%{text}",
             customdata=info,
@@ -340,16 +361,12 @@ def shift_heatmap(result: Analysis) -> Optional[Any]:
             zmin=-span,
             zmax=span,
             colorbar={"title": {"text": "shift %"}},
-            hovertemplate="%{y}, %{x}: %{customdata[0]}<br>shift %{z:+.3f}%"
-            "<br>%{customdata[2]}<br>%{customdata[1]}<extra></extra>",
+            hovertemplate=hover,
             xgap=1,
             ygap=1,
         )
     )
-    height = int(min(1400, max(240, 140 + 24 * len(rows))))  # room for the scale
-    layout(fig, "Median shift against the peers", "segment class", "", height)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category")
+    fig.update_layout(height=int(min(1400, max(240, 140 + 24 * len(y)))))
     return fig
 
 
