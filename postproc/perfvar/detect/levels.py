@@ -7,9 +7,10 @@ names that node (or socket) once, with the ranks under it, and its ranks' own fi
 become its members instead of findings on their own. The rule, for a level kind
 (slow_node, slow_socket, noisy_node, node_transient) over the rank kind it groups:
 
-* the job has at least two groups at the level (two nodes; two sockets), so there
-  are peers to be judged against (they are the other groups: a group is at most
-  ``MAX_JOB_SHARE`` of the job's ranks);
+* the job has at least two groups at the level (two nodes; two sockets), and the
+  group holds at most ``MAX_JOB_SHARE`` of the job's ranks: its ranks' findings were
+  judged against all their peers, which are then mostly the other groups' ranks (the
+  evidence counts those groups and ranks);
 * at least ``LEVEL_SHARE`` (90 %) of the group's ranks, and two or more, carry a
   finding of that kind that agrees with the group's (``agrees``: the same shift
   within ``AGREE_FACTOR``; for a transient, the same window);
@@ -36,7 +37,9 @@ from perfvar.units import compact_ranges, fmt_pct
 
 NODE = "node"
 SOCKET = "socket"
-LEVEL_SHARE = 0.9  # of a group's ranks, found alike
+# Of a group's ranks, found alike: all but a few, so that a rank a detector could not
+# judge (its calibration failed, its phase split in two) does not hide its node.
+LEVEL_SHARE = 0.9
 MIN_MEMBERS = 2
 MAX_JOB_SHARE = 0.5  # of the job's ranks a group may hold: the rest are its peers
 # Members' shifts agree when within this factor of the group's median shift (log
