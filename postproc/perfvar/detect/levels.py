@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfvar.stats import core_speed
 from perfvar.stats.model import Anomaly, DetectorResult
 from perfvar.units import compact_ranges, fmt_pct
 
@@ -176,6 +177,10 @@ def _level(
         "found": len(members),
         rule.size_key: float(np.median(sizes)),
         f"{rule.size_key}_range": [float(sizes.min()), float(sizes.max())],
+        # What the members' fixed-work probes said (perfvar.stats.core_speed): how
+        # many were measured, and how many of them ran slower (a slower node).
+        "probes_measured": sum(_probes(m) is not None for m in members),
+        "probes_slower": sum(_probes(m) == core_speed.SLOWER for m in members),
         "peers_groups": len(by_group) - 1,
         "peers_ranks": len(peers),
         "members": [_member(m, rule.size_key) for m in sorted(members, key=_rank)],
@@ -196,6 +201,23 @@ def _level(
         cost_ns=None if None in costs else float(sum(costs)),
         cost_share=None if None in shares else float(sum(shares)),
     )
+
+
+def _probes(m: Anomaly) -> Optional[str]:
+    """A member's probes' verdict (slower core, more work, could not tell), None
+    without probes in its window."""
+    cs = (m.evidence or {}).get("core_speed") or {}
+    return cs.get("verdict") if cs.get("probes_shift_rel") is not None else None
+
+
+def probes_clause(ev: dict[str, Any]) -> str:
+    """ "; its fixed-work probes ran slower on 64 of its 64 ranks measured" where the
+    members had probes, "" where none had."""
+    n = ev.get("probes_measured") or 0
+    if not n:
+        return ""
+    slower = ev["probes_slower"]
+    return f"; its fixed-work probes ran slower on {slower} of the {n} ranks measured"
 
 
 def _rank(a: Anomaly) -> int:

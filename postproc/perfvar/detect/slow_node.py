@@ -26,7 +26,7 @@ def describe(a: AnomalyJson, labels: dict[str, str]) -> str:
     return (
         f"{levels.where_level(a)} is a slow {what}: {levels.found_clause(ev)} slower "
         f"in all their segment classes by {levels.size_range(ev, 'shift_rel')}, "
-        f"{levels.peers_clause(ev)}: a slower {what}"
+        f"{levels.peers_clause(ev)}{levels.probes_clause(ev)}: a slower {what}"
     )
 
 

@@ -105,3 +105,19 @@ def test_a_noisy_node_and_a_node_wide_transient():
     t = next(a for a in out if a.kind == "node_transient")
     assert 1e9 <= t.start_ns < t.end_ns == 2e9 and t.segment == "S0"
     assert not names_rank(t.to_json())  # a transient names no anomalous node
+
+
+def test_a_slow_nodes_sentence_says_what_its_probes_measured():
+    from perfvar.detect import describe
+
+    found = [core(r, 0.05) for r in node_ranks(1)]
+    for a in found[:18]:  # probes measured on 18 ranks, slower on 18
+        a.evidence["core_speed"] = {"verdict": "slower core", "probes_shift_rel": 0.05}
+    (node,) = fold_levels(found, places())
+    text = describe(node.to_json(), {})
+    assert text.startswith("node n01 (20 ranks 20-39) is a slow node: all 20 of its")
+    assert "judged against the 3 other nodes (60 ranks)" in text
+    assert "its fixed-work probes ran slower on 18 of the 18 ranks measured" in text
+    assert "probes" not in describe(
+        fold_levels([core(r, 0.05) for r in node_ranks(1)], places())[0].to_json(), {}
+    )
