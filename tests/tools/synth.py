@@ -775,7 +775,6 @@ def main() -> int:
     ap.add_argument("--no-slow-core", action="store_true")
     ap.add_argument("--no-noisy-core", action="store_true")
     ap.add_argument("--no-slow-phase", action="store_true")
-    ap.add_argument("--sockets-per-node", type=int, default=None)
     ap.add_argument(
         "--levels",
         action="store_true",
