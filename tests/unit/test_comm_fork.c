@@ -244,7 +244,8 @@ static void work(busy_count *b)
 
 static void test_bounded(void)
 {
-    busy_count *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    busy_count *b =
+        mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(b != MAP_FAILED);
     if (b == MAP_FAILED) return;
     *b = (busy_count){0, 0};
