@@ -10,11 +10,14 @@
 #include "comm_fork.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +32,8 @@ typedef struct fork_comm {
     int *fd;    /* rank 0: fd[r] links to child r; a child: fd[0] links to rank 0; -1: failed */
     pid_t *pid; /* rank 0: the children */
     OTF2_CollectiveContext world;
+    int slots;  /* bounded: the slot file (fcntl locks, one byte a slot), else -1 */
+    int nslots; /* bounded: max_busy; a child r runs in slot (r - 1) % nslots */
 } fork_comm;
 
 #define ERR_MARK UINT64_MAX
@@ -126,6 +131,42 @@ static int child_status(fork_comm *f)
     return recv_into(f, 0, NULL, 0, &n);
 }
 
+/* ------------------------------------------------------------------ busy slots */
+
+/* A child's slot: byte (rank - 1) % nslots of the slot file, write-locked while it works. fcntl
+ * locks belong to the process, so a child that dies frees its slot: a death cannot starve the
+ * others. The kernel wakes one waiter of a released lock, not all of them. */
+static int slot_lock(const fork_comm *f, short type)
+{
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_len = 1};
+    l.l_start = (off_t)((f->rank - 1) % f->nslots);
+    while (fcntl(f->slots, type == F_UNLCK ? F_SETLK : F_SETLKW, &l) < 0)
+        if (errno != EINTR) return -1;
+    return 0;
+}
+
+/* A child is about to wait in a collective: it gives its slot to the next rank of the slot, and
+ * hands back to the system the heap it freed (malloc_trim: glibc keeps it otherwise), so that the
+ * many ranks waiting hold only what they still use. Rank 0 and unbounded comms: nothing. */
+static void idle_begin(fork_comm *f)
+{
+    if (!f->rank || f->slots < 0) return;
+    malloc_trim(0);
+    slot_lock(f, F_UNLCK);
+}
+
+/* The collective returned rc: wait for the slot before working on; returns rc, errno kept (the
+ * collective's). Should the lock fail (it cannot on a memfd), the rank works on unthrottled: only
+ * memory is at stake, never the result. */
+static int idle_end(fork_comm *f, int rc)
+{
+    if (!f->rank || f->slots < 0) return rc;
+    int e = errno;
+    slot_lock(f, F_WRLCK);
+    errno = e;
+    return rc;
+}
+
 /* ------------------------------------------------------------------ pv_trace_comm */
 
 static int pv_gatherv(void *ctx, const void *buf, int nbytes, char **all, int **counts)
@@ -134,8 +175,9 @@ static int pv_gatherv(void *ctx, const void *buf, int nbytes, char **all, int **
     int ok = nbytes >= 0 && (buf || nbytes == 0);
     *all = NULL, *counts = NULL;
     if (f->rank) {
+        idle_begin(f);
         send_msg(f, 0, buf, ok ? (uint64_t)nbytes : ERR_MARK); /* a failure shows in the reply */
-        return child_status(f);
+        return idle_end(f, child_status(f));
     }
     int *cnt = malloc((size_t)f->size * sizeof *cnt);
     char *cat = malloc(ok ? (size_t)nbytes + 1 : 1);
@@ -164,7 +206,10 @@ static int pv_scatterv(void *ctx, const char *all, const int *counts, void *buf,
 {
     fork_comm *f = ctx;
     uint64_t cap = nbytes > 0 ? (uint64_t)nbytes : 0, n;
-    if (f->rank) return recv_into(f, 0, buf, cap, &n); /* at most nbytes, as MPI_Scatterv */
+    if (f->rank) { /* at most nbytes, as MPI_Scatterv */
+        idle_begin(f);
+        return idle_end(f, recv_into(f, 0, buf, cap, &n));
+    }
     /* rank 0 may come without data (it failed before): the children still get their answer */
     int ok = counts != NULL;
     uint64_t total = 0;
@@ -182,8 +227,9 @@ static int pv_allreduce_u64(void *ctx, uint64_t *vals, int n, int op)
     fork_comm *f = ctx;
     uint64_t len = n > 0 ? (uint64_t)n * sizeof *vals : 0;
     if (f->rank) {
+        idle_begin(f);
         send_msg(f, 0, vals, len);
-        return recv_exact(f, 0, vals, len);
+        return idle_end(f, recv_exact(f, 0, vals, len));
     }
     int ok = 1;
     for (int r = 1; r < f->size; r++) {
@@ -206,8 +252,9 @@ static int pv_allreduce_u64(void *ctx, uint64_t *vals, int n, int op)
 static int hub_bcast(fork_comm *f, void *data, uint64_t len, uint32_t root)
 {
     if (f->rank) {
+        idle_begin(f);
         if ((uint32_t)f->rank == root) send_msg(f, 0, data, len);
-        return recv_exact(f, 0, data, len); /* the root too: its reply is the status */
+        return idle_end(f, recv_exact(f, 0, data, len)); /* the root too: the reply is the status */
     }
     int ok = root == 0 || recv_exact(f, (int)root, data, len) == 0;
     return reply_all(f, data, len, ok);
@@ -249,8 +296,9 @@ static int hub_gather(fork_comm *f, const void *in, uint64_t inlen, void *out, c
     uint64_t want_total = 0;
     for (int r = 0; am_root && r < f->size; r++) want_total += gather_part(outel, esz, inlen, r);
     if (f->rank) {
+        idle_begin(f);
         send_msg(f, 0, in, inlen);
-        return am_root ? recv_exact(f, 0, out, want_total) : child_status(f);
+        return idle_end(f, am_root ? recv_exact(f, 0, out, want_total) : child_status(f));
     }
     char *cat;
     uint64_t total;
@@ -300,12 +348,13 @@ static int hub_scatter(fork_comm *f, const void *in, const uint32_t *inel, uint6
     uint64_t *lens = NULL, total = 0;
     if ((uint32_t)f->rank == root) lens = scatter_lengths(f, in, inel, esz, outlen, &total);
     if (f->rank) {
+        idle_begin(f);
         if ((uint32_t)f->rank == root) {
             uint64_t head = (uint64_t)f->size * sizeof *lens;
             send_msg(f, 0, lens, lens ? head + total : ERR_MARK);
             free(lens);
         }
-        return recv_exact(f, 0, out, outlen);
+        return idle_end(f, recv_exact(f, 0, out, outlen));
     }
     char *msg = NULL;
     const char *data = in;
@@ -461,16 +510,30 @@ static int wait_child(pid_t pid)
 
 int pv_fork_comm_start(int n, pv_trace_comm *comm)
 {
-    if (n < 1) return errno = EINVAL, -1;
+    return pv_fork_comm_start_bounded(n, 0, comm);
+}
+
+/* The slot file of a bounded comm (-1 with errno set if it cannot be made): a memfd, no name in
+ * the file system to clean up; CLOEXEC like the links. */
+static int make_slots(void)
+{
+    return memfd_create("perfvar-fork-slots", MFD_CLOEXEC);
+}
+
+int pv_fork_comm_start_bounded(int n, int max_busy, pv_trace_comm *comm)
+{
+    if (n < 1 || max_busy < 0) return errno = EINVAL, -1;
     fork_comm *f = calloc(1, sizeof *f);
     int *fd = malloc((size_t)n * sizeof *fd);
     pid_t *pid = calloc((size_t)n, sizeof *pid);
-    if (!f || !fd || !pid) {
+    int slots = max_busy > 0 && max_busy < n - 1 ? make_slots() : -1; /* else nobody ever waits */
+    if (!f || !fd || !pid || (slots < 0 && max_busy > 0 && max_busy < n - 1)) {
+        int e = f && fd && pid ? errno : ENOMEM;
         free(f), free(fd), free(pid);
-        return errno = ENOMEM, -1;
+        return errno = e, -1;
     }
     for (int r = 0; r < n; r++) fd[r] = -1;
-    *f = (fork_comm){0, n, fd, pid, {0, (uint32_t)n}};
+    *f = (fork_comm){0, n, fd, pid, {0, (uint32_t)n}, slots, max_busy};
     fflush(NULL); /* else the children would write the parent's buffered output again */
     int r;
     for (r = 1; r < n; r++) {
@@ -485,14 +548,20 @@ int pv_fork_comm_start(int n, pv_trace_comm *comm)
             break;
         }
         if (p == 0) {
-            /* Only rank 0 may hold the other children's links: a child's death must read as EOF. */
-            for (int k = 1; k < r; k++) close(fd[k]), fd[k] = -1;
+            /* Only rank 0 may hold the other children's links: a child's death must read as EOF.
+             * Its own one link goes in an array of its own: writing rank 0's (4 bytes a rank)
+             * would copy its pages into every child, n^2 bytes over the job. */
+            for (int k = 1; k < r; k++) close(fd[k]);
             close(sv[0]);
-            fd[0] = sv[1];
-            free(pid);
+            f->fd = malloc(sizeof *f->fd);
+            if (!f->fd) _exit(127);
+            f->fd[0] = sv[1];
+            free(fd), free(pid);
             f->pid = NULL, f->rank = r, f->world.rank = (uint32_t)r;
-            /* Rank 0's go (or EOF when a later fork failed) before the caller's code runs. */
+            /* Rank 0's go (or EOF when a later fork failed) before the caller's code runs, and
+             * then, when bounded, a slot to run in. */
             if (child_status(f)) _exit(127);
+            idle_end(f, 0);
             fill(comm, f);
             return r;
         }
@@ -503,6 +572,7 @@ int pv_fork_comm_start(int n, pv_trace_comm *comm)
         int e = errno;
         for (int k = 1; k < r; k++) close(fd[k]);
         for (int k = 1; k < r; k++) wait_child(pid[k]);
+        if (slots >= 0) close(slots);
         free(f), free(fd), free(pid);
         return errno = e, -1;
     }
@@ -524,6 +594,7 @@ int pv_fork_comm_finish(pv_trace_comm *comm, int status)
         if (f->fd[r] >= 0) close(f->fd[r]); /* children waiting on rank 0 read EOF */
     int failed = 0;
     for (int r = 1; r < f->size; r++) failed += wait_child(f->pid[r]) != 0;
+    if (f->slots >= 0) close(f->slots);
     free(f->fd), free(f->pid), free(f);
     memset(comm, 0, sizeof *comm);
     return failed;

@@ -19,6 +19,15 @@
  * communicators, which OTF2 ignores when writing (the archive gets none, as with comm_pmpi.c), are
  * supported only when trivial: one file for all ranks, or one rank per file.
  *
+ * Bounded (pv_fork_comm_start_bounded): at most max_busy children work at once, the others wait.
+ * A child works between collectives in a slot (one of max_busy, an fcntl lock the kernel frees if
+ * the child dies: a death never starves the others); entering a collective it gives the slot up
+ * and returns the heap it freed to the system (malloc_trim), and after the collective it waits
+ * for its slot again. Between two collectives every rank does its part of the work, so nothing
+ * waits on a rank without a slot. What this buys: thousands of ranks writing at once each hold
+ * their buffers at once (memory grows with the ranks); bounded, only max_busy do, the rest wait
+ * holding what they keep across the collective (a few hundred KiB). Results are the same.
+ *
  * Thread-safety: none. Every rank calls the collectives in the same order from one thread (as MPI
  * requires); pv_fork_comm_start forks, so call it before the process starts threads.
  */
@@ -32,6 +41,11 @@
  * without returning, are waited for, and the parent gets -1. Returns this process's rank, or -1
  * with errno set (EINVAL: n < 1). */
 int pv_fork_comm_start(int n, pv_trace_comm *comm);
+
+/* pv_fork_comm_start with at most max_busy children working outside the collectives at once
+ * (0: no bound; rank 0, the hub, always works). Returns as pv_fork_comm_start; -1 with errno also
+ * when the slot file cannot be made (EINVAL: max_busy < 0). */
+int pv_fork_comm_start_bounded(int n, int max_busy, pv_trace_comm *comm);
 
 /* End this rank's part. Rank 0: close every socket, wait for all children, return 0 if all exited
  * with status 0, else the number that did not (status is not used). A child: flush stdio, close, and

@@ -6,9 +6,9 @@
  * a rank is created by pv_trace_location(k) (k = 0: the thread that started tracing, location id =
  * rank; k > 0: id = (k << 32) | rank, Score-P's numbering). Timestamps are clock ticks; on each
  * location a timestamp smaller than the previous one is raised to it and counted (OTF2 would drop the
- * event). Events are buffered by OTF2 per location in 1 MiB chunks, at most `buffer_mb` MiB per
- * location, then flushed to disk. Every failed write is counted as lost and reported by
- * pv_trace_close.
+ * event). Events are buffered by OTF2 per location in 1 MiB chunks (smaller beyond 4096 ranks,
+ * down to 256 KiB: trace_writer.c), at most `buffer_mb` MiB per location, then flushed to disk.
+ * Every failed write is counted as lost and reported by pv_trace_close.
  *
  * Thread-safety: a location's event functions (pv_trace_enter ... pv_trace_collective_end) must be
  * called by one thread at a time, normally the thread it was created for (OTF2 event writers are not

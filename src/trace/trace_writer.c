@@ -11,6 +11,20 @@
 pv_trace_state pv_trace;
 
 #define CHUNK_EVENTS (1u << 20)
+/* Bytes of event chunks a reader of every location may fill. */
+#define READER_EVENTS_BUDGET ((uint64_t)4 << 30)
+
+/* The events' chunk size: OTF2's default of 1 MiB up to 4096 ranks, then halved as the ranks
+ * double, down to OTF2's minimum (256 KiB). A reader of every location at once (otf2-print,
+ * OTF2's global event reader) fills one chunk per location: 16384 ranks in 1 MiB chunks made
+ * otf2-print grow past 16 GiB; in 256 KiB, 4 GiB. Counted by ranks (one location each, the usual
+ * case). A location still buffers buffer_mb MiB before it flushes, in more, smaller chunks. */
+static uint64_t events_chunk_bytes(int ranks)
+{
+    uint64_t chunk = CHUNK_EVENTS, n = ranks > 0 ? (uint64_t)ranks : 1;
+    while (chunk > OTF2_CHUNK_SIZE_MIN && chunk * n > READER_EVENTS_BUDGET) chunk /= 2;
+    return chunk;
+}
 
 /* The definitions' chunk size: a chunk must hold the largest definition, a group of every rank
  * (at most 9 bytes a member, OTF2's compressed integers), and every reader fills one chunk per
@@ -126,7 +140,8 @@ int pv_trace_open(const char *dir, unsigned buffer_mb, const pv_static_region *r
     pv_trace.comm = *comm;
     pv_trace.statics = regions;
     pv_trace.nstatic = nstatic;
-    pv_trace.chunk_limit = buffer_mb ? buffer_mb : 1;
+    pv_trace.chunk_limit =
+        (buffer_mb ? buffer_mb : 1) * (CHUNK_EVENTS / events_chunk_bytes(comm->size));
     open_error[0] = 0;
     OTF2_ErrorCallback before = OTF2_Error_RegisterCallback(keep_first_error, NULL);
     int rc = open_archive(dir);
@@ -138,7 +153,7 @@ static int open_archive(const char *dir)
 {
     const pv_trace_comm *comm = &pv_trace.comm;
     pv_trace.archive =
-        OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, CHUNK_EVENTS,
+        OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, events_chunk_bytes(comm->size),
                           defs_chunk_bytes(comm->size), OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
     if (!pv_trace.archive) return PERFVAR_ERR_IO;
     /* OTF2's own locks: threads create their event writers, and flush them, concurrently. */

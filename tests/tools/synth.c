@@ -6,6 +6,7 @@
  *
  *   perfvar-synth --out DIR --ranks N --segments S [--seed X] [--plan FILE] [--results FILE]
  *                 [--cores-per-node C] [--sockets-per-node S] [--buffer-mb M] [--record-kb K]
+ *                 [--busy B]
  *
  * The modelled program is a halo-exchange stencil. Each step of each rank makes four MPI calls:
  * MPI_Isend (to rank + 1), MPI_Irecv (from rank - 1), MPI_Waitall, MPI_Allreduce, so its compute
@@ -38,6 +39,12 @@
  * then one process per rank is forked (comm_fork.h) and each converts its rank through the trace
  * writer's collectives, exactly as perfvar-recover does. Deterministic: the same options give the
  * same records and archive (each rank draws from its own generator seeded by --seed and its rank).
+ * At most --busy conversion processes (default 4 a CPU) work at once; the others wait in a
+ * collective holding a few hundred KiB. Unbounded, every rank writes at once and each holds its
+ * OTF2 buffers meanwhile: 16384 ranks grew past 16 GiB and still growing, where bounded they keep
+ * the job's memory to the waiting processes' (docs/measurements.md). Every rank still has its own
+ * process alive until the end: the writer's closing collectives need all of them, and a rank's
+ * writer state (its archive, its local definitions) lives in its process.
  *
  * Exit status: 0 written, 1 failed (a message says why), 2 usage.
  * Single-threaded (the conversion runs in forked processes, one thread each).
@@ -482,7 +489,7 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: perfvar-synth --out DIR --ranks N --segments S [--seed X] [--plan FILE]\n"
                 "                     [--results FILE] [--cores-per-node C] [--sockets-per-node S]\n"
-                "                     [--buffer-mb M] [--record-kb K]\n"
+                "                     [--buffer-mb M] [--record-kb K] [--busy B]\n"
                 "Write a synthetic perfvar trace of N ranks with about S compute segments each\n"
                 "(records, then DIR/traces.otf2 through perfvar's own writer).\n");
 }
@@ -494,6 +501,7 @@ typedef struct options {
     long segments;
     unsigned long long seed;
     unsigned buffer_mb, record_kb;
+    int busy; /* conversion processes working at once; 0: 4 a CPU */
 } options;
 
 /* Set option a to v; -1 if a is not an option. */
@@ -509,6 +517,7 @@ static int set_option(options *o, const char *a, const char *v)
     else if (!strcmp(a, "--sockets-per-node")) o->sockets = atoi(v);
     else if (!strcmp(a, "--buffer-mb")) o->buffer_mb = (unsigned)atoi(v);
     else if (!strcmp(a, "--record-kb")) o->record_kb = (unsigned)atoi(v);
+    else if (!strcmp(a, "--busy")) o->busy = atoi(v);
     else return -1;
     return 0;
 }
@@ -518,7 +527,7 @@ static int options_valid(const options *o)
 {
     return o->dir && o->ranks >= 1 && o->segments / NCLS >= 2 && o->cores >= 1 &&
            o->cores <= (int)PV_REC_CPU_MASK && o->sockets >= 1 && o->cores % o->sockets == 0 &&
-           o->buffer_mb && o->record_kb >= 64;
+           o->buffer_mb && o->record_kb >= 64 && o->busy >= 0;
 }
 
 /* Read the command line into *o and the model's globals (nranks, cores, steps). Returns -1 to go
@@ -533,6 +542,10 @@ static int parse_args(int argc, char **argv, options *o)
         i++;
     }
     if (!o->sockets) o->sockets = o->cores % 2 ? 1 : 2;
+    if (!o->busy) { /* a few a CPU: they keep the CPUs busy while some wait on the disk */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o->busy = 4 * (int)(cpus > 0 ? cpus : 1);
+    }
     nranks = o->ranks, cores = o->cores, sockets = o->sockets, steps = o->segments / NCLS;
     if (!options_valid(o)) return usage(stderr), 2;
     return -1;
@@ -594,14 +607,14 @@ static void report_rank(const char *results, int rank, const pv_convert_result *
                 (unsigned long long)res->stats.flushes, 1e3 * (now_s() - c0));
 }
 
-/* The conversion: one process per rank, as perfvar-recover runs it. Returns in rank 0 only (the
- * others exit in pv_fork_comm_finish): the number of ranks that could not be converted, or -1 if
- * the processes could not start (message printed). */
-static int convert_ranks(const char *dir, unsigned buffer_mb, const char *results)
+/* The conversion: one process per rank, as perfvar-recover runs it, at most busy of them working
+ * at once. Returns in rank 0 only (the others exit in pv_fork_comm_finish): the number of ranks
+ * that could not be converted, or -1 if the processes could not start (message printed). */
+static int convert_ranks(const char *dir, unsigned buffer_mb, int busy, const char *results)
 {
     fflush(NULL);
     pv_trace_comm comm;
-    int rank = pv_fork_comm_start(nranks, &comm);
+    int rank = pv_fork_comm_start_bounded(nranks, busy, &comm);
     if (rank < 0) {
         fprintf(stderr, "perfvar-synth: cannot start %d processes: %s\n", nranks, strerror(errno));
         return -1;
@@ -640,7 +653,7 @@ int main(int argc, char **argv)
     st = NULL, model = NULL;
 
     t0 = now_s();
-    int failed = convert_ranks(o.dir, o.buffer_mb, o.results);
+    int failed = convert_ranks(o.dir, o.buffer_mb, o.busy, o.results);
     if (failed < 0) return 1;
     double conv_s = now_s() - t0;
     result_line(o.results, "run\thz=%.3f\torigin_ticks=%llu\trealtime_ns=%llu\trealtime_ticks=%llu"

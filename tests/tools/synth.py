@@ -42,6 +42,11 @@ the distributions follow the C start-up search (src/calib/search.c): one at 64 a
 ADDs and t_diff = 32 ADDs from them. The flushed cache states are left out (status
 "skipped").
 
+perfvar-synth converts the ranks in one forked process each (the writer's closing
+collectives need every rank alive), but at most 4 a CPU work at once (its ``--busy``); the
+others wait in a collective holding a few hundred KiB, so 16384 ranks fit in a few GiB
+where all writing at once outgrew the machine (docs/measurements.md, 2026-12-07).
+
 ``generate()`` is the entry point for tests and benchmarks. Not thread-safe (it runs
 a subprocess writing OUT).
 """

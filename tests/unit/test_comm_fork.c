@@ -2,7 +2,9 @@
  * unequal and of socket-buffer-exceeding payloads, scatterv back, allreduce min/max; the OTF2
  * callbacks called directly (roots other than 0, which OTF2 itself never uses, local communicators,
  * bad types); a child that exits early and a rank 0 that quits early give errors, not hangs; and a
- * real OTF2 archive written by the 4 ranks, read back by otf2-print when it is on PATH.
+ * real OTF2 archive written by the 4 ranks, read back by otf2-print when it is on PATH. Bounded:
+ * 9 ranks with at most 2 children working between collectives, counted in shared memory, and a
+ * child that dies holding its slot, which must not starve the ranks of the same slot.
  *
  * Each scenario forks its own ranks; a child reports its checks by its exit status, which rank 0's
  * pv_fork_comm_finish counts. alarm() turns a hang into a failure (alarms are not inherited by
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define N 4
@@ -217,6 +220,75 @@ static void test_child_dies(void)
     end_ranks(&c, 1);
 }
 
+/* Bounded comms: NB ranks, at most BUSY children working at once. */
+#define NB 9
+#define BUSY 2
+
+/* Counted in memory the ranks share: children working now, and the most seen at once. */
+typedef struct busy_count {
+    int now, most;
+} busy_count;
+
+/* A child's work between two collectives: long enough (5 ms) that children let run together
+ * would overlap. */
+static void work(busy_count *b)
+{
+    int now = __atomic_add_fetch(&b->now, 1, __ATOMIC_SEQ_CST);
+    int most = __atomic_load_n(&b->most, __ATOMIC_SEQ_CST);
+    while (now > most && !__atomic_compare_exchange_n(&b->most, &most, now, 0, __ATOMIC_SEQ_CST,
+                                                      __ATOMIC_SEQ_CST)) {
+    }
+    usleep(5000);
+    __atomic_sub_fetch(&b->now, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_bounded(void)
+{
+    busy_count *b =
+        mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(b != MAP_FAILED);
+    if (b == MAP_FAILED) return;
+    *b = (busy_count){0, 0};
+    pv_trace_comm c;
+    int rank = pv_fork_comm_start_bounded(NB, BUSY, &c);
+    CHECK(rank >= 0);
+    if (rank < 0) return;
+    alarm(10);
+    for (int round = 0; round < 3; round++) {
+        if (rank) work(b);
+        uint64_t v = (uint64_t)rank + (uint64_t)round;
+        CHECK(c.allreduce_u64(c.ctx, &v, 1, 1) == 0);
+        CHECKF(v == NB - 1 + (uint64_t)round, "round %d: max %llu", round, (unsigned long long)v);
+        char one = (char)('a' + rank), *all = NULL;
+        int *counts = NULL;
+        CHECK(c.gatherv(c.ctx, &one, 1, &all, &counts) == 0);
+        for (int r = 0; rank == 0 && all && r < NB; r++) CHECK(counts[r] == 1 && all[r] == 'a' + r);
+        free(all), free(counts);
+    }
+    if (rank == 0) {
+        CHECKF(b->most >= 1 && b->most <= BUSY, "%d children worked at once, at most %d allowed",
+               b->most, BUSY);
+    }
+    end_ranks(&c, 0);
+    munmap(b, sizeof *b);
+}
+
+/* Rank 1 dies in its slot (slot 0, which ranks 3, 5, 7 share): the kernel frees the slot, so they
+ * reach the collective and all see the failure instead of waiting for ever. */
+static void test_bounded_child_dies(void)
+{
+    pv_trace_comm c;
+    int rank = pv_fork_comm_start_bounded(NB, BUSY, &c);
+    CHECK(rank >= 0);
+    if (rank < 0) return;
+    alarm(10);
+    if (rank == 1) _exit(0);
+    uint64_t v = 1;
+    CHECK(c.allreduce_u64(c.ctx, &v, 1, 0) == -1);
+    CHECK(c.allreduce_u64(c.ctx, &v, 1, 0) == -1);
+    end_ranks(&c, 0);
+}
+
 /* Rank 0 finishes at once: the children waiting on it read EOF, even while rank 3, which is busy
  * (it waits for ranks 1 and 2 to exit: EOF on a pipe), has not ended. */
 static void test_root_quits(void)
@@ -360,6 +432,8 @@ int main(void)
     test_otf2_callbacks();
     test_child_dies();
     test_root_quits();
+    test_bounded();
+    test_bounded_child_dies();
 
     char dir[] = "/tmp/perfvar-comm-fork-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
