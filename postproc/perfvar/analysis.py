@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from perfvar import __version__, partition
+from perfvar import __version__, heap, partition
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.calibration.machine_file import read_file
 from perfvar.detect import (
@@ -477,6 +477,9 @@ def analyze(
     )
     progress.step("detectors")
     anomalies, judgements = run_all(prep, params)
+    # What the detectors freed, back to the system before the timeline of every
+    # call is built beside the samples (perfvar.heap): the analysis's peak.
+    heap.give_back()
     progress.step("wait states and delay costs")
     # A rank's socket: the one all the CPUs it may run on share (None: unbound).
     places = {

@@ -111,7 +111,7 @@ def consequence_of(
     if not class_kind(a.kind) or a.segment is None or not ws.synchronised:
         return None
     classes = [i for i, s in enumerate(segment_ids) if s == a.segment]
-    opening = np.full(samples.size, -1, np.int64)
+    opening = np.full(samples.size, -1, wait_states.sample_index_dtype(tl.n))
     opening[tl.after] = np.arange(tl.n)
     of_class = np.flatnonzero(np.isin(samples["segment"], classes))
     of_class = of_class[opening[of_class] >= 0]

@@ -129,10 +129,11 @@ class Timeline:
     sample index, into the trace's samples, of the segment that starts at its exit)
     and ``local`` (its position k on its rank: it sits between the rank's segments
     k-1 and k). ``segments`` lists, per rank, its master thread's samples in time
-    order (indices into the trace's samples), with ``seg_start_ns``/``seg_end_ns``
-    aligned with them: the segment that ends at a call's entry is
-    ``segments[rank][local - 1]``. The indices take 4 bytes (ranks, functions, sites
-    and calls of a rank stay below 2^31), the times 8.
+    order (indices into the trace's samples), with ``seg_start_ns`` aligned with
+    them: the segment that ends at a call's entry is ``segments[rank][local - 1]``.
+    The indices take 4 bytes (ranks, functions, sites and calls of a rank stay
+    below 2^31; sample indices while the trace holds fewer samples), the times 8.
+    A segment's end is not kept: its start plus its duration, where needed.
     """
 
     rank: np.ndarray
@@ -146,7 +147,6 @@ class Timeline:
     sites: list[str]
     segments: dict[int, np.ndarray] = field(default_factory=dict)
     seg_start_ns: dict[int, np.ndarray] = field(default_factory=dict)
-    seg_end_ns: dict[int, np.ndarray] = field(default_factory=dict)
     wall_ns: float = 0.0  # first segment start to last segment end, all ranks
 
     @property
@@ -177,12 +177,21 @@ def build_timeline(
     fixed-work probe run in a call's gap is not MPI time, so the call starts after
     it. Calls ending segments cut by a user timer are left out.
     """
-    mine = np.flatnonzero(samples["thread"] == 0)
-    ranks, starts = samples["rank"][mine], samples["start_ticks"][mine]
-    sort = _by_rank_then_time(ranks, starts)
-    order, rank = mine[sort], ranks[sort]
-    start = trace_ns(starts[sort])
-    end = start + samples["duration_ns"][order]
+    # Built next to the trace's samples and the cells, at the analysis's peak: each
+    # full-length temporary is let go as soon as it has served.
+    index = sample_index_dtype(samples.size)
+    mine = np.flatnonzero(samples["thread"] == 0).astype(index, copy=False)
+    rank, starts = samples["rank"][mine], samples["start_ticks"][mine]
+    sort = _by_rank_then_time(rank, starts)
+    if sort is None:
+        order = mine
+    else:
+        order, rank, starts = mine[sort], rank[sort], starts[sort]
+    del mine, sort
+    start = trace_ns(starts)
+    del starts
+    end = samples["duration_ns"][order]
+    end += start  # start + duration: the same sum, without a third array
     parsed = [parse_segment_key(k) for k in segment_keys]
     site_names = [
         f"{p.end.function}@{p.end.fallback_site()}" if p.end else "?" for p in parsed
@@ -193,47 +202,72 @@ def build_timeline(
     site_of = np.array([sites.index(s) for s in site_names] + [0], dtype=np.int32)
     fn_of = np.array([functions.index(f) for f in fn_names] + [0], dtype=np.int32)
     user = np.array([f.startswith(USER_TIMER_CALLS) for f in fn_names] + [True])
-    seg = samples["segment"][order]
-    pair = np.flatnonzero(rank[1:] == rank[:-1])  # call between pair and pair + 1
-    keep = pair[~user[seg[pair]]]
-    del pair
     bounds = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
-    # Each call's position on its rank: from the first sample of its rank's block.
-    first_of_keep = bounds[np.searchsorted(bounds, keep, side="right") - 1]
-    enter = end[keep]
-    leave = start[keep + 1]  # fancy indexing: already a copy, changed in place below
+    # The call between samples i and i + 1 of one rank, unless a user timer cut it.
+    between = rank[1:] == rank[:-1]
+    seg = samples["segment"][order]
+    between &= ~user[seg[:-1]]
+    keep = np.flatnonzero(between).astype(index, copy=False)
+    del between
+    seg = seg[keep]
+    function, site = fn_of[seg], site_of[seg]
+    del seg
     call_rank = rank[keep]
+    del rank
+    enter = end[keep]
+    wall_ns = float(end.max() - start.min()) if order.size else 0.0
+    del end
+    keep += 1  # from here: the sample that starts at each call's exit
+    leave = start[keep]  # fancy indexing: already a copy, changed in place below
+    after = order[keep]
     if probes is not None and probes.size and keep.size:
         _skip_probes(probes, trace_ns, call_rank, enter, leave)
+    np.maximum(leave, enter, out=leave)
     tl = Timeline(
         rank=call_rank,
         enter_ns=enter,
-        leave_ns=np.maximum(leave, enter),
-        function=fn_of[seg[keep]],
-        site=site_of[seg[keep]],
-        after=order[keep + 1],
-        local=(keep + 1 - first_of_keep).astype(np.int32),
+        leave_ns=leave,
+        function=function,
+        site=site,
+        after=after,
+        local=_positions(keep, bounds),
         functions=functions,
         sites=sites,
+        wall_ns=wall_ns,
     )
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b > a:
-            r = int(rank[a])
+            r = int(samples["rank"][order[a]])
             tl.segments[r] = order[a:b]
             tl.seg_start_ns[r] = start[a:b]
-            tl.seg_end_ns[r] = end[a:b]
-    if order.size:
-        tl.wall_ns = float(end.max() - start.min())
     return tl
 
 
-def _by_rank_then_time(rank: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The order that sorts by rank, then start (stable, as np.lexsort): the identity
-    without sorting when they are in that order already, as the reader gives them
-    (a location's events in time, the locations in rank order)."""
+def sample_index_dtype(n: int) -> type:
+    """The integer type of an index into ``n`` samples: 4 bytes while they fit
+    (the timeline holds a few such indices per call, millions of calls)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _positions(after: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Each call's position k on its rank (int32) from ``after``, the index in the
+    rank-ordered samples of the segment at its exit (ascending), and ``bounds``, the
+    first of each rank's samples (and the end): k = after - its rank's first. One
+    subtraction per rank in place, not a full-length array of each call's first."""
+    local = after.astype(np.int32)
+    at = np.searchsorted(after, bounds)
+    for a, lo, hi in zip(bounds[:-1].tolist(), at[:-1].tolist(), at[1:].tolist()):
+        local[lo:hi] -= a
+    return local
+
+
+def _by_rank_then_time(rank: np.ndarray, start: np.ndarray) -> Optional[np.ndarray]:
+    """The order that sorts by rank, then start (stable, as np.lexsort); None when
+    they are in that order already, as the reader gives them (a location's events
+    in time, the locations in rank order)."""
     rank_up, rank_same = rank[1:] > rank[:-1], rank[1:] == rank[:-1]
     if np.all(rank_up | (rank_same & (start[1:] >= start[:-1]))):
-        return np.arange(rank.size)
+        return None
     return np.lexsort((start, rank))
 
 
@@ -429,7 +463,11 @@ def _collectives(
     names = fn_names[tl.function[block[:, 0]]]
     rooted = np.isin(names, list(ROOTED))  # a rooted one lets some ranks leave early
     early = np.any(lv < (e_last - CLOCK_TOLERANCE_NS)[:, None], axis=1)
-    w = np.clip(e_last[:, None] - e, 0.0, lv - e)
+    # np.clip(e_last - e, 0, lv - e) in place: the same values, two arrays fewer.
+    w = e_last[:, None] - e
+    lv -= e
+    np.clip(w, 0.0, lv, out=w)
+    del e, lv
     w[rows, last] = 0.0
     last_call = block[rows, last]
     ws.sync[block] = True
@@ -448,7 +486,7 @@ def find(tl: Timeline) -> WaitStates:
     ws = WaitStates(
         waiting_ns=np.zeros(n),
         cause=np.full(n, -1, np.int32),  # a rank
-        cause_call=np.full(n, -1, np.int64),
+        cause_call=np.full(n, -1, sample_index_dtype(n)),  # a call
         pattern=np.zeros(n, np.int8),  # an index into PATTERNS
         sync=np.zeros(n, dtype=bool),
         synchronised=False,
@@ -461,19 +499,22 @@ def find(tl: Timeline) -> WaitStates:
     )
     fn_names = tl.names()
     matched = inconsistent = 0
-    for block in _collective_instances(
-        tl, np.flatnonzero(_of_function(tl, COLLECTIVE))
-    ):
+    index = sample_index_dtype(n)  # call indices: 4 bytes while they fit
+    coll = np.flatnonzero(_of_function(tl, COLLECTIVE)).astype(index, copy=False)
+    for block in _collective_instances(tl, coll):
         m, i = _collectives(tl, block, fn_names, ws)
         matched, inconsistent = matched + m, inconsistent + i
-    p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P))
+    del coll
+    p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P)).astype(index, copy=False)
     ws.sync[p2p] = True
     if p2p.size:
-        by_entry = np.argsort(tl.enter_ns, kind="stable")
-        entries = tl.enter_ns[by_entry]
-        j = np.searchsorted(entries, tl.leave_ns[p2p], side="right") - 1
+        by_entry = np.argsort(tl.enter_ns, kind="stable").astype(index, copy=False)
+        j = np.searchsorted(tl.enter_ns[by_entry], tl.leave_ns[p2p], side="right")
+        j -= 1
         ok = j >= 0
-        cand = by_entry[np.maximum(j, 0)]
+        np.maximum(j, 0, out=j)
+        cand = by_entry[j]
+        del by_entry, j
         ok &= tl.enter_ns[cand] > tl.enter_ns[p2p]
         ok &= tl.rank[cand] != tl.rank[p2p]
         calls, cand = p2p[ok], cand[ok]

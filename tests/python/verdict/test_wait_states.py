@@ -78,7 +78,7 @@ def test_calls_are_ordered_by_rank_then_time_sorted_or_not():
     rng = np.random.default_rng(2)
     rank = np.sort(rng.integers(0, 5, 300))
     start = np.concatenate([np.sort(rng.integers(0, 50, (rank == r).sum())) for r in range(5)])
-    assert np.array_equal(W._by_rank_then_time(rank, start), np.arange(300))
+    assert W._by_rank_then_time(rank, start) is None
     shuffled = rng.permutation(300)
     r, s = rank[shuffled], start[shuffled]
     order = W._by_rank_then_time(r, s)
