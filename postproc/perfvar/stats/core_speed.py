@@ -222,6 +222,15 @@ def decide(
     return UNTOLD
 
 
+def not_faster(speed: Optional[CoreSpeed], faster_rel: float) -> bool:
+    """Whether ``speed`` rules out a core faster by CORE_SHARE of ``faster_rel`` (< 0:
+    a rank's common shift in its classes): all of the probes' interval, widened by
+    SYSTEMATIC, above it. A rank faster in every class while its probes ran at its
+    peers' speed does less work there, not on a faster core (False without
+    probes)."""
+    return speed is not None and speed.ci_rel[0] - SYSTEMATIC > CORE_SHARE * faster_rel
+
+
 def slower_beyond_margin(speed: Optional[CoreSpeed]) -> bool:
     """Whether the rank's probes ran slower than its peers' with all of their
     interval beyond SYSTEMATIC (False without probes): the probes alone then tell a
