@@ -98,7 +98,9 @@ def test_typical_is_scipy_s_trim_mean():
     for n in (1, 2, 3, 7, 100, 1001):
         a = rng.normal(size=(5, n))
         assert core_speed._typical(a[0]) == trim_mean(a[0], core_speed.TRIM)
-        assert np.array_equal(core_speed._typical(a), trim_mean(a, core_speed.TRIM, axis=-1))
+        assert np.array_equal(
+            core_speed._typical(a), trim_mean(a, core_speed.TRIM, axis=-1)
+        )
         assert np.array_equal(
             core_speed._typical(a.T, axis=0), trim_mean(a.T, core_speed.TRIM, axis=0)
         )
@@ -114,3 +116,15 @@ def test_may_be_more_never_rules_out_what_decide_calls_more(factor):
     # A probe as fast as its peers' and a finding far below the margin: ruled out.
     if factor == 1.0:
         assert not core_speed.may_be_more(prep, 1, 0.001)
+
+
+@pytest.mark.parametrize(
+    "probe_factor, faster", [(1.0, True), (0.5, False), (0.97, True)]
+)
+def test_probes_rule_out_a_core_as_fast_as_its_classes_say(probe_factor, faster):
+    # A rank whose classes run 60 % faster than its peer's (-0.6): probes at their
+    # peer's speed, or 3 % faster, rule that core out (less work); probes half as
+    # long say the core is that fast.
+    speed = core_speed.of_rank(_prep(probe_factor), 1)
+    assert core_speed.not_faster(speed, -0.6) is faster
+    assert core_speed.not_faster(None, -0.6) is False
