@@ -326,8 +326,8 @@ def _probes_tell(
             # holding fewer blocks ran -60 to -99 % in every class, its probes +3 %:
             # "a core 99 % faster"). The probes tell where they rule that core out;
             # the bootstrap only where their point does already.
-            if rel(v) - SYSTEMATIC > core_speed.CORE_SHARE * level and (
-                core_speed.not_faster(core_speed.of_rank(prep, r), level)
+            if core_speed.may_be_less(prep, r, level) and core_speed.not_faster(
+                core_speed.of_rank(prep, r), level
             ):
                 out[r] = v
             continue

@@ -166,6 +166,18 @@ def may_be_more(prep: Prepared, rank: int, excess_rel: float) -> bool:
     return point < CORE_SHARE * excess_rel - SYSTEMATIC
 
 
+def may_be_less(prep: Prepared, rank: int, faster_rel: float) -> bool:
+    """Whether ``not_faster(of_rank(prep, rank), faster_rel)`` can hold, from the
+    probes' point shift alone (may_be_more's mirror): of_rank's interval reaches down
+    to that point at least, so a point at or below ``CORE_SHARE * faster_rel +
+    SYSTEMATIC`` rules it out without the bootstrap."""
+    sides = _sides(prep, rank, None, None)
+    if sides is None or faster_rel >= 0:
+        return False
+    point = rel(float(_typical_difference(*sides)))
+    return point > CORE_SHARE * faster_rel + SYSTEMATIC
+
+
 def of_rank(
     prep: Prepared,
     rank: int,
