@@ -50,6 +50,7 @@ from perfvar.report.plots import (
 )
 from perfvar.report.text import (
     LISTED_RANKS,
+    counts_words,
     judged_share_lines,
     listed_ranks,
     off_cpu_words,
@@ -799,7 +800,7 @@ def _calibration_span(ranks: list[RankRow], labels: list[str]) -> list[str]:
             else "-"
         )
     statuses = Counter(r.calibration_status or "-" for r in ranks)
-    row.append(_e(", ".join(f"{n} {k}" for k, n in statuses.most_common())))
+    row.append(_e(counts_words(statuses)))
     return row + [""]
 
 

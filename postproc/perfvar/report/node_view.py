@@ -10,7 +10,6 @@ analysis (perfvar.result); thread-safe.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Optional
 
 import numpy as np
@@ -18,20 +17,17 @@ import numpy as np
 from perfvar.detect import KINDS, subject
 from perfvar.detect.finding import GROUP
 from perfvar.report.plots import HEATMAP_ROWS, heatmap_rows, layout, shift_grid
-from perfvar.report.text import LISTED_RANKS
+from perfvar.report.text import (
+    LISTED_RANKS,
+    counts_words,
+    nodes_of,
+    verdict_counts,
+)
 from perfvar.result import Analysis, RankRow
 from perfvar.units import compact_ranges
 
 # Nodes listed with their ranks (the ones with a finding first), at most.
 LISTED_NODES = 32
-
-
-def nodes_of(result: Analysis) -> dict[str, list[RankRow]]:
-    """host -> its rank rows, in rank order ("?" for ranks of unknown host)."""
-    out: dict[str, list[RankRow]] = {}
-    for r in sorted(result.ranks, key=lambda r: r.rank):
-        out.setdefault(r.host if r.host is not None else "?", []).append(r)
-    return out
 
 
 def _rank_shifts(result: Analysis) -> dict[int, float]:
@@ -73,7 +69,7 @@ def node_heatmap(result: Analysis) -> Optional[Any]:
     kept = {
         i
         for i, n in enumerate(names)
-        if any(k[0] == n for k in marks) or _verdicts(nodes[n]) != {"ok"}
+        if any(k[0] == n for k in marks) or set(verdict_counts(nodes[n])) != {"ok"}
     }
     rows = heatmap_rows(list(range(len(names))), kept, HEATMAP_ROWS)
     z = np.full((len(rows), len(sockets)), np.nan)
@@ -101,16 +97,11 @@ def node_heatmap(result: Analysis) -> Optional[Any]:
     return fig
 
 
-def _verdicts(rows: list[RankRow]) -> set[str]:
-    return {r.verdict for r in rows}
-
-
 def _cell_words(rows: list[RankRow]) -> str:
     """ "32 ranks 0-31: 31 ok, 1 noisy core"."""
     if not rows:
         return "no rank"
-    counts = Counter(r.verdict for r in rows)
-    words = ", ".join(f"{n} {v}" for v, n in counts.most_common())
+    words = counts_words(verdict_counts(rows))
     return f"{len(rows)} ranks {compact_ranges(r.rank for r in rows)}: {words}"
 
 
@@ -126,7 +117,7 @@ def listed_nodes(result: Analysis) -> list[tuple[str, str, list[list[str]]]]:
             for (n, s), w in marks.items()
             if n == node
         )
-        if not words and _verdicts(rows) == {"ok"}:
+        if not words and set(verdict_counts(rows)) == {"ok"}:
             continue
         table = [
             [

@@ -347,20 +347,36 @@ def listed_ranks(result: Analysis, all_ranks: bool = False) -> list[RankRow]:
 LISTED_NODES = 16
 
 
+def nodes_of(result: Analysis) -> dict[str, list[RankRow]]:
+    """host -> its rank rows, in rank order ("?" for ranks of unknown host)."""
+    out: dict[str, list[RankRow]] = {}
+    for r in sorted(result.ranks, key=lambda r: r.rank):
+        out.setdefault(r.host if r.host is not None else "?", []).append(r)
+    return out
+
+
+def verdict_counts(rows: Sequence[RankRow]) -> Counter:
+    """verdict -> how many of ``rows`` have it."""
+    return Counter(r.verdict for r in rows)
+
+
+def counts_words(counts: Counter) -> str:
+    """ "998 ok, 2 noisy core": the most common first."""
+    return ", ".join(f"{n} {what}" for what, n in counts.most_common())
+
+
 def _node_lines(result: Analysis, all_ranks: bool) -> list[str]:
     """The nodes table of a job of many ranks on many nodes (LISTED_NODES)."""
-    ranks = result.ranks
-    nodes: dict[str, list[RankRow]] = {}
-    for r in ranks:
-        nodes.setdefault(r.host if r.host is not None else "?", []).append(r)
-    if all_ranks or len(ranks) <= LISTED_RANKS or len(nodes) < 2:
+    nodes = nodes_of(result)
+    if all_ranks or len(result.ranks) <= LISTED_RANKS or len(nodes) < 2:
         return []
     rows = []
     for host, mine in nodes.items():
-        verdicts = Counter(r.verdict for r in mine)
+        verdicts = verdict_counts(mine)
         if set(verdicts) != {"ok"}:
-            counts = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
-            rows.append([host, compact_ranges(r.rank for r in mine), counts])
+            rows.append(
+                [host, compact_ranges(r.rank for r in mine), counts_words(verdicts)]
+            )
     out = ["Nodes"] + _table(["node", "ranks", "verdicts"], rows[:LISTED_NODES], {})
     ok = len(nodes) - len(rows)
     more = (
@@ -378,7 +394,7 @@ def unlisted_ranks(result: Analysis, listed: list[RankRow]) -> Optional[str]:
     rest = Counter(r.verdict for r in result.ranks if r.rank not in shown)
     if not rest:
         return None
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in rest.most_common())
+    counts = counts_words(rest)
     return f"{sum(rest.values())} more ranks: {counts}"
 
 
