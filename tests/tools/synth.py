@@ -248,10 +248,9 @@ def synth_program() -> str:
     return str(ROOT / "build" / "bin" / "perfvar-synth")
 
 
-def _plan_text(plan: Plan, place: Placement) -> str:
-    """perfvar-synth's plan: one line per rank an anomaly touches (a level's anomaly on
-    each of its ranks; factors on one rank multiply)."""
-    lines = [f"slow {r} {c} {x}" for r, c, x in plan.slow]
+def _slow_cores(plan: Plan, place: Placement) -> list[tuple[int, float]]:
+    """(rank, factor) of every core the plan slows: the slow core's, and each rank of a
+    slow node or socket (a rank may come twice: its factors multiply)."""
     cores = [plan.core] if plan.core else []
     if plan.slow_node:
         node, x = plan.slow_node
@@ -259,7 +258,14 @@ def _plan_text(plan: Plan, place: Placement) -> str:
     if plan.slow_socket:
         node, socket, x = plan.slow_socket
         cores += [(r, x) for r in place.socket_ranks(node, socket)]
-    lines += [f"core {r} {x}" for r, x in cores]
+    return cores
+
+
+def _plan_text(plan: Plan, place: Placement) -> str:
+    """perfvar-synth's plan: one line per rank an anomaly touches (a level's anomaly on
+    each of its ranks; factors on one rank multiply)."""
+    lines = [f"slow {r} {c} {x}" for r, c, x in plan.slow]
+    lines += [f"core {r} {x}" for r, x in _slow_cores(plan, place)]
     noisy = [plan.noisy] if plan.noisy else []
     if plan.noisy_node:
         node, *how = plan.noisy_node
@@ -277,12 +283,8 @@ def _core_factors(plan: Plan, place: Placement) -> dict[int, float]:
     """rank -> the factor its core runs the calibration's ADD chain slower by: a slower
     core (or node, or socket) is slower on any work."""
     out: dict[int, float] = {}
-    for line in _plan_text(plan, place).split("\n"):
-        if not line:
-            continue
-        kind, r, *fields = line.split()
-        if kind == "core":
-            out[int(r)] = out.get(int(r), 1.0) * float(fields[0])
+    for r, x in _slow_cores(plan, place):
+        out[r] = out.get(r, 1.0) * x
     return out
 
 
