@@ -13,6 +13,7 @@ a fixed-work probe, ``perfvar:probe``), and perfvar/rank-N.json + run.json.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -468,4 +469,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                 [os.path.abspath(POSTPROC), os.environ.get("PYTHONPATH", "")]
             ),
         },
+    )
+
+
+def real_rank_jsons() -> list[str]:
+    """The rank-N.json files of the traces $PV_SPEC_TRACES names (os.pathsep-separated
+    trace directories a ctest run made), in order; [] when it names none."""
+    dirs = [d for d in os.environ.get("PV_SPEC_TRACES", "").split(os.pathsep) if d]
+    return sorted(
+        f for d in dirs for f in glob.glob(os.path.join(d, "perfvar", "rank-*.json"))
     )

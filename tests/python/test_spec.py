@@ -19,7 +19,6 @@ Skipped where a library or program is not built.
 from __future__ import annotations
 
 import ctypes
-import glob
 import importlib.util
 import json
 import os
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from conftest import real_rank_jsons
 from perfvar import _spec
 from perfvar.calibration import kernels
 from perfvar.installation import find_tool
@@ -133,8 +133,12 @@ def test_struct_is_laid_out_by_ctypes_as_by_the_c_compiler(name):
     used = IN_USE.get(name)
     if used is not None:  # what the package reads with, not only the table's copy
         assert ctypes.sizeof(used) == size, f"{name}: size in use"
-        assert [getattr(used, f).offset for f, _ in fields] == offsets, f"{name}: in use"
-    assert int(fn(f"{name}.no_such_field".encode())) == -1  # the library's unknown field
+        assert [
+            getattr(used, f).offset for f, _ in fields
+        ] == offsets, f"{name}: in use"
+    assert (
+        int(fn(f"{name}.no_such_field".encode())) == -1
+    )  # the library's unknown field
 
 
 def test_the_ctypes_classes_are_the_table_s():
@@ -301,19 +305,12 @@ def test_the_rank_json_check_finds_a_missing_key_a_wrong_type_and_an_unknown_key
     ]
 
 
-def _real_rank_jsons() -> list[str]:
-    dirs = [d for d in os.environ.get("PV_SPEC_TRACES", "").split(os.pathsep) if d]
-    return sorted(
-        f for d in dirs for f in glob.glob(os.path.join(d, "perfvar", "rank-*.json"))
-    )
-
-
 @pytest.mark.skipif(
     not os.environ.get("PV_SPEC_TRACES"),
     reason="PV_SPEC_TRACES names no trace (ctest spec.rank_json_keys sets it)",
 )
 def test_real_rank_json_has_the_spec_s_keys():
-    files = _real_rank_jsons()
+    files = real_rank_jsons()
     assert files, f"no rank-N.json under {os.environ['PV_SPEC_TRACES']}"
     seen: set[str] = set()
     for path in files:

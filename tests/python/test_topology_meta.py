@@ -3,11 +3,11 @@ written with the spec's keys, an older file without it, malformed entries, the p
 the system tree gives; and, under ctest spec.rank_json_topology, the files a real run
 wrote (PV_SPEC_TRACES), checked against their own JSON."""
 
-import glob
 import json
 import os
 
 import pytest
+from conftest import real_rank_jsons
 from perfvar._spec import RankJson as K
 from perfvar._spec import RankJsonTopology as KTopo
 from perfvar._spec import RankJsonTopologyCpu as KTcpu
@@ -82,19 +82,12 @@ def test_malformed_fields_read_as_not_known():
     assert parse_topology(None) is None and parse_topology([1]) is None
 
 
-def _real_rank_jsons():
-    dirs = [d for d in os.environ.get("PV_SPEC_TRACES", "").split(os.pathsep) if d]
-    return sorted(
-        f for d in dirs for f in glob.glob(os.path.join(d, "perfvar", "rank-*.json"))
-    )
-
-
 @pytest.mark.skipif(
     not os.environ.get("PV_SPEC_TRACES"),
     reason="PV_SPEC_TRACES names no trace (ctest spec.rank_json_topology sets it)",
 )
 def test_real_rank_json_topology_reads_back():
-    files = _real_rank_jsons()
+    files = real_rank_jsons()
     assert files
     for path in files:
         with open(path, encoding="utf-8") as f:
