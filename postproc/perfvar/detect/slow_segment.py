@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -95,6 +96,7 @@ from perfvar.stats.cells import (
     by_segment,
     median_without_each,
     peer_pool,
+    rows_of,
     unjudged_reason,
 )
 from perfvar.stats.compare import fdr, rel
@@ -542,12 +544,28 @@ class _Local:
     medians: dict[int, float]  # rank -> median corrected log-duration
     sensitivity: float  # of the class to its rank's speed (local_speed.sensitivities)
 
+    @cached_property
+    def _ranks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ranks ascending, their medians, each one's others' median)."""
+        ranks = np.array(sorted(self.medians), dtype=np.int64)
+        values = np.array([self.medians[q] for q in ranks.tolist()])
+        return ranks, values, median_without_each(values)
+
     def run_excess(self, rank: int, leave_out: list[int]) -> float:
         """``rank``'s corrected median minus its peers' centre (the median of their
-        medians; those in ``leave_out`` are no peers unless none is left)."""
-        others = [q for q in self.medians if q != rank]
-        peers = [q for q in others if q not in leave_out] or others
-        centre = float(np.median([self.medians[q] for q in peers]))
+        medians; those in ``leave_out`` are no peers unless none is left). Costs
+        the size of ``leave_out``, not of the class's ranks."""
+        ranks, values, without = self._ranks
+        mine = int(np.searchsorted(ranks, rank))
+        gone = rows_of(ranks, leave_out)
+        gone = gone[gone != mine]
+        if gone.size == 0 or gone.size == ranks.size - 1:
+            centre = float(without[mine])
+        else:
+            use = np.ones(ranks.size, dtype=bool)
+            use[gone] = False
+            use[mine] = False
+            centre = float(np.median(values[use]))
         return self.medians[rank] - centre
 
 
@@ -665,7 +683,7 @@ def _anomaly(
             "peers_median_ns": t.peer_median_ns,
             "peers_iqr_ns": iqr(peers.samples_ns),
             "peers_n": int(peers.samples_ns.size),
-            "peer_ranks": len(peers.used),
+            "peer_ranks": peers.n_ranks,
             "peer_ranks_excluded": peers.excluded,
             "shift_rel": j.shift_rel,
             "core_shift_rel": rel(t.kappa),

@@ -228,22 +228,60 @@ def median_without_each(values: np.ndarray) -> np.ndarray:
     return (remaining((m - 2) // 2) + remaining((m - 1) // 2)) / 2.0
 
 
+def rows_of(ranks: np.ndarray, wanted: Collection[int]) -> np.ndarray:
+    """The positions in ``ranks`` (ascending) of those of ``wanted`` it holds,
+    ascending: a few ranks looked up among thousands without a pass over them."""
+    if not wanted:
+        return np.empty(0, dtype=np.int64)
+    w = np.unique(np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
+    at = np.searchsorted(ranks, w)
+    inside = at < ranks.size
+    at = at[inside]
+    return at[ranks[at] == w[inside]]
+
+
 @dataclass
 class Peers:
-    """One rank's peers in one class. Their pooled samples are taken from the
-    class's pool when first read: at a thousand ranks each pool is most of the
-    class, and most callers need only its size or its centre."""
+    """One rank's peers in one class. Their ranks and pooled samples are taken from
+    the class's pool when first read: at thousands of ranks each pool is most of the
+    class, and most callers need only its size or its centre, so a rank's peers cost
+    no work over all the other ranks until then."""
 
-    used: list[int]  # the ranks pooled
-    excluded: list[int]  # the ranks left out (found slow before)
-    center_log: Optional[float]  # median of their median log-durations
     pool: ClassPool
-    take: np.ndarray  # which of the pool's samples are theirs
+    out: np.ndarray  # rows of pool.ranks that are no peers: the rank, those left out
+    gone: np.ndarray  # row indices of the ranks left out (found slow before), ascending
+    center_log: Optional[float]  # median of their median log-durations
+
+    @cached_property
+    def _use(self) -> np.ndarray:
+        use = np.ones(self.pool.ranks.size, dtype=bool)
+        use[self.out] = False
+        return use
+
+    @property
+    def used(self) -> list[int]:
+        """The ranks pooled."""
+        return self.pool.ranks[self._use].tolist()
+
+    @property
+    def excluded(self) -> list[int]:
+        """The ranks left out (found slow before)."""
+        return self.pool.ranks[self.gone].tolist()
+
+    @property
+    def n_ranks(self) -> int:
+        """How many ranks they are."""
+        return int(self.pool.ranks.size - self.out.size)
 
     @property
     def size(self) -> int:
         """How many samples they pool."""
-        return int(np.count_nonzero(self.take))
+        return int(self.pool.share_sizes.sum() - self.pool.share_sizes[self.out].sum())
+
+    @cached_property
+    def take(self) -> np.ndarray:
+        """Which of the pool's samples are theirs."""
+        return self._use[self.pool.owner]
 
     @cached_property
     def samples_ns(self) -> np.ndarray:
@@ -279,7 +317,8 @@ class ClassPool:
         self.start_ns = np.concatenate(
             [cells[q].start_ns[t] for q, t in zip(ranks, shares)] or [empty]
         )
-        self.owner = np.repeat(np.arange(len(ranks)), [t.size for t in shares])
+        self.share_sizes = np.array([t.size for t in shares], dtype=np.int64)
+        self.owner = np.repeat(np.arange(len(ranks)), self.share_sizes)
         self.medians_ns = np.array([cells[q].median_ns for q in ranks])
         self.log_medians = np.array([cells[q].log_median for q in ranks])
         self.median_of_others = median_without_each(self.medians_ns)
@@ -326,22 +365,25 @@ class ClassPool:
 
     def peers(self, rank: int, leave_out: Collection[int] = ()) -> Peers:
         """``rank``'s peers: the other ranks with samples, those in ``leave_out``
-        (already found slow) left out unless that would leave none."""
-        others = self.ranks != rank
-        gone = others & np.isin(self.ranks, list(leave_out))
-        if gone.sum() == others.sum():
-            gone[:] = False
-        use = others & ~gone
-        take = use[self.owner]
+        (already found slow) left out unless that would leave none. Costs the size
+        of ``leave_out``, not of the pool's ranks."""
         mine = self.index(rank)
-        if not use.any():
+        gone = rows_of(self.ranks, leave_out)
+        if mine is not None:
+            gone = gone[gone != mine]
+        others = self.ranks.size - (mine is not None)
+        if gone.size == others:
+            gone = gone[:0]
+        out = gone if mine is None else np.sort(np.append(gone, mine))
+        if others == 0:
             center = None
-        elif mine is not None and not gone.any():  # all the others: derived once
+        elif mine is not None and gone.size == 0:  # all the others: derived once
             center = float(self.log_median_of_others[mine])
         else:
+            use = np.ones(self.ranks.size, dtype=bool)
+            use[out] = False
             center = float(np.median(self.log_medians[use]))
-        used, excluded = self.ranks[use].tolist(), self.ranks[gone].tolist()
-        return Peers(used, excluded, center, self, take)
+        return Peers(self, out, gone, center)
 
 
 def class_pool(prep: Prepared, segment: int) -> ClassPool:
