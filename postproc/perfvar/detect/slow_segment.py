@@ -73,7 +73,6 @@ Pure function; thread-safe.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional
@@ -99,7 +98,7 @@ from perfvar.stats.cells import (
     rows_of,
     unjudged_reason,
 )
-from perfvar.stats.compare import fdr, rel
+from perfvar.stats.compare import fdr, nanmedian_columns, rel
 from perfvar.stats.core_speed import SYSTEMATIC
 from perfvar.stats.local_speed import corrected_cells, witness_classes
 from perfvar.stats.model import (
@@ -255,10 +254,8 @@ def _core_offset(
         ]
     if not rows or np.isnan(np.vstack(rows)).all():
         return None
-    with warnings.catch_warnings():  # a block no class covers stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        core = np.nanmedian(np.vstack(rows), axis=0)
-    level = float(np.nanmedian(core))
+    core = nanmedian_columns(np.vstack(rows))  # a block no class covers stays NaN
+    level = float(nanmedian_columns(core[:, None])[0])
     if len(rows) >= LEVEL_CLASSES and rank not in probes:
         return np.where(np.isnan(core), level, core)
     return np.where(np.isnan(core), max(level, 0.0), core - min(level, 0.0))

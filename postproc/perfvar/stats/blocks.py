@@ -265,6 +265,7 @@ class ClassBlocks:
         self.centres = centre_without_each(self.medians)
         # leave_out (a frozenset of row indices) -> each row's centre without them
         self._without: dict[frozenset[int], np.ndarray] = {}
+        self._rows: dict[frozenset[int], np.ndarray] = {}  # ranks left out -> rows
 
     @property
     def block_ns(self) -> float:
@@ -278,7 +279,10 @@ class ClassBlocks:
         i = int(np.searchsorted(self.ranks, rank))
         if i >= self.ranks.size or self.ranks[i] != rank:
             return np.full(self.edges.size - 1, np.nan)
-        left = rows_of(self.ranks, leave_out or [])
+        wanted = frozenset(leave_out or ())
+        if wanted not in self._rows:  # every rank of a class has the same ones out
+            self._rows[wanted] = rows_of(self.ranks, wanted)
+        left = self._rows[wanted]
         gone = np.count_nonzero(left != i)  # without touching every rank: thousands
         if gone == 0 or gone == self.ranks.size - 1:
             return self.medians[i] - self.centres[i]

@@ -240,6 +240,31 @@ def rows_of(ranks: np.ndarray, wanted: Collection[int]) -> np.ndarray:
     return at[ranks[at] == w[inside]]
 
 
+def median_of_rest(values: np.ndarray, skip: np.ndarray) -> float:
+    """np.median of ascending ``values`` without the positions ``skip`` (ascending,
+    unique), found by counting the skipped ones, not by copying ``values``: the
+    same figure (the middle value, or the mean of the middle two). NaN when none
+    is left."""
+    left = values.size - skip.size
+    if left == 0:
+        return float("nan")
+
+    def kth(j: int) -> float:  # the j-th smallest once the skipped ones are out
+        p = j
+        while True:  # p = j + skipped positions below p, found by iterating
+            q = j + int(np.searchsorted(skip, p, "left"))
+            if q == p:
+                break
+            p = q
+        k = int(np.searchsorted(skip, p, "left"))
+        while k < skip.size and skip[k] == p:  # a skipped value: the next one is it
+            p, k = p + 1, k + 1
+        return float(values[p])
+
+    lo, hi = kth((left - 1) // 2), kth(left // 2)
+    return lo if lo == hi else (lo + hi) / 2
+
+
 @dataclass
 class Peers:
     """One rank's peers in one class. Their ranks and pooled samples are taken from
@@ -339,25 +364,9 @@ class ClassPool:
             memo = self.memo["sorted_log"] = (self.samples_log[order], at)
         values, at = memo
         i = self.index(rank)
-        own = np.sort(at[self.owner == i]) if i is not None else at[:0]
-        left = values.size - own.size
-        if left == 0:
-            return float("nan")
-
-        def kth(j: int) -> float:  # the j-th smallest once the own share is out
-            p = j
-            while True:  # p = j + own positions below p, found by iterating
-                q = j + int(np.searchsorted(own, p, "left"))
-                if q == p:
-                    break
-                p = q
-            k = int(np.searchsorted(own, p, "left"))
-            while k < own.size and own[k] == p:  # an own value: the next one is it
-                p, k = p + 1, k + 1
-            return float(values[p])
-
-        lo, hi = kth((left - 1) // 2), kth(left // 2)
-        return lo if lo == hi else (lo + hi) / 2
+        return median_of_rest(
+            values, np.sort(at[self.owner == i]) if i is not None else at[:0]
+        )
 
     def index(self, rank: int) -> Optional[int]:
         i = int(np.searchsorted(self.ranks, rank))
@@ -368,7 +377,10 @@ class ClassPool:
         (already found slow) left out unless that would leave none. Costs the size
         of ``leave_out``, not of the pool's ranks."""
         mine = self.index(rank)
-        gone = rows_of(self.ranks, leave_out)
+        key = ("rows", frozenset(leave_out))
+        if key not in self.memo:  # every rank of a class has the same ones left out
+            self.memo[key] = rows_of(self.ranks, leave_out)
+        gone = self.memo[key]
         if mine is not None:
             gone = gone[gone != mine]
         others = self.ranks.size - (mine is not None)
@@ -380,10 +392,20 @@ class ClassPool:
         elif mine is not None and gone.size == 0:  # all the others: derived once
             center = float(self.log_median_of_others[mine])
         else:
-            use = np.ones(self.ranks.size, dtype=bool)
-            use[out] = False
-            center = float(np.median(self.log_medians[use]))
+            center = self._log_median_without(out)
         return Peers(self, out, gone, center)
+
+    def _log_median_without(self, rows: np.ndarray) -> float:
+        """np.median of the ranks' median log-durations without ``rows``, from them
+        sorted once."""
+        memo = self.memo.get("sorted_log_medians")
+        if memo is None:
+            order = np.argsort(self.log_medians, kind="stable")
+            at = np.empty(order.size, dtype=np.int64)
+            at[order] = np.arange(order.size)
+            memo = self.memo["sorted_log_medians"] = (self.log_medians[order], at)
+        values, at = memo
+        return median_of_rest(values, np.sort(at[rows]))
 
 
 def class_pool(prep: Prepared, segment: int) -> ClassPool:

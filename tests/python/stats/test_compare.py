@@ -1,5 +1,7 @@
-"""perfvar.stats.compare against scipy's Mann-Whitney U and Welch t test and
-statsmodels' BH."""
+"""perfvar.stats.compare against scipy's Mann-Whitney U and Welch t test,
+statsmodels' BH and numpy's nanmedian."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +10,7 @@ from scipy.stats import mannwhitneyu
 from perfvar.stats.compare import (
     fdr,
     mann_whitney_greater,
+    nanmedian_columns,
     rank_sum_greater,
     welch_greater,
 )
@@ -79,10 +82,24 @@ def test_welch_greater_is_scipy_s_welch_t_test():
     for _ in range(2000):
         n1, n2 = (int(x) for x in rng.integers(2, 500, 2))
         m1, m2 = (float(x) for x in rng.normal(size=2) * rng.choice([1e-3, 1, 1e4]))
-        sd1, sd2 = (float(x) for x in np.abs(rng.normal(size=2)) * rng.choice([0, 1, 1e3], 2))
+        sd1, sd2 = (
+            float(x) for x in np.abs(rng.normal(size=2)) * rng.choice([0, 1, 1e3], 2)
+        )
         with np.errstate(all="ignore"):
             want = ttest_ind_from_stats(
                 m1, sd1, n1, m2, sd2, n2, equal_var=False, alternative="greater"
             ).pvalue
         got = welch_greater(m1, sd1, n1, m2, sd2, n2)
         assert got == float(want) or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_nanmedian_columns_gives_numpys_figures(seed):
+    rng = np.random.default_rng(seed)
+    rows = np.round(rng.normal(0, 1, (int(rng.integers(1, 6)), 40)), 1)
+    rows[rng.random(rows.shape) < 0.3] = np.nan
+    rows[:, 0] = np.nan  # a column with no value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.nanmedian(rows, axis=0)
+    assert np.array_equal(nanmedian_columns(rows), expected, equal_nan=True)

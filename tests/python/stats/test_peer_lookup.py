@@ -9,7 +9,7 @@ import pytest
 from conftest import make_prepared
 from perfvar.detect.slow_segment import _Local
 from perfvar.stats.blocks import class_blocks
-from perfvar.stats.cells import class_pool, rows_of
+from perfvar.stats.cells import class_pool, median_of_rest, rows_of
 
 RANKS = [0, 2, 3, 5, 8, 9, 11]  # gaps: ranks 1, 4, 6 have no cell in the class
 
@@ -83,3 +83,13 @@ def test_run_excess_is_the_median_against_the_peers_median(rank, leave_out):
     expect = [q for q in others if q not in leave_out] or others
     centre = float(np.median([medians[q] for q in expect]))
     assert local.run_excess(rank, list(leave_out)) == medians[rank] - centre
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_median_of_the_rest_is_numpys_median_of_what_is_left(seed):
+    rng = np.random.default_rng(seed)
+    values = np.sort(rng.choice([1.0, 2.0, 2.5, 3.0], rng.integers(1, 30)))
+    skip = np.sort(rng.choice(values.size, rng.integers(0, values.size), replace=False))
+    rest = np.delete(values, skip)
+    assert median_of_rest(values, skip) == float(np.median(rest))
+    assert np.isnan(median_of_rest(values, np.arange(values.size)))
