@@ -251,7 +251,29 @@ def _anchor(directory: str) -> str:
 
 
 def _global_definitions(directory: str) -> TraceDefinitions:
+    """The archive's definitions, read once per process while its files stay the
+    same: at thousands of ranks reading them through OTF2's callbacks takes
+    seconds, and the analysis asks for the locations and the ranks apart."""
     anchor = _anchor(directory)
+    try:
+        stamp = tuple(
+            (st.st_mtime_ns, st.st_size)
+            for st in (os.stat(anchor), os.stat(anchor[: -len(".otf2")] + ".def"))
+        )
+    except OSError:  # no global definitions: the reader says what is wrong
+        return _read_global_definitions(anchor)
+    cached = _DEFINITIONS.get(anchor)
+    if cached is None or cached[0] != stamp:
+        cached = _DEFINITIONS[anchor] = (stamp, _read_global_definitions(anchor))
+    return cached[1]
+
+
+# anchor -> ((mtime ns, size) of the anchor and the global definitions, what they
+# define); one process's, not thread-safe (as the reader's stderr redirection)
+_DEFINITIONS: dict[str, tuple[tuple, TraceDefinitions]] = {}
+
+
+def _read_global_definitions(anchor: str) -> TraceDefinitions:
     with _CStderr() as cerr:
         reader = _open_reader(anchor, cerr)
         try:

@@ -20,6 +20,7 @@ from perfvar.read import native as reader_native
 from perfvar._spec import TraceName
 from perfvar.read import trace as reader
 from perfvar.errors import TraceError
+from perfvar.read import otf2 as otf2_side
 from perfvar.read.otf2 import trace_locations, trace_ranks
 from perfvar.read.trace import read_trace
 from test_reader_probe import write_probe_trace
@@ -192,10 +193,14 @@ def _unbalanced_trace(path, cpu_type):
     with otf2.writer.open(path, timer_resolution=RESOLUTION_HZ) as trace:
         defs = trace.definitions
         node = defs.system_tree_node("node0", parent=defs.system_tree_node("machine"))
-        cpu = defs.attribute(TraceName.CPU_ATTRIBUTE, "CPU the clock was read on", cpu_type)
+        cpu = defs.attribute(
+            TraceName.CPU_ATTRIBUTE, "CPU the clock was read on", cpu_type
+        )
         mpi = defs.region("MPI_Wait", canonical_name="MPI_Wait", paradigm=Paradigm.MPI)
         user = defs.region("u", canonical_name=TraceName.USER_PREFIX + "u")
-        probe = defs.region(TraceName.PROBE_REGION, canonical_name=TraceName.PROBE_REGION)
+        probe = defs.region(
+            TraceName.PROBE_REGION, canonical_name=TraceName.PROBE_REGION
+        )
         seg = defs.region(
             "s",
             canonical_name=SEG_A,
@@ -345,3 +350,24 @@ def test_a_bad_reader_choice_is_one_clear_error(trace_factory, monkeypatch):
     text = str(info.value)
     assert "PERFVAR_READER='fast'" in text and "native or python" in text
     assert "\n" not in text
+
+
+def test_the_definitions_are_read_again_only_when_the_archive_changes(
+    trace_factory, monkeypatch
+):
+    path = trace_factory("d", normal_durations(seed=5, nranks=2, n=10))
+    reads = []
+    real = otf2_side._read_global_definitions
+    monkeypatch.setattr(
+        otf2_side,
+        "_read_global_definitions",
+        lambda anchor: reads.append(anchor) or real(anchor),
+    )
+    monkeypatch.setattr(otf2_side, "_DEFINITIONS", {})
+    assert trace_ranks(path) == [0, 1]
+    assert len(trace_locations(path)) == 2
+    assert len(reads) == 1
+    st = os.stat(os.path.join(path, "traces.def"))
+    os.utime(os.path.join(path, "traces.def"), ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert trace_ranks(path) == [0, 1]
+    assert len(reads) == 2
