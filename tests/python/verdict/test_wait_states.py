@@ -51,6 +51,37 @@ def test_the_kth_collective_of_each_rank_is_one_instance():
     assert all(set(tl.rank[i]) == {0, 1} for i in inst)
 
 
+@pytest.mark.parametrize("calls", [1, 4, 9, 1 << 20])
+@pytest.mark.parametrize("synchronised", [True, False])
+def test_collectives_a_few_instances_at_a_time_find_what_all_at_once_do(
+    monkeypatch, calls, synchronised
+):
+    """4 ranks, random delays: the wait states, the matched and the inconsistent
+    instances are the same whatever the number of calls judged at once (1 << 20:
+    every instance in one go, the reference)."""
+    rng = np.random.default_rng(5)
+    delay = rng.random((4, 60)) * 8000.0
+    trace = simulate(
+        steps=60,
+        nranks=4,
+        extra=lambda r, k, c: float(delay[r, k]) * (c == "A"),
+        synchronised=synchronised,
+    )
+    tl = W.build_timeline(trace.samples, trace.segments, trace.trace_ns)
+    want = W.find(tl)
+    monkeypatch.setattr(W, "_INSTANCE_CALLS", calls)
+    got = W.find(tl)
+    assert (got.matched, got.inconsistent, got.synchronised) == (
+        want.matched,
+        want.inconsistent,
+        want.synchronised,
+    )
+    assert want.matched == 60 and (want.inconsistent > 0) == (not synchronised)
+    for name in ("waiting_ns", "cause", "cause_call", "pattern", "sync"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert not synchronised or want.waiting_ns.max() > 1000.0
+
+
 def test_the_summary_grows_with_the_ranks_not_their_pairs():
     # 300 ranks, each waiting for every other once, rank r's wait for q being
     # (r + 1) * (q + 1) ns: 89 700 pairs, of which the summary lists the largest.
