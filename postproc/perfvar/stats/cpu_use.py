@@ -11,7 +11,7 @@ the table it makes in the Prepared it is given (one Prepared, one thread at a ti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -19,8 +19,12 @@ import numpy as np
 from perfvar.read.samples import CPU_UNKNOWN
 from perfvar.stats.model import Prepared
 
-# Above this many (thread, CPU) bins the counts are made by sorting instead.
-_MAX_BINS = 1 << 26
+# Rows counted at once: every temporary is bounded by this many rows (a few tens of
+# bytes each), not by the trace's samples (eight-byte copies of four columns of 10 M
+# samples held 550 MB at once).
+_CHUNK = 1 << 20
+# Above this many (thread, CPU) bins in a chunk the counts are made by sorting instead.
+_MAX_BINS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -44,35 +48,59 @@ class ThreadCpus:
 CpuUse = dict[tuple[int, int], ThreadCpus]  # (rank, thread) -> its use, ascending
 
 
+@dataclass
+class _Sums:
+    """One thread's counts so far, summed over the chunks its rows were in."""
+
+    started: dict[int, int] = field(default_factory=dict)
+    cpus: set[int] = field(default_factory=set)
+    crossed: int = 0
+    segments: int = 0
+
+
 def cpu_use(samples: np.ndarray) -> CpuUse:
-    """The table of these samples (read.samples.SAMPLE_DTYPE rows)."""
-    if samples.size == 0:
-        return {}
-    unit = (samples["rank"].astype(np.int64) << 32) | samples["thread"].astype(np.int64)
-    if np.any(unit[1:] < unit[:-1]):  # the reader gives them by location already
-        order = np.argsort(unit, kind="stable")
-        samples, unit = samples[order], unit[order]
-    starts = np.concatenate([[0], np.flatnonzero(unit[1:] != unit[:-1]) + 1])
-    lengths = np.diff(np.append(starts, unit.size))
-    run = np.repeat(np.arange(starts.size, dtype=np.int64), lengths)
-    enter = samples["cpu_enter"].astype(np.int64)
-    leave = samples["cpu_leave"].astype(np.int64)
-    e_known, l_known = enter != CPU_UNKNOWN, leave != CPU_UNKNOWN
-    crossed = np.add.reduceat(
-        (e_known & l_known & (enter != leave)).astype(np.int64), starts
-    )
-    started = _counts(run[e_known], enter[e_known], starts.size)
-    left = _counts(run[l_known], leave[l_known], starts.size)
-    out: CpuUse = {}
-    for i, u in enumerate(unit[starts].tolist()):
-        mine = started.get(i, {})
-        out[(u >> 32, u & 0xFFFFFFFF)] = ThreadCpus(
-            started=mine,
-            cpus=tuple(sorted(set(mine) | set(left.get(i, {})))),
-            crossed=int(crossed[i]),
-            segments=int(lengths[i]),
+    """The table of these samples (read.samples.SAMPLE_DTYPE rows), in any order;
+    counted _CHUNK rows at a time (the reader's rows come by location, so a chunk
+    holds a few threads' runs)."""
+    sums: dict[tuple[int, int], _Sums] = {}
+    for at in range(0, samples.size, _CHUNK):
+        _add_chunk(samples[at : at + _CHUNK], sums)
+    return {
+        key: ThreadCpus(
+            started=dict(sorted(s.started.items())),
+            cpus=tuple(sorted(s.cpus)),
+            crossed=s.crossed,
+            segments=s.segments,
         )
-    return out
+        for key, s in sorted(sums.items())
+    }
+
+
+def _add_chunk(rows: np.ndarray, sums: dict[tuple[int, int], _Sums]) -> None:
+    """Add the counts of ``rows`` (a chunk of samples) to ``sums``."""
+    unit = (rows["rank"].astype(np.int64) << 32) | rows["thread"].astype(np.int64)
+    if np.any(unit[1:] < unit[:-1]):
+        keys, run = np.unique(unit, return_inverse=True)
+        run = run.reshape(-1)  # numpy 2.0.0 gave it the shape of ``unit``
+    else:  # runs of one thread each, as the reader gives them
+        starts = np.concatenate([[0], np.flatnonzero(unit[1:] != unit[:-1]) + 1])
+        keys = unit[starts]
+        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, unit.size)))
+    del unit
+    enter, leave = rows["cpu_enter"], rows["cpu_leave"]
+    e_known, l_known = enter != CPU_UNKNOWN, leave != CPU_UNKNOWN
+    cross = e_known & l_known & (enter != leave)
+    crossed = np.bincount(run[cross], minlength=keys.size)
+    segments = np.bincount(run, minlength=keys.size)
+    started = _counts(run[e_known], enter[e_known], keys.size)
+    left = _counts(run[l_known], leave[l_known], keys.size)
+    for i, u in enumerate(keys.tolist()):
+        s = sums.setdefault((u >> 32, u & 0xFFFFFFFF), _Sums())
+        for c, n in started.get(i, {}).items():
+            s.started[c] = s.started.get(c, 0) + n
+        s.cpus.update(started.get(i, ()), left.get(i, ()))
+        s.crossed += int(crossed[i])
+        s.segments += int(segments[i])
 
 
 def _counts(run: np.ndarray, cpu: np.ndarray, runs: int) -> dict[int, dict[int, int]]:
@@ -80,12 +108,13 @@ def _counts(run: np.ndarray, cpu: np.ndarray, runs: int) -> dict[int, dict[int, 
     if run.size == 0:
         return {}
     width = int(cpu.max()) + 1
+    key = run.astype(np.int64) * width + cpu
     if runs * width <= _MAX_BINS:
-        bins = np.bincount(run * width + cpu, minlength=runs * width)
+        bins = np.bincount(key, minlength=runs * width)
         keys = np.flatnonzero(bins)
         counts = bins[keys]
     else:
-        keys, counts = np.unique(run * width + cpu, return_counts=True)
+        keys, counts = np.unique(key, return_counts=True)
     out: dict[int, dict[int, int]] = {}
     for k, n in zip(keys.tolist(), counts.tolist()):
         out.setdefault(k // width, {})[k % width] = n

@@ -56,3 +56,36 @@ def test_main_cpu_and_rank_cpus():
     use = {(0, 0): t, (0, 1): cpu_use.ThreadCpus({7: 1}, (1, 7), 1, 1)}
     assert cpu_use.rank_cpus(use) == {0: [1, 2, 4, 7, 9]}
     assert cpu_use.cpu_use(np.zeros(0, dtype=SAMPLE_DTYPE)) == {}
+
+
+def _by_location(seed: int) -> np.ndarray:
+    """Samples as the reader gives them: one run per (rank, thread), ascending, of
+    different lengths, CPUs unknown at the start of some and changing within."""
+    rng = np.random.default_rng(seed)
+    runs = [(r, t, int(rng.integers(1, 900))) for r in range(5) for t in range(2)]
+    s = np.zeros(sum(n for _, _, n in runs), dtype=SAMPLE_DTYPE)
+    at = 0
+    for rank, thread, n in runs:
+        s["rank"][at : at + n], s["thread"][at : at + n] = rank, thread
+        at += n
+    s["cpu_enter"] = rng.choice([CPU_UNKNOWN, 1, 2, 64, 1000], s.size)
+    s["cpu_leave"] = np.where(rng.random(s.size) < 0.7, s["cpu_enter"], CPU_UNKNOWN)
+    return s
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 256, 1 << 20])
+@pytest.mark.parametrize("by_sorting", [False, True])
+def test_chunks_of_any_size_count_alike(monkeypatch, chunk, by_sorting):
+    """Runs cut across chunks and threads met again in a later chunk add up to the
+    direct count, with each thread's CPUs and the threads in ascending order."""
+    monkeypatch.setattr(cpu_use, "_CHUNK", chunk)
+    if by_sorting:
+        monkeypatch.setattr(cpu_use, "_MAX_BINS", 0)
+    for seed in range(2):
+        for s in (_by_location(seed), _samples(seed)):
+            got, want = cpu_use.cpu_use(s), _direct(s)
+            assert got == want
+            assert list(got) == list(want)
+            for key, t in got.items():
+                assert list(t.started) == sorted(t.started)
+                assert list(t.started.items()) == list(want[key].started.items())

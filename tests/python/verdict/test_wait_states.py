@@ -31,7 +31,10 @@ def test_a_late_sender_makes_the_receiver_wait_in_waitall():
     assert set(ws.cause[waitall]) == {1}
     assert set(ws.pattern[waitall]) == {W.LATE_SENDER}
     # Rank 1 entered last: it did not wait (its peer's entry is before its own).
-    assert ws.waiting_ns[(tl.rank == 1) & (tl.names()[tl.function] == "waitall")].max() < LAT_NS
+    assert (
+        ws.waiting_ns[(tl.rank == 1) & (tl.names()[tl.function] == "waitall")].max()
+        < LAT_NS
+    )
 
 
 def test_ranks_that_ran_apart_give_no_wait_states():
@@ -46,6 +49,37 @@ def test_the_kth_collective_of_each_rank_is_one_instance():
     inst = np.concatenate(W._collective_instances(tl, coll))  # an instance a row
     assert inst.shape == (20, 2)
     assert all(set(tl.rank[i]) == {0, 1} for i in inst)
+
+
+@pytest.mark.parametrize("calls", [1, 4, 9, 1 << 20])
+@pytest.mark.parametrize("synchronised", [True, False])
+def test_collectives_a_few_instances_at_a_time_find_what_all_at_once_do(
+    monkeypatch, calls, synchronised
+):
+    """4 ranks, random delays: the wait states, the matched and the inconsistent
+    instances are the same whatever the number of calls judged at once (1 << 20:
+    every instance in one go, the reference)."""
+    rng = np.random.default_rng(5)
+    delay = rng.random((4, 60)) * 8000.0
+    trace = simulate(
+        steps=60,
+        nranks=4,
+        extra=lambda r, k, c: float(delay[r, k]) * (c == "A"),
+        synchronised=synchronised,
+    )
+    tl = W.build_timeline(trace.samples, trace.segments, trace.trace_ns)
+    want = W.find(tl)
+    monkeypatch.setattr(W, "_INSTANCE_CALLS", calls)
+    got = W.find(tl)
+    assert (got.matched, got.inconsistent, got.synchronised) == (
+        want.matched,
+        want.inconsistent,
+        want.synchronised,
+    )
+    assert want.matched == 60 and (want.inconsistent > 0) == (not synchronised)
+    for name in ("waiting_ns", "cause", "cause_call", "pattern", "sync"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert not synchronised or want.waiting_ns.max() > 1000.0
 
 
 def test_the_summary_grows_with_the_ranks_not_their_pairs():
@@ -73,11 +107,43 @@ def test_the_summary_grows_with_the_ranks_not_their_pairs():
     assert out["by_rank"][5]["caused_ns"] == pytest.approx(6 * (n * (n + 1) / 2 - 6))
 
 
+def _pair_sums_at_once(rank, cause, waiting):
+    """The pairs and their sums in one pass over every call: np.unique, then one
+    np.bincount."""
+    w = waiting > 0
+    span = int(max(rank.max(initial=0), cause.max(initial=0))) + 1
+    key, at = np.unique(rank[w].astype(np.int64) * span + cause[w], return_inverse=True)
+    return key, np.bincount(at.ravel(), weights=waiting[w], minlength=key.size)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 20])
+def test_pair_sums_in_chunks_are_those_of_one_pass_to_the_bit(monkeypatch, chunk):
+    """Calls of 6 ranks, many to a pair, waiting of every magnitude (sums that
+    round) and none on a third of them, cut in chunks of any size, in rank order
+    and shuffled."""
+    monkeypatch.setattr(W, "_PAIR_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    rank = np.sort(rng.integers(0, 6, 4000)).astype(np.int32)  # a Timeline's order
+    cause = rng.integers(0, 6, rank.size).astype(np.int32)
+    waiting = rng.random(rank.size) * 10.0 ** rng.integers(-3, 9, rank.size)
+    waiting[rng.random(rank.size) < 0.3] = 0.0
+    span = int(max(rank.max(), cause.max())) + 1
+    shuffled = rng.permutation(rank.size)  # not a Timeline's order: one pass
+    for r, c, ns in [(rank, cause, waiting), (rank[shuffled], cause, waiting)]:
+        key, sums = W._pair_sums(r, c, ns, span)
+        want_key, want_sums = _pair_sums_at_once(r, c, ns)
+        np.testing.assert_array_equal(key, want_key)
+        assert sums.tolist() == want_sums.tolist()  # the same additions, one order
+    assert W._pair_sums(rank[:0], cause[:0], waiting[:0], 1)[0].size == 0
+
+
 def test_calls_are_ordered_by_rank_then_time_sorted_or_not():
     # The reader gives them in order (identity, no sort); merged parts may not.
     rng = np.random.default_rng(2)
     rank = np.sort(rng.integers(0, 5, 300))
-    start = np.concatenate([np.sort(rng.integers(0, 50, (rank == r).sum())) for r in range(5)])
+    start = np.concatenate(
+        [np.sort(rng.integers(0, 50, (rank == r).sum())) for r in range(5)]
+    )
     assert W._by_rank_then_time(rank, start) is None
     shuffled = rng.permutation(300)
     r, s = rank[shuffled], start[shuffled]
