@@ -356,13 +356,7 @@ class ClassPool:
         """np.median of the log-durations ``peers(rank)`` pools (no one left out),
         from the pool sorted once: the rank's own share is skipped by counting, not
         by copying the pool. NaN when the rank is alone."""
-        memo = self.memo.get("sorted_log")
-        if memo is None:
-            order = np.argsort(self.samples_log, kind="stable")
-            at = np.empty(order.size, dtype=np.int64)
-            at[order] = np.arange(order.size)
-            memo = self.memo["sorted_log"] = (self.samples_log[order], at)
-        values, at = memo
+        values, at = self._sorted("sorted_log", self.samples_log)
         i = self.index(rank)
         return median_of_rest(
             values, np.sort(at[self.owner == i]) if i is not None else at[:0]
@@ -398,14 +392,18 @@ class ClassPool:
     def _log_median_without(self, rows: np.ndarray) -> float:
         """np.median of the ranks' median log-durations without ``rows``, from them
         sorted once."""
-        memo = self.memo.get("sorted_log_medians")
-        if memo is None:
-            order = np.argsort(self.log_medians, kind="stable")
+        values, at = self._sorted("sorted_log_medians", self.log_medians)
+        return median_of_rest(values, np.sort(at[rows]))
+
+    def _sorted(self, name: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``a`` ascending, where each of its elements went), derived once as
+        ``name``."""
+        if name not in self.memo:
+            order = np.argsort(a, kind="stable")
             at = np.empty(order.size, dtype=np.int64)
             at[order] = np.arange(order.size)
-            memo = self.memo["sorted_log_medians"] = (self.log_medians[order], at)
-        values, at = memo
-        return median_of_rest(values, np.sort(at[rows]))
+            self.memo[name] = (a[order], at)
+        return self.memo[name]
 
 
 def class_pool(prep: Prepared, segment: int) -> ClassPool:
