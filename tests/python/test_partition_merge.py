@@ -1,9 +1,12 @@
 """The reporting process's samples: merging the parts gives the whole trace and lets
-each part's trace go once copied."""
+each part's trace go once copied; the samples kept after the cells keep their timing
+row for row."""
+
+import numpy as np
 
 from conftest import normal_durations
 from perfvar import partition
-from perfvar.read.samples import SAMPLE_DTYPE
+from perfvar.read.samples import SAMPLE_DTYPE, TIMING_FIELDS, timing_only
 from perfvar.read.trace import read_trace
 
 
@@ -21,3 +24,13 @@ def test_merge_gives_the_whole_trace_and_lets_each_part_go(trace_factory):
     assert merged.probes.tobytes() == whole.probes.tobytes()
     assert merged.locations == whole.locations
     assert merged.warnings == whole.warnings
+
+
+def test_timing_only_keeps_the_timing_fields_row_for_row(trace_factory):
+    path = trace_factory("timing", normal_durations(seed=5, nranks=3))
+    samples = read_trace(path).samples
+    narrow = timing_only(samples)
+    assert narrow.dtype.names == TIMING_FIELDS
+    assert narrow.dtype.itemsize < SAMPLE_DTYPE.itemsize
+    for name in TIMING_FIELDS:
+        assert np.array_equal(narrow[name], samples[name])
