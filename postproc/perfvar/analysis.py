@@ -9,6 +9,7 @@ ranks and missing metadata are reported inside the result instead. Not thread-sa
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.modes import split_modes
 from perfvar.read.otf2 import trace_ranks
 from perfvar.read.recover import endings_json, ensure_trace, read_endings
-from perfvar.read.samples import TraceSamples
+from perfvar.read.samples import TraceSamples, timing_only
 from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
@@ -131,6 +132,16 @@ def prepare(
         samples=trace.samples,
         segment_ids=ids,
     )
+
+
+def _timing_only(trace: TraceSamples, prep: Prepared) -> tuple[TraceSamples, Any]:
+    """``trace`` with only its samples' timing (read.samples.timing_only), once
+    ``prep``'s CPU table is made from the whole samples: nothing after the cells
+    reads a sample's CPUs or context, and the samples are held to the end, beside
+    the timeline of every call (the wait states' peak). Returns (trace, samples)."""
+    cpu_use.of(prep)
+    narrow = dataclasses.replace(trace, samples=timing_only(trace.samples))
+    return narrow, narrow.samples
 
 
 def _class_label(
@@ -460,10 +471,13 @@ def analyze(
         if read is None:
             return None  # an MPI process that does not report
     trace, meta, families, cells, use = read
+    del read  # its trace would keep the whole samples alive once narrowed below
     order = trace.class_order()
     segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
     prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
+    del cells
     prep.cpu_use = use
+    trace, prep.samples = _timing_only(trace, prep)
     metrics = cpu_time.after_start(trace.metrics)  # the reads of the run, not its start
     ticks_per_ns = trace.timer_resolution_hz / 1e9
     prep.cpu_time = cpu_time.of_reads(metrics, trace.metric_names, ticks_per_ns)

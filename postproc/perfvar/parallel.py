@@ -8,7 +8,9 @@ process could inherit BLAS/OpenMP threads holding locks), else this process.
 ``Engine.map(fn, items)`` computes ``fn(item)`` for every item somewhere and returns
 the results, in order, on the reporting process (``Engine.reports``); under MPI
 every process must call it with the same items, item i being computed by process
-i mod K, and the others get None. Results travel pickled. Not thread-safe.
+i mod K, and the others get None. Results travel pickled, one at a time as each is
+made (under MPI through pickle 5's out-of-band buffers where mpi4py has them), so the
+reporting process holds no more than one result's pickled bytes. Not thread-safe.
 """
 
 from __future__ import annotations
@@ -24,6 +26,20 @@ SIZE_ENV = (
     "OMPI_COMM_WORLD_SIZE",
     "PMI_SIZE",
 )  # how many processes the launcher started
+
+
+MAP_TAG = 7301  # Engine.map's messages, apart from any other point-to-point traffic
+
+
+def _p2p(comm: Any) -> Any:
+    """``comm`` sending through pickle protocol 5 with out-of-band buffers
+    (mpi4py.util.pkl5, mpi4py >= 3.1; also lifts MPI's 2^31-byte message limit),
+    else ``comm`` itself."""
+    try:
+        from mpi4py.util import pkl5
+    except ImportError:
+        return comm
+    return pkl5.Intracomm(comm)
 
 
 def mpi_launched() -> bool:
@@ -58,15 +74,7 @@ class Engine:
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Optional[list]:
         if self.kind == "mpi":
-            mine = [(i, fn(items[i])) for i in range(self.rank, len(items), self.size)]
-            gathered = self.comm.gather(mine, root=0)
-            if not self.reports:
-                return None
-            out: list[Any] = [None] * len(items)
-            for part in gathered:
-                for i, value in part:
-                    out[i] = value
-            return out
+            return self._map_mpi(fn, items)
         if self.kind == "processes" and len(items) > 1:
             # This process computes the first item meanwhile: one spawn (and its
             # imports, seconds) fewer.
@@ -77,6 +85,29 @@ class Engine:
                 first = fn(items[0])
                 return [first] + [r.result() for r in rest]
         return [fn(item) for item in items]
+
+    def _map_mpi(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Optional[list]:
+        """map under MPI: each result travels alone, as soon as it is made, and the
+        reporting process receives them in item order. A gather of every process's
+        results would hold all their pickled bytes beside the unpickled objects (at
+        a thousand ranks a part is its ranks' samples: gigabytes); with pickle 5's
+        out-of-band buffers (mpi4py.util.pkl5) an array is received straight into
+        the memory it is then used from, so no pickled copy of it exists at all."""
+        comm = _p2p(self.comm)
+        mine = range(self.rank, len(items), self.size)
+        if not self.reports:
+            for i in mine:
+                comm.send(fn(items[i]), dest=0, tag=MAP_TAG)
+            return None
+        out: list[Any] = [None] * len(items)
+        for i in mine:
+            out[i] = fn(items[i])
+        for i in range(len(items)):
+            if i % self.size:  # a sender's results arrive in the order it sent them
+                out[i] = comm.recv(source=i % self.size, tag=MAP_TAG)
+        return out
 
     def share(self, value: Any) -> Any:
         """The reporting process's ``value`` on every process (MPI broadcast)."""

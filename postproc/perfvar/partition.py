@@ -99,36 +99,71 @@ def _pieces(trace: TraceSamples) -> dict[int, tuple[Any, np.ndarray, np.ndarray]
     return out
 
 
+def _layout(
+    directory: str, parts: list[Part]
+) -> tuple[list[Any], dict[int, tuple[int, int, int]]]:
+    """The merged trace's location reports in definition order, and where each
+    intact location's rows go: location id -> (its part's index, its first sample,
+    its first probe in the merged arrays). A location read by two parts is the last
+    one's."""
+    owner: dict[int, tuple[int, Any]] = {}
+    for k, p in enumerate(parts):
+        for rep in p.trace.locations if p.trace is not None else []:
+            owner[rep.location] = (k, rep)
+    reports, at = [], {}
+    at_s = at_p = 0
+    for loc in trace_locations(directory):
+        if loc not in owner:
+            continue
+        k, rep = owner[loc]
+        reports.append(rep)
+        at[loc] = (k, at_s, at_p)
+        if rep.ok:
+            at_s, at_p = at_s + rep.segments, at_p + rep.probes
+    return reports, at
+
+
 def merge(directory: str, parts: list[Part]) -> TraceSamples:
     """The parts' traces as one TraceSamples, as read_trace(directory) gives it;
-    raises TraceError as read_trace does when no location could be read."""
+    raises TraceError as read_trace does when no location could be read.
+
+    Each part's trace is let go (its ``trace`` set to None) as soon as its rows are
+    copied into the merged arrays: the reporting process then holds the merged
+    samples and at most one part's beside them, not every part's twice."""
     read = [p.trace for p in parts if p.trace is not None]
     if not read:
         raise TraceError(parts[0].error or f"{directory}: nothing readable")
-    pieces: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
-    for t in read:
-        pieces.update(_pieces(t))
-    reports, samples, probes = [], [], []
-    for loc in trace_locations(directory):
-        if loc in pieces:
-            rep, s, p = pieces[loc]
-            reports.append(rep)
-            samples.append(s)
-            probes.append(p)
+    first = read[0]
+    del read
+    reports, at = _layout(directory, parts)
     if not any(r.ok for r in reports):
         raise TraceError(next(p.error for p in parts if p.error))
-    first = read[0]
-    return TraceSamples(
+    n_s = sum(r.segments for r in reports if r.ok)
+    n_p = sum(r.probes for r in reports if r.ok)
+    samples = np.empty(n_s, dtype=SAMPLE_DTYPE)
+    probes = np.empty(n_p, dtype=PROBE_DTYPE)
+    merged = TraceSamples(
         first.path,
         first.timer_resolution_hz,
         first.segments,
-        np.concatenate(samples) if samples else np.empty(0, dtype=SAMPLE_DTYPE),
+        samples,
         reports,
         reading_warnings(reports, first.segments),
         first.global_offset_ticks,
-        np.concatenate(probes) if probes else np.empty(0, dtype=PROBE_DTYPE),
+        probes,
         first.metric_names,  # every part read the same global definitions
     )
+    del first
+    for k, part in enumerate(parts):
+        if part.trace is None:
+            continue
+        for loc, (_, s, p) in _pieces(part.trace).items():
+            if loc in at and at[loc][0] == k:
+                _, a_s, a_p = at[loc]
+                samples[a_s : a_s + s.size] = s
+                probes[a_p : a_p + p.size] = p
+        part.trace = None
+    return merged
 
 
 def cells_as_judged(

@@ -64,6 +64,23 @@ SAMPLE_DTYPE = np.dtype(
 )
 
 
+# What an analysis reads of each sample once its cells and CPU table are made (the
+# classes' totals, the counters' intervals, the timeline of MPI calls): the CPUs and
+# the context bytes only fill the CPU table and choose a cell's cache state.
+TIMING_FIELDS = ("segment", "rank", "thread", "start_ticks", "duration_ns")
+
+
+def timing_only(samples: np.ndarray) -> np.ndarray:
+    """A copy of ``samples`` (SAMPLE_DTYPE rows) with only TIMING_FIELDS, in the same
+    order and with the same values: 28 bytes a row instead of 44."""
+    out = np.empty(
+        samples.size, dtype=[(name, samples.dtype[name]) for name in TIMING_FIELDS]
+    )
+    for name in TIMING_FIELDS:  # one field at a time: no temporary of whole rows
+        out[name] = samples[name]
+    return out
+
+
 PROBE_DTYPE = np.dtype(
     [
         ("rank", np.int32),

@@ -1,0 +1,36 @@
+"""The reporting process's samples: merging the parts gives the whole trace and lets
+each part's trace go once copied; the samples kept after the cells keep their timing
+row for row."""
+
+import numpy as np
+
+from conftest import normal_durations
+from perfvar import partition
+from perfvar.read.samples import SAMPLE_DTYPE, TIMING_FIELDS, timing_only
+from perfvar.read.trace import read_trace
+
+
+def test_merge_gives_the_whole_trace_and_lets_each_part_go(trace_factory):
+    path = trace_factory("parts", normal_durations(seed=3, nranks=6))
+    whole = read_trace(path)
+    parts = [
+        partition.Part(read_trace(path, ranks=block))
+        for block in partition.split(whole.ranks, 3)
+    ]
+    merged = partition.merge(path, parts)
+    assert all(p.trace is None for p in parts)
+    assert merged.samples.dtype == SAMPLE_DTYPE
+    assert merged.samples.tobytes() == whole.samples.tobytes()
+    assert merged.probes.tobytes() == whole.probes.tobytes()
+    assert merged.locations == whole.locations
+    assert merged.warnings == whole.warnings
+
+
+def test_timing_only_keeps_the_timing_fields_row_for_row(trace_factory):
+    path = trace_factory("timing", normal_durations(seed=5, nranks=3))
+    samples = read_trace(path).samples
+    narrow = timing_only(samples)
+    assert narrow.dtype.names == TIMING_FIELDS
+    assert narrow.dtype.itemsize < SAMPLE_DTYPE.itemsize
+    for name in TIMING_FIELDS:
+        assert np.array_equal(narrow[name], samples[name])
