@@ -92,6 +92,7 @@ from perfvar.stats import core_speed, work
 from perfvar.stats.blocks import BlockTest, ClassBlocks, block_test, class_blocks
 from perfvar.stats.cells import (
     RELATIVE_ONLY,
+    PeerCentres,
     by_segment,
     median_without_each,
     peer_pool,
@@ -542,28 +543,19 @@ class _Local:
     sensitivity: float  # of the class to its rank's speed (local_speed.sensitivities)
 
     @cached_property
-    def _ranks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ranks ascending, their medians, each one's others' median)."""
+    def _centres(self) -> tuple[np.ndarray, PeerCentres]:
+        """(the ranks ascending, their medians' PeerCentres)."""
         ranks = np.array(sorted(self.medians), dtype=np.int64)
-        values = np.array([self.medians[q] for q in ranks.tolist()])
-        return ranks, values, median_without_each(values)
+        return ranks, PeerCentres(np.array([self.medians[q] for q in ranks.tolist()]))
 
     def run_excess(self, rank: int, leave_out: list[int]) -> float:
         """``rank``'s corrected median minus its peers' centre (the median of their
         medians; those in ``leave_out`` are no peers unless none is left). Costs
         the size of ``leave_out``, not of the class's ranks."""
-        ranks, values, without = self._ranks
+        ranks, centres = self._centres
         mine = int(np.searchsorted(ranks, rank))
-        gone = rows_of(ranks, leave_out)
-        gone = gone[gone != mine]
-        if gone.size == 0 or gone.size == ranks.size - 1:
-            centre = float(without[mine])
-        else:
-            use = np.ones(ranks.size, dtype=bool)
-            use[gone] = False
-            use[mine] = False
-            centre = float(np.median(values[use]))
-        return self.medians[rank] - centre
+        gone = centres.left_out(mine, rows_of(ranks, leave_out))
+        return self.medians[rank] - centres.centre(mine, gone)
 
 
 def _local_blocks(ctx: _Context, seg: int, rank: int) -> Optional[_Local]:

@@ -265,6 +265,46 @@ def median_of_rest(values: np.ndarray, skip: np.ndarray) -> float:
     return lo if lo == hi else (lo + hi) / 2
 
 
+def ascending(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``a`` sorted, stably; where each of ``a``'s elements went in it)."""
+    order = np.argsort(a, kind="stable")
+    at = np.empty(order.size, dtype=np.int64)
+    at[order] = np.arange(order.size)
+    return a[order], at
+
+
+class PeerCentres:
+    """Each rank's peers' centre over one value per rank (rows in rank order): the
+    median of the other ranks' values, those left out (found slow before) not
+    counted unless none would be left. The others' median of every row and the
+    values sorted are derived once, so a centre costs the rows left out, not the
+    ranks. Not thread-safe (derives on first use)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self.of_others = median_without_each(values)  # no one left out
+
+    @cached_property
+    def _ascending(self) -> tuple[np.ndarray, np.ndarray]:
+        return ascending(self.values)
+
+    def left_out(self, mine: Optional[int], rows: np.ndarray) -> np.ndarray:
+        """The rows (ascending) that are no peers of row ``mine`` (None: a rank
+        without a row) besides itself: ``rows`` without ``mine``, and none where
+        they would leave no peer."""
+        gone = rows if mine is None else rows[rows != mine]
+        return gone[:0] if gone.size == self.values.size - (mine is not None) else gone
+
+    def centre(self, mine: Optional[int], gone: np.ndarray) -> float:
+        """np.median of the values but ``mine``'s and ``gone``'s (from left_out);
+        NaN where none is left."""
+        if mine is not None and gone.size == 0:
+            return float(self.of_others[mine])
+        skip = gone if mine is None else np.append(gone, mine)
+        values, at = self._ascending
+        return median_of_rest(values, np.sort(at[skip]))
+
+
 @dataclass
 class Peers:
     """One rank's peers in one class. Their ranks and pooled samples are taken from
@@ -347,7 +387,7 @@ class ClassPool:
         self.medians_ns = np.array([cells[q].median_ns for q in ranks])
         self.log_medians = np.array([cells[q].log_median for q in ranks])
         self.median_of_others = median_without_each(self.medians_ns)
-        self.log_median_of_others = median_without_each(self.log_medians)
+        self.log_centres = PeerCentres(self.log_medians)
         self.first_ns = min((float(cells[q].start_ns.min()) for q in ranks), default=0)
         self.last_ns = max((float(cells[q].start_ns.max()) for q in ranks), default=0)
         self.memo: dict[Any, Any] = {}  # what a detector derives from the pool once
@@ -356,7 +396,9 @@ class ClassPool:
         """np.median of the log-durations ``peers(rank)`` pools (no one left out),
         from the pool sorted once: the rank's own share is skipped by counting, not
         by copying the pool. NaN when the rank is alone."""
-        values, at = self._sorted("sorted_log", self.samples_log)
+        if "sorted_log" not in self.memo:
+            self.memo["sorted_log"] = ascending(self.samples_log)
+        values, at = self.memo["sorted_log"]
         i = self.index(rank)
         return median_of_rest(
             values, np.sort(at[self.owner == i]) if i is not None else at[:0]
@@ -374,36 +416,11 @@ class ClassPool:
         key = ("rows", frozenset(leave_out))
         if key not in self.memo:  # every rank of a class has the same ones left out
             self.memo[key] = rows_of(self.ranks, leave_out)
-        gone = self.memo[key]
-        if mine is not None:
-            gone = gone[gone != mine]
-        others = self.ranks.size - (mine is not None)
-        if gone.size == others:
-            gone = gone[:0]
+        gone = self.log_centres.left_out(mine, self.memo[key])
         out = gone if mine is None else np.sort(np.append(gone, mine))
-        if others == 0:
-            center = None
-        elif mine is not None and gone.size == 0:  # all the others: derived once
-            center = float(self.log_median_of_others[mine])
-        else:
-            center = self._log_median_without(out)
+        others = self.ranks.size - (mine is not None)
+        center = self.log_centres.centre(mine, gone) if others else None
         return Peers(self, out, gone, center)
-
-    def _log_median_without(self, rows: np.ndarray) -> float:
-        """np.median of the ranks' median log-durations without ``rows``, from them
-        sorted once."""
-        values, at = self._sorted("sorted_log_medians", self.log_medians)
-        return median_of_rest(values, np.sort(at[rows]))
-
-    def _sorted(self, name: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(``a`` ascending, where each of its elements went), derived once as
-        ``name``."""
-        if name not in self.memo:
-            order = np.argsort(a, kind="stable")
-            at = np.empty(order.size, dtype=np.int64)
-            at[order] = np.arange(order.size)
-            self.memo[name] = (a[order], at)
-        return self.memo[name]
 
 
 def class_pool(prep: Prepared, segment: int) -> ClassPool:
