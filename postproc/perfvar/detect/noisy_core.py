@@ -46,6 +46,7 @@ from perfvar.detect.words import neighbours_clause, where
 from perfvar.stats.cells import by_rank, median_without_each
 from perfvar.stats.compare import fdr, welch_greater
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.stats.order import percentiles
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "noisy_core"
@@ -122,7 +123,7 @@ def interpretation(typical_ns: Optional[float]) -> str:
 
 def fence_ns(kept_ns: np.ndarray) -> float:
     """The far-out fence of a cell (ns): Q3 + 3 x max(IQR, 1 % of the median)."""
-    q1, q2, q3 = np.percentile(kept_ns, [25, 50, 75])
+    q1, q2, q3 = percentiles(kept_ns, (25, 50, 75))
     return float(q3 + FENCE_IQR * max(q3 - q1, FENCE_MIN_SPREAD * q2))
 
 

@@ -71,6 +71,7 @@ from perfvar.stats.blocks import block_test, class_blocks, weighted_blocks
 from perfvar.stats.cells import by_segment, class_pool, peer_pool, unjudged_reason
 from perfvar.stats.compare import TEST_CAP, evenly, fdr, log_ns, rel
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
+from perfvar.stats.order import median
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_core"
@@ -141,7 +142,7 @@ def _rank(prep: Prepared, rank: int, judged: list[tuple[int, Any, Any]]) -> _Ran
         entry.classes.append(
             {
                 "segment": prep.segment_ids[seg],
-                "shift_rel": rel(float(np.median(z))),
+                "shift_rel": rel(median(z)),
                 "time_ns": float(cell.samples_ns.sum()),
                 "probe": seg == prep.probe_segment,
                 "n": cell.n,
@@ -151,7 +152,7 @@ def _rank(prep: Prepared, rank: int, judged: list[tuple[int, Any, Any]]) -> _Ran
         )
     if len(entry.classes) >= 2:
         z, zp = np.concatenate(z_all), np.concatenate(z_peers)
-        entry.shift_log = float(np.median(z) - np.median(zp))
+        entry.shift_log = median(z) - median(zp)
     return entry
 
 

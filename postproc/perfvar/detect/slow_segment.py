@@ -110,6 +110,7 @@ from perfvar.stats.model import (
     Judgement,
     Prepared,
 )
+from perfvar.stats.order import median
 from perfvar.stats.summary import iqr, overlap
 from perfvar.units import compact_ranges, fmt_ns, fmt_pct
 
@@ -216,7 +217,7 @@ def _kappa(
     tells = witnesses.get(rank, set())
     mine = [v for s, v in by_rank.get(rank, {}).items() if s != seg and s in tells]
     if mine:
-        level = float(np.median(mine))
+        level = median(np.array(mine))
         return level if len(mine) >= LEVEL_CLASSES else max(level, 0.0)
     return cores.get(rank)
 
@@ -575,7 +576,7 @@ def _local_blocks(ctx: _Context, seg: int, rank: int) -> Optional[_Local]:
         ctx.local[seg] = (
             _Local(
                 ClassBlocks(cells),
-                {q: float(np.median(np.log(c.samples_ns))) for q, c in cells.items()},
+                {q: median(np.log(c.samples_ns)) for q, c in cells.items()},
                 next(iter(cells.values())).sensitivity,
             )
             if len(cells) >= 2

@@ -53,6 +53,7 @@ import numpy as np
 
 from perfvar.stats.cells import median_without_each, rows_of
 from perfvar.stats.compare import log_ns
+from perfvar.stats.order import sorted_median, sorted_percentile
 
 if TYPE_CHECKING:
     from perfvar.stats.model import Cell, Prepared
@@ -168,7 +169,11 @@ def median_interval(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float,
     x_(k) and x_(n-k+1), k the largest with P(Binomial(n, 1/2) < k) <= (1 -
     level) / 2 (n = 20: the 6th and 15th, 95.9 %). Under 6 values no k exists: the
     extremes (n = 5: 93.8 %)."""
-    v = np.sort(np.asarray(values, dtype=np.float64))
+    return _sorted_interval(np.sort(np.asarray(values, dtype=np.float64)), level)
+
+
+def _sorted_interval(v: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:
+    """median_interval of values already in ascending order."""
     n = v.size
     k = _order_statistic(n, level)
     return float(v[k - 1]), float(v[n - k])
@@ -210,21 +215,21 @@ def block_test(shifts_log: np.ndarray, floor_log: float) -> BlockTest:
     the test whose inversion is the median's interval below. Fewer than MIN_BLOCKS
     usable blocks: p = 1 and an infinite interval (``tested`` is False)."""
     d = np.asarray(shifts_log, dtype=np.float64)
-    used = d[~np.isnan(d)]
+    used = np.sort(d[~np.isnan(d)])  # the median, quartiles and interval read it
     k = int(used.size)
     if k == 0:
         return BlockTest(d, 0, float("nan"), 1.0, (-np.inf, np.inf), 0.0, 0.0)
-    med = float(np.median(used))
+    med = sorted_median(used)
     share = float(np.count_nonzero(used > floor_log) / k)
-    q25, q75 = np.percentile(used, [25, 75])
+    spread = sorted_percentile(used, 75) - sorted_percentile(used, 25)
     if k < MIN_BLOCKS:
-        return BlockTest(d, k, med, 1.0, (-np.inf, np.inf), share, float(q75 - q25))
+        return BlockTest(d, k, med, 1.0, (-np.inf, np.inf), share, spread)
     above, nonzero = int(np.count_nonzero(used > 0)), int(np.count_nonzero(used))
     if nonzero == 0:
         p = 1.0
     else:
         p = _sign_test(above, nonzero)
-    return BlockTest(d, k, med, p, median_interval(used), share, float(q75 - q25))
+    return BlockTest(d, k, med, p, _sorted_interval(used), share, spread)
 
 
 def weighted_blocks(

@@ -15,6 +15,7 @@ import numpy as np
 from perfvar.read.cache_state import CacheState
 from perfvar.read.meta import Calibration
 from perfvar.stats.filters import OsFilterInfo
+from perfvar.stats.order import median
 
 
 @dataclass
@@ -79,14 +80,14 @@ class Cell:
     @cached_property
     def median_ns(self) -> float:
         """Median of the kept samples (ns)."""
-        return float(np.median(self.samples_ns))
+        return median(self.samples_ns)
 
     @cached_property
     def log_median(self) -> float:
         """Median of the kept samples' log-durations (perfvar.stats.compare.log_ns)."""
         from perfvar.stats.compare import log_ns
 
-        return float(np.median(log_ns(self.samples_ns)))
+        return median(log_ns(self.samples_ns))
 
 
 def cell_calibration(
