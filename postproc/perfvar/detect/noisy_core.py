@@ -128,7 +128,15 @@ def fence_ns(kept_ns: np.ndarray) -> float:
 
 
 def rank_noise(prep: Prepared) -> dict[int, RankNoise]:
-    """rank -> its interruptions: the samples of its cells beyond their fence."""
+    """rank -> its interruptions: the samples of its cells beyond their fence.
+    Derived once per Prepared: the detector, the rank table and the HTML report
+    read the same (a fence per cell: seconds at thousands of ranks)."""
+    if "rank_noise" not in prep.derived:
+        prep.derived["rank_noise"] = _rank_noise(prep)
+    return prep.derived["rank_noise"]
+
+
+def _rank_noise(prep: Prepared) -> dict[int, RankNoise]:
     out = {}
     for rank, cells in by_rank(prep).items():
         noise = RankNoise(rank)
