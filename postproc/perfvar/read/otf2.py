@@ -291,6 +291,16 @@ def trace_locations(directory: str) -> list[int]:
     return [loc[0] for loc in _global_definitions(directory).locations]
 
 
+def rank_location_ids(directory: str) -> dict[int, list[int]]:
+    """Each rank's OTF2 location ids in DIR/traces.otf2, thread 0 first (definition
+    order, ranks and threads told as the reader tells them: location_rank). Raises
+    TraceError as :func:`read_trace` does."""
+    out: dict[int, list[int]] = {}
+    for location, _, _, rank, _ in _global_definitions(directory).locations:
+        out.setdefault(rank, []).append(location)
+    return out
+
+
 def trace_ranks(directory: str) -> list[int]:
     """Every rank DIR/traces.otf2 defines, ascending (as ``read_trace(DIR).ranks``
     gives them, without reading any event). Raises TraceError as :func:`read_trace`

@@ -29,7 +29,7 @@ from perfvar.read.otf2 import (
     TraceDefinitions,
     _anchor,
     _CStderr,
-    _definitions,
+    _global_definitions,
     _open_reader,
 )
 from perfvar.read.python_loop import _read_events
@@ -69,46 +69,60 @@ def read_trace(
     anchor = _anchor(directory)
     import _otf2
 
+    # The definitions as this process read them already (the analysis asks for the
+    # ranks first): reading them through OTF2's callbacks takes seconds at thousands
+    # of ranks, and the event loops open the archive themselves.
+    defs = _global_definitions(directory)
+    chosen = _select(defs, ranks, locations)
+    sizes = _event_file_sizes(anchor, chosen)
     whole_read = None  # every location's samples and probes, when read as one
     with _CStderr() as cerr:
-        reader = _open_reader(anchor, cerr)
+        chunk_bytes = _chunk_bytes(anchor, _otf2)
+        whole = [size >= chunk_bytes for size in sizes]
+        loop = _Loops(anchor, defs, chosen, whole, cerr, _otf2)
         try:
-            defs = _definitions(reader, anchor)
-            chosen = _select(defs, ranks, locations)
-            sizes = _event_file_sizes(anchor, chosen)
-            chunk_bytes = _chunk_bytes(reader, _otf2)
-            whole = [size >= chunk_bytes for size in sizes]
             if native is None:
-                read = _read_events(reader.handle, defs, chosen, whole, cerr, _otf2)
+                read = loop.python(list(range(len(chosen))))
             else:
-                loop = _Loops(anchor, reader, defs, chosen, whole, cerr, _otf2)
                 read, whole_read = loop.native_first(native, sizes, chunk_bytes)
-                reader = loop.reader
         finally:
-            try:
-                if reader is not None:
-                    reader.close()
-            except Exception:
-                pass
+            loop.close()
     return _trace_samples(defs, read, whole_read)
 
 
-def _chunk_bytes(reader: Any, _otf2: Any) -> int:
-    """The archive's event chunk size (bytes)."""
+def _chunk_bytes(anchor: str, _otf2: Any) -> int:
+    """The archive's event chunk size (bytes), from its anchor file (no definition
+    read)."""
     try:
-        return int(_otf2.Reader_GetChunkSize(reader.handle)[0])
+        handle = _otf2.Reader_Open(anchor)
     except Exception:
         return 1 << 20  # OTF2's default, and what perfvar writes
+    try:
+        return int(_otf2.Reader_GetChunkSize(handle)[0])
+    except Exception:
+        return 1 << 20
+    finally:
+        _otf2.Reader_Close(handle)
 
 
 class _Loops:
     """The chosen locations read by the native loop where it can, by the Python loop
-    where it cannot. ``reader``: the open Python reader, None once closed for the
-    native one (which opens the archive itself); the caller closes what is left."""
+    where it cannot. ``reader``: the Python reader, opened when that loop first
+    reads, closed before the native one runs (which opens the archive itself) and
+    by :meth:`close`."""
 
-    def __init__(self, anchor, reader, defs, chosen, whole, cerr, _otf2) -> None:
-        self.anchor, self.reader, self.defs = anchor, reader, defs
+    def __init__(self, anchor, defs, chosen, whole, cerr, _otf2) -> None:
+        self.anchor, self.reader, self.defs = anchor, None, defs
         self.chosen, self.whole, self.cerr, self._otf2 = chosen, whole, cerr, _otf2
+
+    def close(self) -> None:
+        """Close the Python reader if it is open."""
+        reader, self.reader = self.reader, None
+        try:
+            if reader is not None:
+                reader.close()
+        except Exception:
+            pass
 
     def python(self, indices: list[int]) -> list:
         """The Python loop over these of the chosen locations."""
@@ -137,8 +151,7 @@ class _Loops:
         boundary = [0 < size and size % chunk_bytes == 0 for size in sizes]
         mine = [i for i, b in enumerate(boundary) if b]
         py = self.python(mine) if mine else []
-        self.reader.close()  # the native reader opens the archive itself
-        self.reader = None
+        self.close()  # the native reader opens the archive itself
         rest = [i for i, b in enumerate(boundary) if not b]
         nat = reader_native.read_locations(
             native,

@@ -60,7 +60,7 @@ from perfvar._spec import (
 from perfvar.detect import describe, is_verdict, size, subject
 from perfvar.detect.finding import PLACEMENT
 from perfvar.installation import find_tool
-from perfvar.read.otf2 import location_rank
+from perfvar.read.otf2 import rank_location_ids
 from perfvar.result import Analysis, Consequence, Finding
 from perfvar.units import fmt_ns
 from perfvar.verdict.headline import after_waiting
@@ -143,14 +143,9 @@ def consequence_text(result: Analysis, c: Consequence) -> str:
 
 def rank_locations(anchor: str) -> dict[int, list[int]]:
     """Each rank's location ids, thread 0 first, from the trace's definitions, ranks
-    and threads told as the trace reader tells them (read.otf2.location_rank)."""
-    import otf2
-
-    out: dict[int, list[int]] = {}
-    with otf2.reader.open(anchor) as reader:
-        for loc in reader.definitions.locations:
-            out.setdefault(location_rank(loc), []).append(int(loc._ref))
-    return out
+    and threads told as the trace reader tells them (read.otf2.rank_location_ids:
+    the definitions the analysis read, not read again)."""
+    return rank_location_ids(os.path.dirname(anchor) or ".")
 
 
 def _one_line(text: str) -> str:
