@@ -53,6 +53,27 @@ def test_an_analysis_round_trips_through_its_json(analyses, tmp_path):
         assert Path(write_json(again, str(tmp_path / "b.json"))).read_text() == text
 
 
+def test_each_record_is_one_line(analyses, tmp_path):
+    """A top-level entry a line, and each rank, judgement or finding a line of its
+    own: what grep shows whole."""
+    slow = analyses[0]
+    text = Path(write_json(slow, str(tmp_path / "lines.json"))).read_text()
+    doc = json.loads(text)
+    lines = text.splitlines()
+    for j in doc["judgements"]:
+        assert f"  {json.dumps(j)}" in (line.rstrip(",") for line in lines)
+    assert sum(line.startswith("  {") for line in lines) == sum(
+        len(v)
+        for v in doc.values()
+        if isinstance(v, list) and v and isinstance(v[0], dict)
+    )
+    assert all(
+        json.loads(f"{{{line.rstrip(',')}}}")
+        for line in lines[1:-1]
+        if not line.startswith(("  ", " ]")) and not line.endswith("[")
+    )
+
+
 def test_the_parts_are_read_by_attribute(analyses):
     slow = analyses[0]
     (finding,) = [a for a in slow.anomalies if a.kind == "slow_segment"]
