@@ -137,6 +137,27 @@ def test_pair_sums_in_chunks_are_those_of_one_pass_to_the_bit(monkeypatch, chunk
     assert W._pair_sums(rank[:0], cause[:0], waiting[:0], 1)[0].size == 0
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_the_largest_pairs_are_those_of_a_full_sort(seed):
+    """The summary's largest pairs, over the job and per waiting rank, picked
+    without sorting every pair: as a stable sort of them all lists them, ties
+    (many: waiting on a grid) in pair order."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    waiter = np.sort(rng.integers(0, int(rng.integers(1, 60)), n))
+    whom = rng.integers(0, 60, n)
+    sums = rng.integers(1, 6, n).astype(float) * 10.0 ** rng.integers(0, 2, n)
+    for k in (1, W.TOP_PAIRS, n, n + 5):
+        want = np.argsort(-sums, kind="stable")[:k]
+        assert W._largest(sums, k).tolist() == want.tolist()
+    order = np.lexsort((-sums, waiter))
+    first = np.searchsorted(waiter[order], waiter[order], side="left")
+    listed = order[np.arange(order.size) - first < W.TOP_CAUSES]
+    want = list(zip(waiter[listed].tolist(), whom[listed].tolist(), sums[listed]))
+    assert W._largest_per_waiter(waiter, whom, sums) == want
+    assert W._largest_per_waiter(waiter[:0], whom[:0], sums[:0]) == []
+
+
 def test_calls_are_ordered_by_rank_then_time_sorted_or_not():
     # The reader gives them in order (identity, no sort); merged parts may not.
     rng = np.random.default_rng(2)
