@@ -68,8 +68,8 @@ from perfvar.detect.words import (
 )
 from perfvar.stats import work
 from perfvar.stats.blocks import block_test, class_blocks, weighted_blocks
-from perfvar.stats.cells import by_segment, class_pool, peer_pool, unjudged_reason
-from perfvar.stats.compare import TEST_CAP, evenly, fdr, log_ns, rel
+from perfvar.stats.cells import by_segment, class_pool, unjudged_reason
+from perfvar.stats.compare import TEST_CAP, fdr, log_ns, rel
 from perfvar.stats.model import Anomaly, DetectorResult, DetectParams, Prepared
 from perfvar.stats.order import median
 from perfvar.units import fmt_ns, fmt_pct
@@ -131,13 +131,13 @@ def _rank(prep: Prepared, rank: int, judged: list[tuple[int, Any, Any]]) -> _Ran
     entry = _Rank(rank)
     z_all, z_peers = [], []
     for seg, cell, cal in judged:
-        peers_log = peer_pool(prep, seg, rank).samples_log
-        ref = class_pool(prep, seg).pooled_median_log(rank)
+        pool = class_pool(prep, seg)
+        ref = pool.pooled_median_log(rank)
         z = log_ns(cell.samples_ns) - ref
         z_all.append(z)
         # The peers' median z needs no more than TEST_CAP a class, spread over the
         # run.
-        z_peers.append(evenly(peers_log, TEST_CAP) - ref)
+        z_peers.append(pool.others_log_evenly(rank, TEST_CAP) - ref)
         entry.blocks.append(class_blocks(prep, seg).shifts(rank))
         entry.classes.append(
             {

@@ -53,6 +53,7 @@ from perfvar.stats.cells import ClassPool, by_segment, class_pool, unjudged_reas
 from perfvar.stats.compare import fdr, log_ns, mann_whitney_greater, rel
 from perfvar.stats.core_speed import MORE, SLOWER
 from perfvar.stats.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
+from perfvar.stats.order import median
 from perfvar.units import fmt_ns, fmt_pct
 
 KIND = "slow_phase"
@@ -116,7 +117,7 @@ def _step_sigma(steps: np.ndarray) -> float:
     every time), their root mean square, which is 0 only when d is constant. With
     the median alone such a run had sigma 0 and no change point however large its
     step."""
-    sigma = float(np.median(np.abs(steps))) / (0.6745 * np.sqrt(2))
+    sigma = median(np.abs(steps)) / (0.6745 * np.sqrt(2))
     if sigma > 0:
         return sigma
     return float(np.sqrt(np.mean(steps**2))) / np.sqrt(2)
@@ -169,14 +170,14 @@ def _windows_of_cell(
     if valid.size < 2 * MIN_SIZE:
         return []
     d = (mine - theirs)[valid]
-    baseline = float(np.median(d))
+    baseline = median(d)
     flagged = np.zeros(d.size, dtype=bool)
     # A stretch's median is at most d's largest bin: with no bin above the floor no
     # stretch can be, and the change points (and ruptures' import) are not needed.
     if float(d.max()) - baseline <= np.log1p(floor):
         return []
     for lo, hi in _stretches(d):
-        if float(np.median(d[lo:hi])) - baseline > np.log1p(floor):
+        if median(d[lo:hi]) - baseline > np.log1p(floor):
             flagged[lo:hi] = True
     out = []
     for lo, hi in _runs(flagged):
@@ -184,13 +185,13 @@ def _windows_of_cell(
             continue
         inside = d[lo:hi]
         rest = np.concatenate([d[:lo], d[hi:]])
-        level = float(np.median(inside)) - float(np.median(rest))
+        level = median(inside) - median(rest)
         if rel(level) * (hi - lo) / d.size < MIN_COST:
             continue
         p = mann_whitney_greater(inside, rest)
         start, end = edges[valid[lo]], edges[valid[hi - 1] + 1]
         outside = (cell.start_ns < start) | (cell.start_ns >= end)
-        base_ns = float(np.median(cell.samples_ns[outside]))
+        base_ns = median(cell.samples_ns[outside])
         excess = rel(level)
         out.append(
             _Window(

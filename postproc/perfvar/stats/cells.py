@@ -132,7 +132,18 @@ def unjudged_reason(
     are at least RELATIVE_ONLY_FACTOR times its timer overhead: there the relative
     floor is far above any plausible t_diff, and the cell is judged with it alone
     (its calibration is then relative_floor_only's, said in the evidence).
+    Derived once per cell of ``prep`` and ``min_samples``: every detector asks.
     """
+    key = ("unjudged", cell.segment, cell.rank, min_samples)
+    held = prep.derived.get(key)
+    if held is None or held[0] is not cell:  # held for this very cell only
+        held = prep.derived[key] = (cell, _unjudged_reason(prep, cell, min_samples))
+    return held[1]
+
+
+def _unjudged_reason(
+    prep: Prepared, cell: Cell, min_samples: int
+) -> tuple[Optional[str], Optional[Union[CacheState, Calibration]]]:
     cal = cell_calibration(prep, cell)
     pool = class_pool(prep, cell.segment)
     mine = pool.index(cell.rank)
@@ -383,6 +394,7 @@ class ClassPool:
             [cells[q].start_ns[t] for q, t in zip(ranks, shares)] or [empty]
         )
         self.share_sizes = np.array([t.size for t in shares], dtype=np.int64)
+        self.share_starts = np.cumsum(self.share_sizes) - self.share_sizes
         self.owner = np.repeat(np.arange(len(ranks)), self.share_sizes)
         self.medians_ns = np.array([cells[q].median_ns for q in ranks])
         self.log_medians = np.array([cells[q].log_median for q in ranks])
@@ -400,9 +412,25 @@ class ClassPool:
             self.memo["sorted_log"] = ascending(self.samples_log)
         values, at = self.memo["sorted_log"]
         i = self.index(rank)
-        return median_of_rest(
-            values, np.sort(at[self.owner == i]) if i is not None else at[:0]
-        )
+        if i is None:
+            return median_of_rest(values, at[:0])
+        lo = int(self.share_starts[i])  # its share: one stretch of the pool
+        return median_of_rest(values, np.sort(at[lo : lo + int(self.share_sizes[i])]))
+
+    def others_log_evenly(self, rank: int, cap: int) -> np.ndarray:
+        """compare.evenly(peers(rank).samples_log, cap): the pool's log-durations
+        without ``rank``'s own share, at most ``cap`` of them evenly spaced, taken
+        from the pool at the positions they hold (the share is one stretch of the
+        pool, which is in rank order) rather than from a copy of every peer's."""
+        i = self.index(rank)
+        lo = 0 if i is None else int(self.share_starts[i])
+        hi = lo if i is None else lo + int(self.share_sizes[i])
+        m = self.samples_log.size - (hi - lo)
+        if m <= cap:
+            return np.concatenate([self.samples_log[:lo], self.samples_log[hi:]])
+        at = np.arange(cap) * (m - 1) // (cap - 1)
+        at[at >= lo] += hi - lo
+        return self.samples_log[at]
 
     def index(self, rank: int) -> Optional[int]:
         i = int(np.searchsorted(self.ranks, rank))

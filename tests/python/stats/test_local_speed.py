@@ -7,7 +7,7 @@ import numpy as np
 
 from conftest import make_prepared
 from perfvar.detect import slow_segment
-from perfvar.stats.local_speed import corrected_cells
+from perfvar.stats.local_speed import _window_medians, corrected_cells
 from perfvar.stats.summary import iqr
 
 STEP_NS = 10e6  # one time step: every class once, 1.5 ms apart
@@ -137,3 +137,25 @@ def test_such_a_class_slower_on_one_rank_is_named_by_its_own_excess():
         and " beyond its core, " in text
         and f"a class that follows {follows:.2f} of" in text
     )
+
+
+def test_window_medians_are_those_of_each_row_bin_and_class():
+    """_window_medians against a median taken per (row, bin, class) over the
+    samples in that bin and its two neighbours, NaN where none is."""
+    rng = np.random.default_rng(1)
+    n, classes = 3000, 4
+    row = rng.integers(0, 5, n)
+    nbins = rng.integers(3, 40, 5)
+    bins = (rng.random(n) * nbins[row]).astype(np.int64)
+    cls = rng.integers(0, classes, n)
+    resid = np.round(rng.normal(0, 1, n), 2)  # ties, an even count in some windows
+    got = _window_medians(row, bins, cls, resid, nbins, classes)
+    assert got.shape == (5, int(nbins.max()), classes)
+    for r in range(5):
+        for b in range(int(nbins.max())):
+            for k in range(classes):
+                near = (row == r) & (cls == k) & (np.abs(bins - b) <= 1)
+                if b >= nbins[r] or not near.any():
+                    assert np.isnan(got[r, b, k])
+                else:
+                    assert got[r, b, k] == np.median(resid[near])

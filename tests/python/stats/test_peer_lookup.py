@@ -10,6 +10,7 @@ from conftest import make_prepared
 from perfvar.detect.slow_segment import _Local
 from perfvar.stats.blocks import class_blocks
 from perfvar.stats.cells import class_pool, median_of_rest, rows_of
+from perfvar.stats.compare import evenly
 
 RANKS = [0, 2, 3, 5, 8, 9, 11]  # gaps: ranks 1, 4, 6 have no cell in the class
 
@@ -93,3 +94,14 @@ def test_the_median_of_the_rest_is_numpys_median_of_what_is_left(seed):
     rest = np.delete(values, skip)
     assert median_of_rest(values, skip) == float(np.median(rest))
     assert np.isnan(median_of_rest(values, np.arange(values.size)))
+
+
+@pytest.mark.parametrize("cap", [5, 100, 2399, 2400, 10_000])
+def test_the_others_evenly_are_the_peers_samples_evenly(cap):
+    """ClassPool.others_log_evenly against compare.evenly over the peers' pooled
+    samples, for every rank of the class and ranks it does not have, with the cap
+    below, at and above the peers' count."""
+    pool = class_pool(_prepared(5), 0)
+    for rank in RANKS + [1, 4, 12]:
+        want = evenly(pool.peers(rank).samples_log, cap)
+        assert pool.others_log_evenly(rank, cap).tolist() == want.tolist()
