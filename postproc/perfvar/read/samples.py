@@ -64,6 +64,15 @@ SAMPLE_DTYPE = np.dtype(
 )
 
 
+def in_rank_time_order(rank: np.ndarray, start: np.ndarray) -> bool:
+    """Whether rows with these ranks and start times are sorted by rank, then start,
+    as the reader gives a trace of one thread a rank (each location's events in
+    time, the locations in rank order); a rank's second thread breaks it. Pure."""
+    up = rank[1:] > rank[:-1]
+    up |= (rank[1:] == rank[:-1]) & (start[1:] >= start[:-1])
+    return bool(up.all())
+
+
 # What an analysis reads of each sample once its cells and CPU table are made (the
 # classes' totals, the counters' intervals, the timeline of MPI calls): the CPUs and
 # the context bytes only fill the CPU table and choose a cell's cache state.

@@ -16,7 +16,7 @@ import numpy as np
 
 from perfvar.read.cache_state import CacheState, cell_context, choose
 from perfvar.read.meta import RELATIVE_ONLY_FACTOR, Calibration, RunMeta
-from perfvar.read.samples import CPU_UNKNOWN, TraceSamples
+from perfvar.read.samples import CPU_UNKNOWN, TraceSamples, in_rank_time_order
 from perfvar.stats.compare import log_ns
 from perfvar.stats.filters import OsFilterInfo, filter_cost
 from perfvar.stats.model import Cell, Prepared, cell_calibration
@@ -47,9 +47,7 @@ def _by_segment_rank_start(samples: np.ndarray) -> np.ndarray:
     order), the samples are in rank and start order already: a stable sort by
     segment alone then gives the same order, four times faster than the lexsort."""
     rank, start = samples["rank"], samples["start_ticks"]
-    up = rank[1:] > rank[:-1]
-    up |= (rank[1:] == rank[:-1]) & (start[1:] >= start[:-1])
-    if up.all():
+    if in_rank_time_order(rank, start):
         return np.argsort(samples["segment"], kind="stable")
     return np.lexsort((start, rank, samples["segment"]))
 
@@ -424,20 +422,24 @@ class ClassPool:
         if "sorted_log" not in self.memo:
             self.memo["sorted_log"] = ascending(self.samples_log)
         values, at = self.memo["sorted_log"]
+        lo, hi = self._share(rank)
+        return median_of_rest(values, np.sort(at[lo:hi]))
+
+    def _share(self, rank: int) -> tuple[int, int]:
+        """[lo, hi) of ``rank``'s share in the pool (one stretch of it: the pool is
+        in rank order); empty for a rank without a row."""
         i = self.index(rank)
         if i is None:
-            return median_of_rest(values, at[:0])
-        lo = int(self.share_starts[i])  # its share: one stretch of the pool
-        return median_of_rest(values, np.sort(at[lo : lo + int(self.share_sizes[i])]))
+            return 0, 0
+        lo = int(self.share_starts[i])
+        return lo, lo + int(self.share_sizes[i])
 
     def others_log_evenly(self, rank: int, cap: int) -> np.ndarray:
         """compare.evenly(peers(rank).samples_log, cap): the pool's log-durations
         without ``rank``'s own share, at most ``cap`` of them evenly spaced, taken
         from the pool at the positions they hold (the share is one stretch of the
         pool, which is in rank order) rather than from a copy of every peer's."""
-        i = self.index(rank)
-        lo = 0 if i is None else int(self.share_starts[i])
-        hi = lo if i is None else lo + int(self.share_sizes[i])
+        lo, hi = self._share(rank)
         m = self.samples_log.size - (hi - lo)
         if m <= cap:
             return np.concatenate([self.samples_log[:lo], self.samples_log[hi:]])
