@@ -43,7 +43,7 @@ from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.modes import split_modes
 from perfvar.read.otf2 import trace_ranks
 from perfvar.read.recover import endings_json, ensure_trace, read_endings
-from perfvar.read.samples import TraceSamples, timing_only
+from perfvar.read.samples import TraceSamples, durations_only, timing_only
 from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
@@ -81,7 +81,7 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
-from perfvar.verdict import neighbours, time_slicing
+from perfvar.verdict import neighbours, time_slicing, wait_states
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -137,11 +137,27 @@ def prepare(
 def _timing_only(trace: TraceSamples, prep: Prepared) -> tuple[TraceSamples, Any]:
     """``trace`` with only its samples' timing (read.samples.timing_only), once
     ``prep``'s CPU table is made from the whole samples: nothing after the cells
-    reads a sample's CPUs or context, and the samples are held to the end, beside
-    the timeline of every call (the wait states' peak). Returns (trace, samples)."""
+    reads a sample's CPUs or context. Returns (trace, samples)."""
     cpu_use.of(prep)
     narrow = dataclasses.replace(trace, samples=timing_only(trace.samples))
     return narrow, narrow.samples
+
+
+def _durations_only(trace: TraceSamples) -> tuple[TraceSamples, Any]:
+    """``trace`` with only its samples' classes and durations
+    (read.samples.durations_only), once the timeline of MPI calls is built from
+    their ranks, threads and starts; they are held to the end, beside that timeline
+    and its wait states (the analysis's peak). Returns (trace, samples)."""
+    narrow = dataclasses.replace(trace, samples=durations_only(trace.samples))
+    return narrow, narrow.samples
+
+
+def _let_go_of_cells(prep: Prepared) -> None:
+    """Drops ``prep``'s cells and what the detectors derived from them (their
+    samples: 20 bytes each kept one), once the detectors and the result's tables
+    have read them; the wait states that follow read the trace's samples."""
+    prep.cells = {}
+    prep.derived.clear()
 
 
 def _class_label(
@@ -491,33 +507,48 @@ def analyze(
     )
     progress.step("detectors")
     anomalies, judgements = run_all(prep, params)
-    # What the detectors freed, back to the system before the timeline of every
-    # call is built beside the samples (perfvar.heap): the analysis's peak.
+    progress.step("naming call sites")
+    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
+    sites = [site for k in parsed for site in (k.start, k.end) if site is not None]
+    symbols = symbolize(sites, enabled=symbolize_sites)
+    # What the result takes of the cells' samples, taken before they are let go.
+    noise = rank_noise(prep)
+    segments = _segment_table(trace, order, parsed, prep, symbols)
+    decomposition = _decomposition(prep, order)
+    resolution = _resolution(judgements)
+    for seg, row in zip(order, segments):
+        row.family = families.get(seg, [row.key])
+        row.resolution_rel = resolution.get(row.id)
+    if on_prepared is None:  # else report.html plots them once the result is made
+        _let_go_of_cells(prep)
+    # What the detectors and the cells freed, back to the system before the
+    # timeline of every call is built beside the samples (perfvar.heap): the
+    # analysis's peak.
     heap.give_back()
     progress.step("wait states and delay costs")
+    timeline = wait_states.build_timeline(
+        trace.samples, trace.segments, trace.trace_ns, trace.probes
+    )
+    trace, prep.samples = _durations_only(trace)
     # A rank's socket: the one all the CPUs it may run on share (None: unbound).
     places = {
         r: Place(m.host, m.topology.place()[0] if m.topology else None)
         for r, m in meta.ranks.items()
     }
     ranked = rank_findings(
-        anomalies, trace, prep.segment_ids, min_cost, alpha, min_samples, places
+        anomalies,
+        trace,
+        prep.segment_ids,
+        min_cost,
+        alpha,
+        min_samples,
+        places,
+        timeline,
     )
+    del timeline  # the calls' arrays: the result keeps the wait states' summary
     anomalies = ranked.anomalies  # the headline verdicts by cost, then information
     neighbours.attach(anomalies + ranked.minor, meta.ranks)
-    progress.step("naming call sites")
-
-    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
-    sites = [site for k in parsed for site in (k.start, k.end) if site is not None]
-    symbols = symbolize(sites, enabled=symbolize_sites)
-
-    noise = rank_noise(prep)
     ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise, places)
-    segments = _segment_table(trace, order, parsed, prep, symbols)
-    resolution = _resolution(judgements)
-    for seg, row in zip(order, segments):
-        row.family = families.get(seg, [row.key])
-        row.resolution_rel = resolution.get(row.id)
     run_params = Params(
         min_samples=min_samples,
         peers=peers,
@@ -552,7 +583,7 @@ def analyze(
         consequences=[Consequence.from_json(c) for c in ranked.consequences],
         wait_states=ranked.waits,
         judgements=[JudgementRow.from_json(j.to_json()) for j in judgements],
-        decomposition=_decomposition(prep, order),
+        decomposition=decomposition,
         ended=Ended.from_json(ended),
         summary=summary,
         warnings=trace.warnings + meta.notes,

@@ -77,17 +77,29 @@ def in_rank_time_order(rank: np.ndarray, start: np.ndarray) -> bool:
 # classes' totals, the counters' intervals, the timeline of MPI calls): the CPUs and
 # the context bytes only fill the CPU table and choose a cell's cache state.
 TIMING_FIELDS = ("segment", "rank", "thread", "start_ticks", "duration_ns")
+# What it reads of each sample once the timeline of MPI calls is built too (the
+# classes' totals, the counters' intervals, a class's segments after their calls).
+DURATION_FIELDS = ("segment", "duration_ns")
+
+
+def only_fields(samples: np.ndarray, fields: tuple[str, ...]) -> np.ndarray:
+    """A copy of ``samples`` with only ``fields`` (in that order), rows in the same
+    order with the same values."""
+    out = np.empty(samples.size, dtype=[(name, samples.dtype[name]) for name in fields])
+    for name in fields:  # one field at a time: no temporary of whole rows
+        out[name] = samples[name]
+    return out
 
 
 def timing_only(samples: np.ndarray) -> np.ndarray:
-    """A copy of ``samples`` (SAMPLE_DTYPE rows) with only TIMING_FIELDS, in the same
-    order and with the same values: 28 bytes a row instead of 44."""
-    out = np.empty(
-        samples.size, dtype=[(name, samples.dtype[name]) for name in TIMING_FIELDS]
-    )
-    for name in TIMING_FIELDS:  # one field at a time: no temporary of whole rows
-        out[name] = samples[name]
-    return out
+    """``samples`` (SAMPLE_DTYPE rows) with only TIMING_FIELDS: 28 bytes a row
+    instead of 44."""
+    return only_fields(samples, TIMING_FIELDS)
+
+
+def durations_only(samples: np.ndarray) -> np.ndarray:
+    """``samples`` with only DURATION_FIELDS: 12 bytes a row."""
+    return only_fields(samples, DURATION_FIELDS)
 
 
 PROBE_DTYPE = np.dtype(

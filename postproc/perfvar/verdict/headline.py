@@ -194,14 +194,20 @@ def rank_findings(
     alpha: float = 0.05,
     min_samples: int = 8,
     places: Optional[Mapping[int, Place]] = None,
+    timeline: Optional[wait_states.Timeline] = None,
 ) -> Ranked:
     """Split and rank the detectors' ``anomalies`` (see the module docstring).
     ``segment_ids``: display id of each trace segment index; ``min_cost``: a share
     of wall time x ranks; ``places``: rank -> where it ran (node, socket), for the
-    machine's levels (none: no levels)."""
-    tl = wait_states.build_timeline(
-        trace.samples, trace.segments, trace.trace_ns, trace.probes
-    )
+    machine's levels (none: no levels); ``timeline``: the trace's
+    (wait_states.build_timeline), when the caller built it and let go of the
+    samples' fields beyond read.samples.DURATION_FIELDS, which is all that is read
+    of them here."""
+    tl = timeline
+    if tl is None:
+        tl = wait_states.build_timeline(
+            trace.samples, trace.segments, trace.trace_ns, trace.probes
+        )
     ws = wait_states.find(tl)
     samples = trace.samples
     kept, consequences = _symptoms_apart(

@@ -2,18 +2,29 @@
 a symptom after a wait moves to the consequences, a costly slowdown stays a headline
 finding, a cheap shift becomes minor."""
 
+import dataclasses
+
+import pytest
 from waits_sim import simulate
 
 from perfvar.detect.words import off_cpu_clause
+from perfvar.read.samples import DURATION_FIELDS, durations_only
 from perfvar.stats.model import Anomaly
-from perfvar.verdict import headline, off_cpu, time_slicing
+from perfvar.verdict import headline, off_cpu, time_slicing, wait_states
 
 IDS = ["S0", "S1"]
 
 
 def _slow(rank, segment, excess_ns, rel):
-    return Anomaly("slow_segment", rank, "h", rank, segment, excess_ns,
-                   {"excess_rel": rel, "shift_rel": rel})
+    return Anomaly(
+        "slow_segment",
+        rank,
+        "h",
+        rank,
+        segment,
+        excess_ns,
+        {"excess_rel": rel, "shift_rel": rel},
+    )
 
 
 def _symptom_run():
@@ -207,3 +218,36 @@ def test_what_a_rank_sharing_its_cpu_with_others_shows_is_that_sharing():
     ranked = headline.rank_findings(own, _busy_run(), IDS)
     assert ranked.consequences == []
     assert [a.kind for a in ranked.anomalies] == ["slow_core", "shared_cpu"]
+
+
+@pytest.mark.parametrize(
+    "run, found",
+    [
+        (
+            _symptom_run,
+            lambda: [_slow(1, "S0", 200_000.0, 2.0), _slow(0, "S1", 4000.0, 0.2)],
+        ),
+        (lambda: _off_run(3000.0), lambda: [_slow(0, "S1", 3000.0, 0.15)]),
+        (
+            _busy_run,
+            lambda: [_noisy(1, 0.50, 0.01), _core(1, 1.0), _slow(1, "S0", 8000.0, 0.8)],
+        ),
+    ],
+)
+def test_the_verdict_reads_only_the_durations_once_the_timeline_is_built(run, found):
+    # The analysis builds the timeline, then keeps of each sample its class and
+    # duration only: the verdict is the same as from the whole samples.
+    trace = run()
+    whole = headline.rank_findings(found(), trace, IDS)
+    tl = wait_states.build_timeline(
+        trace.samples, trace.segments, trace.trace_ns, trace.probes
+    )
+    narrow = dataclasses.replace(trace, samples=durations_only(trace.samples))
+    assert narrow.samples.dtype.names == DURATION_FIELDS
+    lean = headline.rank_findings(found(), narrow, IDS, timeline=tl)
+    assert [a.to_json() for a in lean.anomalies] == [
+        a.to_json() for a in whole.anomalies
+    ]
+    assert [a.to_json() for a in lean.minor] == [a.to_json() for a in whole.minor]
+    assert lean.consequences == whole.consequences and lean.waits == whole.waits
+    assert whole.consequences or whole.anomalies  # the runs give a verdict to compare
