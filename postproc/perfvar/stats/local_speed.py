@@ -232,8 +232,10 @@ def _block_speeds(
         for k, s in enumerate(segs):
             mine = cls[i] == k
             at = bins[i][mine]
+            # start[i][mine] is the cell's own start_ns, in its order: held, not
+            # copied (every told cell is held at once until the sensitivities).
             out[(s, r)] = _Told(
-                logd[i][mine], speeds[k][i, at], noises[k][i, at], start[i][mine]
+                logd[i][mine], speeds[k][i, at], noises[k][i, at], cells[i][k].start_ns
             )
     return out
 
@@ -314,10 +316,12 @@ def _corrected(
     told: dict[tuple[int, int], _Told], witnesses: dict[int, set[int]]
 ) -> dict[tuple[int, int], Corrected]:
     """Each cell's samples with its class's sensitivity times the rank's speed
-    taken away."""
+    taken away, in the order of ``told``, which it empties: each cell's reading is
+    let go as its correction is made, so the two are not all held at once."""
     slope = sensitivities(told, witnesses)
     out = {}
-    for (s, r), t in told.items():
+    for s, r in list(told):
+        t = told.pop((s, r))
         ok = ~np.isnan(t.speed)
         out[(s, r)] = Corrected(
             samples_ns=np.exp(t.logd[ok] - slope[s] * t.speed[ok]),
@@ -376,11 +380,11 @@ def corrected_cells(
     for (segs, said), ranks in alike.items():
         read.update(_rank_speeds(prep, ranks, list(segs), centres, set(said)))
     told = {
-        (s, r): read[(s, r)]
+        (s, r): read.pop((s, r))
         for r, segs in by_rank.items()
         for s in segs
         if (s, r) in read
     }
-    out = _corrected(told, witnesses)
+    out = _corrected(told, witnesses)  # empties told
     prep.derived[key] = out
     return out
