@@ -222,15 +222,7 @@ def _kappa(
     return cores.get(rank)
 
 
-def _core_offset(
-    prep: Prepared,
-    seg: int,
-    rank: int,
-    judgeable: set[tuple[int, int]],
-    slow_first: dict[int, set[int]],
-    probes: dict[int, float],
-    witnesses: dict[int, set[int]],
-) -> Optional[np.ndarray]:
+def _core_offset(ctx: _Context, seg: int, rank: int) -> Optional[np.ndarray]:
     """Per block of the run, the rank's common shift to take from its block shifts
     in ``seg`` (log), or None when nothing tells it per block.
 
@@ -244,23 +236,37 @@ def _core_offset(
     fewer than LEVEL_CLASSES classes (or with probes) a negative level, the median
     over the blocks, is not added back: only the drift around it is taken away.
     Blocks the common shift does not cover take the level."""
+    prep, probes = ctx.prep, ctx.probe_shifts
     if rank in probes and prep.probe_segment is not None:
         rows = [class_blocks(prep, prep.probe_segment).shifts(rank)]
     else:
         rows = [  # the rank's witness classes, not a walk over every judgeable cell
-            class_blocks(prep, s).shifts(rank, sorted(slow_first.get(s, set())))
-            for s in sorted(witnesses.get(rank, set()))
+            _witness_row(ctx, s, rank)
+            for s in sorted(ctx.witnesses.get(rank, set()))
             if s != seg
-            and (s, rank) in judgeable
-            and _tells_core(prep, s, rank, slow_first)
+            and (s, rank) in ctx.judgeable
+            and _tells_core(prep, s, rank, ctx.slow_first)
         ]
     if not rows or np.isnan(np.vstack(rows)).all():
         return None
     core = nanmedian_columns(np.vstack(rows))  # a block no class covers stays NaN
-    level = float(nanmedian_columns(core[:, None])[0])
+    level = median(core[~np.isnan(core)])  # np.nanmedian's figure: some are not NaN
     if len(rows) >= LEVEL_CLASSES and rank not in probes:
         return np.where(np.isnan(core), level, core)
     return np.where(np.isnan(core), max(level, 0.0), core - min(level, 0.0))
+
+
+def _witness_row(ctx: _Context, seg: int, rank: int) -> np.ndarray:
+    """``rank``'s block shifts in its witness class ``seg`` against the peers not
+    found slow there: the same for each of the rank's other cells whose core it
+    tells, so made once (read-only)."""
+    key = (seg, rank)
+    if key not in ctx.witness_rows:
+        blocks = class_blocks(ctx.prep, seg)
+        ctx.witness_rows[key] = blocks.shifts(
+            rank, sorted(ctx.slow_first.get(seg, set()))
+        )
+    return ctx.witness_rows[key]
 
 
 def _tells_core(
@@ -466,6 +472,8 @@ class _Context:
     witnesses: dict[int, set[int]]  # rank -> the classes that tell its core
     # segment -> the class on corrected log-durations, or None (_local_blocks)
     local: dict[int, Optional[_Local]] = field(default_factory=dict)
+    # (witness class, rank) -> the rank's block shifts there (_witness_row)
+    witness_rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
 
 def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Test]:
@@ -490,10 +498,7 @@ def _test_cell(ctx: _Context, seg: int, rank: int, j: Judgement) -> Optional[_Te
     else:
         local = _local_blocks(ctx, seg, rank)
         if local is None:
-            offset = _core_offset(
-                prep, seg, rank, ctx.judgeable, ctx.slow_first, ctx.probe_shifts,
-                ctx.witnesses,
-            )  # fmt: skip
+            offset = _core_offset(ctx, seg, rank)
     center = peers.center_log
     peer_med = float(np.exp(center))
     floor_ns = max(float(cal.t_diff_ns), floor_rel * peer_med)
