@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from perfvar.read.samples import class_rows, distinct_counts
 from perfvar.read.segments import segment_families
 
 
@@ -29,11 +30,17 @@ def merge_families(trace: Any) -> tuple[Any, dict[int, list[str]]]:
     s = trace.samples
     if s.size == 0:
         return trace, {}
-    present = np.unique(s["segment"])
+    present, _ = distinct_counts(s["segment"])
     totals = np.bincount(
         s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
     )
-    ranks = [np.unique(s["rank"][s["segment"] == g]).tolist() for g in present]
+    order, bounds = class_rows(s["segment"], len(trace.segments))
+    rank = s["rank"]
+    ranks = [
+        distinct_counts(rank[order[bounds[g] : bounds[g + 1]]])[0].tolist()
+        for g in present.tolist()
+    ]
+    del order
     family = segment_families([trace.segments[g] for g in present], ranks)
     groups: dict[int, list[int]] = {}
     for g, f in zip(present.tolist(), family):

@@ -36,6 +36,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfvar.read.samples import class_rows, distinct_counts
 from perfvar.read.segments import mode_key
 
 GAP_RATIO = 4.0  # the two kinds' nearest segments at least this far apart
@@ -52,7 +53,7 @@ def split_threshold(durations_ns: np.ndarray, ranks: np.ndarray) -> Optional[flo
     r = np.asarray(ranks)
     ok = d > 0
     d, r = d[ok], r[ok]
-    owners, counts = np.unique(r, return_counts=True)
+    owners, counts = distinct_counts(r)
     if owners.size == 0 or counts.min() < MIN_PER_RANK:
         return None
     logs = np.sort(np.log(d))
@@ -85,8 +86,7 @@ def split_modes(trace: Any) -> Any:
         return trace
     keys = list(trace.segments)
     relabel = s["segment"].copy()
-    order = np.argsort(s["segment"], kind="stable")
-    bounds = np.searchsorted(s["segment"][order], np.arange(len(keys) + 1))
+    order, bounds = class_rows(s["segment"], len(keys))
     for g in range(len(trace.segments)):
         rows = order[bounds[g] : bounds[g + 1]]
         if rows.size == 0:
