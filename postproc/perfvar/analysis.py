@@ -462,7 +462,8 @@ def analyze(
     the C search's estimates); ``floors``: DetectParams floors to override
     (segment_floor, core_floor, noise_floor, phase_floor; relative);
     ``progress``: told each step (perfvar.progress); ``on_prepared``: called once
-    with the filtered cells, for reports that plot the samples (report_html);
+    with the filtered cells, for reports that plot the samples (report_html; the
+    cells are then held to the end, else let go once the detectors ran);
     ``min_cost``: the delay cost, as a share of wall time x ranks, a finding needs
     to be a headline finding (perfvar.verdict.headline; the others are minor);
     ``calibration_file``: a `perfvar calibrate --json` file of the machine, whose

@@ -14,8 +14,9 @@ kinds of work split: perfvar.analysis.judged_classes) need every rank's samples,
 the reporting process relabels those cells and makes again the few whose samples
 changed (cells_as_judged).
 Memory per worker is bounded by its ranks' samples; the reporting process holds the
-kept samples of every rank, as the detectors need. Not thread-safe (the reader
-redirects stderr).
+kept samples of every rank while the detectors run, as they need (perfvar.analysis
+lets the cells go before the wait states unless report.html plots them). Not
+thread-safe (the reader redirects stderr).
 """
 
 from __future__ import annotations
