@@ -86,8 +86,9 @@ def distinct_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def class_order(segment: np.ndarray) -> np.ndarray:
     """np.argsort(segment, kind="stable"): the rows by class, each class's in row
-    order. Classes fit 16 bits in any trace perfvar reads; as such numpy sorts them
-    by radix, a pass or two over the rows instead of a merge sort."""
+    order. Where the classes fit 16 bits (a trace of fewer than 65 536 classes),
+    numpy's stable sort of them as uint16 is a radix sort: two passes over the rows
+    instead of a merge sort of 32-bit keys, the same order."""
     if segment.size and segment.min() >= 0 and segment.max() < (1 << 16):
         return np.argsort(segment.astype(np.uint16), kind="stable")
     return np.argsort(segment, kind="stable")

@@ -16,15 +16,8 @@ IDS = ["S0", "S1"]
 
 
 def _slow(rank, segment, excess_ns, rel):
-    return Anomaly(
-        "slow_segment",
-        rank,
-        "h",
-        rank,
-        segment,
-        excess_ns,
-        {"excess_rel": rel, "shift_rel": rel},
-    )
+    return Anomaly("slow_segment", rank, "h", rank, segment, excess_ns,
+                   {"excess_rel": rel, "shift_rel": rel})
 
 
 def _symptom_run():
