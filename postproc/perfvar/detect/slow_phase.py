@@ -49,7 +49,13 @@ import numpy as np
 
 from perfvar.detect.finding import WINDOW, AnomalyJson, FindingKind
 from perfvar.detect.words import probes_clause, where
-from perfvar.stats.cells import ClassPool, by_segment, class_pool, unjudged_reason
+from perfvar.stats.cells import (
+    ClassPool,
+    by_segment,
+    class_pool,
+    median_of_rest,
+    unjudged_reason,
+)
 from perfvar.stats.compare import fdr, log_ns, mann_whitney_greater, rel
 from perfvar.stats.core_speed import MORE, SLOWER
 from perfvar.stats.model import Anomaly, Cell, DetectorResult, DetectParams, Prepared
@@ -110,6 +116,37 @@ def _sorted_bin_medians(xs: np.ndarray, ids: np.ndarray, bins: int) -> np.ndarra
     return np.where(full, (a + b) / 2.0, np.nan)
 
 
+class _PooledBins:
+    """A class's pool sorted by (bin, value) once per bin count, with its bins'
+    medians (_sorted_bin_medians); a rank's peers' are those without the rank's
+    share of the pool (one stretch of it, ClassPool.share), found in the few bins
+    that share falls in rather than by a copy of the pool for every rank: the same
+    figures. Read-only once made."""
+
+    def __init__(self, values: np.ndarray, idx: np.ndarray, bins: int) -> None:
+        order = np.lexsort((values, idx))
+        self.xs, self.ids = values[order], idx[order]
+        self.at = np.empty(order.size, dtype=np.int64)  # pool row -> sorted position
+        self.at[order] = np.arange(order.size)
+        self.cuts = np.searchsorted(self.ids, np.arange(bins + 1))
+        self.all = _sorted_bin_medians(self.xs, self.ids, bins)
+
+    def without(self, lo: int, hi: int) -> np.ndarray:
+        """The bins' medians of the pool without its rows ``lo``..``hi`` - 1."""
+        if hi <= lo:
+            return self.all
+        gone = np.sort(self.at[lo:hi])
+        out = self.all.copy()
+        for b in np.unique(self.ids[gone]).tolist():
+            a, z = int(self.cuts[b]), int(self.cuts[b + 1])
+            skip = gone[(gone >= a) & (gone < z)] - a
+            left = z - a - skip.size
+            out[b] = (
+                median_of_rest(self.xs[a:z], skip) if left >= MIN_PER_BIN else np.nan
+            )
+        return out
+
+
 def _step_sigma(steps: np.ndarray) -> float:
     """The noise sigma of the bins from their consecutive differences: the median
     absolute difference (robust to the steps themselves), or, when more than half
@@ -157,15 +194,11 @@ def _windows_of_cell(
         return np.clip(np.searchsorted(edges, start, side="right") - 1, 0, bins - 1)
 
     mine = _bin_medians(log_ns(cell.samples_ns), index(cell.start_ns), bins)
-    # The class's pool sorted by (bin, value) once per bin count; a rank's peers are
-    # it without the rank's own share, still sorted.
     if ("bins", bins) not in pool.memo:
-        x, idx = pool.samples_log, index(pool.start_ns)
-        order = np.lexsort((x, idx))
-        pool.memo[("bins", bins)] = (x[order], idx[order], pool.owner[order])
-    xs, ids, owner = pool.memo[("bins", bins)]
-    theirs_only = owner != pool.index(rank)
-    theirs = _sorted_bin_medians(xs[theirs_only], ids[theirs_only], bins)
+        pool.memo[("bins", bins)] = _PooledBins(
+            pool.samples_log, index(pool.start_ns), bins
+        )
+    theirs = pool.memo[("bins", bins)].without(*pool.share(rank))
     valid = np.nonzero(np.isfinite(mine) & np.isfinite(theirs))[0]
     if valid.size < 2 * MIN_SIZE:
         return []

@@ -427,10 +427,10 @@ class ClassPool:
         if "sorted_log" not in self.memo:
             self.memo["sorted_log"] = ascending(self.samples_log)
         values, at = self.memo["sorted_log"]
-        lo, hi = self._share(rank)
+        lo, hi = self.share(rank)
         return median_of_rest(values, np.sort(at[lo:hi]))
 
-    def _share(self, rank: int) -> tuple[int, int]:
+    def share(self, rank: int) -> tuple[int, int]:
         """[lo, hi) of ``rank``'s share in the pool (one stretch of it: the pool is
         in rank order); empty for a rank without a row."""
         i = self.index(rank)
@@ -444,7 +444,7 @@ class ClassPool:
         without ``rank``'s own share, at most ``cap`` of them evenly spaced, taken
         from the pool at the positions they hold (the share is one stretch of the
         pool, which is in rank order) rather than from a copy of every peer's."""
-        lo, hi = self._share(rank)
+        lo, hi = self.share(rank)
         m = self.samples_log.size - (hi - lo)
         if m <= cap:
             return np.concatenate([self.samples_log[:lo], self.samples_log[hi:]])
