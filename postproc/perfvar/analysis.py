@@ -139,16 +139,15 @@ def _timing_only(trace: TraceSamples, prep: Prepared) -> tuple[TraceSamples, Any
     ``prep``'s CPU table is made from the whole samples: nothing after the cells
     reads a sample's CPUs or context. Returns (trace, samples)."""
     cpu_use.of(prep)
-    narrow = dataclasses.replace(trace, samples=timing_only(trace.samples))
-    return narrow, narrow.samples
+    return _narrowed(trace, timing_only)
 
 
-def _durations_only(trace: TraceSamples) -> tuple[TraceSamples, Any]:
-    """``trace`` with only its samples' classes and durations
-    (read.samples.durations_only), once the timeline of MPI calls is built from
-    their ranks, threads and starts; they are held to the end, beside that timeline
-    and its wait states (the analysis's peak). Returns (trace, samples)."""
-    narrow = dataclasses.replace(trace, samples=durations_only(trace.samples))
+def _narrowed(
+    trace: TraceSamples, only: Callable[[np.ndarray], np.ndarray]
+) -> tuple[TraceSamples, Any]:
+    """``trace`` with its samples narrowed by ``only`` (read.samples.timing_only,
+    durations_only: a copy of fewer columns), and those samples."""
+    narrow = dataclasses.replace(trace, samples=only(trace.samples))
     return narrow, narrow.samples
 
 
@@ -530,7 +529,10 @@ def analyze(
     timeline = wait_states.build_timeline(
         trace.samples, trace.segments, trace.trace_ns, trace.probes
     )
-    trace, prep.samples = _durations_only(trace)
+    # The samples' ranks, threads and starts served the timeline alone; their
+    # classes and durations stay to the end, beside it and its wait states (the
+    # analysis's peak).
+    trace, prep.samples = _narrowed(trace, durations_only)
     # A rank's socket: the one all the CPUs it may run on share (None: unbound).
     places = {
         r: Place(m.host, m.topology.place()[0] if m.topology else None)

@@ -30,11 +30,11 @@ def merge_families(trace: Any) -> tuple[Any, dict[int, list[str]]]:
     s = trace.samples
     if s.size == 0:
         return trace, {}
-    present, _ = distinct_counts(s["segment"])
     totals = np.bincount(
         s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
     )
     order, bounds = class_rows(s["segment"], len(trace.segments))
+    present = np.flatnonzero(np.diff(bounds))  # the classes with samples, ascending
     rank = s["rank"]
     ranks = [
         distinct_counts(rank[order[bounds[g] : bounds[g + 1]]])[0].tolist()
