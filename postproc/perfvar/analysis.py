@@ -81,7 +81,7 @@ from perfvar.stats.model import (
     Prepared,
 )
 from perfvar.stats.probes import with_probes
-from perfvar.verdict import neighbours, time_slicing, wait_states
+from perfvar.verdict import neighbours, time_slicing
 from perfvar.verdict.headline import DEFAULT_MIN_COST, rank_findings
 
 GENERATED_BY = f"perfvar {__version__} (postproc)"
@@ -386,17 +386,17 @@ def _read_serial(
     paper_check: bool,
     progress: Progress,
     machine: Optional[tuple[dict, str]] = None,
-) -> tuple[TraceSamples, RunMeta, dict[int, list[str]], None, None]:
+) -> tuple[TraceSamples, RunMeta, dict[int, list[str]], None, None, None]:
     """The whole trace in this process: (trace with its classes as judged, judged
     metadata, families: representative segment -> member keys, no cells yet, no CPU
-    use). ``machine``: a calibrate file (document, path) for ranks with no t_min/t_diff
-    on their host."""
+    use, no parts). ``machine``: a calibrate file (document, path) for ranks with no
+    t_min/t_diff on their host."""
     trace, families = judged_classes(read_trace(directory))
     progress.step(
         "checking the calibration" if paper_check else "reading the calibration"
     )
     meta = calibration_ranks.judged_meta(directory, trace.ranks, paper_check, machine)
-    return trace, meta, families, None, None
+    return trace, meta, families, None, None, None
 
 
 def _read_in_parts(
@@ -406,15 +406,17 @@ def _read_in_parts(
     paper_check: bool,
     progress: Progress,
     machine: Optional[tuple[dict, str]] = None,
-) -> Optional[tuple[TraceSamples, RunMeta, dict[int, list[str]], dict, dict]]:
+) -> Optional[tuple[TraceSamples, RunMeta, dict[int, list[str]], dict, dict, list]]:
     """The trace read, judged and filtered in parts by rank on ``eng``'s processes:
     (trace with its classes as judged, metadata, families, the parts' cells for those
-    classes, their CPU use); None on the MPI processes that do not report.
+    classes, their CPU use, the parts: where their samples are in the trace); None
+    on the MPI processes that do not report.
     ``machine``: as _read_serial's."""
     progress.step(f"reading, judging and filtering in {eng.size} processes")
     blocks = partition.split(ranks or trace_ranks(directory), eng.size)
     tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
-    parts = eng.map(partition.analyse_part, tasks)
+    # Under MPI each process keeps its parts for the wait states (partition.Calls).
+    parts = eng.map(partition.analyse_part, tasks, keep=eng.kind == "mpi")
     if parts is None:
         return None
     trace = partition.merge(directory, parts)
@@ -431,7 +433,9 @@ def _read_in_parts(
     )
     cells = with_states_of(cells, meta, borrowers)
     use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
-    return judged_trace, meta, families, cells, use
+    for p in parts:  # kept for where their rows are (partition.Calls), not the rest
+        p.cells, p.cpu_use = {}, {}
+    return judged_trace, meta, families, cells, use, parts
 
 
 def analyze(
@@ -484,113 +488,124 @@ def analyze(
         read = _read_serial(directory, paper_check, progress, machine)
     else:
         read = _read_in_parts(directory, eng, ranks, paper_check, progress, machine)
-        if read is None:
-            return None  # an MPI process that does not report
-    trace, meta, families, cells, use = read
-    del read  # its trace would keep the whole samples alive once narrowed below
-    order = trace.class_order()
-    segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
-    prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
-    del cells
-    prep.cpu_use = use
-    trace, prep.samples = _timing_only(trace, prep)
-    metrics = cpu_time.after_start(trace.metrics)  # the reads of the run, not its start
-    ticks_per_ns = trace.timer_resolution_hz / 1e9
-    prep.cpu_time = cpu_time.of_reads(metrics, trace.metric_names, ticks_per_ns)
-    prep.counters = cpu_time.reads_by_rank(metrics, trace.metric_names, trace.trace_ns)
-    prep.work = work.of_reads(metrics, trace.metric_names, trace.samples, ticks_per_ns)
-    prep = with_probes(prep, trace, meta)
-    if on_prepared is not None:
-        on_prepared(prep)
-    params = DetectParams(
-        alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
-    )
-    progress.step("detectors")
-    anomalies, judgements = run_all(prep, params)
-    progress.step("naming call sites")
-    parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
-    sites = [site for k in parsed for site in (k.start, k.end) if site is not None]
-    symbols = symbolize(sites, enabled=symbolize_sites)
-    # What the result takes of the cells' samples, taken before they are let go.
-    noise = rank_noise(prep)
-    segments = _segment_table(trace, order, parsed, prep, symbols)
-    decomposition = _decomposition(prep, order)
-    resolution = _resolution(judgements)
-    for seg, row in zip(order, segments):
-        row.family = families.get(seg, [row.key])
-        row.resolution_rel = resolution.get(row.id)
-    if on_prepared is None:  # else report.html plots them once the result is made
-        _let_go_of_cells(prep)
-    # What the detectors and the cells freed, back to the system before the
-    # timeline of every call is built beside the samples (perfvar.heap): the
-    # analysis's peak.
-    heap.give_back()
-    progress.step("wait states and delay costs")
-    timeline = wait_states.build_timeline(
-        trace.samples, trace.segments, trace.trace_ns, trace.probes
-    )
-    # The samples' ranks, threads and starts served the timeline alone; their
-    # classes and durations stay to the end, beside it and its wait states (the
-    # analysis's peak).
-    trace, prep.samples = _narrowed(trace, durations_only)
-    # A rank's socket: the one all the CPUs it may run on share (None: unbound).
-    places = {
-        r: Place(m.host, m.topology.place()[0] if m.topology else None)
-        for r, m in meta.ranks.items()
-    }
-    ranked = rank_findings(
-        anomalies,
-        trace,
-        prep.segment_ids,
-        min_cost,
-        alpha,
-        min_samples,
-        places,
-        timeline,
-    )
-    del timeline  # the calls' arrays: the result keeps the wait states' summary
-    anomalies = ranked.anomalies  # the headline verdicts by cost, then information
-    neighbours.attach(anomalies + ranked.minor, meta.ranks)
-    ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise, places)
-    run_params = Params(
-        min_samples=min_samples,
-        peers=peers,
-        alpha_meaning="false discovery rate (Benjamini-Hochberg) per detector",
-        segment_floor=params.segment_floor,
-        core_floor=params.core_floor,
-        noise_floor=params.noise_floor,
-        phase_floor=params.phase_floor,
-        min_cost=min_cost,
-        min_samples_os_filter=MIN_SAMPLES_OS,
-        # How it ran (the one entry a parallel run may differ in).
-        engine=eng.describe(),
-        os_filter=f"isolation forest of {N_ESTIMATORS} trees, seed "
-        f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
-    )
-    summary = _summary(trace, order, segment_ids, judgements, ranked, families)
-    summary.ended_early_ranks = ended["ended_early_ranks"]
-    return Analysis(
-        format=FORMAT,
-        generated_by=GENERATED_BY,
-        trace=os.path.abspath(directory),
-        alpha=alpha,
-        params=run_params,
-        timer_resolution_hz=trace.timer_resolution_hz,
-        clock=meta.clock,
-        run=meta.run,
-        ranks=ranks,
-        segments=segments,
-        kinds=kinds_json(),
-        anomalies=_described(anomalies, segments),
-        minor=_described(ranked.minor, segments),
-        consequences=[Consequence.from_json(c) for c in ranked.consequences],
-        wait_states=ranked.waits,
-        judgements=[JudgementRow.from_json(j.to_json()) for j in judgements],
-        decomposition=decomposition,
-        ended=Ended.from_json(ended),
-        summary=summary,
-        warnings=trace.warnings + meta.notes,
-    )
+        if read is None:  # an MPI process that does not report: its calls serve
+            partition.serve_calls(eng)
+            return None
+    calls = partition.Calls(eng, read[-1])
+    # Under MPI the other processes keep their parts of the calls until closed.
+    try:
+        trace, meta, families, cells, use, _ = read
+        del read  # its trace would keep the whole samples alive once narrowed below
+        order = trace.class_order()
+        segment_ids = {seg: f"S{i}" for i, seg in enumerate(order)}
+        prep = prepare(trace, meta, segment_ids, progress=progress, cells=cells)
+        del cells
+        prep.cpu_use = use
+        trace, prep.samples = _timing_only(trace, prep)
+        metrics = cpu_time.after_start(
+            trace.metrics
+        )  # the reads of the run, not its start
+        ticks_per_ns = trace.timer_resolution_hz / 1e9
+        prep.cpu_time = cpu_time.of_reads(metrics, trace.metric_names, ticks_per_ns)
+        prep.counters = cpu_time.reads_by_rank(
+            metrics, trace.metric_names, trace.trace_ns
+        )
+        prep.work = work.of_reads(
+            metrics, trace.metric_names, trace.samples, ticks_per_ns
+        )
+        prep = with_probes(prep, trace, meta)
+        if on_prepared is not None:
+            on_prepared(prep)
+        params = DetectParams(
+            alpha=alpha, min_samples=min_samples, peers=peers, **(floors or {})
+        )
+        progress.step("detectors")
+        anomalies, judgements = run_all(prep, params)
+        progress.step("naming call sites")
+        parsed = [parse_segment_key(trace.segments[seg]) for seg in order]
+        sites = [site for k in parsed for site in (k.start, k.end) if site is not None]
+        symbols = symbolize(sites, enabled=symbolize_sites)
+        # What the result takes of the cells' samples, taken before they are let go.
+        noise = rank_noise(prep)
+        segments = _segment_table(trace, order, parsed, prep, symbols)
+        decomposition = _decomposition(prep, order)
+        resolution = _resolution(judgements)
+        for seg, row in zip(order, segments):
+            row.family = families.get(seg, [row.key])
+            row.resolution_rel = resolution.get(row.id)
+        if on_prepared is None:  # else report.html plots them once the result is made
+            _let_go_of_cells(prep)
+        # What the detectors and the cells freed, back to the system before the
+        # timeline of every call is built beside the samples (perfvar.heap): the
+        # analysis's peak.
+        heap.give_back()
+        progress.step("wait states and delay costs")
+        calls.take(trace)
+        # The samples' ranks, threads and starts serve the timelines alone; their
+        # classes and durations stay to the end, beside this process's calls and
+        # their wait states (the analysis's peak).
+        trace, prep.samples = _narrowed(trace, durations_only)
+        parts = calls.build(trace)
+        # A rank's socket: the one all the CPUs it may run on share (None: unbound).
+        places = {
+            r: Place(m.host, m.topology.place()[0] if m.topology else None)
+            for r, m in meta.ranks.items()
+        }
+        ranked = rank_findings(
+            anomalies,
+            trace,
+            prep.segment_ids,
+            min_cost,
+            alpha,
+            min_samples,
+            places,
+            parts,
+        )
+        del parts  # the calls' arrays: the result keeps the wait states' summary
+        anomalies = ranked.anomalies  # the headline verdicts by cost, then information
+        neighbours.attach(anomalies + ranked.minor, meta.ranks)
+        ranks = _rank_table(trace, prep, meta, judgements, anomalies, noise, places)
+        run_params = Params(
+            min_samples=min_samples,
+            peers=peers,
+            alpha_meaning="false discovery rate (Benjamini-Hochberg) per detector",
+            segment_floor=params.segment_floor,
+            core_floor=params.core_floor,
+            noise_floor=params.noise_floor,
+            phase_floor=params.phase_floor,
+            min_cost=min_cost,
+            min_samples_os_filter=MIN_SAMPLES_OS,
+            # How it ran (the one entry a parallel run may differ in).
+            engine=eng.describe(),
+            os_filter=f"isolation forest of {N_ESTIMATORS} trees, seed "
+            f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
+        )
+        summary = _summary(trace, order, segment_ids, judgements, ranked, families)
+        summary.ended_early_ranks = ended["ended_early_ranks"]
+        return Analysis(
+            format=FORMAT,
+            generated_by=GENERATED_BY,
+            trace=os.path.abspath(directory),
+            alpha=alpha,
+            params=run_params,
+            timer_resolution_hz=trace.timer_resolution_hz,
+            clock=meta.clock,
+            run=meta.run,
+            ranks=ranks,
+            segments=segments,
+            kinds=kinds_json(),
+            anomalies=_described(anomalies, segments),
+            minor=_described(ranked.minor, segments),
+            consequences=[Consequence.from_json(c) for c in ranked.consequences],
+            wait_states=ranked.waits,
+            judgements=[JudgementRow.from_json(j.to_json()) for j in judgements],
+            decomposition=decomposition,
+            ended=Ended.from_json(ended),
+            summary=summary,
+            warnings=trace.warnings + meta.notes,
+        )
+    finally:
+        calls.close()
 
 
 def _summary(

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Optional
 
 MPI_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
@@ -64,6 +66,7 @@ class Engine:
         self.size = size  # processes that compute
         self.rank = rank  # this process's index; 0 reports
         self.comm = comm
+        self.kept: dict[int, Any] = {}  # map(keep=True)'s own results
 
     @property
     def reports(self) -> bool:
@@ -72,9 +75,14 @@ class Engine:
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "processes": self.size}
 
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Optional[list]:
+    def map(
+        self, fn: Callable[[Any], Any], items: Sequence[Any], keep: bool = False
+    ) -> Optional[list]:
+        """``fn`` over ``items`` (see the module docstring); with ``keep``, the
+        other MPI processes keep their own results in ``kept`` (item -> result)
+        for later steps on them (PartsOnProcesses)."""
         if self.kind == "mpi":
-            return self._map_mpi(fn, items)
+            return self._map_mpi(fn, items, keep)
         if self.kind == "processes" and len(items) > 1:
             # This process computes the first item meanwhile: one spawn (and its
             # imports, seconds) fewer.
@@ -87,7 +95,7 @@ class Engine:
         return [fn(item) for item in items]
 
     def _map_mpi(
-        self, fn: Callable[[Any], Any], items: Sequence[Any]
+        self, fn: Callable[[Any], Any], items: Sequence[Any], keep: bool = False
     ) -> Optional[list]:
         """map under MPI: each result travels alone, as soon as it is made, and the
         reporting process receives them in item order. A gather of every process's
@@ -99,7 +107,11 @@ class Engine:
         mine = range(self.rank, len(items), self.size)
         if not self.reports:
             for i in mine:
-                comm.send(fn(items[i]), dest=0, tag=MAP_TAG)
+                result = fn(items[i])
+                comm.send(result, dest=0, tag=MAP_TAG)
+                if keep:
+                    self.kept[i] = result
+                del result
             return None
         out: list[Any] = [None] * len(items)
         for i in mine:
@@ -143,3 +155,90 @@ def engine(jobs: int = 1) -> Engine:
     if jobs > 1:
         return Engine("processes", jobs)
     return Engine("serial", 1)
+
+
+PARTS_TAG = 7302  # PartsOnProcesses' messages
+
+
+@dataclass
+class _Failed:
+    """A step that raised on another process: its traceback, raised again here."""
+
+    where: int
+    traceback: str
+
+
+class PartsOnProcesses:
+    """The items of an MPI map kept where they were computed, as parts that later
+    steps run on (perfvar.verdict.parts): item i on process i mod K. On the
+    reporting process, ``each(fn, arg, per_part)`` sends the step to the other
+    processes (serve), runs it on its own items and returns every item's answer in
+    item order; ``adopt``: ``fn`` returns (the item's new state, its answer), and
+    the state replaces the item where it is. ``close`` ends the others' serve."""
+
+    def __init__(self, eng: Engine, n_items: int, own: dict[int, Any]) -> None:
+        self.eng, self.n_items, self.own = eng, n_items, own
+
+    def each(
+        self,
+        fn: Callable[[Any, Any], Any],
+        arg: Any = None,
+        per_part: Optional[Sequence[Any]] = None,
+        adopt: bool = False,
+    ) -> list[Any]:
+        size, comm = self.eng.size, _p2p(self.eng.comm)
+        self.eng.comm.bcast((fn, None if per_part else arg, bool(per_part), adopt))
+        others = [i for i in range(self.n_items) if i % size]
+        for i in others if per_part else []:
+            comm.send(per_part[i], dest=i % size, tag=PARTS_TAG)
+        out: list[Any] = [None] * self.n_items
+        failed = None
+        for i in sorted(self.own):
+            try:
+                out[i] = _step(self.own, i, fn, per_part[i] if per_part else arg, adopt)
+            except Exception as exc:  # the others' answers are still to be taken
+                failed = failed or exc
+        for i in others:
+            out[i] = comm.recv(source=i % size, tag=PARTS_TAG)
+        if failed is not None:
+            raise failed
+        for answer in out:
+            if isinstance(answer, _Failed):
+                raise RuntimeError(
+                    f"process {answer.where} failed:\n{answer.traceback}"
+                )
+        return out
+
+    def close(self) -> None:
+        self.eng.comm.bcast(None)
+
+
+def _step(own: dict[int, Any], i: int, fn: Callable, arg: Any, adopt: bool) -> Any:
+    answer = fn(own[i], arg)
+    if adopt:
+        own[i], answer = answer
+    return answer
+
+
+def serve(eng: Engine) -> None:
+    """On a process other than the reporting one: run the steps the reporting
+    process sends on the items kept by map (``eng.kept``) until it closes them."""
+    comm = _p2p(eng.comm)
+    while True:
+        message = eng.comm.bcast(None)
+        if message is None:
+            return
+        fn, arg, per_part, adopt = message
+        mine = sorted(eng.kept)
+        # Every argument taken before any answer is sent: a large answer blocks
+        # until the reporting process takes it, after it sent every argument.
+        args = [comm.recv(source=0, tag=PARTS_TAG) for _ in mine] if per_part else None
+        for k, i in enumerate(mine):
+            try:
+                answer = _step(eng.kept, i, fn, args[k] if args else arg, adopt)
+            except Exception:
+                answer = _Failed(eng.rank, traceback.format_exc())
+            if args:
+                args[k] = None
+            comm.send(answer, dest=0, tag=PARTS_TAG)
+            del answer

@@ -15,8 +15,12 @@ the reporting process relabels those cells and makes again the few whose samples
 changed (cells_as_judged).
 Memory per worker is bounded by its ranks' samples; the reporting process holds the
 kept samples of every rank while the detectors run, as they need (perfvar.analysis
-lets the cells go before the wait states unless report.html plots them). Not
-thread-safe (the reader redirects stderr).
+lets the cells go before the wait states unless report.html plots them). Under MPI
+each process keeps its parts' samples, and the wait states are found there
+(:class:`Calls`): each part builds its ranks' timeline, relabelled with the classes
+as judged, and answers the reporting process's steps (perfvar.verdict.parts), so
+no process holds the timeline of every call. Not thread-safe (the reader redirects
+stderr).
 """
 
 from __future__ import annotations
@@ -29,14 +33,22 @@ import numpy as np
 
 from perfvar.calibration import ranks as calibration_ranks
 from perfvar.errors import TraceError
+from perfvar.parallel import Engine, PartsOnProcesses, serve
 from perfvar.read.meta import read_meta
 from perfvar.read.otf2 import trace_locations
-from perfvar.read.samples import PROBE_DTYPE, SAMPLE_DTYPE, TraceSamples
+from perfvar.read.samples import (
+    PROBE_DTYPE,
+    SAMPLE_DTYPE,
+    TraceSamples,
+    durations_only,
+)
 from perfvar.read.trace import read_trace, reading_warnings
 from perfvar.stats.cells import cell_inputs, make_cells
 from perfvar.stats.cpu_use import CpuUse, cpu_use
 from perfvar.stats.filters import filter_os_many
 from perfvar.stats.model import Cell
+from perfvar.verdict import wait_states
+from perfvar.verdict.parts import LocalParts, Parts
 
 CellKey = tuple[int, int]  # (segment index, rank)
 
@@ -56,6 +68,9 @@ class Part:
     cpu_use: CpuUse = field(default_factory=dict)  # its threads' CPUs
     judged: dict[int, dict[str, Any]] = field(default_factory=dict)
     made: dict[str, Any] = field(default_factory=dict)  # new decisions, by digest
+    # Where its samples went in the merged trace, in its own order: (first, count)
+    # per location (merge).
+    rows: list[tuple[int, int]] = field(default_factory=list)
 
 
 def split(ranks: list[int], parts: int) -> list[list[int]]:
@@ -163,6 +178,9 @@ def merge(directory: str, parts: list[Part]) -> TraceSamples:
                 _, a_s, a_p = at[loc]
                 samples[a_s : a_s + s.size] = s
                 probes[a_p : a_p + p.size] = p
+                part.rows.append((a_s, s.size))
+            elif s.size:
+                part.rows.append((-1, s.size))  # another part's too: not its
         part.trace = None
     return merged
 
@@ -208,3 +226,94 @@ def cells_as_judged(
         results = filter_os_many([values for _, _, values in inputs])
         out.update(make_cells(judged, meta, inputs, results))
     return out
+
+
+def _calls_of(state: Any, given: tuple[Optional[np.ndarray], list[str]]) -> tuple:
+    """A kept Part's calls (wait_states.CallPart), its samples relabelled with the
+    classes as judged (``given``: the labels of its rows, in its order, and the
+    judged classes' keys); a CallPart already made stays as it is."""
+    if isinstance(state, wait_states.CallPart):
+        return state, None
+    labels, keys = given
+    trace = state.trace
+    trace.samples["segment"] = labels
+    part = wait_states.part_of(
+        trace.samples, keys, trace.trace_ns, trace.probes, keep=durations_only
+    )
+    return part, None
+
+
+def serve_calls(eng: Engine) -> None:
+    """On an MPI process that does not report: keep of its parts only their traces,
+    and run the reporting process's steps on them until it closes them."""
+    for i in eng.kept:
+        eng.kept[i].cells, eng.kept[i].cpu_use = {}, {}
+    serve(eng)
+    eng.kept = {}
+
+
+class Calls:
+    """Where the wait states of the trace's calls are found: under MPI in the parts,
+    each on the process that read it (perfvar.parallel.PartsOnProcesses), else as
+    one part of the whole trace in this process. ``take`` the rows to build from,
+    then ``build`` the parts (the trace may be narrowed in between: the rows the
+    timelines need are taken); ``close`` (always: the other MPI processes serve
+    until it) lets them go."""
+
+    def __init__(self, eng: Engine, parts: Optional[list[Part]]) -> None:
+        self.eng, self.parts = eng, parts
+        self.rows: dict[int, np.ndarray] = {}  # item -> the samples it builds from
+        self.local: Optional[LocalParts] = None
+        self.on: Optional[PartsOnProcesses] = None
+
+    @property
+    def spread(self) -> bool:
+        parts = self.parts
+        return (
+            self.eng.kind == "mpi"
+            and parts is not None
+            # A location read by two parts: the merged trace holds it once.
+            and all(first >= 0 for p in parts for first, _ in p.rows)
+        )
+
+    def take(self, trace: TraceSamples) -> None:
+        """The rows of ``trace`` (whole, its classes as judged) that this process's
+        parts build from: a copy of its own parts' rows, or the whole samples."""
+        if not self.spread:
+            self.rows = {0: trace.samples}
+            return
+        for i in range(self.eng.rank, len(self.parts), self.eng.size):
+            self.rows[i] = _rows(trace.samples, self.parts[i].rows)
+
+    def build(self, trace: TraceSamples) -> Parts:
+        """The calls as parts, built from the rows taken; ``trace``: the same trace,
+        its samples narrowed or not (what the one part holds of them)."""
+        keys, at = trace.segments, (trace.trace_ns, trace.probes)
+        if not self.spread:
+            part = wait_states.part_of(self.rows.pop(0), keys, *at)
+            part.samples = trace.samples
+            self.local = LocalParts([part])
+            return self.local
+        own = {}
+        for i in sorted(self.rows):
+            own[i] = wait_states.part_of(
+                self.rows.pop(i), keys, *at, keep=durations_only
+            )
+        self.on = PartsOnProcesses(self.eng, len(self.parts), own)
+        segment = trace.samples["segment"]
+        labels = [
+            (None if i in own else _rows(segment, p.rows), keys)
+            for i, p in enumerate(self.parts)
+        ]
+        self.on.each(_calls_of, per_part=labels, adopt=True)
+        return self.on
+
+    def close(self) -> None:
+        if self.eng.kind == "mpi":
+            (self.on or PartsOnProcesses(self.eng, 0, {})).close()
+        self.rows, self.local, self.on = {}, None, None
+
+
+def _rows(values: np.ndarray, rows: list[tuple[int, int]]) -> np.ndarray:
+    """``values``' rows of each (first, count), in that order, as one array."""
+    return np.concatenate([values[a : a + n] for a, n in rows] or [values[:0]])

@@ -62,7 +62,7 @@ from perfvar.stats.model import Prepared
 from perfvar.units import compact_ranges, fmt_bytes, fmt_ns, fmt_plus_minus
 from perfvar.verdict.headline import after_waiting
 from perfvar.verdict.time_slicing import SHARED_CPU
-from perfvar.verdict.wait_states import TOP_CAUSES
+from perfvar.verdict.wait_summary import TOP_CAUSES
 
 REPORT_FILE = "report.html"
 MAX_CLASSES = 8  # segment classes drawn (distributions, timelines); the rest listed

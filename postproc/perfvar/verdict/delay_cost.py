@@ -43,7 +43,8 @@ import numpy as np
 from perfvar.detect import subject, verdict_kind
 from perfvar.detect.finding import CLASS, CORE, NOISE, WINDOW
 from perfvar.stats.model import Anomaly
-from perfvar.verdict.wait_states import Timeline, WaitStates
+from perfvar.verdict.parts import Parts
+from perfvar.verdict.wait_states import CallPart, JobCalls, Timeline
 
 FENCE_IQR = 3.0
 FENCE_MIN_SPREAD = 0.01
@@ -115,35 +116,76 @@ def _off_cpu_excess(durations: np.ndarray, ev: dict) -> np.ndarray:
 
 def costs(
     anomalies: Sequence[Anomaly],
-    tl: Timeline,
-    ws: WaitStates,
-    samples: np.ndarray,
+    parts: Parts,
+    job: JobCalls,
     segment_ids: Sequence[str],
 ) -> list[Optional[float]]:
     """cost_ns of each anomaly (None for the informational kinds, and for all when
-    the timeline is not synchronised or has fewer than two ranks)."""
+    the calls are not synchronised or have fewer than two ranks), from the parts'
+    wait states (``job``: wait_states.find_in_parts' result). Each finding's cost
+    is summed per waiting rank where its waits are, then over the ranks in rank
+    order: the same additions however the ranks are split into parts."""
     out: list[Optional[float]] = [None] * len(anomalies)
-    if not ws.synchronised or len(tl.ranks) < 2:
+    if not job.synchronised or len(job.ranks) < 2:
         return out
     findings: dict[int, list[int]] = {}
     for k, a in enumerate(anomalies):
         if verdict_kind(a.kind):
             out[k] = 0.0
             findings.setdefault(a.rank, []).append(k)
+    if not findings:
+        return out
+    asked = {q: [anomalies[k] for k in ks] for q, ks in findings.items()}
+    excess = {
+        q: cum
+        for found in parts.each(_excess_by_rank, (asked, list(segment_ids)))
+        for q, cum in found.items()
+    }
+    charged = parts.each(_charged, excess)
     for q, ks in findings.items():
+        if q not in excess:
+            continue
+        per_rank = np.concatenate([c[q] for c in charged], axis=1)
+        for row, k in enumerate(ks):
+            out[k] = float(per_rank[row].sum())
+    return out
+
+
+def _excess_by_rank(
+    part: CallPart, given: tuple[dict[int, list[Anomaly]], list[str]]
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """For each rank of the part that has findings: (the findings' excess summed
+    over its segments 0..k-1, for every k: findings x segments + 1; the positions of
+    its synchronising calls, ascending)."""
+    asked, segment_ids = given
+    tl, out = part.tl, {}
+    for q, found in asked.items():
         if q not in tl.segments:
             continue
         excess = np.stack(
-            [segment_excess(anomalies[k], tl, samples, segment_ids) for k in ks]
+            [segment_excess(a, tl, part.samples, segment_ids) for a in found]
         )
-        cum = np.concatenate([np.zeros((len(ks), 1)), np.cumsum(excess, axis=1)], 1)
+        cum = np.concatenate([np.zeros((len(found), 1)), np.cumsum(excess, axis=1)], 1)
+        mine = np.flatnonzero((tl.rank == q) & part.ws.sync)
+        out[q] = (cum, np.sort(tl.local[mine]))
+    return out
+
+
+def _charged(
+    part: CallPart, excess: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> dict[int, np.ndarray]:
+    """For each rank q of ``excess`` (_excess_by_rank), the waiting of the part's
+    calls that q caused charged to each of q's findings, summed per waiting rank
+    (findings x the part's ranks)."""
+    tl, ws = part.tl, part.ws
+    ranks = np.asarray(tl.ranks, dtype=np.int64)
+    out = {}
+    for q, (cum, sync_at) in excess.items():
+        out[q] = np.zeros((cum.shape[0], ranks.size))
         waits = np.flatnonzero((ws.cause == q) & (ws.waiting_ns > 0))
         if waits.size == 0:
             continue
-        released_by = ws.cause_call[waits]
-        at = tl.local[released_by]
-        mine = np.flatnonzero((tl.rank == q) & ws.sync)
-        sync_at = np.sort(tl.local[mine])
+        at = ws.cause_local[waits]
         k_prev = np.searchsorted(sync_at, at, side="left") - 1
         since = np.where(k_prev >= 0, sync_at[np.maximum(k_prev, 0)], 0)
         # Segments since..at-1 lie between the previous synchronising call and the
@@ -152,13 +194,16 @@ def costs(
         total = e.sum(axis=0)
         charged = np.minimum(ws.waiting_ns[waits], total)
         share = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-        for row, k in enumerate(ks):
-            out[k] = float((share[row] * charged).sum())
+        row = np.searchsorted(ranks, tl.rank[waits])
+        for k in range(cum.shape[0]):
+            out[q][k] = np.bincount(
+                row, weights=share[k] * charged, minlength=ranks.size
+            )
     return out
 
 
-def cost_share(cost_ns: Optional[float], tl: Timeline) -> Optional[float]:
+def cost_share(cost_ns: Optional[float], job: JobCalls) -> Optional[float]:
     """cost_ns / (wall time x ranks); None when unknown."""
-    if cost_ns is None or tl.wall_ns <= 0 or not tl.ranks:
+    if cost_ns is None or job.wall_ns <= 0 or not job.ranks:
         return None
-    return cost_ns / (tl.wall_ns * len(tl.ranks))
+    return cost_ns / (job.wall_ns * len(job.ranks))

@@ -46,7 +46,7 @@ from perfvar.read.samples import TraceSamples
 from perfvar.stats.compare import mann_whitney_greater
 from perfvar.stats.model import Anomaly
 from perfvar.units import fmt_ms, signed_pct
-from perfvar.verdict import delay_cost, time_slicing, wait_states
+from perfvar.verdict import delay_cost, time_slicing, wait_states, wait_summary
 from perfvar.verdict.consequence import consequence
 from perfvar.verdict.off_cpu import (
     ClassOffCpu,
@@ -55,6 +55,7 @@ from perfvar.verdict.off_cpu import (
     noisy_cores,
     symptom_of,
 )
+from perfvar.verdict.parts import LocalParts, Parts
 
 # The share of the job's rank-time (wall x ranks) a finding's delay cost must reach
 # to be a headline finding (0.003 = 0.3 %); see docs/analysis.md for the choice.
@@ -88,36 +89,52 @@ class Ranked:
     cost_known: bool = False
 
 
-def _main_cause(ws: wait_states.WaitStates, calls: np.ndarray) -> Optional[int]:
-    """The rank that made ``calls`` wait the longest in total, None if none did."""
-    causes = ws.cause[calls]
-    weights = np.bincount(
-        np.maximum(causes, 0), weights=ws.waiting_ns[calls] * (causes >= 0)
-    )
+def _main_cause(causes: np.ndarray, waiting_ns: np.ndarray) -> Optional[int]:
+    """The rank that made the calls (their ``causes`` and ``waiting_ns``) wait the
+    longest in total, None if none did."""
+    weights = np.bincount(np.maximum(causes, 0), weights=waiting_ns * (causes >= 0))
     return int(np.argmax(weights)) if weights.size and weights.max() > 0 else None
+
+
+def _opening_waits(
+    part: wait_states.CallPart, given: tuple[list[int], int]
+) -> tuple[np.ndarray, ...]:
+    """The waiting before the part's segments of the classes ``given`` (segment
+    indices, and a rank): (the rank's waits, its peers' waits, the rank's
+    segments' durations, the causes and the functions of the rank's waits)."""
+    classes, rank = given
+    tl, ws, samples = part.tl, part.ws, part.samples
+    opening = np.full(samples.size, -1, wait_states.sample_index_dtype(tl.n))
+    opening[tl.after] = np.arange(tl.n)
+    of_class = np.flatnonzero(np.isin(samples["segment"], classes))
+    of_class = of_class[opening[of_class] >= 0]
+    calls = opening[of_class]
+    mine = tl.rank[calls] == rank
+    my_calls = calls[mine]
+    return (
+        ws.waiting_ns[my_calls],
+        ws.waiting_ns[calls[~mine]],
+        samples["duration_ns"][of_class[mine]],
+        ws.cause[my_calls],
+        tl.function[my_calls],
+    )
 
 
 def consequence_of(
     a: Anomaly,
-    tl: wait_states.Timeline,
-    ws: wait_states.WaitStates,
-    samples: np.ndarray,
+    parts: Parts,
+    job: wait_states.JobCalls,
     segment_ids: list[str],
     alpha: float,
     min_samples: int,
 ) -> Optional[dict[str, Any]]:
     """The slow_segment ``a`` as a consequence of waiting (a JSON-ready dict), or
     None when its rank did not wait before it more than its peers did."""
-    if not class_kind(a.kind) or a.segment is None or not ws.synchronised:
+    if not class_kind(a.kind) or a.segment is None or not job.synchronised:
         return None
     classes = [i for i, s in enumerate(segment_ids) if s == a.segment]
-    opening = np.full(samples.size, -1, wait_states.sample_index_dtype(tl.n))
-    opening[tl.after] = np.arange(tl.n)
-    of_class = np.flatnonzero(np.isin(samples["segment"], classes))
-    of_class = of_class[opening[of_class] >= 0]
-    calls = opening[of_class]
-    mine = tl.rank[calls] == a.rank
-    w_mine, w_peers = ws.waiting_ns[calls[mine]], ws.waiting_ns[calls[~mine]]
+    answers = parts.each(_opening_waits, (classes, a.rank))
+    w_mine, w_peers, d, causes, functions = (np.concatenate(x) for x in zip(*answers))
     if w_mine.size < min_samples or w_peers.size < min_samples:
         return None
     excess = max(a.excess_ns or 0.0, 0.0)
@@ -126,17 +143,15 @@ def consequence_of(
         return None
     if mann_whitney_greater(w_mine, w_peers) >= alpha:
         return None
-    d = samples["duration_ns"][of_class[mine]]
     long = w_mine > m_peers + excess
     within_p = None
     if long.sum() >= min_samples and (~long).sum() >= min_samples:
         within_p = mann_whitney_greater(d[long], d[~long])
         if within_p >= alpha:
             return None  # as slow after short waits: not the waits' doing
-    my_calls = calls[mine]
-    cause = _main_cause(ws, my_calls)
-    fns = np.bincount(tl.function[my_calls], minlength=len(tl.functions))
-    function = tl.functions[int(np.argmax(fns))]
+    cause = _main_cause(causes, w_mine)
+    fns = np.bincount(functions, minlength=len(job.functions))
+    function = job.functions[int(np.argmax(fns))]
     ev = a.evidence or {}
     rel = ev.get("excess_rel", ev.get("shift_rel"))
     pct = signed_pct(rel)
@@ -157,8 +172,8 @@ def consequence_of(
 def _symptoms_apart(
     anomalies: list[Anomaly],
     trace: TraceSamples,
-    tl: wait_states.Timeline,
-    ws: wait_states.WaitStates,
+    parts: Parts,
+    job: wait_states.JobCalls,
     segment_ids: list[str],
     alpha: float,
     min_samples: int,
@@ -175,7 +190,7 @@ def _symptoms_apart(
             time_slicing.symptom_of(a, shared)
             or symptom_of(a, noisy)
             or (class_symptom(a, part) if part is not None else None)
-            or consequence_of(a, tl, ws, trace.samples, segment_ids, alpha, min_samples)
+            or consequence_of(a, parts, job, segment_ids, alpha, min_samples)
         )
         if c is not None:
             consequences.append(c)
@@ -194,30 +209,33 @@ def rank_findings(
     alpha: float = 0.05,
     min_samples: int = 8,
     places: Optional[Mapping[int, Place]] = None,
-    timeline: Optional[wait_states.Timeline] = None,
+    parts: Optional[Parts] = None,
 ) -> Ranked:
     """Split and rank the detectors' ``anomalies`` (see the module docstring).
     ``segment_ids``: display id of each trace segment index; ``min_cost``: a share
     of wall time x ranks; ``places``: rank -> where it ran (node, socket), for the
-    machine's levels (none: no levels); ``timeline``: the trace's
-    (wait_states.build_timeline), when the caller built it and let go of the
-    samples' fields beyond read.samples.DURATION_FIELDS, which is all that is read
-    of them here."""
-    tl = timeline
-    if tl is None:
-        tl = wait_states.build_timeline(
-            trace.samples, trace.segments, trace.trace_ns, trace.probes
+    machine's levels (none: no levels); ``parts``: the trace's calls where they
+    are (perfvar.verdict.parts, of wait_states.CallPart), when the caller built
+    them; else every rank's calls as one part of ``trace``, whose samples' class
+    and duration (read.samples.DURATION_FIELDS) are all that is read of them
+    beyond its calls, and its metrics."""
+    if parts is None:
+        parts = LocalParts(
+            [
+                wait_states.part_of(
+                    trace.samples, trace.segments, trace.trace_ns, trace.probes
+                )
+            ]
         )
-    ws = wait_states.find(tl)
-    samples = trace.samples
+    job = wait_states.find_in_parts(parts)
     kept, consequences = _symptoms_apart(
-        anomalies, trace, tl, ws, segment_ids, alpha, min_samples
+        anomalies, trace, parts, job, segment_ids, alpha, min_samples
     )
-    cost = delay_cost.costs(kept, tl, ws, samples, segment_ids)
-    known = ws.synchronised and len(tl.ranks) > 1
+    cost = delay_cost.costs(kept, parts, job, segment_ids)
+    known = job.synchronised and len(job.ranks) > 1
     for a, c in zip(kept, cost):
         a.cost_ns = c
-        a.cost_share = delay_cost.cost_share(c, tl)
+        a.cost_share = delay_cost.cost_share(c, job)
     if places:
         kept = fold_levels(kept, places)
     verdicts = [a for a in kept if verdict_kind(a.kind)]
@@ -226,6 +244,6 @@ def rank_findings(
     minor = [a for a in verdicts if all(a is not h for h in head)]
     head.sort(key=lambda a: -(a.cost_ns or 0.0))
     minor.sort(key=lambda a: -(a.cost_ns or 0.0))
-    waits = ws.to_json(tl)
+    waits = wait_summary.summarise(parts, job)
     waits["cost_known"] = known
     return Ranked(head + info, minor, consequences, waits, known)

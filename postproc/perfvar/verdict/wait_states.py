@@ -43,20 +43,32 @@ matched instances do (beyond CLOCK_TOLERANCE_NS), the ranks' calls were not
 synchronised on one time line (clocks not aligned, or a trace whose ranks ran
 apart), and no waiting or cost can be read from it (``synchronised`` False).
 
-Pure functions over numpy arrays; thread-safe.
+**Where the calls are.** The calls are found in parts of the ranks
+(perfvar.verdict.parts: each a CallPart, a block of ranks' timeline beside the
+samples it was built from), each where its samples were read, and only what
+crosses the ranks is reduced in the reporting process: the matching rule (each
+rank's sequence of collectives as a digest, its calls of each function and site),
+each instance's latest entry (a max over the parts, the lowest rank on ties) and
+earliest exit, and for each blocking call the latest entry into MPI of any rank
+before its exit (each part answers for its ranks, the latest wins, the higher rank
+on ties). The result is the same, call for call, however the ranks are split.
+
+Pure functions over numpy arrays; thread-safe (a part's steps are run by one
+thread).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from perfvar import heap
 from perfvar.read.samples import in_rank_time_order
 from perfvar.read.segments import parse_segment_key
+from perfvar.verdict.parts import LocalParts, Parts
 
 NXN = frozenset(
     {
@@ -117,10 +129,6 @@ def mpi_name(function: str) -> str:
     return name.removesuffix("_f08")
 
 
-TOP_CAUSES = 3  # ranks listed per rank as those it waited for most
-TOP_PAIRS = 100  # (waiting rank, cause) pairs listed over the job
-
-
 @dataclass
 class Timeline:
     """The MPI calls of every rank's master thread, in rank then time order.
@@ -150,6 +158,8 @@ class Timeline:
     segments: dict[int, np.ndarray] = field(default_factory=dict)
     seg_start_ns: dict[int, np.ndarray] = field(default_factory=dict)
     wall_ns: float = 0.0  # first segment start to last segment end, all ranks
+    first_ns: float = np.inf  # the first segment start (inf: no segment)
+    last_ns: float = -np.inf  # the last segment end
 
     @property
     def n(self) -> int:
@@ -217,7 +227,9 @@ def build_timeline(
     call_rank = rank[keep]
     del rank
     enter = end[keep]
-    wall_ns = float(end.max() - start.min()) if order.size else 0.0
+    first_ns = float(start.min()) if order.size else np.inf
+    last_ns = float(end.max()) if order.size else -np.inf
+    wall_ns = last_ns - first_ns if order.size else 0.0
     del end
     keep += 1  # from here: the sample that starts at each call's exit
     leave = start[keep]  # fancy indexing: already a copy, changed in place below
@@ -236,6 +248,8 @@ def build_timeline(
         functions=functions,
         sites=sites,
         wall_ns=wall_ns,
+        first_ns=first_ns,
+        last_ns=last_ns,
     )
     for a, b in zip(bounds[:-1], bounds[1:]):
         if b > a:
@@ -299,208 +313,236 @@ def _skip_probes(
 
 @dataclass
 class WaitStates:
-    """Per call of a Timeline: ``waiting_ns`` (0: none), ``cause`` (the rank waited
-    for, -1: none), ``cause_call`` (index of the cause rank's call whose entry ended
-    the waiting, -1: none), ``pattern`` (index into PATTERNS) and ``sync`` (the call
-    synchronised its rank with others: a matched collective or a blocking
-    point-to-point call). ``synchronised``: whether the timeline's collectives
-    synchronise (see the module docstring); ``matched``/``inconsistent``: matched
-    collective instances, and those a rank left before the last one entered."""
+    """Per call of a part's Timeline: ``waiting_ns`` (0: none), ``cause`` (the rank
+    waited for, -1: none), ``cause_local`` (the position k, on the cause rank, of
+    the call whose entry ended the waiting: Timeline.local; -1: none), ``pattern``
+    (index into PATTERNS) and ``sync`` (the call synchronised its rank with others:
+    a matched collective or a blocking point-to-point call). ``synchronised``,
+    ``matched``, ``inconsistent``: the job's (JobCalls), set by find."""
 
     waiting_ns: np.ndarray
     cause: np.ndarray
-    cause_call: np.ndarray
+    cause_local: np.ndarray
     pattern: np.ndarray
     sync: np.ndarray
-    synchronised: bool
+    synchronised: bool = False
     matched: int = 0
     inconsistent: int = 0
 
-    def to_json(self, tl: Timeline, top: int = 10) -> dict:
-        """A summary that grows with the ranks, not with their pairs: total waiting
-        by pattern; per rank, the waiting it suffered and caused and the
-        ``TOP_CAUSES`` ranks it waited for most; the ``TOP_PAIRS`` largest (waiting
-        rank, cause) pairs; and the ``top`` functions by waiting (ns). Every rank
-        waits for every other in the collectives of a job, so all pairs would be
-        ranks squared: 18 MB of the analysis at 1024 ranks."""
-        by_pattern = {
-            PATTERNS[k]: float(self.waiting_ns[self.pattern == k].sum())
-            for k in range(1, len(PATTERNS))
-            if (self.pattern == k).any()
-        }
-        fns = np.bincount(
-            tl.function, weights=self.waiting_ns, minlength=len(tl.functions)
-        )
-        ranked = np.argsort(-fns)[:top]
-        return {
-            "synchronised": self.synchronised,
-            "collectives_matched": self.matched,
-            "collectives_inconsistent": self.inconsistent,
-            "total_ns": float(self.waiting_ns.sum()),
-            "by_pattern_ns": by_pattern,
-            **_by_rank(tl.rank, self.cause, self.waiting_ns),
-            "by_function_ns": {
-                tl.functions[k]: float(fns[k]) for k in ranked if fns[k] > 0
-            },
-            "wall_ns": tl.wall_ns,
-        }
+
+@dataclass
+class CallPart:
+    """One block of ranks' calls where its samples are (perfvar.verdict.parts):
+    ``samples`` (their segment and duration at least), the Timeline built from
+    them (its ``after`` and ``segments`` index ``samples``) and, once found, its
+    wait states. The other fields keep what one step of find leaves the next."""
+
+    samples: np.ndarray
+    tl: Timeline
+    ws: Optional[WaitStates] = None
+    blocks: list[np.ndarray] = field(default_factory=list)  # its instances' calls
+    p2p: Optional[np.ndarray] = None  # its blocking point-to-point calls
+    by_entry: Optional[np.ndarray] = None  # its calls by entry (stable)
 
 
-def _by_rank(rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray) -> dict:
-    """``wait_states``' per-rank entries from each call's rank, cause rank and
-    waiting (ns): ``by_rank`` (ranks that waited or made others wait, each with
-    ``waited_ns``, ``caused_ns``, ``waited_for`` [[cause, ns], ...] largest first
-    and at most TOP_CAUSES, ``waited_for_ranks`` how many it waited for),
-    ``by_rank_pair_ns`` ("p<-q": p waited for q; the TOP_PAIRS largest) and
-    ``rank_pairs`` (how many pairs there are)."""
-    span = int(max(rank.max(initial=0), cause.max(initial=0))) + 1
-    key, sums = _pair_sums(rank, cause, waiting_ns, span)
-    waiter, whom = key // span, key % span
-    waited = np.bincount(waiter, weights=sums, minlength=span)
-    caused = np.bincount(whom, weights=sums, minlength=span)
-    causes: dict[int, list] = {}
-    for p, q, t in _largest_per_waiter(waiter, whom, sums):
-        causes.setdefault(p, []).append([q, t])
-    count = np.bincount(waiter, minlength=span)
-    by_rank = [
-        {
-            "rank": r,
-            "waited_ns": float(waited[r]),
-            "caused_ns": float(caused[r]),
-            "waited_for": causes.get(r, []),
-            "waited_for_ranks": int(count[r]),
-        }
-        for r in np.nonzero((waited > 0) | (caused > 0))[0].tolist()
-    ]
-    biggest = _largest(sums, TOP_PAIRS)
-    pairs = {f"{waiter[i]}<-{whom[i]}": float(sums[i]) for i in biggest.tolist()}
-    return {"by_rank": by_rank, "by_rank_pair_ns": pairs, "rank_pairs": int(key.size)}
+def part_of(
+    samples: np.ndarray,
+    segment_keys: list[str],
+    trace_ns: Callable[[np.ndarray], np.ndarray],
+    probes: Optional[np.ndarray] = None,
+    keep: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+) -> CallPart:
+    """The CallPart of ``samples`` (build_timeline's arguments); ``keep`` narrows
+    the samples it holds once the timeline is built (read.samples.durations_only)."""
+    tl = build_timeline(samples, segment_keys, trace_ns, probes)
+    return CallPart(keep(samples) if keep is not None else samples, tl)
 
 
-def _largest(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest ``values``, largest first, ties in index order:
-    np.argsort(-values, kind="stable")[:k], without sorting every value (millions
-    of rank pairs at thousands of ranks)."""
-    if values.size > k:
-        cut = values.size - k
-        floor = np.partition(values, cut)[cut]  # the k-th largest
-        at = np.flatnonzero(values >= floor)  # in index order
-    else:
-        at = np.arange(values.size)
-    return at[np.argsort(-values[at], kind="stable")][:k]
+@dataclass
+class JobCalls:
+    """The parts' calls as one job: ``ranks`` (those with master-thread segments),
+    ``wall_ns`` (first segment start to last segment end), ``functions`` (the MPI
+    functions that Timeline.function indexes, alike in every part) and the wait
+    states' ``synchronised``, ``matched`` and ``inconsistent`` (WaitStates)."""
+
+    ranks: list[int]
+    wall_ns: float
+    functions: list[str]
+    synchronised: bool = False
+    matched: int = 0
+    inconsistent: int = 0
+    p2p_calls: int = 0
 
 
-def _largest_per_waiter(
-    waiter: np.ndarray, whom: np.ndarray, sums: np.ndarray
-) -> list[tuple[int, int, float]]:
-    """(waiter, cause, ns) of each waiter's TOP_CAUSES largest pairs, waiters
-    ascending, each's largest first, ties in pair order (``waiter`` ascending, as
-    _pair_sums gives them): a waiter's largest pair taken TOP_CAUSES times over, one
-    pass over the pairs each, not a sort of them all."""
-    if waiter.size == 0:
-        return []
-    starts = np.flatnonzero(np.r_[True, waiter[1:] != waiter[:-1]])
-    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, waiter.size]))
-    left = sums.astype(np.float64)  # a copy: taken pairs become -inf
-    picked = []
-    for kth in range(TOP_CAUSES):
-        top = np.maximum.reduceat(left, starts)
-        hit = np.flatnonzero((left == top[group]) & (left > -np.inf))
-        first = hit[np.r_[True, group[hit][1:] != group[hit][:-1]]] if hit.size else hit
-        picked.append((group[first], np.full(first.size, kth), first))
-        left[first] = -np.inf
-    g, k, at = (np.concatenate(x) for x in zip(*picked))
-    at = at[np.lexsort((k, g))]
-    return list(zip(waiter[at].tolist(), whom[at].tolist(), sums[at].tolist()))
+def _head(part: CallPart, _: Any = None) -> tuple[list[int], Optional[tuple], list]:
+    """A part's ranks, its (first start, last end) (None: no samples), functions."""
+    tl = part.tl
+    span = (tl.first_ns, tl.last_ns) if tl.last_ns >= tl.first_ns else None
+    return tl.ranks, span, tl.functions
 
 
-# Calls whose pairs are summed at once: bounds the temporaries (the pair of every
-# call that waited in eight bytes, sorted, and its index held 240 MB at 10 M calls).
-_PAIR_CHUNK = 1 << 20
-
-
-def _pair_sums(
-    rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray, span: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(every (waiting rank, cause) pair that waited, as ``rank * span + cause``
-    ascending; the waiting of each, ns). A call that waited has a cause >= 0
-    (WaitStates). With the calls in rank order (a Timeline's), a waiting rank's
-    pairs are all in its own calls: they are summed a block of whole ranks of about
-    _PAIR_CHUNK calls at a time, each call's waiting added in call order as one
-    np.bincount over all the calls would, so to the bit."""
-    cuts = [0, rank.size]
-    if rank.size > _PAIR_CHUNK and np.all(rank[1:] >= rank[:-1]):
-        firsts = rank[_PAIR_CHUNK::_PAIR_CHUNK]  # a rank at every chunk's start
-        cuts = np.unique(np.r_[0, np.searchsorted(rank, firsts), rank.size]).tolist()
-    keys, sums = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        w = waiting_ns[lo:hi] > 0
-        # One integer per (waiting rank, cause): a 1-D unique, not a row-wise one.
-        pair = rank[lo:hi][w].astype(np.int64) * span + cause[lo:hi][w]
-        key, at = np.unique(pair, return_inverse=True)
-        del pair
-        keys.append(key)
-        sums.append(
-            np.bincount(at.ravel(), weights=waiting_ns[lo:hi][w], minlength=key.size)
-        )
-    return np.concatenate(keys), np.concatenate(sums)
-
-
-def _calls_by_rank(
-    ranks: Iterable[int], of_rank: np.ndarray, calls: np.ndarray
-) -> dict[int, np.ndarray]:
-    """rank -> its calls among ``calls`` (``of_rank``: each call's rank), for the ranks
-    of ``ranks`` that have any, each in the order of ``calls``. One stable sort by
-    rank, not a pass over the calls per rank (ranks x calls)."""
-    owner = of_rank[calls]
-    order = np.argsort(owner, kind="stable")
-    ranks = list(ranks)
-    lo = np.searchsorted(owner[order], ranks, "left")
-    hi = np.searchsorted(owner[order], ranks, "right")
-    return {r: calls[order[a:b]] for r, a, b in zip(ranks, lo, hi) if b > a}
-
-
-def _match_by_key(
-    keyed: np.ndarray, per_rank: dict[int, np.ndarray], out: list[np.ndarray]
-) -> dict[int, np.ndarray]:
-    """Appends to ``out`` the instances of the keys (``keyed``: each call's key) that
-    every rank called equally often, matched in call order (one block per key: an
-    instance a row, a rank a column); returns each rank's calls left unmatched."""
-    left: dict[int, list[np.ndarray]] = {r: [] for r in per_rank}
-    for key in np.unique(np.concatenate([keyed[c] for c in per_rank.values()])):
-        groups = {r: c[keyed[c] == key] for r, c in per_rank.items()}
-        sizes = {g.size for g in groups.values()}
-        if len(sizes) == 1 and sizes.pop() > 0:
-            out.append(np.stack(list(groups.values()), axis=1))
-            continue
-        for r, g in groups.items():
-            left[r].append(g)
-    merged = {r: np.sort(np.concatenate(g)) for r, g in left.items() if g}
-    return {r: c for r, c in merged.items() if c.size}
-
-
-def _collective_instances(tl: Timeline, coll: np.ndarray) -> list[np.ndarray]:
-    """Matched instances in blocks: 2-D arrays of call indices, an instance a row and
-    one call per rank in its columns (see the module docstring for the order of the
-    rules)."""
-    per_rank = _calls_by_rank(tl.ranks, tl.rank, coll)
-    if len(per_rank) < 2:
-        return []
-    seqs = [tl.function[c] for c in per_rank.values()]
-    if all(s.size == seqs[0].size and np.array_equal(s, seqs[0]) for s in seqs):
-        return [np.stack(list(per_rank.values()), axis=1)]
-    out: list[np.ndarray] = []
-    for keyed in (tl.function, tl.site):
-        per_rank = _match_by_key(keyed, per_rank, out)
-        if len(per_rank) < 2:
-            break
-    return out
+def _start(part: CallPart, _: Any = None) -> None:
+    n = part.tl.n
+    part.ws = WaitStates(
+        waiting_ns=np.zeros(n),
+        cause=np.full(n, -1, np.int32),  # a rank
+        cause_local=np.full(n, -1, np.int32),  # a call's position on its rank
+        pattern=np.zeros(n, np.int8),  # an index into PATTERNS
+        sync=np.zeros(n, dtype=bool),
+    )
 
 
 def _of_function(tl: Timeline, names: frozenset[str]) -> np.ndarray:
     """Per call, whether its MPI function (mpi_name) is one of ``names``."""
     of_fn = np.array([mpi_name(f) in names for f in tl.functions] + [False])
     return of_fn[tl.function] if tl.n else np.zeros(0, dtype=bool)
+
+
+def _collective_calls(part: CallPart) -> dict[int, np.ndarray]:
+    """rank -> its collective calls in time order, for the part's ranks that made
+    any."""
+    tl = part.tl
+    coll = np.flatnonzero(_of_function(tl, COLLECTIVE))
+    coll = coll.astype(sample_index_dtype(tl.n), copy=False)
+    of_rank = tl.rank[coll]  # ascending: a Timeline's calls are in rank order
+    lo = np.searchsorted(of_rank, tl.ranks, side="left").tolist()
+    hi = np.searchsorted(of_rank, tl.ranks, side="right").tolist()
+    return {r: coll[a:b] for r, a, b in zip(tl.ranks, lo, hi) if b > a}
+
+
+def _collective_profile(part: CallPart, _: Any = None) -> dict[int, tuple]:
+    """rank -> (digest of its sequence of collective functions, calls of each
+    function) for the part's ranks that made collectives."""
+    tl = part.tl
+    out = {}
+    for r, calls in _collective_calls(part).items():
+        seq = tl.function[calls].astype(np.int32)
+        digest = hashlib.sha256(seq.tobytes()).hexdigest()
+        out[r] = (digest, np.bincount(seq, minlength=len(tl.functions)))
+    return out
+
+
+def _site_profile(part: CallPart, functions: list[int]) -> dict[int, np.ndarray]:
+    """rank -> calls of each site among its collectives whose function is not one
+    of ``functions`` (the matched ones), for the part's ranks with any left."""
+    tl = part.tl
+    out = {}
+    for r, calls in _collective_calls(part).items():
+        left = calls[~np.isin(tl.function[calls], functions)]
+        if left.size:
+            out[r] = np.bincount(tl.site[left], minlength=len(tl.sites))
+    return out
+
+
+@dataclass
+class _Matching:
+    """How the ranks' collectives are matched into instances (the module
+    docstring's rules): by ``position`` in the sequence of every rank's collectives,
+    else by each of ``functions``, then by each of ``sites`` among the calls left."""
+
+    position: bool = False
+    functions: list[int] = field(default_factory=list)
+    sites: list[int] = field(default_factory=list)
+
+
+def _equal_keys(counts: dict[int, np.ndarray]) -> list[int]:
+    """The keys every rank of ``counts`` (rank -> calls of each key) called equally
+    often, at least once."""
+    table = np.stack(list(counts.values()))
+    return np.flatnonzero((table == table[0]).all(axis=0) & (table[0] > 0)).tolist()
+
+
+def _matching(parts: Parts) -> Optional[_Matching]:
+    """The rule that matches the job's collectives (None: fewer than two ranks
+    made any)."""
+    profiles = {
+        r: p for part in parts.each(_collective_profile) for r, p in part.items()
+    }
+    if len(profiles) < 2:
+        return None
+    if len({digest for digest, _ in profiles.values()}) == 1:
+        return _Matching(position=True)
+    rule = _Matching(functions=_equal_keys({r: c for r, (_, c) in profiles.items()}))
+    left = {
+        r: c
+        for part in parts.each(_site_profile, rule.functions)
+        for r, c in part.items()
+    }
+    if len(left) >= 2:
+        rule.sites = _equal_keys(left)
+    return rule
+
+
+def _instance_blocks(part: CallPart, rule: _Matching) -> list[Optional[np.ndarray]]:
+    """The part's calls of each block of instances (an instance a row, one of the
+    part's ranks a column; None where it has no rank in the block): the position
+    block, else one per matched function, then one per matched site."""
+    tl = part.tl
+    per_rank = _collective_calls(part)
+    if rule.position:
+        stacked = np.stack(list(per_rank.values()), axis=1) if per_rank else None
+        return [stacked]
+    out: list[Optional[np.ndarray]] = []
+    for f in rule.functions:
+        cols = [c[tl.function[c] == f] for c in per_rank.values()]
+        out.append(np.stack(cols, axis=1) if cols else None)
+    left = {}
+    for r, c in per_rank.items():
+        rest = c[~np.isin(tl.function[c], rule.functions)]
+        if rest.size:
+            left[r] = rest
+    for s in rule.sites:
+        cols = [c[tl.site[c] == s] for c in left.values()]
+        out.append(np.stack(cols, axis=1) if cols else None)
+    return out
+
+
+# Calls of matched collective instances judged at once: bounds the temporaries
+# (about 50 bytes a call, 2 GB at 4096 ranks x 10^4 calls at once).
+_INSTANCE_CALLS = 1 << 20
+
+
+def _row_chunks(block: np.ndarray) -> list[slice]:
+    rows = max(1, _INSTANCE_CALLS // max(1, block.shape[1]))
+    return [slice(lo, lo + rows) for lo in range(0, block.shape[0], rows)]
+
+
+def _instance_partials(part: CallPart, rule: _Matching) -> list[Optional[tuple]]:
+    """Per block of instances (None where the part has no rank in it): per instance,
+    the part's latest entry (the lowest of its ranks on ties), that call's rank and
+    position, the part's earliest exit and the function of its first rank's call.
+    Keeps the blocks for _fill_collectives."""
+    tl = part.tl
+    part.blocks = _instance_blocks(part, rule)
+    out = []
+    for block in part.blocks:
+        if block is None:
+            out.append(None)
+            continue
+        latest, rank, local, leave = [], [], [], []
+        for rows in _row_chunks(block):
+            b = block[rows]
+            e = tl.enter_ns[b]
+            last = np.argmax(e, axis=1)
+            call = b[np.arange(b.shape[0]), last]
+            latest.append(e[np.arange(b.shape[0]), last])
+            rank.append(tl.rank[call])
+            local.append(tl.local[call])
+            leave.append(tl.leave_ns[b].min(axis=1))
+        parts = (np.concatenate(x) for x in (latest, rank, local, leave))
+        out.append((*parts, tl.function[block[:, 0]]))
+    return out
+
+
+@dataclass
+class _Instances:
+    """Per block, per instance: the last rank's entry (ns), that rank, its call's
+    position, and the instance's pattern."""
+
+    latest: list[np.ndarray]
+    rank: list[np.ndarray]
+    local: list[np.ndarray]
+    pattern: list[np.ndarray]
 
 
 def _pattern_of(names: np.ndarray) -> np.ndarray:
@@ -511,120 +553,192 @@ def _pattern_of(names: np.ndarray) -> np.ndarray:
     return pat
 
 
-def _collectives(
-    tl: Timeline, block: np.ndarray, fn_names: np.ndarray, ws: WaitStates
-) -> tuple[int, int]:
-    """Fills ``ws`` for the matched instances of ``block`` (rows: instances, columns:
-    ranks): each rank waits from its entry to the last rank's, clipped to its own
-    call (``fn_names``: Timeline.names()). Returns (matched, inconsistent) among its
-    N x N instances."""
-    rows = np.arange(block.shape[0])
-    e, lv = tl.enter_ns[block], tl.leave_ns[block]
-    last = np.argmax(e, axis=1)
-    e_last = e[rows, last]
-    names = fn_names[tl.function[block[:, 0]]]
-    rooted = np.isin(names, list(ROOTED))  # a rooted one lets some ranks leave early
-    early = np.any(lv < (e_last - CLOCK_TOLERANCE_NS)[:, None], axis=1)
-    # np.clip(e_last - e, 0, lv - e) in place: the same values, two arrays fewer.
-    w = e_last[:, None] - e
-    lv -= e
-    np.clip(w, 0.0, lv, out=w)
-    del e, lv
-    w[rows, last] = 0.0
-    last_call = block[rows, last]
-    ws.sync[block] = True
-    hit = w > 0
-    calls = block[hit]
-    ws.waiting_ns[calls] = w[hit]
-    ws.cause[calls] = np.broadcast_to(tl.rank[last_call][:, None], block.shape)[hit]
-    ws.cause_call[calls] = np.broadcast_to(last_call[:, None], block.shape)[hit]
-    ws.pattern[calls] = np.broadcast_to(_pattern_of(names)[:, None], block.shape)[hit]
-    return int((~rooted).sum()), int((early & ~rooted).sum())
+def _instances(
+    partials: list[list[Optional[tuple]]], fn_names: np.ndarray
+) -> tuple[_Instances, int, int]:
+    """The parts' partials reduced, in rank order: an instance's last rank is the
+    first with the latest entry, as over all its ranks at once. Also (matched,
+    inconsistent) among the N x N instances: those a rank left before the last one
+    entered (beyond CLOCK_TOLERANCE_NS)."""
+    out = _Instances([], [], [], [])
+    matched = inconsistent = 0
+    for per_part in zip(*partials):
+        given = [p for p in per_part if p is not None]
+        latest, rank, local, leave, fn = (x.copy() for x in given[0])
+        for e, r, k, lv, _ in given[1:]:
+            later = e > latest  # strictly: the lower ranks keep ties
+            latest[later], rank[later], local[later] = e[later], r[later], k[later]
+            np.minimum(leave, lv, out=leave)
+        names = fn_names[fn]
+        # A rooted one lets some ranks leave early.
+        rooted = np.isin(names, list(ROOTED))
+        early = leave < latest - CLOCK_TOLERANCE_NS
+        matched += int((~rooted).sum())
+        inconsistent += int((early & ~rooted).sum())
+        out.latest.append(latest)
+        out.rank.append(rank)
+        out.local.append(local)
+        out.pattern.append(_pattern_of(names))
+    return out, matched, inconsistent
 
 
-# Calls of matched collective instances judged at once (see find).
-_INSTANCE_CALLS = 1 << 20
+def _fill_collectives(part: CallPart, inst: _Instances) -> None:
+    """Each rank of the part waits from its entry to the last rank's, clipped to its
+    own call; the last rank is the cause."""
+    tl, ws = part.tl, part.ws
+    for k, block in enumerate(part.blocks):
+        if block is None:
+            continue
+        ws.sync[block] = True
+        for rows in _row_chunks(block):
+            b = block[rows]
+            e, lv = tl.enter_ns[b], tl.leave_ns[b]
+            # np.clip(latest - e, 0, lv - e) in place: two arrays fewer.
+            w = inst.latest[k][rows][:, None] - e
+            lv -= e
+            np.clip(w, 0.0, lv, out=w)
+            del e, lv
+            hit = w > 0  # the last rank's own call: 0
+            calls = b[hit]
+            ws.waiting_ns[calls] = w[hit]
+            for out, per_instance in (
+                (ws.cause, inst.rank[k]),
+                (ws.cause_local, inst.local[k]),
+                (ws.pattern, inst.pattern[k]),
+            ):
+                out[calls] = np.broadcast_to(per_instance[rows][:, None], b.shape)[hit]
+    part.blocks = []
 
 
-# Exits searched in ascending order at once (see _at_or_before): enough for
-# consecutive searches to land side by side, few enough to bound the temporaries.
+def _p2p_count(part: CallPart, _: Any = None) -> int:
+    """The part's blocking point-to-point calls (kept), with its calls ordered by
+    entry for the others' searches."""
+    tl = part.tl
+    index = sample_index_dtype(tl.n)
+    part.p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P)).astype(index, copy=False)
+    part.ws.sync[part.p2p] = True
+    part.by_entry = np.argsort(tl.enter_ns, kind="stable").astype(index, copy=False)
+    return int(part.p2p.size)
+
+
+# Point-to-point calls a part asks about at once (see _latest_entries): enough for
+# the searches to land side by side, few enough to bound the temporaries.
 _SEARCH_CALLS = 1 << 20
 
 
-def _at_or_before(
-    ascending: np.ndarray, times: np.ndarray, calls: np.ndarray
-) -> np.ndarray:
-    """Per call of ``calls``, the index of the last of ``ascending`` at or before its
-    ``times`` (-1: none). The calls come in rank order, so their times jump across
-    the whole run from one rank to the next, and each binary search over millions of
-    entries then misses the cache at every step; searched in ascending order, a
-    block of _SEARCH_CALLS at a time, consecutive ones land side by side (5x
-    faster at 16384 ranks x 2500 calls)."""
-    out = np.empty(calls.size, dtype=np.intp)
-    for lo in range(0, calls.size, _SEARCH_CALLS):
-        t = times[calls[lo : lo + _SEARCH_CALLS]]
-        order = np.argsort(t, kind="stable")
-        out[lo + order] = np.searchsorted(ascending, t[order], side="right")
-    out -= 1
-    return out
+def _p2p_exits(part: CallPart, lo: int) -> np.ndarray:
+    """The exits (ns) of the part's point-to-point calls lo..lo + _SEARCH_CALLS."""
+    return part.tl.leave_ns[part.p2p[lo : lo + _SEARCH_CALLS]]
 
 
-def find(tl: Timeline) -> WaitStates:
-    """The wait states of every call of ``tl`` (see the module docstring)."""
-    n = tl.n
-    ws = WaitStates(
-        waiting_ns=np.zeros(n),
-        cause=np.full(n, -1, np.int32),  # a rank
-        cause_call=np.full(n, -1, sample_index_dtype(n)),  # a call
-        pattern=np.zeros(n, np.int8),  # an index into PATTERNS
-        sync=np.zeros(n, dtype=bool),
-        synchronised=False,
+def _latest_before(part: CallPart, times: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per time, the part's latest call entry at or before it, as (entry, rank,
+    position; rank -1: none), the last in call order on ties. The times are
+    searched in ascending order: the calls come in rank order, so their times jump
+    across the whole run from one rank to the next, and each binary search over
+    millions of entries would miss the cache at every step (5x slower at 16384
+    ranks x 2500 calls)."""
+    tl = part.tl
+    if not part.by_entry.size:
+        none = np.full(times.size, -1, np.int32)
+        return np.zeros(times.size), none, none.copy()
+    order = np.argsort(times, kind="stable")
+    j = np.empty(times.size, dtype=np.intp)
+    j[order] = np.searchsorted(tl.enter_ns[part.by_entry], times[order], side="right")
+    j -= 1
+    call = part.by_entry[np.maximum(j, 0)]
+    rank = tl.rank[call].astype(np.int32)
+    rank[j < 0] = -1
+    return tl.enter_ns[call], rank, tl.local[call]
+
+
+def _latest_entries(answers: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """The parts' answers reduced, in rank order: the latest entry, the higher rank
+    on ties (the last in the order of all calls, as one search over them all)."""
+    latest, rank, local = (x.copy() for x in answers[0])
+    for e, r, k in answers[1:]:
+        take = (r >= 0) & ((rank < 0) | (e >= latest))
+        latest[take], rank[take], local[take] = e[take], r[take], k[take]
+    return latest, rank, local
+
+
+def _late_senders(part: CallPart, given: tuple[int, tuple[np.ndarray, ...]]) -> None:
+    """The part's point-to-point calls lo.. waited for the latest entry into MPI of
+    another rank before their exit, if it came after their own entry."""
+    lo, (latest, rank, local) = given
+    tl, ws = part.tl, part.ws
+    p2p = part.p2p[lo : lo + latest.size]
+    ok = (rank >= 0) & (latest > tl.enter_ns[p2p]) & (rank != tl.rank[p2p])
+    calls = p2p[ok]
+    ws.waiting_ns[calls] = latest[ok] - tl.enter_ns[calls]
+    ws.cause[calls] = rank[ok]
+    ws.cause_local[calls] = local[ok]
+    sends = _of_function(tl, SENDS)[calls]
+    ws.pattern[calls] = np.where(sends, LATE_RECEIVER, LATE_SENDER)
+
+
+def _finish(part: CallPart, job: JobCalls) -> None:
+    ws = part.ws
+    ws.synchronised, ws.matched, ws.inconsistent = (
+        job.synchronised,
+        job.matched,
+        job.inconsistent,
     )
-    waiting, cause, cause_call, pattern = (
-        ws.waiting_ns,
-        ws.cause,
-        ws.cause_call,
-        ws.pattern,
-    )
-    fn_names = tl.names()
-    matched = inconsistent = 0
-    index = sample_index_dtype(n)  # call indices: 4 bytes while they fit
-    coll = np.flatnonzero(_of_function(tl, COLLECTIVE)).astype(index, copy=False)
-    for block in _collective_instances(tl, coll):
-        # Instances are independent: a few rows at a time bound the temporaries
-        # (about 50 bytes a call, 2 GB at 4096 ranks x 10^4 calls at once).
-        rows = max(1, _INSTANCE_CALLS // max(1, block.shape[1]))
-        for lo in range(0, block.shape[0], rows):
-            m, i = _collectives(tl, block[lo : lo + rows], fn_names, ws)
-            matched, inconsistent = matched + m, inconsistent + i
+    if not job.synchronised:
+        ws.waiting_ns[:] = 0.0
+        ws.cause[:] = ws.cause_local[:] = -1
+        ws.pattern[:] = NONE
+    part.p2p = part.by_entry = None
+
+
+def find_in_parts(parts: Parts) -> JobCalls:
+    """The wait states of every call of every part (each part's ``ws``; see the
+    module docstring), and the parts as one job."""
+    heads = parts.each(_head)
+    ranks = sorted({r for rs, _, _ in heads for r in rs})
+    spans = [s for _, s, _ in heads if s is not None]
+    wall = max(b for _, b in spans) - min(a for a, _ in spans) if spans else 0.0
+    job = JobCalls(ranks, float(wall), heads[0][2])
+    parts.each(_start)
+    fn_names = np.array([mpi_name(f) for f in job.functions] + [""], dtype=object)
+    rule = _matching(parts)
+    if rule is not None:
+        partials = parts.each(_instance_partials, rule)
+        inst, job.matched, job.inconsistent = _instances(partials, fn_names)
+        parts.each(_fill_collectives, inst)
+        del inst, partials
     # The pieces lived in the heap, below glibc's raised mmap threshold: their pages
     # back before the point-to-point step maps its own arrays (perfvar.heap).
     heap.give_back()
-    del coll
-    p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P)).astype(index, copy=False)
-    ws.sync[p2p] = True
-    if p2p.size:
-        by_entry = np.argsort(tl.enter_ns, kind="stable").astype(index, copy=False)
-        j = _at_or_before(tl.enter_ns[by_entry], tl.leave_ns, p2p)
-        ok = j >= 0
-        np.maximum(j, 0, out=j)
-        cand = by_entry[j]
-        del by_entry, j
-        ok &= tl.enter_ns[cand] > tl.enter_ns[p2p]
-        ok &= tl.rank[cand] != tl.rank[p2p]
-        calls, cand = p2p[ok], cand[ok]
-        waiting[calls] = tl.enter_ns[cand] - tl.enter_ns[calls]
-        cause[calls] = tl.rank[cand]
-        cause_call[calls] = cand
-        sends = _of_function(tl, SENDS)[calls]
-        pattern[calls] = np.where(sends, LATE_RECEIVER, LATE_SENDER)
-    synchronised = matched > 0 and inconsistent <= matched / 2
-    if matched == 0:
+    counts = parts.each(_p2p_count)
+    job.p2p_calls = sum(counts)
+    for lo in range(0, max(counts, default=0), _SEARCH_CALLS):
+        asked = parts.each(_p2p_exits, lo)
+        answers = parts.each(_latest_before, np.concatenate(asked))
+        best = _latest_entries(answers)
+        cuts = np.cumsum([0] + [a.size for a in asked])
+        parts.each(
+            _late_senders,
+            per_part=[
+                (lo, tuple(x[a:b] for x in best))
+                for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())
+            ],
+        )
+    job.synchronised = job.matched > 0 and job.inconsistent <= job.matched / 2
+    if job.matched == 0:
         # Without collectives, point-to-point waits are all there is to go by.
-        synchronised = bool(p2p.size) and len(tl.ranks) > 1
-    if not synchronised:
-        waiting[:] = 0.0
-        cause[:] = cause_call[:] = -1
-        pattern[:] = NONE
-    ws.synchronised, ws.matched, ws.inconsistent = synchronised, matched, inconsistent
-    return ws
+        job.synchronised = job.p2p_calls > 0 and len(job.ranks) > 1
+    parts.each(_finish, job)
+    return job
+
+
+def one_part(samples: np.ndarray, tl: Timeline) -> LocalParts:
+    """Every rank's calls as one part in this process."""
+    return LocalParts([CallPart(samples, tl)])
+
+
+def find(tl: Timeline) -> WaitStates:
+    """The wait states of every call of ``tl``, found as one part."""
+    parts = one_part(np.zeros(0), tl)
+    find_in_parts(parts)
+    return parts.parts[0].ws

@@ -9,6 +9,7 @@ from perfvar.verdict import delay_cost
 from perfvar.verdict import headline
 
 from perfvar.verdict import wait_states
+from perfvar.verdict.parts import LocalParts
 from perfvar.stats.model import Anomaly
 
 IDS = ["S0", "S1"]  # S0 = A (ends in the Allreduce), S1 = B (ends in the Waitall)
@@ -20,9 +21,9 @@ def _slow(rank, segment, excess_ns, rel):
 
 
 def _costs(trace, anomalies):
-    tl = wait_states.build_timeline(trace.samples, trace.segments, trace.trace_ns)
-    ws = wait_states.find(tl)
-    return delay_cost.costs(anomalies, tl, ws, trace.samples, IDS)
+    part = wait_states.part_of(trace.samples, trace.segments, trace.trace_ns)
+    parts = LocalParts([part])
+    return delay_cost.costs(anomalies, parts, wait_states.find_in_parts(parts), IDS)
 
 
 def test_a_slowdown_that_makes_the_peer_wait_costs_that_waiting():

@@ -11,6 +11,7 @@ from perfvar.detect.words import off_cpu_clause
 from perfvar.read.samples import DURATION_FIELDS, durations_only
 from perfvar.stats.model import Anomaly
 from perfvar.verdict import headline, off_cpu, time_slicing, wait_states
+from perfvar.verdict.parts import LocalParts
 
 IDS = ["S0", "S1"]
 
@@ -232,12 +233,12 @@ def test_the_verdict_reads_only_the_durations_once_the_timeline_is_built(run, fo
     # duration only: the verdict is the same as from the whole samples.
     trace = run()
     whole = headline.rank_findings(found(), trace, IDS)
-    tl = wait_states.build_timeline(
-        trace.samples, trace.segments, trace.trace_ns, trace.probes
+    part = wait_states.part_of(
+        trace.samples, trace.segments, trace.trace_ns, trace.probes, durations_only
     )
-    narrow = dataclasses.replace(trace, samples=durations_only(trace.samples))
+    narrow = dataclasses.replace(trace, samples=part.samples)
     assert narrow.samples.dtype.names == DURATION_FIELDS
-    lean = headline.rank_findings(found(), narrow, IDS, timeline=tl)
+    lean = headline.rank_findings(found(), narrow, IDS, parts=LocalParts([part]))
     assert [a.to_json() for a in lean.anomalies] == [
         a.to_json() for a in whole.anomalies
     ]

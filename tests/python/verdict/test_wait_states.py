@@ -5,6 +5,7 @@ import pytest
 from waits_sim import LAT_NS, simulate
 
 from perfvar.verdict import wait_states as W
+from perfvar.verdict import wait_summary as S
 
 
 def _states(trace):
@@ -44,11 +45,13 @@ def test_ranks_that_ran_apart_give_no_wait_states():
 
 
 def test_the_kth_collective_of_each_rank_is_one_instance():
-    tl, _ = _states(simulate(steps=20))
-    coll = np.flatnonzero(tl.names()[tl.function] == "allreduce")
-    inst = np.concatenate(W._collective_instances(tl, coll))  # an instance a row
-    assert inst.shape == (20, 2)
-    assert all(set(tl.rank[i]) == {0, 1} for i in inst)
+    tl, ws = _states(simulate(steps=20, extra=lambda r, k, c: 1000.0 * k * r))
+    assert ws.matched == 20 and ws.inconsistent == 0
+    # Rank 1 entered the k-th Allreduce 1000 k ns after rank 0: its k-th instance.
+    mine = np.flatnonzero((tl.rank == 0) & (tl.names()[tl.function] == "allreduce"))
+    # (each A lasts 100 us +- 0.1 %: +- a few hundred ns)
+    assert ws.waiting_ns[mine] == pytest.approx(1000.0 * np.arange(20), abs=600.0)
+    assert set(ws.cause_local[mine[1:]]) <= set(tl.local[tl.rank == 1].tolist())
 
 
 @pytest.mark.parametrize("calls", [1, 4, 9, 1 << 20])
@@ -77,7 +80,7 @@ def test_collectives_a_few_instances_at_a_time_find_what_all_at_once_do(
         want.synchronised,
     )
     assert want.matched == 60 and (want.inconsistent > 0) == (not synchronised)
-    for name in ("waiting_ns", "cause", "cause_call", "pattern", "sync"):
+    for name in ("waiting_ns", "cause", "cause_local", "pattern", "sync"):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
     assert not synchronised or want.waiting_ns.max() > 1000.0
 
@@ -90,15 +93,15 @@ def test_the_summary_grows_with_the_ranks_not_their_pairs():
     other = r != q
     rank, cause = r[other], q[other]
     waiting = ((rank + 1) * (cause + 1)).astype(float)
-    out = W._by_rank(rank, cause, waiting)
+    out = S._by_rank(rank, cause, waiting)
     assert out["rank_pairs"] == n * (n - 1)
     pairs = out["by_rank_pair_ns"]
-    assert len(pairs) == W.TOP_PAIRS
+    assert len(pairs) == S.TOP_PAIRS
     # The largest two are equal: in the order of the waiting rank.
     assert list(pairs)[:2] == [f"{n - 2}<-{n - 1}", f"{n - 1}<-{n - 2}"]
     assert len(out["by_rank"]) == n
     top = out["by_rank"][0]  # rank 0 waited most for the largest ranks
-    assert [c for c, _ in top["waited_for"]] == [n - 1, n - 2, n - 3][: W.TOP_CAUSES]
+    assert [c for c, _ in top["waited_for"]] == [n - 1, n - 2, n - 3][: S.TOP_CAUSES]
     assert top["waited_for_ranks"] == n - 1
     total = waiting.sum()
     assert sum(e["waited_ns"] for e in out["by_rank"]) == pytest.approx(total)
@@ -121,7 +124,7 @@ def test_pair_sums_in_chunks_are_those_of_one_pass_to_the_bit(monkeypatch, chunk
     """Calls of 6 ranks, many to a pair, waiting of every magnitude (sums that
     round) and none on a third of them, cut in chunks of any size, in rank order
     and shuffled."""
-    monkeypatch.setattr(W, "_PAIR_CHUNK", chunk)
+    monkeypatch.setattr(S, "_PAIR_CHUNK", chunk)
     rng = np.random.default_rng(3)
     rank = np.sort(rng.integers(0, 6, 4000)).astype(np.int32)  # a Timeline's order
     cause = rng.integers(0, 6, rank.size).astype(np.int32)
@@ -130,11 +133,11 @@ def test_pair_sums_in_chunks_are_those_of_one_pass_to_the_bit(monkeypatch, chunk
     span = int(max(rank.max(), cause.max())) + 1
     shuffled = rng.permutation(rank.size)  # not a Timeline's order: one pass
     for r, c, ns in [(rank, cause, waiting), (rank[shuffled], cause, waiting)]:
-        key, sums = W._pair_sums(r, c, ns, span)
+        key, sums = S._pair_sums(r, c, ns, span)
         want_key, want_sums = _pair_sums_at_once(r, c, ns)
         np.testing.assert_array_equal(key, want_key)
         assert sums.tolist() == want_sums.tolist()  # the same additions, one order
-    assert W._pair_sums(rank[:0], cause[:0], waiting[:0], 1)[0].size == 0
+    assert S._pair_sums(rank[:0], cause[:0], waiting[:0], 1)[0].size == 0
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -147,15 +150,15 @@ def test_the_largest_pairs_are_those_of_a_full_sort(seed):
     waiter = np.sort(rng.integers(0, int(rng.integers(1, 60)), n))
     whom = rng.integers(0, 60, n)
     sums = rng.integers(1, 6, n).astype(float) * 10.0 ** rng.integers(0, 2, n)
-    for k in (1, W.TOP_PAIRS, n, n + 5):
+    for k in (1, S.TOP_PAIRS, n, n + 5):
         want = np.argsort(-sums, kind="stable")[:k]
-        assert W._largest(sums, k).tolist() == want.tolist()
+        assert S._largest(sums, k).tolist() == want.tolist()
     order = np.lexsort((-sums, waiter))
     first = np.searchsorted(waiter[order], waiter[order], side="left")
-    listed = order[np.arange(order.size) - first < W.TOP_CAUSES]
+    listed = order[np.arange(order.size) - first < S.TOP_CAUSES]
     want = list(zip(waiter[listed].tolist(), whom[listed].tolist(), sums[listed]))
-    assert W._largest_per_waiter(waiter, whom, sums) == want
-    assert W._largest_per_waiter(waiter[:0], whom[:0], sums[:0]) == []
+    assert S._largest_per_waiter(waiter, whom, sums) == want
+    assert S._largest_per_waiter(waiter[:0], whom[:0], sums[:0]) == []
 
 
 def test_calls_are_ordered_by_rank_then_time_sorted_or_not():
