@@ -43,7 +43,12 @@ from perfvar.read.meta import RunMeta, read_meta
 from perfvar.read.modes import split_modes
 from perfvar.read.otf2 import trace_ranks
 from perfvar.read.recover import endings_json, ensure_trace, read_endings
-from perfvar.read.samples import TraceSamples, durations_only, timing_only
+from perfvar.read.samples import (
+    TraceSamples,
+    class_totals,
+    durations_only,
+    timing_only,
+)
 from perfvar.read.segments import SegmentKey, parse_segment_key
 from perfvar.read.symbolize import Symbol, symbolize
 from perfvar.read.trace import read_trace
@@ -146,7 +151,8 @@ def _narrowed(
     trace: TraceSamples, only: Callable[[np.ndarray], np.ndarray]
 ) -> tuple[TraceSamples, Any]:
     """``trace`` with its samples narrowed by ``only`` (read.samples.timing_only,
-    durations_only: a copy of fewer columns), and those samples."""
+    durations_only: a copy of fewer columns, unless it has no more), and those
+    samples."""
     narrow = dataclasses.replace(trace, samples=only(trace.samples))
     return narrow, narrow.samples
 
@@ -180,7 +186,14 @@ def _segment_row(
     """One class of analysis.json's ``segments``: its call sites (named where
     addr2line could; ``labels``: FROM and TO where distinct_ends tells them apart
     from another class's), sample counts, median, total time and cache state."""
-    kept = np.concatenate([c.samples_ns for c in cells]) if cells else np.empty(0)
+    # The class's kept samples in one array, its median taken in place: one copy of
+    # them (the largest class is much of the trace), not a concatenation and a copy
+    # for the median beside it.
+    kept = np.empty(sum(c.n for c in cells))
+    at = 0
+    for c in cells:
+        kept[at : at + c.n] = c.samples_ns
+        at += c.n
     start: Optional[Symbol] = symbols.get(parsed.start) if parsed.start else None
     end: Optional[Symbol] = symbols.get(parsed.end) if parsed.end else None
     start_label = start.label if start else None
@@ -201,7 +214,7 @@ def _segment_row(
         n_kept=int(kept.size),
         os_noise_removed=int(sum(c.os_info.n_removed for c in cells)),
         n_ranks=len(cells),
-        median_ns=float(np.median(kept)) if kept.size else None,
+        median_ns=float(np.median(kept, overwrite_input=True)) if kept.size else None,
         total_ns=total_ns,
         # The cache state its cells were judged with (the most common one; per rank
         # in cache_states) and the context that chose it.
@@ -212,18 +225,14 @@ def _segment_row(
 
 
 def _segment_table(
-    trace: TraceSamples,
+    totals: np.ndarray,
     order: list[int],
     parsed: list[SegmentKey],
     prep: Prepared,
     symbols: dict,
 ) -> list[SegmentClass]:
     """analysis.json's ``segments``, in ``order`` (by total time; ``parsed``: their
-    keys, in that order)."""
-    s = trace.samples
-    totals = np.bincount(
-        s["segment"], weights=s["duration_ns"], minlength=len(trace.segments)
-    )
+    keys, in that order; ``totals``: each class's compute time, class_totals)."""
     by_segment: dict[int, list[Cell]] = {}
     for (seg, _), cell in sorted(prep.cells.items()):
         by_segment.setdefault(seg, []).append(cell)
@@ -419,7 +428,7 @@ def _read_in_parts(
     parts = eng.map(partition.analyse_part, tasks, keep=eng.kind == "mpi")
     if parts is None:
         return None
-    trace = partition.merge(directory, parts)
+    trace, context = partition.merge(directory, parts)
     meta = read_meta(directory, trace.ranks)
     judged = {r: j for p in parts for r, j in p.judged.items()}
     calibration_ranks.record(
@@ -429,8 +438,13 @@ def _read_in_parts(
     borrowers = calibration_ranks.lend_missing(meta, machine)  # all ranks: not in parts
     judged_trace, families = judged_classes(trace)
     cells = partition.cells_as_judged(
-        trace, judged_trace, {k: v for p in parts for k, v in p.cells.items()}, meta
+        trace,
+        judged_trace,
+        {k: v for p in parts for k, v in p.cells.items()},
+        meta,
+        context,
     )
+    del context
     cells = with_states_of(cells, meta, borrowers)
     use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
     for p in parts:  # kept for where their rows are (partition.Calls), not the rest
@@ -502,6 +516,9 @@ def analyze(
         del cells
         prep.cpu_use = use
         trace, prep.samples = _timing_only(trace, prep)
+        # Before the detectors' derived data: its temporaries (the classes and the
+        # durations as whole arrays, 16 bytes a sample) beside theirs were the peak.
+        totals = class_totals(trace.samples, len(trace.segments))
         metrics = cpu_time.after_start(
             trace.metrics
         )  # the reads of the run, not its start
@@ -527,7 +544,7 @@ def analyze(
         symbols = symbolize(sites, enabled=symbolize_sites)
         # What the result takes of the cells' samples, taken before they are let go.
         noise = rank_noise(prep)
-        segments = _segment_table(trace, order, parsed, prep, symbols)
+        segments = _segment_table(totals, order, parsed, prep, symbols)
         decomposition = _decomposition(prep, order)
         resolution = _resolution(judgements)
         for seg, row in zip(order, segments):
@@ -580,7 +597,9 @@ def analyze(
             os_filter=f"isolation forest of {N_ESTIMATORS} trees, seed "
             f"{RANDOM_STATE}, beta search from -0.6 in -0.01 steps (paper 5.4.2)",
         )
-        summary = _summary(trace, order, segment_ids, judgements, ranked, families)
+        summary = _summary(
+            trace, totals, order, segment_ids, judgements, ranked, families
+        )
         summary.ended_early_ranks = ended["ended_early_ranks"]
         return Analysis(
             format=FORMAT,
@@ -610,6 +629,7 @@ def analyze(
 
 def _summary(
     trace: TraceSamples,
+    seg_totals: np.ndarray,
     order: list[int],
     segment_ids: dict[int, str],
     judgements: list[Judgement],
@@ -618,14 +638,10 @@ def _summary(
 ) -> Summary:
     """analysis.json's summary: counts of ranks, classes and judgements, the judged
     share of compute time, and the ranks of each kind of finding (``ranked``:
-    perfvar.verdict.headline.rank_findings' result)."""
+    perfvar.verdict.headline.rank_findings' result; ``seg_totals``: each class's
+    compute time, class_totals)."""
     anomalies = ranked.anomalies
     judged = {j.segment for j in judgements if j.status in ("ok", "slow")}
-    seg_totals = np.bincount(
-        trace.samples["segment"],
-        weights=trace.samples["duration_ns"],
-        minlength=len(trace.segments),
-    )
 
     def named(*kinds: str) -> list[int]:
         """The ranks findings of ``kinds`` name (a node's or socket's: its members)."""

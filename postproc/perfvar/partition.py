@@ -37,10 +37,14 @@ from perfvar.parallel import Engine, PartsOnProcesses, serve
 from perfvar.read.meta import read_meta
 from perfvar.read.otf2 import trace_locations
 from perfvar.read.samples import (
+    CONTEXT_FIELDS,
     PROBE_DTYPE,
     SAMPLE_DTYPE,
+    TIMING_FIELDS,
     TraceSamples,
     durations_only,
+    fields_dtype,
+    whole_rows,
 )
 from perfvar.read.trace import read_trace, reading_warnings
 from perfvar.stats.cells import cell_inputs, make_cells
@@ -139,13 +143,16 @@ def _layout(
     return reports, at
 
 
-def merge(directory: str, parts: list[Part]) -> TraceSamples:
-    """The parts' traces as one TraceSamples, as read_trace(directory) gives it;
+def merge(directory: str, parts: list[Part]) -> tuple[TraceSamples, np.ndarray]:
+    """The parts' traces as one TraceSamples, as read_trace(directory) gives it but
+    with its samples' TIMING_FIELDS only, and the samples' CONTEXT_FIELDS apart, row
+    for row (what only cells_as_judged reads, for the few cells it makes again);
     raises TraceError as read_trace does when no location could be read.
 
     Each part's trace is let go (its ``trace`` set to None) as soon as its rows are
     copied into the merged arrays: the reporting process then holds the merged
-    samples and at most one part's beside them, not every part's twice."""
+    samples and at most one part's beside them, not every part's twice; and the
+    merged samples need no narrowing copy once the cells are made."""
     read = [p.trace for p in parts if p.trace is not None]
     if not read:
         raise TraceError(parts[0].error or f"{directory}: nothing readable")
@@ -156,7 +163,8 @@ def merge(directory: str, parts: list[Part]) -> TraceSamples:
         raise TraceError(next(p.error for p in parts if p.error))
     n_s = sum(r.segments for r in reports if r.ok)
     n_p = sum(r.probes for r in reports if r.ok)
-    samples = np.empty(n_s, dtype=SAMPLE_DTYPE)
+    samples = np.empty(n_s, dtype=fields_dtype(TIMING_FIELDS))
+    context = np.empty(n_s, dtype=fields_dtype(CONTEXT_FIELDS))
     probes = np.empty(n_p, dtype=PROBE_DTYPE)
     merged = TraceSamples(
         first.path,
@@ -176,13 +184,18 @@ def merge(directory: str, parts: list[Part]) -> TraceSamples:
         for loc, (_, s, p) in _pieces(part.trace).items():
             if loc in at and at[loc][0] == k:
                 _, a_s, a_p = at[loc]
-                samples[a_s : a_s + s.size] = s
+                for into, fields in (
+                    (samples, TIMING_FIELDS),
+                    (context, CONTEXT_FIELDS),
+                ):
+                    for name in fields:
+                        into[name][a_s : a_s + s.size] = s[name]
                 probes[a_p : a_p + p.size] = p
                 part.rows.append((a_s, s.size))
             elif s.size:
                 part.rows.append((-1, s.size))  # another part's too: not its
         part.trace = None
-    return merged
+    return merged, context
 
 
 def cells_as_judged(
@@ -190,9 +203,11 @@ def cells_as_judged(
     judged: TraceSamples,
     cells: dict[CellKey, Cell],
     meta: Any,
+    context: np.ndarray,
 ) -> dict[CellKey, Cell]:
     """The parts' ``cells``, made on the classes as ``recorded``, for the classes as
-    ``judged`` (the same samples row for row, relabelled). A judged cell whose samples
+    ``judged`` (the same samples row for row, relabelled; ``context``: their
+    CONTEXT_FIELDS, as merge gives them). A judged cell whose samples
     are exactly one recorded cell's keeps that cell's filtering under its new class;
     the others (a rank with two members of one family, either side of a split class)
     are made and filtered again from their samples with ``meta`` (a RunMeta), as one
@@ -222,7 +237,8 @@ def cells_as_judged(
         else:
             remake.append(code)
     if remake:
-        inputs = cell_inputs(judged.samples[np.isin(judged_cell, remake)], meta)
+        rows = np.isin(judged_cell, remake)
+        inputs = cell_inputs(whole_rows(judged.samples[rows], context[rows]), meta)
         results = filter_os_many([values for _, _, values in inputs])
         out.update(make_cells(judged, meta, inputs, results))
     return out
@@ -236,6 +252,8 @@ def _calls_of(state: Any, given: tuple[Optional[np.ndarray], list[str]]) -> tupl
         return state, None
     labels, keys = given
     trace = state.trace
+    if trace is None:  # none of its locations could be read: no calls
+        trace = TraceSamples("", 1e9, keys, np.empty(0, SAMPLE_DTYPE), [])
     trace.samples["segment"] = labels
     part = wait_states.part_of(
         trace.samples, keys, trace.trace_ns, trace.probes, keep=durations_only

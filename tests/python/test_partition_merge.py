@@ -6,7 +6,13 @@ import numpy as np
 
 from conftest import normal_durations
 from perfvar import partition
-from perfvar.read.samples import SAMPLE_DTYPE, TIMING_FIELDS, timing_only
+from perfvar.read.samples import (
+    CONTEXT_FIELDS,
+    SAMPLE_DTYPE,
+    TIMING_FIELDS,
+    timing_only,
+    whole_rows,
+)
 from perfvar.read.trace import read_trace
 
 
@@ -17,10 +23,14 @@ def test_merge_gives_the_whole_trace_and_lets_each_part_go(trace_factory):
         partition.Part(read_trace(path, ranks=block))
         for block in partition.split(whole.ranks, 3)
     ]
-    merged = partition.merge(path, parts)
+    merged, context = partition.merge(path, parts)
     assert all(p.trace is None for p in parts)
-    assert merged.samples.dtype == SAMPLE_DTYPE
-    assert merged.samples.tobytes() == whole.samples.tobytes()
+    # The timing in the trace, the rest apart: together the whole samples.
+    assert merged.samples.dtype.names == TIMING_FIELDS
+    assert context.dtype.names == CONTEXT_FIELDS
+    joined = whole_rows(merged.samples, context)
+    assert joined.dtype == SAMPLE_DTYPE
+    assert joined.tobytes() == whole.samples.tobytes()
     assert merged.probes.tobytes() == whole.probes.tobytes()
     assert merged.locations == whole.locations
     assert merged.warnings == whole.warnings
@@ -34,3 +44,4 @@ def test_timing_only_keeps_the_timing_fields_row_for_row(trace_factory):
     assert narrow.dtype.itemsize < SAMPLE_DTYPE.itemsize
     for name in TIMING_FIELDS:
         assert np.array_equal(narrow[name], samples[name])
+    assert timing_only(narrow) is narrow  # nothing more to narrow: no copy

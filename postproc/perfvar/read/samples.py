@@ -110,12 +110,39 @@ TIMING_FIELDS = ("segment", "rank", "thread", "start_ticks", "duration_ns")
 DURATION_FIELDS = ("segment", "duration_ns")
 
 
+def class_totals(samples: np.ndarray, n_classes: int) -> np.ndarray:
+    """Each class's compute time (ns): its samples' durations summed in row order."""
+    return np.bincount(
+        samples["segment"], weights=samples["duration_ns"], minlength=n_classes
+    )
+
+
+# The rest of a sample: its CPUs and the bytes its preceding call moved.
+CONTEXT_FIELDS = tuple(n for n in SAMPLE_DTYPE.names if n not in TIMING_FIELDS)
+
+
+def fields_dtype(fields: tuple[str, ...]) -> np.dtype:
+    """The rows of SAMPLE_DTYPE's ``fields`` alone, in that order."""
+    return np.dtype([(name, SAMPLE_DTYPE[name]) for name in fields])
+
+
 def only_fields(samples: np.ndarray, fields: tuple[str, ...]) -> np.ndarray:
     """A copy of ``samples`` with only ``fields`` (in that order), rows in the same
-    order with the same values."""
+    order with the same values; ``samples`` itself when those are all it has."""
+    if samples.dtype.names == fields:
+        return samples
     out = np.empty(samples.size, dtype=[(name, samples.dtype[name]) for name in fields])
     for name in fields:  # one field at a time: no temporary of whole rows
         out[name] = samples[name]
+    return out
+
+
+def whole_rows(timing: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """SAMPLE_DTYPE rows from their TIMING_FIELDS and CONTEXT_FIELDS, row for row."""
+    out = np.empty(timing.size, dtype=SAMPLE_DTYPE)
+    for part, fields in ((timing, TIMING_FIELDS), (context, CONTEXT_FIELDS)):
+        for name in fields:
+            out[name] = part[name]
     return out
 
 

@@ -215,6 +215,8 @@ def build_timeline(
     fn_of = np.array([functions.index(f) for f in fn_names] + [0], dtype=np.int32)
     user = np.array([f.startswith(USER_TIMER_CALLS) for f in fn_names] + [True])
     bounds = np.flatnonzero(np.r_[True, rank[1:] != rank[:-1], True])
+    if not rank.size:  # a part whose locations could not be read
+        bounds = bounds[:1]
     # The call between samples i and i + 1 of one rank, unless a user timer cut it.
     between = rank[1:] == rank[:-1]
     seg = samples["segment"][order]

@@ -129,6 +129,7 @@ def test_a_kind_added_to_the_table_alone_is_summarised_and_costed(tmp_path, hot_
     from types import SimpleNamespace
 
     from perfvar.analysis import _summary
+    from perfvar.read.samples import class_totals
     from perfvar.read.trace import read_trace
     from perfvar.stats.model import Anomaly
     from perfvar.verdict import delay_cost, wait_states
@@ -141,7 +142,8 @@ def test_a_kind_added_to_the_table_alone_is_summarised_and_costed(tmp_path, hot_
     ranked = SimpleNamespace(anomalies=[hot], minor=[], consequences=[], cost_known=True)
     order = list(range(len(trace.segments)))
     ids = {seg: f"S{seg}" for seg in order}
-    summary = _summary(trace, order, ids, [], ranked, {})
+    totals = class_totals(trace.samples, len(trace.segments))
+    summary = _summary(trace, totals, order, ids, [], ranked, {})
     doc = summary.to_json()  # its summary key, in analysis.json's summary
     assert doc["hot_cache_ranks"] == [3] and doc["anomalous_ranks"] == [3]
     assert summary.kind_ranks["hot_cache_ranks"] == [3]

@@ -103,7 +103,8 @@ def _findings(trace, ids):
 
 @pytest.mark.parametrize("grid", [None, 1000.0])
 @pytest.mark.parametrize("uneven", [False, True])
-@pytest.mark.parametrize("cut", [[1], [3, 4], [2, 5, 6], list(range(1, 9))])
+# [0, 4]: a part with no rank (none of its ranks' locations could be read).
+@pytest.mark.parametrize("cut", [[1], [3, 4], [2, 5, 6], list(range(1, 9)), [0, 4]])
 def test_the_calls_in_parts_give_what_one_part_gives(grid, uneven, cut):
     nranks = 9
     trace = _run(nranks, 40, seed=len(cut), uneven=uneven, grid=grid)
