@@ -44,6 +44,7 @@ from perfvar.read.samples import (
     TraceSamples,
     durations_only,
     fields_dtype,
+    timing_only,
     whole_rows,
 )
 from perfvar.read.trace import read_trace, reading_warnings
@@ -262,12 +263,21 @@ def _calls_of(state: Any, given: tuple[Optional[np.ndarray], list[str]]) -> tupl
 
 
 def serve_calls(eng: Engine) -> None:
-    """On an MPI process that does not report: keep of its parts only their traces,
-    and run the reporting process's steps on them until it closes them."""
+    """On an MPI process that does not report: keep of its parts only their traces'
+    timing (what their timelines are built from), and run the reporting process's
+    steps on them until it closes them."""
     for i in eng.kept:
-        eng.kept[i].cells, eng.kept[i].cpu_use = {}, {}
+        eng.kept[i] = _timing_of(eng.kept[i])
     serve(eng)
     eng.kept = {}
+
+
+def _timing_of(part: Part) -> Part:
+    """``part`` as its calls need it: its trace with its samples' timing only."""
+    trace = part.trace
+    if trace is not None:
+        trace = replace(trace, samples=timing_only(trace.samples))
+    return Part(trace, part.error, rows=part.rows)
 
 
 class Calls:

@@ -14,6 +14,8 @@ Pure functions over numpy arrays; thread-safe.
 
 from __future__ import annotations
 
+import bisect
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,28 +30,44 @@ TOP_PAIRS = 100  # (waiting rank, cause) pairs listed over the job
 def _part_sums(part: CallPart, _: Any = None) -> dict[str, np.ndarray]:
     """The part's waiting summed per rank (its ranks ascending): by pattern
     (``pattern``, and how many calls: ``count``), by function (``function``), in
-    all (``total``), and per (waiting rank, cause) pair (``waiter``, ``whom``,
-    ``pair``: every pair that waited, in pair order)."""
+    all (``total``), and its (waiting rank, cause) pairs (``pairs``: _Pairs).
+    Summed a block of whole ranks
+    at a time (_rank_blocks): a rank's sums are its calls' in call order all the
+    same, and the temporaries stay those of a block."""
     tl, ws = part.tl, part.ws
     ranks = np.asarray(tl.ranks, dtype=np.int64)
-    row = np.searchsorted(ranks, tl.rank)  # each call's rank's row
     n, k, f = ranks.size, len(PATTERNS), len(tl.functions)
-    key = row * k + ws.pattern
     out = {
-        "pattern": np.bincount(key, weights=ws.waiting_ns, minlength=n * k),
-        "count": np.bincount(key, minlength=n * k),
+        "pattern": np.zeros((n, k)),
+        "count": np.zeros((n, k), dtype=np.int64),
+        "function": np.zeros((n, f)),
+        "total": np.zeros(n),
     }
-    del key
-    out["function"] = np.bincount(
-        row * f + tl.function, weights=ws.waiting_ns, minlength=n * f
-    )
-    out["total"] = np.bincount(row, weights=ws.waiting_ns, minlength=n)
-    out["pattern"] = out["pattern"].reshape(n, k)
-    out["count"] = out["count"].reshape(n, k)
-    out["function"] = out["function"].reshape(n, f)
-    span = int(max(tl.rank.max(initial=0), ws.cause.max(initial=0))) + 1
-    pair, out["pair"] = _pair_sums(tl.rank, ws.cause, ws.waiting_ns, span)
-    out["waiter"], out["whom"] = pair // span, pair % span
+    for r0, r1, lo, hi in _rank_blocks(tl.rank, ranks):
+        row = np.searchsorted(ranks[r0:r1], tl.rank[lo:hi])  # each call's rank's row
+        w, m = ws.waiting_ns[lo:hi], r1 - r0
+        key = row * k + ws.pattern[lo:hi]
+        out["pattern"][r0:r1] = np.bincount(key, w, m * k).reshape(m, k)
+        out["count"][r0:r1] = np.bincount(key, minlength=m * k).reshape(m, k)
+        key = row * f + tl.function[lo:hi]
+        out["function"][r0:r1] = np.bincount(key, w, m * f).reshape(m, f)
+        out["total"][r0:r1] = np.bincount(row, w, m)
+    out["pairs"] = _pairs_of(tl.rank, ws.cause, ws.waiting_ns)
+    return out
+
+
+def _rank_blocks(
+    rank: np.ndarray, ranks: np.ndarray
+) -> list[tuple[int, int, int, int]]:
+    """(first row, end row, first call, end call) of blocks of whole ranks of about
+    _PAIR_CHUNK calls (``rank``: each call's, ascending; ``ranks``: the rows)."""
+    first = np.searchsorted(rank, ranks).tolist() + [rank.size]
+    out, r0 = [], 0
+    while r0 < ranks.size:
+        r1 = max(r0 + 1, bisect.bisect_left(first, first[r0] + _PAIR_CHUNK, r0))
+        r1 = min(r1, ranks.size)
+        out.append((r0, r1, first[r0], first[r1]))
+        r0 = r1
     return out
 
 
@@ -58,7 +76,9 @@ def summarise(parts: Parts, job: JobCalls, top: int = 10) -> dict:
     wait_states.find_in_parts, whose result ``job`` is): see the module docstring;
     ``top``: functions listed."""
     sums = parts.each(_part_sums)
+    pairs = [s.pop("pairs") for s in sums]
     joined = {name: np.concatenate([s[name] for s in sums]) for name in sums[0]}
+    del sums
     by_pattern = joined["pattern"].sum(axis=0)
     called = joined["count"].sum(axis=0)
     fns = joined["function"].sum(axis=0)
@@ -73,7 +93,7 @@ def summarise(parts: Parts, job: JobCalls, top: int = 10) -> dict:
             for k in range(1, len(PATTERNS))
             if called[k]
         },
-        **_by_pairs(joined["waiter"], joined["whom"], joined["pair"]),
+        **_by_pairs(pairs),
         "by_function_ns": {
             job.functions[k]: float(fns[k]) for k in ranked if fns[k] > 0
         },
@@ -83,26 +103,74 @@ def summarise(parts: Parts, job: JobCalls, top: int = 10) -> dict:
 
 def _by_rank(rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray) -> dict:
     """_by_pairs of the calls' pairs (each call's rank, cause rank and waiting)."""
+    return _by_pairs([_pairs_of(rank, cause, waiting_ns)])
+
+
+@dataclass
+class _Pairs:
+    """A part's (waiting rank, cause) pairs that waited, summarised where they
+    are: each waiting rank's ``waiter`` (ascending) with its ``waited`` (ns) and
+    ``count`` of pairs; its largest pairs (``causes``: (rank, cause, ns), at most
+    TOP_CAUSES each, largest first); the part's TOP_PAIRS largest (``top``:
+    waiter, cause, ns; largest first, ties in pair order); and every pair's cause
+    and waiting (``whom``, ``sums``, in pair order), which the causes' totals add
+    up over all the parts in pair order."""
+
+    waiter: np.ndarray
+    waited: np.ndarray
+    count: np.ndarray
+    causes: list[tuple[int, int, float]]
+    top: tuple[np.ndarray, np.ndarray, np.ndarray]
+    whom: np.ndarray
+    sums: np.ndarray
+
+
+def _pairs_of(rank: np.ndarray, cause: np.ndarray, waiting_ns: np.ndarray) -> _Pairs:
+    """The _Pairs of calls (each call's rank, cause rank and waiting; the ranks in
+    ascending order, a Timeline's)."""
     span = int(max(rank.max(initial=0), cause.max(initial=0))) + 1
     key, sums = _pair_sums(rank, cause, waiting_ns, span)
-    return _by_pairs(key // span, key % span, sums)
+    waiter = (key // span).astype(np.int32)
+    whom = (key % span).astype(np.int32)
+    del key
+    # The pairs come in pair order: each waiting rank's in one run.
+    first = np.flatnonzero(np.r_[True, waiter[1:] != waiter[:-1]])[: waiter.size]
+    ranks, count = waiter[first], np.diff(np.r_[first, waiter.size])
+    waited = np.bincount(waiter, weights=sums, minlength=span)[ranks]
+    big = _largest(sums, TOP_PAIRS)
+    return _Pairs(
+        ranks,
+        waited,
+        count,
+        _largest_per_waiter(waiter, whom, sums),
+        (waiter[big], whom[big], sums[big]),
+        whom,
+        sums,
+    )
 
 
-def _by_pairs(waiter: np.ndarray, whom: np.ndarray, sums: np.ndarray) -> dict:
-    """``wait_states``' per-rank entries from every (waiting rank, cause) pair that
-    waited, in pair order, and the waiting of each (ns): ``by_rank`` (ranks that
-    waited or made others wait, each with ``waited_ns``, ``caused_ns``,
-    ``waited_for`` [[cause, ns], ...] largest first and at most TOP_CAUSES,
-    ``waited_for_ranks`` how many it waited for), ``by_rank_pair_ns`` ("p<-q": p
-    waited for q; the TOP_PAIRS largest) and ``rank_pairs`` (how many pairs there
-    are)."""
+def _by_pairs(parts: list[_Pairs]) -> dict:
+    """``wait_states``' per-rank entries from the parts' pairs (_Pairs, in rank
+    order): ``by_rank`` (ranks that waited or made others wait, each with
+    ``waited_ns``, ``caused_ns``, ``waited_for`` [[cause, ns], ...] largest first
+    and at most TOP_CAUSES, ``waited_for_ranks`` how many it waited for),
+    ``by_rank_pair_ns`` ("p<-q": p waited for q; the TOP_PAIRS largest) and
+    ``rank_pairs`` (how many pairs there are)."""
+    waiter = np.concatenate([p.waiter for p in parts])
+    whom = np.concatenate([p.whom for p in parts])
     span = int(max(waiter.max(initial=0), whom.max(initial=0))) + 1
-    waited = np.bincount(waiter, weights=sums, minlength=span)
-    caused = np.bincount(whom, weights=sums, minlength=span)
+    # One addition a pair, in pair order over all the parts: a cause's total.
+    caused = np.bincount(
+        whom, weights=np.concatenate([p.sums for p in parts]), minlength=span
+    )
+    del whom
+    waited = np.zeros(span)
+    waited[waiter] = np.concatenate([p.waited for p in parts])
+    count = np.zeros(span, dtype=np.int64)
+    count[waiter] = np.concatenate([p.count for p in parts])
     causes: dict[int, list] = {}
-    for p, q, t in _largest_per_waiter(waiter, whom, sums):
+    for p, q, t in (c for part in parts for c in part.causes):
         causes.setdefault(p, []).append([q, t])
-    count = np.bincount(waiter, minlength=span)
     by_rank = [
         {
             "rank": r,
@@ -113,9 +181,13 @@ def _by_pairs(waiter: np.ndarray, whom: np.ndarray, sums: np.ndarray) -> dict:
         }
         for r in np.nonzero((waited > 0) | (caused > 0))[0].tolist()
     ]
-    biggest = _largest(sums, TOP_PAIRS)
-    pairs = {f"{waiter[i]}<-{whom[i]}": float(sums[i]) for i in biggest.tolist()}
-    return {"by_rank": by_rank, "by_rank_pair_ns": pairs, "rank_pairs": int(sums.size)}
+    # A pair among the job's largest is among its part's largest: the parts'
+    # candidates in pair order, ranked as all the pairs would be.
+    p, q, t = (np.concatenate(x) for x in zip(*(part.top for part in parts)))
+    biggest = _largest(t, TOP_PAIRS)
+    pairs = {f"{p[i]}<-{q[i]}": float(t[i]) for i in biggest.tolist()}
+    n_pairs = sum(part.sums.size for part in parts)
+    return {"by_rank": by_rank, "by_rank_pair_ns": pairs, "rank_pairs": n_pairs}
 
 
 def _largest(values: np.ndarray, k: int) -> np.ndarray:

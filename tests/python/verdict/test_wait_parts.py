@@ -146,3 +146,35 @@ def test_uneven_collectives_are_matched_per_function_then_per_site():
     assert ws.sync[bcast].all() and (tl.rank[bcast] >= 3).all()
     assert set(ws.cause[bcast & (ws.waiting_ns > 0)].tolist()) <= {3, 4, 5}
     assert set(ws.pattern[bcast & (ws.waiting_ns > 0)]) == {wait_states.WAIT_ROOTED}
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 50])
+def test_the_summary_summed_a_few_ranks_at_a_time_is_that_of_all_at_once(
+    monkeypatch, chunk
+):
+    """Per-rank sums in blocks of whole ranks of about ``chunk`` calls (rank 4
+    has one segment and so no call: a rank with no calls among them) give what
+    one block gives."""
+    trace = _run(9, 30, seed=4, uneven=True)
+    four = np.flatnonzero(trace.samples["rank"] == 4)
+    trace.samples = np.delete(trace.samples, four[1:])
+    parts = _parts(trace, [np.arange(9)])
+    job = wait_states.find_in_parts(parts)
+    want = wait_summary.summarise(parts, job)
+    monkeypatch.setattr(wait_summary, "_PAIR_CHUNK", chunk)
+    assert wait_summary.summarise(parts, job) == want
+    assert want["total_ns"] > 0
+
+
+@pytest.mark.parametrize("top", [1, 2, 5])
+def test_the_largest_pairs_of_the_parts_are_those_of_the_job(monkeypatch, top):
+    """Each part sends its own largest pairs only: the job's largest, ties in pair
+    order (entries on a grid), are among them."""
+    monkeypatch.setattr(wait_summary, "TOP_PAIRS", top)
+    trace = _run(9, 30, seed=2, uneven=False, grid=1000.0)
+    whole = _parts(trace, [np.arange(9)])
+    split = _parts(trace, np.split(np.arange(9), [2, 3, 7]))
+    one, many = (wait_states.find_in_parts(p) for p in (whole, split))
+    want = wait_summary.summarise(whole, one)
+    assert len(want["by_rank_pair_ns"]) == top
+    assert wait_summary.summarise(split, many) == want
