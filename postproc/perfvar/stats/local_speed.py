@@ -145,12 +145,40 @@ def _witnesses(cells: list) -> np.ndarray:
 @dataclass(frozen=True)
 class _Told:
     """One cell's kept samples with the rank's speed read around each (NaN where
-    fewer than MIN_CLASSES other classes told it)."""
+    fewer than MIN_CLASSES other classes told it). Every cell's is held at once
+    until the sensitivities are known, so it holds the cell's own arrays and its
+    bins' readings, 4 bytes a sample, and gives each sample's on demand."""
 
-    logd: np.ndarray  # log-duration (ns)
-    speed: np.ndarray  # the rank's speed at the sample, log
-    noise: np.ndarray  # the variance of that reading (_reading_noise)
-    start_ns: np.ndarray
+    samples_ns: np.ndarray  # the cell's kept samples (ns), held, not copied
+    start_ns: np.ndarray  # the cell's starts, held
+    bin_of: np.ndarray  # each sample's bin, as an index into the two below (int32)
+    speeds: np.ndarray  # the rank's speed (log) in each bin the cell has samples in
+    noises: np.ndarray  # the variance of that reading (_reading_noise)
+
+    @property
+    def logd(self) -> np.ndarray:
+        """Each sample's log-duration (ns)."""
+        return np.log(self.samples_ns)
+
+    @property
+    def speed(self) -> np.ndarray:
+        """The rank's speed at each sample (log)."""
+        return self.speeds[self.bin_of]
+
+    @property
+    def noise(self) -> np.ndarray:
+        """The variance of each sample's reading."""
+        return self.noises[self.bin_of]
+
+
+def _distinct_bins(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct bins of ``at``, each element's index among them as int32): a
+    cell's samples come in time order, so its bins in runs (one pass), else sorted."""
+    if np.all(at[1:] >= at[:-1]):
+        new = np.r_[True, at[1:] != at[:-1]][: at.size]
+        return at[new], (np.cumsum(new) - 1).astype(np.int32)
+    bins, index = np.unique(at, return_inverse=True)
+    return bins, index.astype(np.int32).ravel()
 
 
 # Read together, a block of ranks holds at most this many window medians (ranks x
@@ -199,11 +227,10 @@ def _block_speeds(
     """_rank_speeds of one block of ranks (``cells``: each rank's cells of
     ``segs``), with one grouping of their window medians."""
     centre = np.array([centres[s] for s in segs])
-    start, logd, cls, bins, row = [], [], [], [], []
+    logd, cls, bins, row = [], [], [], []
     for i, cs in enumerate(cells):
         st = np.concatenate([c.start_ns for c in cs])
         k = np.concatenate([np.full(c.n, j) for j, c in enumerate(cs)])
-        start.append(st)
         logd.append(np.concatenate([np.log(c.samples_ns) for c in cs]))
         cls.append(k)
         bins.append(((st - st.min()) // WINDOW_NS).astype(np.int64))
@@ -230,12 +257,16 @@ def _block_speeds(
     out = {}
     for i, r in enumerate(ranks):
         for k, s in enumerate(segs):
-            mine = cls[i] == k
-            at = bins[i][mine]
-            # start[i][mine] is the cell's own start_ns, in its order: held, not
-            # copied (every told cell is held at once until the sensitivities).
+            # logd[i] and start[i] where cls[i] == k are the cell's log-durations
+            # and starts, in its order: read from the cell itself.
+            cell = cells[i][k]
+            at, bin_of = _distinct_bins(bins[i][cls[i] == k])
             out[(s, r)] = _Told(
-                logd[i][mine], speeds[k][i, at], noises[k][i, at], cells[i][k].start_ns
+                cell.samples_ns,
+                cell.start_ns,
+                bin_of,
+                speeds[k][i, at],
+                noises[k][i, at],
             )
     return out
 
@@ -266,11 +297,13 @@ def _slope(told: list[_Told]) -> Optional[tuple[float, float]]:
     readings' noise (then the slope would be mostly the noise's: flat)."""
     ys, xs, noise = [], [], []
     for t in told:
-        ok = ~np.isnan(t.speed) & ~np.isnan(t.noise)
+        speed, reading = t.speed, t.noise
+        ok = ~np.isnan(speed) & ~np.isnan(reading)
         if np.count_nonzero(ok) >= MIN_SLOPE_SAMPLES:
-            ys.append(t.logd[ok] - t.logd[ok].mean())
-            xs.append(t.speed[ok] - t.speed[ok].mean())
-            noise.append(t.noise[ok])
+            logd, speed = t.logd[ok], speed[ok]
+            ys.append(logd - logd.mean())
+            xs.append(speed - speed.mean())
+            noise.append(reading[ok])
     if not xs:
         return None
     y, x = np.concatenate(ys), np.concatenate(xs)
@@ -322,9 +355,10 @@ def _corrected(
     out = {}
     for s, r in list(told):
         t = told.pop((s, r))
-        ok = ~np.isnan(t.speed)
+        speed = t.speed
+        ok = ~np.isnan(speed)
         out[(s, r)] = Corrected(
-            samples_ns=np.exp(t.logd[ok] - slope[s] * t.speed[ok]),
+            samples_ns=np.exp(t.logd[ok] - slope[s] * speed[ok]),
             start_ns=t.start_ns[ok],
             share=np.count_nonzero(ok) / ok.size if ok.size else 0.0,
             sensitivity=slope[s],

@@ -7,7 +7,7 @@ import numpy as np
 
 from conftest import make_prepared
 from perfvar.detect import slow_segment
-from perfvar.stats.local_speed import _window_medians, corrected_cells
+from perfvar.stats.local_speed import _distinct_bins, _window_medians, corrected_cells
 from perfvar.stats.summary import iqr
 
 STEP_NS = 10e6  # one time step: every class once, 1.5 ms apart
@@ -159,3 +159,15 @@ def test_window_medians_are_those_of_each_row_bin_and_class():
                     assert np.isnan(got[r, b, k])
                 else:
                     assert got[r, b, k] == np.median(resid[near])
+
+
+def test_a_cells_bins_index_its_samples_readings_in_order_or_not():
+    """Each sample's reading is its bin's: the distinct bins and each sample's
+    index among them give back the bins, in runs (a cell in time order) or not."""
+    rng = np.random.default_rng(4)
+    runs = np.sort(rng.integers(0, 40, 500))
+    for at in (runs, rng.permutation(runs), runs[:1], runs[:0]):
+        bins, index = _distinct_bins(at)
+        assert index.dtype == np.int32 and index.size == at.size
+        assert np.array_equal(bins[index], at)
+        assert np.array_equal(bins, np.unique(at))
