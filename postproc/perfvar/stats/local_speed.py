@@ -151,8 +151,10 @@ class _Told:
 
     samples_ns: np.ndarray  # the cell's kept samples (ns), held, not copied
     start_ns: np.ndarray  # the cell's starts, held
-    bin_of: np.ndarray  # each sample's bin, as an index into the two below (int32)
-    speeds: np.ndarray  # the rank's speed (log) in each bin the cell has samples in
+    bin_of: (
+        np.ndarray
+    )  # each sample's run of a bin, an index into the two below (int32)
+    speeds: np.ndarray  # the rank's speed (log) in the bin of each of the cell's runs
     noises: np.ndarray  # the variance of that reading (_reading_noise)
 
     @property
@@ -171,14 +173,14 @@ class _Told:
         return self.noises[self.bin_of]
 
 
-def _distinct_bins(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct bins of ``at``, each element's index among them as int32): a
-    cell's samples come in time order, so its bins in runs (one pass), else sorted."""
-    if np.all(at[1:] >= at[:-1]):
-        new = np.r_[True, at[1:] != at[:-1]][: at.size]
-        return at[new], (np.cumsum(new) - 1).astype(np.int32)
-    bins, index = np.unique(at, return_inverse=True)
-    return bins, index.astype(np.int32).ravel()
+def _bin_runs(bins: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each sample's run, the bin of each run) over a rank's samples (``bins``,
+    ``cell``: each sample's bin and cell, a cell's samples side by side): a run is
+    samples side by side in one cell and one bin (a cell's samples come in time
+    order, so its bins in runs)."""
+    new = np.r_[True, (bins[1:] != bins[:-1]) | (cell[1:] != cell[:-1])]
+    new = new[: bins.size]
+    return np.cumsum(new) - 1, bins[new]
 
 
 # Read together, a block of ranks holds at most this many window medians (ranks x
@@ -256,15 +258,20 @@ def _block_speeds(
         noises.append(_reading_noise(others, speed, counted))
     out = {}
     for i, r in enumerate(ranks):
+        run, run_bin = _bin_runs(bins[i], cls[i])
+        lo = 0
         for k, s in enumerate(segs):
-            # logd[i] and start[i] where cls[i] == k are the cell's log-durations
-            # and starts, in its order: read from the cell itself.
+            # The cell's samples are lo..lo + n of the rank's: its log-durations and
+            # starts are read from the cell itself, its readings per run of a bin.
             cell = cells[i][k]
-            at, bin_of = _distinct_bins(bins[i][cls[i] == k])
+            mine = run[lo : lo + cell.n]
+            lo += cell.n
+            first = int(mine[0]) if mine.size else 0
+            at = run_bin[first : int(mine[-1]) + 1] if mine.size else run_bin[:0]
             out[(s, r)] = _Told(
                 cell.samples_ns,
                 cell.start_ns,
-                bin_of,
+                (mine - first).astype(np.int32),
                 speeds[k][i, at],
                 noises[k][i, at],
             )

@@ -7,7 +7,7 @@ import numpy as np
 
 from conftest import make_prepared
 from perfvar.detect import slow_segment
-from perfvar.stats.local_speed import _distinct_bins, _window_medians, corrected_cells
+from perfvar.stats.local_speed import _bin_runs, _window_medians, corrected_cells
 from perfvar.stats.summary import iqr
 
 STEP_NS = 10e6  # one time step: every class once, 1.5 ms apart
@@ -161,13 +161,16 @@ def test_window_medians_are_those_of_each_row_bin_and_class():
                     assert got[r, b, k] == np.median(resid[near])
 
 
-def test_a_cells_bins_index_its_samples_readings_in_order_or_not():
-    """Each sample's reading is its bin's: the distinct bins and each sample's
-    index among them give back the bins, in runs (a cell in time order) or not."""
+def test_a_ranks_samples_read_their_bins_through_runs_within_each_cell():
+    """Each sample's bin is its run's, a run never spans two cells, and samples in
+    time order share one run a bin (out of order: still the right bins)."""
     rng = np.random.default_rng(4)
-    runs = np.sort(rng.integers(0, 40, 500))
-    for at in (runs, rng.permutation(runs), runs[:1], runs[:0]):
-        bins, index = _distinct_bins(at)
-        assert index.dtype == np.int32 and index.size == at.size
-        assert np.array_equal(bins[index], at)
-        assert np.array_equal(bins, np.unique(at))
+    cell = np.repeat([0, 1, 2], [300, 1, 200])
+    bins = np.concatenate([np.sort(rng.integers(0, 40, 300)), [7],
+                           rng.integers(0, 40, 200)])  # fmt: skip
+    run, run_bin = _bin_runs(bins, cell)
+    assert np.array_equal(run_bin[run], bins)
+    assert all(len(set(cell[run == k])) == 1 for k in range(run_bin.size))
+    assert run_bin[: run[299] + 1].tolist() == np.unique(bins[:300]).tolist()
+    none = _bin_runs(bins[:0], cell[:0])
+    assert none[0].size == 0 and none[1].size == 0
