@@ -552,15 +552,14 @@ def analyze(
             row.resolution_rel = resolution.get(row.id)
         if on_prepared is None:  # else report.html plots them once the result is made
             _let_go_of_cells(prep)
-        # What the detectors and the cells freed, back to the system before the
-        # timeline of every call is built beside the samples (perfvar.heap): the
-        # analysis's peak.
+        # What the detectors and the cells freed, back to the system before this
+        # process's timeline of calls is built beside the samples (perfvar.heap).
         heap.give_back()
         progress.step("wait states and delay costs")
         calls.take(trace)
         # The samples' ranks, threads and starts serve the timelines alone; their
         # classes and durations stay to the end, beside this process's calls and
-        # their wait states (the analysis's peak).
+        # their wait states.
         trace, prep.samples = _narrowed(trace, durations_only)
         parts = calls.build(trace)
         # A rank's socket: the one all the CPUs it may run on share (None: unbound).

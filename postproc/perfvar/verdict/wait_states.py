@@ -173,7 +173,13 @@ class Timeline:
         """Per function (the index ``function`` holds), its MPI name normalised
         (mpi_name): a call's is ``names()[function]``, looked up where needed rather
         than held per call (an object pointer each, millions of them)."""
-        return np.array([mpi_name(f) for f in self.functions] + [""], dtype=object)
+        return mpi_names(self.functions)
+
+
+def mpi_names(functions: list[str]) -> np.ndarray:
+    """Per function of ``functions`` (a Timeline's), its MPI name (mpi_name), and
+    "" after the last."""
+    return np.array([mpi_name(f) for f in functions] + [""], dtype=object)
 
 
 def build_timeline(
@@ -345,6 +351,9 @@ class CallPart:
     blocks: list[np.ndarray] = field(default_factory=list)  # its instances' calls
     p2p: Optional[np.ndarray] = None  # its blocking point-to-point calls
     by_entry: Optional[np.ndarray] = None  # its calls by entry (stable)
+    entries: Optional[np.ndarray] = None  # their entries (ns), ascending
+    # rank -> its collective calls, from the matching to the instances' waiting
+    collectives: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def part_of(
@@ -395,17 +404,22 @@ def _start(part: CallPart, _: Any = None) -> None:
 
 
 def _of_function(tl: Timeline, names: frozenset[str]) -> np.ndarray:
-    """Per call, whether its MPI function (mpi_name) is one of ``names``."""
-    of_fn = np.array([mpi_name(f) in names for f in tl.functions] + [False])
-    return of_fn[tl.function] if tl.n else np.zeros(0, dtype=bool)
+    """Per function of the timeline, whether its MPI name (mpi_name) is one of
+    ``names``: a call's is ``_of_function(tl, names)[tl.function[call]]``."""
+    return np.isin(tl.names(), list(names))
 
 
-def _collective_calls(part: CallPart) -> dict[int, np.ndarray]:
-    """rank -> its collective calls in time order, for the part's ranks that made
-    any."""
-    tl = part.tl
-    coll = np.flatnonzero(_of_function(tl, COLLECTIVE))
-    coll = coll.astype(sample_index_dtype(tl.n), copy=False)
+def _calls_of(tl: Timeline, names: frozenset[str]) -> np.ndarray:
+    """The calls whose MPI function is one of ``names``, ascending (call indices:
+    4 bytes while they fit)."""
+    calls = np.flatnonzero(_of_function(tl, names)[tl.function])
+    return calls.astype(sample_index_dtype(tl.n), copy=False)
+
+
+def _collective_calls(tl: Timeline) -> dict[int, np.ndarray]:
+    """rank -> its collective calls in time order, for the timeline's ranks that
+    made any."""
+    coll = _calls_of(tl, COLLECTIVE)
     of_rank = tl.rank[coll]  # ascending: a Timeline's calls are in rank order
     lo = np.searchsorted(of_rank, tl.ranks, side="left").tolist()
     hi = np.searchsorted(of_rank, tl.ranks, side="right").tolist()
@@ -414,10 +428,12 @@ def _collective_calls(part: CallPart) -> dict[int, np.ndarray]:
 
 def _collective_profile(part: CallPart, _: Any = None) -> dict[int, tuple]:
     """rank -> (digest of its sequence of collective functions, calls of each
-    function) for the part's ranks that made collectives."""
+    function) for the part's ranks that made collectives (kept in the part until
+    _fill_collectives)."""
     tl = part.tl
+    part.collectives = _collective_calls(tl)
     out = {}
-    for r, calls in _collective_calls(part).items():
+    for r, calls in part.collectives.items():
         seq = tl.function[calls].astype(np.int32)
         digest = hashlib.sha256(seq.tobytes()).hexdigest()
         out[r] = (digest, np.bincount(seq, minlength=len(tl.functions)))
@@ -428,11 +444,20 @@ def _site_profile(part: CallPart, functions: list[int]) -> dict[int, np.ndarray]
     """rank -> calls of each site among its collectives whose function is not one
     of ``functions`` (the matched ones), for the part's ranks with any left."""
     tl = part.tl
-    out = {}
-    for r, calls in _collective_calls(part).items():
+    return {
+        r: np.bincount(tl.site[left], minlength=len(tl.sites))
+        for r, left in _unmatched(part, functions).items()
+    }
+
+
+def _unmatched(part: CallPart, functions: list[int]) -> dict[int, np.ndarray]:
+    """rank -> its collectives whose function is not one of ``functions``, for the
+    part's ranks with any."""
+    tl, out = part.tl, {}
+    for r, calls in part.collectives.items():
         left = calls[~np.isin(tl.function[calls], functions)]
         if left.size:
-            out[r] = np.bincount(tl.site[left], minlength=len(tl.sites))
+            out[r] = left
     return out
 
 
@@ -480,7 +505,7 @@ def _instance_blocks(part: CallPart, rule: _Matching) -> list[Optional[np.ndarra
     part's ranks a column; None where it has no rank in the block): the position
     block, else one per matched function, then one per matched site."""
     tl = part.tl
-    per_rank = _collective_calls(part)
+    per_rank = part.collectives
     if rule.position:
         stacked = np.stack(list(per_rank.values()), axis=1) if per_rank else None
         return [stacked]
@@ -488,11 +513,7 @@ def _instance_blocks(part: CallPart, rule: _Matching) -> list[Optional[np.ndarra
     for f in rule.functions:
         cols = [c[tl.function[c] == f] for c in per_rank.values()]
         out.append(np.stack(cols, axis=1) if cols else None)
-    left = {}
-    for r, c in per_rank.items():
-        rest = c[~np.isin(tl.function[c], rule.functions)]
-        if rest.size:
-            left[r] = rest
+    left = _unmatched(part, rule.functions)
     for s in rule.sites:
         cols = [c[tl.site[c] == s] for c in left.values()]
         out.append(np.stack(cols, axis=1) if cols else None)
@@ -609,17 +630,18 @@ def _fill_collectives(part: CallPart, inst: _Instances) -> None:
                 (ws.pattern, inst.pattern[k]),
             ):
                 out[calls] = np.broadcast_to(per_instance[rows][:, None], b.shape)[hit]
-    part.blocks = []
+    part.blocks, part.collectives = [], {}
 
 
 def _p2p_count(part: CallPart, _: Any = None) -> int:
     """The part's blocking point-to-point calls (kept), with its calls ordered by
     entry for the others' searches."""
     tl = part.tl
-    index = sample_index_dtype(tl.n)
-    part.p2p = np.flatnonzero(_of_function(tl, BLOCKING_P2P)).astype(index, copy=False)
+    part.p2p = _calls_of(tl, BLOCKING_P2P)
     part.ws.sync[part.p2p] = True
-    part.by_entry = np.argsort(tl.enter_ns, kind="stable").astype(index, copy=False)
+    by_entry = np.argsort(tl.enter_ns, kind="stable")
+    part.by_entry = by_entry.astype(sample_index_dtype(tl.n), copy=False)
+    part.entries = tl.enter_ns[by_entry]
     return int(part.p2p.size)
 
 
@@ -646,7 +668,7 @@ def _latest_before(part: CallPart, times: np.ndarray) -> tuple[np.ndarray, ...]:
         return np.zeros(times.size), none, none.copy()
     order = np.argsort(times, kind="stable")
     j = np.empty(times.size, dtype=np.intp)
-    j[order] = np.searchsorted(tl.enter_ns[part.by_entry], times[order], side="right")
+    j[order] = np.searchsorted(part.entries, times[order], side="right")
     j -= 1
     call = part.by_entry[np.maximum(j, 0)]
     rank = tl.rank[call].astype(np.int32)
@@ -675,7 +697,7 @@ def _late_senders(part: CallPart, given: tuple[int, tuple[np.ndarray, ...]]) -> 
     ws.waiting_ns[calls] = latest[ok] - tl.enter_ns[calls]
     ws.cause[calls] = rank[ok]
     ws.cause_local[calls] = local[ok]
-    sends = _of_function(tl, SENDS)[calls]
+    sends = _of_function(tl, SENDS)[tl.function[calls]]
     ws.pattern[calls] = np.where(sends, LATE_RECEIVER, LATE_SENDER)
 
 
@@ -690,7 +712,8 @@ def _finish(part: CallPart, job: JobCalls) -> None:
         ws.waiting_ns[:] = 0.0
         ws.cause[:] = ws.cause_local[:] = -1
         ws.pattern[:] = NONE
-    part.p2p = part.by_entry = None
+    part.p2p = part.by_entry = part.entries = None
+    part.collectives = {}  # left when fewer than two ranks made collectives
 
 
 def find_in_parts(parts: Parts) -> JobCalls:
@@ -702,7 +725,7 @@ def find_in_parts(parts: Parts) -> JobCalls:
     wall = max(b for _, b in spans) - min(a for a, _ in spans) if spans else 0.0
     job = JobCalls(ranks, float(wall), heads[0][2])
     parts.each(_start)
-    fn_names = np.array([mpi_name(f) for f in job.functions] + [""], dtype=object)
+    fn_names = mpi_names(job.functions)
     rule = _matching(parts)
     if rule is not None:
         partials = parts.each(_instance_partials, rule)
