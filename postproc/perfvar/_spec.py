@@ -427,6 +427,7 @@ class RankJsonProbe:
 
     PERIOD_MS = "period_ms"
     ADDS = "adds"
+    LANES = "lanes"
     K_SOURCE = "k_source"
     COUNT = "count"
     TOTAL_NS = "total_ns"
@@ -701,6 +702,7 @@ RANK_JSON = {
         "keys": (
             ("period_ms", "int", None),
             ("adds", "int", None),
+            ("lanes", "int", None),
             ("k_source", "string", None),
             ("count", "int", None),
             ("total_ns", "number", None),

@@ -153,9 +153,9 @@ static void write_probe(const pv_runtime *rt, FILE *f)
     uint64_t count = 0, ticks = 0;
     for (int i = 0; i < r->nthreads; i++) count += r->threads[i].probes, ticks += r->threads[i].probe_ticks;
     fprintf(f,
-            "  " PV_RJ_PROBE "{" PV_RJ_PROBE_PERIOD_MS "%u, " PV_RJ_PROBE_ADDS "%llu, " PV_RJ_PROBE_K_SOURCE
+            "  " PV_RJ_PROBE "{" PV_RJ_PROBE_PERIOD_MS "%u, " PV_RJ_PROBE_ADDS "%llu, " PV_RJ_PROBE_LANES "%d, " PV_RJ_PROBE_K_SOURCE
             "\"%s\", " PV_RJ_PROBE_COUNT "%llu, " PV_RJ_PROBE_TOTAL_NS "%.1f,\n    " PV_RJ_PROBE_THREADS "[",
-            rt->cfg.probe_ms, (unsigned long long)PV_WORK_PROBE_ADDS, "fixed", (unsigned long long)count,
+            rt->cfg.probe_ms, (unsigned long long)PV_WORK_PROBE_ADDS, PV_ADD_LANES, "fixed", (unsigned long long)count,
             perfvar_ticks_to_ns(ticks));
     for (int i = 0; i < r->nthreads; i++)
         fprintf(f, "%s{" PV_RJ_PTHR_THREAD "%u, " PV_RJ_PTHR_COUNT "%llu, " PV_RJ_PTHR_TOTAL_NS "%.1f}",

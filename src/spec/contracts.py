@@ -407,6 +407,7 @@ RANK_JSON = (
         "keys": (
             ("period_ms", "int"),
             ("adds", "int"),
+            ("lanes", "int"),
             ("k_source", "string"),
             ("count", "int"),
             ("total_ns", "number"),

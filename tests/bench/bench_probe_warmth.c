@@ -1,9 +1,9 @@
-/* bench_probe_warmth.c — why a fixed-work probe runs its chain once untimed before the timed pass
+/* bench_probe_warmth.c — why a fixed-work probe runs its kernel once untimed before the timed pass
  * (src/calib/work_probe.h), measured side by side in one run.
  *
  * A probe comes every PERFVAR_PROBE ms, after the application's own code and the MPI library's
- * have run, so the chain's code is no longer in the core's caches. Four variants, interleaved:
- *   timed alone, warm     pv_work_probe_timed: the chain timed, its code in cache
+ * have run, so the kernel's code is no longer in the core's caches. Four variants, interleaved:
+ *   timed alone, warm     pv_work_probe_timed: the kernel timed, its code in cache
  *   timed alone, cold     the same, its code and the probe's flushed from every cache first
  *   probe, warm           pv_work_probe_run: an untimed pass, then the timed one (what perfvar runs)
  *   probe, cold           the same, flushed first
@@ -22,11 +22,11 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_FLUSH 1
-/* The lines of code a probe runs: the chain's unrolled block (256 ADDs of 3 bytes and its entry)
+/* The lines of code a probe runs: the lanes' unrolled block (256 ADDs of 3 bytes and its entry)
  * and the out-of-line timed pass. */
 static void flush_code(void)
 {
-    const char *chain = (const char *)(void *)pv_add_chain;
+    const char *chain = (const char *)(void *)pv_add_lanes;
     const char *timed = (const char *)(void *)pv_work_probe_timed;
     for (int at = -64; at < 1024; at += 64) _mm_clflush(chain + at);
     for (int at = -64; at < 256; at += 64) _mm_clflush(timed + at);

@@ -59,11 +59,18 @@ from perfvar._spec import TraceName  # noqa: E402
 
 import json_keys  # noqa: E402  (beside this file)
 
-# K is one constant of the C library, the same on every rank; read it from its header rather
-# than copy it.
-PROBE_ADDS = int(re.search(
-    r"#define PV_WORK_PROBE_ADDS (\d+)u",
-    (Path(__file__).resolve().parents[2] / "src/calib/work_probe.h").read_text()).group(1))
+
+
+def header_constant(header: str, name: str) -> int:
+    """An integer #define of one of the C library's headers (src/...), read rather than copied."""
+    text = (Path(__file__).resolve().parents[2] / "src" / header).read_text()
+    return int(re.search(rf"#define {name} (\d+)u?\b", text).group(1))
+
+
+# K is one constant of the C library, the same on every rank: so many ADDs a lane, in so many
+# lanes.
+PROBE_LANES = header_constant("calib/add_lanes.h", "PV_ADD_LANES")
+PROBE_ADDS = header_constant("calib/work_probe.h", "PV_WORK_PROBE_LANE_ADDS") * PROBE_LANES
 
 def rank_of(location) -> int:
     return int(location.group.name.rsplit(" ", 1)[1])
@@ -89,11 +96,11 @@ def counts(spec: str) -> list[tuple[str, int]]:
 
 
 def check_probe_k(r: int, meta: dict) -> list[str]:
-    """The probe's K (ADDs): the library's one fixed chain, on every rank."""
-    k, source = meta.get("adds"), meta.get("k_source")
-    if k != PROBE_ADDS or source != "fixed":
-        return [f"rank {r}: probe K {k} ADDs from {source!r}, expected {PROBE_ADDS} "
-                "from 'fixed'"]
+    """The probe's K (ADDs) and lanes: the library's one fixed kernel, on every rank."""
+    k, lanes, source = meta.get("adds"), meta.get("lanes"), meta.get("k_source")
+    if k != PROBE_ADDS or lanes != PROBE_LANES or source != "fixed":
+        return [f"rank {r}: probe K {k} ADDs in {lanes} lanes from {source!r}, expected "
+                f"{PROBE_ADDS} in {PROBE_LANES} from 'fixed'"]
     return []
 
 

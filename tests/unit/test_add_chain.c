@@ -1,13 +1,15 @@
-/* test_add_chain.c — pv_add_chain runs exactly n ADDs: its return value for awkward n, its
- * disassembly (256 unrolled `add %rsi,%rax` on x86-64, `add x0, x0, x4` on Armv8), its duration
- * growing with n, and its pace: no faster than one ADD per cycle of the fastest core there is.
+/* test_add_chain.c — pv_add_chain and pv_add_lanes run exactly n ADDs: their return values for
+ * awkward n, their disassembly (the chain: 256 unrolled `add %rsi,%rax` on x86-64, `add x0, x0,
+ * x4` on Armv8; the lanes: 64 of each lane's ADD, in turn), and the chain's duration growing with
+ * n and its pace: no faster than one ADD per cycle of the fastest core there is.
  *
  *   test_add_chain                        values and timing
- *   test_add_chain --disasm OBJDUMP LIB   count the ADDs in pv_add_chain of LIB (77 = skipped)
+ *   test_add_chain --disasm OBJDUMP LIB   count the ADDs of both kernels in LIB (77 = skipped)
  */
 #define _GNU_SOURCE
 #include "check.h"
 #include "calib/add_chain.h"
+#include "calib/add_lanes.h"
 #include "perfvar.h"
 #include "perfvar_clock.h"
 
@@ -16,18 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void check_values(void)
+static void check_values(const char *name, uint64_t (*kernel)(uint64_t))
 {
     const uint64_t ns[] = {0, 1, 2, 3, 4, 127, 128, 255, 256, 257, 511, 512, 513, 1000, 4096, 65537};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        uint64_t got = pv_add_chain(ns[i]);
-        CHECKF(got == ns[i], "pv_add_chain(%llu) = %llu", (unsigned long long)ns[i],
-               (unsigned long long)got);
+        uint64_t got = kernel(ns[i]);
+        CHECKF(got == ns[i], "%s(%llu) = %llu", name, (unsigned long long)ns[i], (unsigned long long)got);
     }
     for (uint64_t n = 0; n <= 1024; n++) {
-        uint64_t got = pv_add_chain(n);
+        uint64_t got = kernel(n);
         if (got != n) {
-            CHECKF(got == n, "pv_add_chain(%llu) = %llu", (unsigned long long)n, (unsigned long long)got);
+            CHECKF(got == n, "%s(%llu) = %llu", name, (unsigned long long)n, (unsigned long long)got);
             break;
         }
     }
@@ -89,35 +90,45 @@ static void squeeze(char *s)
 }
 #endif
 
-/* The kernel's ADD as objdump prints it (blanks squeezed) and its fixed-size encoding. */
+/* Each kernel's ADDs as objdump prints them (blanks squeezed), one per lane, and the size of an
+ * ADD's encoding (x86-64: 3 bytes, which the computed entry jump assumes; A64: always 4). */
 #if defined(__x86_64__)
-#define ADD_TEXT "add %rsi,%rax"
-#define ADD_BYTES "48 01 f0"
+static const char *const CHAIN_ADDS[] = {"add %rsi,%rax"};
+static const char *const LANE_ADDS[] = {"add %rsi,%rax", "add %rsi,%r9", "add %rsi,%r10", "add %rsi,%r11"};
+#define ADD_SIZE 8 /* "48 01 f0": three bytes as printed */
 #elif defined(__aarch64__)
-#define ADD_TEXT "add x0, x0, x4"
-#define ADD_BYTES "8b040000"
+static const char *const CHAIN_ADDS[] = {"add x0, x0, x4"};
+static const char *const LANE_ADDS[] = {"add x0, x0, x4", "add x5, x5, x4", "add x6, x6, x4", "add x7, x7, x4"};
+#define ADD_SIZE 8 /* "8b040000" */
 #endif
 
-static int check_disassembly(const char *objdump, const char *lib)
+#if defined(ADD_SIZE)
+enum { MAX_LANES = 4 };
+
+/* What objdump shows of one kernel: its ADDs of each lane (and how many of them have the
+ * expected size), the other ADDs and the returns. */
+typedef struct kernel_disasm {
+    int found, adds[MAX_LANES], sized[MAX_LANES], other_adds, rets;
+} kernel_disasm;
+
+/* Reads `objdump -d lib` and counts, in the function `symbol`, its lanes' ADDs (texts). */
+static int read_kernel(const char *objdump, const char *lib, const char *symbol, const char *const *texts,
+                       int lanes, kernel_disasm *k)
 {
-#if !defined(ADD_TEXT)
-    (void)objdump, (void)lib;
-    SKIP("no assembly kernel on this architecture (generic C chain)");
-#else
-    if (!objdump[0] || strstr(objdump, "NOTFOUND")) SKIP("no objdump");
-    char cmd[8192];
+    memset(k, 0, sizeof *k);
+    char cmd[8192], header[256];
     snprintf(cmd, sizeof cmd, "'%s' -d '%s'", objdump, lib);
+    snprintf(header, sizeof header, "<%s>:", symbol);
     FILE *p = popen(cmd, "r");
     if (!p) {
         perror("popen");
-        CHECK(!"could not run objdump");
-        return check_result();
+        return -1;
     }
     char line[1024];
-    int inside = 0, found = 0, adds = 0, adds_encoded = 0, other_adds = 0, rets = 0;
+    int inside = 0;
     while (fgets(line, sizeof line, p)) {
-        if (strstr(line, "<pv_add_chain>:")) {
-            inside = found = 1;
+        if (strstr(line, header)) {
+            inside = k->found = 1;
             continue;
         }
         if (!inside) continue;
@@ -134,23 +145,51 @@ static int check_disassembly(const char *objdump, const char *lib)
         char *bytes = t1 + 1, *insn = t2 + 1;
         squeeze(bytes);
         squeeze(insn);
-        if (strcmp(insn, ADD_TEXT) == 0) {
-            adds++;
-            adds_encoded += strcmp(bytes, ADD_BYTES) == 0;
+        int lane = -1;
+        for (int i = 0; i < lanes; i++)
+            if (strcmp(insn, texts[i]) == 0) lane = i;
+        if (lane >= 0) {
+            k->adds[lane]++;
+            k->sized[lane] += strlen(bytes) == ADD_SIZE;
         } else if (strncmp(insn, "add", 3) == 0) {
-            other_adds++;
+            k->other_adds++;
         }
-        rets += strncmp(insn, "ret", 3) == 0;
+        k->rets += strncmp(insn, "ret", 3) == 0;
     }
-    int status = pclose(p);
-    CHECKF(status == 0, "'%s' exited with status %d", cmd, status);
-    CHECKF(found, "no <pv_add_chain> in the disassembly of %s", lib);
-    printf("pv_add_chain: %d x %s (%d encoded %s), %d other add, %d ret\n", adds, ADD_TEXT,
-           adds_encoded, ADD_BYTES, other_adds, rets);
-    CHECK(adds == 256);
-    CHECK(adds_encoded == 256); /* the computed entry jump assumes this size per ADD */
-    CHECK(other_adds == 0);
-    CHECK(rets == 1);
+    return pclose(p);
+}
+
+/* One kernel's disassembly: 256 ADDs a pass, 256 / lanes of each lane's, every one of the size
+ * the entry jump assumes; `sums` other ADDs (the lanes added up at the end) and one return. */
+static void check_kernel(const char *objdump, const char *lib, const char *symbol, const char *const *texts,
+                         int lanes, int sums)
+{
+    kernel_disasm k;
+    int status = read_kernel(objdump, lib, symbol, texts, lanes, &k);
+    CHECKF(status == 0, "'%s -d %s' exited with status %d", objdump, lib, status);
+    CHECKF(k.found, "no <%s> in the disassembly of %s", symbol, lib);
+    for (int i = 0; i < lanes; i++) {
+        printf("%s: %d x %s (%d of %d characters as bytes)\n", symbol, k.adds[i], texts[i], k.sized[i],
+               ADD_SIZE);
+        CHECKF(k.adds[i] == 256 / lanes, "%s: %d x %s", symbol, k.adds[i], texts[i]);
+        CHECKF(k.sized[i] == 256 / lanes, "%s: %d of %s sized for the entry jump", symbol, k.sized[i],
+               texts[i]);
+    }
+    printf("%s: %d other add, %d ret\n", symbol, k.other_adds, k.rets);
+    CHECK(k.other_adds == sums);
+    CHECK(k.rets == 1);
+}
+#endif
+
+static int check_disassembly(const char *objdump, const char *lib)
+{
+#if !defined(ADD_SIZE)
+    (void)objdump, (void)lib;
+    SKIP("no assembly kernel on this architecture (generic C kernels)");
+#else
+    if (!objdump[0] || strstr(objdump, "NOTFOUND")) SKIP("no objdump");
+    check_kernel(objdump, lib, "pv_add_chain", CHAIN_ADDS, 1, 0);
+    check_kernel(objdump, lib, "pv_add_lanes", LANE_ADDS, PV_ADD_LANES, PV_ADD_LANES - 1);
     return check_result();
 #endif
 }
@@ -164,7 +203,8 @@ int main(int argc, char **argv)
         }
         return check_disassembly(argv[2], argv[3]);
     }
-    check_values();
+    check_values("pv_add_chain", pv_add_chain);
+    check_values("pv_add_lanes", pv_add_lanes);
     check_timing();
     return check_result();
 }

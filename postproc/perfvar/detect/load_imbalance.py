@@ -5,7 +5,7 @@ all of them (perfvar.detect.slow_core), either ran on a slower core or did more 
 there. Only the first is an anomalous core. Two measurements tell them apart on the
 same run:
 
-* the fixed-work probes (perfvar.stats.core_speed): the same chain of ADDs on every
+* the fixed-work probes (perfvar.stats.core_speed): the same ADDs on every
   rank; where the rank's probes ran at its peers' speed in the finding's window
   while its segments ran slower, the rank did more work (``core_speed.MORE``); where
   they ran slower by at least half the finding, it is its core (``SLOWER``);

@@ -9,9 +9,10 @@ before cache states existed give flush 0 only). perfvar.read.cache_state picks t
 each segment is judged with. ``Calibration.cycles`` holds the pass on the CPU-cycle
 counter (flush 0, in cycles) where the counter was readable, or why it was not.
 ``RankMeta.probe`` is rank-N.json's ``probe`` object (PERFVAR_PROBE's fixed-work probes:
-``period_ms``, ``adds``, ``k_source``, ``count``, ``total_ns``, ``threads``), None when
-the run had probes off or the file predates them. ``RankMeta.neighbours`` is its
-``neighbours`` object (what else ran on the rank's CPUs: src/metrics/neighbours.h),
+``period_ms``, ``adds``, ``lanes``, ``k_source``, ``count``, ``total_ns``,
+``threads``), None when the run had probes off or the file predates them.
+``RankMeta.neighbours`` is its ``neighbours`` object (what else ran on the rank's CPUs:
+src/metrics/neighbours.h),
 None where it was not recorded. ``RankMeta.topology`` is its ``topology`` object (where
 the rank ran: socket, NUMA node and core, src/topology), None in files that predate it.
 
@@ -177,7 +178,8 @@ class RankMeta:
     events_lost: Optional[int] = None
     source: Optional[str] = None  # the rank-N.json path, if it was read
     problem: Optional[str] = None
-    # rank-N.json "probe": the fixed-work probes' period_ms, adds (K), k_source
+    # rank-N.json "probe": the fixed-work probes' period_ms, adds (K), lanes (the
+    # independent chains they run in; absent: one, in traces before the lanes), k_source
     # ("calibration t_min" or "default"), count, total_ns and per-thread
     # {"thread", "count", "total_ns"}; None when off or not recorded.
     probe: Optional[dict[str, Any]] = None

@@ -192,7 +192,7 @@ def relative_floor_only(
     """A calibration of t_min = t_diff = 0 for a cell of a rank with none, whose
     shorter side (its median or its peers' centre, ``shorter_ns``) is at least
     RELATIVE_ONLY_FACTOR times the rank's timer overhead, or that is the rank's
-    fixed-work probes (the same chain on every rank, compared with probes only);
+    fixed-work probes (the same work on every rank, compared with probes only);
     None where the overhead is unknown or the segments are shorter."""
     own = prep.calibration.get(cell.rank)
     overhead = own.timer_overhead_ns if own is not None else None

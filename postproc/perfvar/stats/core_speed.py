@@ -1,6 +1,8 @@
 """A rank's core speed from its fixed-work probes, against its peers' in one window.
 
-Every probe runs the same chain of dependent ADDs on every rank (perfvar.stats.probes),
+Every probe runs the same ADDs in independent chains on every rank
+(perfvar.stats.probes; src/calib/add_lanes.h: paced by the core's clock and the issue
+slots its thread gets),
 so a rank whose probes take longer than its peers' in a stretch of the run had a
 slower core there, whatever work the application gave it; a rank whose segments take
 longer while its probes run at its peers' speed did more work. This module measures
@@ -22,7 +24,8 @@ the first and decides between the two for a finding of a given size:
 
 Why ``SYSTEMATIC``: the bootstrap interval covers the probes' sampling, not what
 differs between two cores' probes with nothing different on the cores. Each probe
-runs its chain once untimed first (src/calib/work_probe.h): timed cold, right after
+runs its kernel once untimed first (src/calib/work_probe.h). Measured with the single
+dependent chain the probes ran before their lanes: timed cold, right after
 the application's code had evicted the chain's, the two ranks' median probes differed
 by 8.5 % (median) and up to 30 % in 30 clean runs whose segments and host witness
 agreed within 3 %. Run warm, 30 clean runs of three programs (the stencil,
