@@ -419,11 +419,16 @@ def test_a_load_imbalance_nothing_injected_is_the_codes_not_a_wrong_name() -> No
 def test_a_core_the_witness_measured_slower_is_hit_by_what_measured_it() -> None:
     slower = [Injected(SLOWER, 1)]
     probed = {"core_speed": {"verdict": "slower core"}}
+    phase = {"kind": "slow_phase", "rank": 1, "segment": "s0", "start_ns": 0.0,
+             "end_ns": 1e9}
     for an in ({"kind": "slow_core", "rank": 1},
                {"kind": "slow_segment", "rank": 1, "segment": "s0", "evidence": probed},
-               {"kind": "slow_phase", "rank": 1, "segment": "s0", "start_ns": 0.0,
-                "end_ns": 1e9}):
+               phase | {"evidence": probed}):
         assert score(slower, analysis(an)).hits == {0}, an
+    # a phase of the rank its probes did not measure slower names the rank, not its core
+    for ev in ({}, {"core_speed": {"verdict": "more work"}}):
+        s = score(slower, analysis(phase | {"evidence": ev}))
+        assert not s.hits and not s.wrong and s.transients == ["slow_phase r1 s0 0-1000ms"]
     # a slower cell its probes did not measure slower, or the other rank: no hit
     untold = {"core_speed": {"verdict": "could not tell"}}
     for an in ({"kind": "slow_segment", "rank": 1, "segment": "s0", "evidence": untold},

@@ -40,8 +40,9 @@ class whose probes could not tell it from a slower core (its ``core_speed`` says
 not tell") is listed in ``untold``: not the expected more work, not a slower core
 either, so neither a hit nor a wrong name. A core the host witness measured slower is
 expected named slower (``Injected(SLOWER, r)``): hit by a slow_core of the rank, or by any
-finding of the machine on it whose probes measured a slower core (its evidence
-``core_speed``), or by a transient of the rank (a slower core while it lasted).
+finding on it whose probes measured a slower core (its evidence ``core_speed``): a transient
+so measured is a slower core while it lasted. A transient of that rank its probes did not
+measure slower is listed apart (``transients``): the rank named, not its core.
 
 Pure functions over analysis.json's content; thread-safe.
 """
@@ -232,10 +233,11 @@ def score(
 def _score_transient(
     out: Score, injected: Sequence[Injected], an: Finding, text: str
 ) -> None:
-    """A transient hits an injected slow_phase, or a slower core of its rank (for
-    as long as it lasted), or is reported apart."""
+    """A transient hits an injected slow_phase, or, where its probes measured a
+    slower core, a slower core of its rank (for as long as it lasted), or is reported
+    apart."""
     hit = _phase_hit(injected, an)
-    if hit is None:
+    if hit is None and _slower_core(an):
         hit = next(
             (
                 i
