@@ -424,11 +424,18 @@ def _read_in_parts(
     progress.step(f"reading, judging and filtering in {eng.size} processes")
     blocks = partition.split(ranks or trace_ranks(directory), eng.size)
     tasks = [partition.PartTask(directory, b, paper_check) for b in blocks]
-    # Under MPI each process keeps its parts for the wait states (partition.Calls).
-    parts = eng.map(partition.analyse_part, tasks, keep=eng.kind == "mpi")
+    # Under MPI each process keeps its parts for the wait states (partition.Calls),
+    # and their samples' context: only their timing travels.
+    mpi = eng.kind == "mpi"
+    parts = eng.map(
+        partition.analyse_part,
+        tasks,
+        keep=mpi,
+        split=partition.split_context if mpi else None,
+    )
     if parts is None:
         return None
-    trace, context = partition.merge(directory, parts)
+    trace = partition.merge(directory, parts)
     meta = read_meta(directory, trace.ranks)
     judged = {r: j for p in parts for r, j in p.judged.items()}
     calibration_ranks.record(
@@ -437,6 +444,7 @@ def _read_in_parts(
     calibration_ranks.apply(meta, judged)
     borrowers = calibration_ranks.lend_missing(meta, machine)  # all ranks: not in parts
     judged_trace, families = judged_classes(trace)
+    context, let_go = partition.context_rows(eng, parts)
     cells = partition.cells_as_judged(
         trace,
         judged_trace,
@@ -444,7 +452,7 @@ def _read_in_parts(
         meta,
         context,
     )
-    del context
+    let_go()
     cells = with_states_of(cells, meta, borrowers)
     use = dict(sorted((k, v) for p in parts for k, v in p.cpu_use.items()))
     for p in parts:  # kept for where their rows are (partition.Calls), not the rest

@@ -76,13 +76,19 @@ class Engine:
         return {"kind": self.kind, "processes": self.size}
 
     def map(
-        self, fn: Callable[[Any], Any], items: Sequence[Any], keep: bool = False
+        self,
+        fn: Callable[[Any], Any],
+        items: Sequence[Any],
+        keep: bool = False,
+        split: Optional[Callable[[Any], tuple[Any, Any]]] = None,
     ) -> Optional[list]:
         """``fn`` over ``items`` (see the module docstring); with ``keep``, the
         other MPI processes keep their own results in ``kept`` (item -> result)
-        for later steps on them (PartsOnProcesses)."""
+        for later steps on them (PartsOnProcesses); ``split``: under MPI, what of a
+        result the other processes send and what they keep, (sent, kept), made
+        from it there."""
         if self.kind == "mpi":
-            return self._map_mpi(fn, items, keep)
+            return self._map_mpi(fn, items, keep, split)
         if self.kind == "processes" and len(items) > 1:
             # This process computes the first item meanwhile: one spawn (and its
             # imports, seconds) fewer.
@@ -95,7 +101,11 @@ class Engine:
         return [fn(item) for item in items]
 
     def _map_mpi(
-        self, fn: Callable[[Any], Any], items: Sequence[Any], keep: bool = False
+        self,
+        fn: Callable[[Any], Any],
+        items: Sequence[Any],
+        keep: bool = False,
+        split: Optional[Callable[[Any], tuple[Any, Any]]] = None,
     ) -> Optional[list]:
         """map under MPI: each result travels alone, as soon as it is made, and the
         reporting process receives them in item order. A gather of every process's
@@ -107,11 +117,13 @@ class Engine:
         mine = range(self.rank, len(items), self.size)
         if not self.reports:
             for i in mine:
-                result = fn(items[i])
-                comm.send(result, dest=0, tag=MAP_TAG)
+                sent = kept = fn(items[i])
+                if split is not None:
+                    sent, kept = split(sent)
+                comm.send(sent, dest=0, tag=MAP_TAG)
                 if keep:
-                    self.kept[i] = result
-                del result
+                    self.kept[i] = kept
+                del sent, kept
             return None
         out: list[Any] = [None] * len(items)
         for i in mine:

@@ -19,7 +19,9 @@ lets the cells go before the wait states unless report.html plots them). Under M
 each process keeps its parts' samples, and the wait states are found there
 (:class:`Calls`): each part builds its ranks' timeline, relabelled with the classes
 as judged, and answers the reporting process's steps (perfvar.verdict.parts), so
-no process holds the timeline of every call. Not thread-safe (the reader redirects
+no process holds the timeline of every call; and only the timing of its samples
+travels, their context (CPUs, bytes moved) staying there for the few cells made again
+(split_context, context_rows). Not thread-safe (the reader redirects
 stderr).
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -44,6 +46,7 @@ from perfvar.read.samples import (
     TraceSamples,
     durations_only,
     fields_dtype,
+    only_fields,
     timing_only,
     whole_rows,
 )
@@ -76,6 +79,10 @@ class Part:
     # Where its samples went in the merged trace, in its own order: (first, count)
     # per location (merge).
     rows: list[tuple[int, int]] = field(default_factory=list)
+    # Its samples' CONTEXT_FIELDS in its own order, where its trace holds their
+    # timing only and they stay where they are (split_context, merge); None: in its
+    # trace's samples, or let go.
+    context: Optional[np.ndarray] = None
 
 
 def split(ranks: list[int], parts: int) -> list[list[int]]:
@@ -102,6 +109,20 @@ def analyse_part(task: PartTask) -> Part:
     part.cells = make_cells(trace, meta, inputs, results)
     part.cpu_use = cpu_use(trace.samples)
     return part
+
+
+def split_context(part: Part) -> tuple[Part, Part]:
+    """A part read on another MPI process as it travels to the reporting process and
+    as it stays (Engine.map's ``split``): its samples' timing travels, with its cells,
+    CPU table and calibration; their context stays beside the same timing, for the
+    few rows cells_as_judged asks of it (context_rows). 16 bytes a sample neither
+    sent nor merged."""
+    trace = part.trace
+    if trace is None:
+        return part, part
+    context = only_fields(trace.samples, CONTEXT_FIELDS)
+    timing = replace(trace, samples=timing_only(trace.samples))
+    return replace(part, trace=timing), Part(timing, part.error, context=context)
 
 
 def _pieces(trace: TraceSamples) -> dict[int, tuple[Any, np.ndarray, np.ndarray]]:
@@ -144,11 +165,13 @@ def _layout(
     return reports, at
 
 
-def merge(directory: str, parts: list[Part]) -> tuple[TraceSamples, np.ndarray]:
+def merge(directory: str, parts: list[Part]) -> TraceSamples:
     """The parts' traces as one TraceSamples, as read_trace(directory) gives it but
-    with its samples' TIMING_FIELDS only, and the samples' CONTEXT_FIELDS apart, row
-    for row (what only cells_as_judged reads, for the few cells it makes again);
-    raises TraceError as read_trace does when no location could be read.
+    with its samples' TIMING_FIELDS only; raises TraceError as read_trace does when
+    no location could be read. The samples' CONTEXT_FIELDS, which only
+    cells_as_judged reads (for the few cells it makes again), stay in the parts
+    (``Part.context``: kept here of a part whose trace has them, by split_context on
+    the process that read it otherwise; context_rows gathers them).
 
     Each part's trace is let go (its ``trace`` set to None) as soon as its rows are
     copied into the merged arrays: the reporting process then holds the merged
@@ -165,7 +188,6 @@ def merge(directory: str, parts: list[Part]) -> tuple[TraceSamples, np.ndarray]:
     n_s = sum(r.segments for r in reports if r.ok)
     n_p = sum(r.probes for r in reports if r.ok)
     samples = np.empty(n_s, dtype=fields_dtype(TIMING_FIELDS))
-    context = np.empty(n_s, dtype=fields_dtype(CONTEXT_FIELDS))
     probes = np.empty(n_p, dtype=PROBE_DTYPE)
     merged = TraceSamples(
         first.path,
@@ -185,18 +207,80 @@ def merge(directory: str, parts: list[Part]) -> tuple[TraceSamples, np.ndarray]:
         for loc, (_, s, p) in _pieces(part.trace).items():
             if loc in at and at[loc][0] == k:
                 _, a_s, a_p = at[loc]
-                for into, fields in (
-                    (samples, TIMING_FIELDS),
-                    (context, CONTEXT_FIELDS),
-                ):
-                    for name in fields:
-                        into[name][a_s : a_s + s.size] = s[name]
+                for name in TIMING_FIELDS:
+                    samples[name][a_s : a_s + s.size] = s[name]
                 probes[a_p : a_p + p.size] = p
                 part.rows.append((a_s, s.size))
             elif s.size:
                 part.rows.append((-1, s.size))  # another part's too: not its
+        if part.context is None and _has_context(part.trace.samples):
+            part.context = only_fields(part.trace.samples, CONTEXT_FIELDS)
         part.trace = None
-    return merged, context
+    return merged
+
+
+def _local_rows(
+    layout: list[tuple[int, int]], rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Of the merged trace's ``rows`` (sorted indices), those a part holds: (their
+    positions in ``rows``, the part's own indices of them); ``layout``: its
+    Part.rows."""
+    at, own = [], []
+    offset = 0
+    for first, count in layout:
+        if first >= 0:
+            lo, hi = np.searchsorted(rows, [first, first + count])
+            at.append(np.arange(lo, hi))
+            own.append(rows[lo:hi] - first + offset)
+        offset += count
+    empty = np.empty(0, dtype=np.int64)
+    return (np.concatenate(at) if at else empty, np.concatenate(own) if own else empty)
+
+
+def _context_of(part: Part, own: np.ndarray) -> np.ndarray:
+    """The part's samples' CONTEXT_FIELDS at its own indices ``own``."""
+    if not own.size:
+        return np.empty(0, dtype=fields_dtype(CONTEXT_FIELDS))
+    return part.context[own]
+
+
+def _without_context(part: Any, _: Any) -> tuple[Any, None]:
+    """A kept part with its context let go (PartsOnProcesses step, adopted)."""
+    if isinstance(part, Part):
+        part.context = None
+    return part, None
+
+
+def context_rows(
+    eng: Engine, parts: list[Part]
+) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[], None]]:
+    """(rows -> the merged samples' CONTEXT_FIELDS at those sorted indices, in that
+    order, from the parts that keep them (merge; under MPI each part asked where it
+    was read, which serves: serve_calls); a call that lets the parts' context go
+    once the cells are made)."""
+    on = None
+    if eng.kind == "mpi":  # this process's own parts are items i with i % size == 0
+        own = {i: p for i, p in enumerate(parts) if i % eng.size == 0}
+        on = PartsOnProcesses(eng, len(parts), own)
+
+    def rows_of(rows: np.ndarray) -> np.ndarray:
+        out = np.empty(rows.size, dtype=fields_dtype(CONTEXT_FIELDS))
+        wanted = [_local_rows(p.rows, rows) for p in parts]
+        if on is not None:
+            got = on.each(_context_of, per_part=[own for _, own in wanted])
+        else:
+            got = [_context_of(p, own) for p, (_, own) in zip(parts, wanted)]
+        for (at, _), values in zip(wanted, got):
+            out[at] = values
+        return out
+
+    def let_go() -> None:
+        if on is not None:
+            on.each(_without_context, adopt=True)
+        for p in parts:
+            p.context = None
+
+    return rows_of, let_go
 
 
 def cells_as_judged(
@@ -204,11 +288,11 @@ def cells_as_judged(
     judged: TraceSamples,
     cells: dict[CellKey, Cell],
     meta: Any,
-    context: np.ndarray,
+    context: Callable[[np.ndarray], np.ndarray],
 ) -> dict[CellKey, Cell]:
     """The parts' ``cells``, made on the classes as ``recorded``, for the classes as
-    ``judged`` (the same samples row for row, relabelled; ``context``: their
-    CONTEXT_FIELDS, as merge gives them). A judged cell whose samples
+    ``judged`` (the same samples row for row, relabelled; ``context``: rows -> their
+    CONTEXT_FIELDS, context_rows'). A judged cell whose samples
     are exactly one recorded cell's keeps that cell's filtering under its new class;
     the others (a rank with two members of one family, either side of a split class)
     are made and filtered again from their samples with ``meta`` (a RunMeta), as one
@@ -238,8 +322,8 @@ def cells_as_judged(
         else:
             remake.append(code)
     if remake:
-        rows = np.isin(judged_cell, remake)
-        inputs = cell_inputs(whole_rows(judged.samples[rows], context[rows]), meta)
+        rows = np.flatnonzero(np.isin(judged_cell, remake))
+        inputs = cell_inputs(whole_rows(judged.samples[rows], context(rows)), meta)
         results = filter_os_many([values for _, _, values in inputs])
         out.update(make_cells(judged, meta, inputs, results))
     return out
@@ -273,11 +357,19 @@ def serve_calls(eng: Engine) -> None:
 
 
 def _timing_of(part: Part) -> Part:
-    """``part`` as its calls need it: its trace with its samples' timing only."""
-    trace = part.trace
+    """``part`` as its calls need it: its trace with its samples' timing only, and
+    their context apart until the cells are made (context_rows)."""
+    trace, context = part.trace, part.context
     if trace is not None:
+        if context is None and _has_context(trace.samples):
+            context = only_fields(trace.samples, CONTEXT_FIELDS)
         trace = replace(trace, samples=timing_only(trace.samples))
-    return Part(trace, part.error, rows=part.rows)
+    return Part(trace, part.error, rows=part.rows, context=context)
+
+
+def _has_context(samples: np.ndarray) -> bool:
+    """Whether ``samples`` hold CONTEXT_FIELDS (not their timing only)."""
+    return set(CONTEXT_FIELDS) <= set(samples.dtype.names)
 
 
 class Calls:

@@ -212,6 +212,28 @@ def test_mpiexec_analyze_gives_the_serial_result(wide_trace, tmp_path):
     assert _without_engine(many) == _without_engine(one)
 
 
+def test_mpiexec_parts_judge_families_and_split_classes_as_one_process(
+    trace_factory, tmp_path
+):
+    """The cells made again for the classes as judged read their samples' context
+    where the other processes kept it: only the timing travels."""
+    path = trace_factory("judged-mpi", _judged_durations())
+    out = {}
+    for name, launch in (("serial", None), ("mpi", _mpi4py_launcher())):
+        args = ["--no-symbolize", "--json", str(tmp_path / f"{name}.json")]
+        p = (
+            _mpiexec_analyze(launch, 3, path, *args)
+            if launch
+            else run_cli("analyze", path, "--no-html", "--jobs", "1", *args)
+        )
+        assert p.returncode == 0, p.stderr
+        with open(tmp_path / f"{name}.json") as f:
+            out[name] = json.load(f)
+    assert out["mpi"]["params"]["engine"]["kind"] == "mpi"
+    assert _without_engine(out["mpi"]) == _without_engine(out["serial"])
+    assert any(len(s["family"]) == 2 for s in out["mpi"]["segments"])
+
+
 def test_mpiexec_of_another_mpi_than_mpi4py_s_is_refused(wide_trace, tmp_path):
     mpiexec = _other_launcher()
     p = _mpiexec_analyze(mpiexec, 2, wide_trace, "--quiet")

@@ -6,10 +6,12 @@ import numpy as np
 
 from conftest import normal_durations
 from perfvar import partition
+from perfvar.parallel import engine
 from perfvar.read.samples import (
     CONTEXT_FIELDS,
     SAMPLE_DTYPE,
     TIMING_FIELDS,
+    only_fields,
     timing_only,
     whole_rows,
 )
@@ -23,17 +25,30 @@ def test_merge_gives_the_whole_trace_and_lets_each_part_go(trace_factory):
         partition.Part(read_trace(path, ranks=block))
         for block in partition.split(whole.ranks, 3)
     ]
-    merged, context = partition.merge(path, parts)
+    # The middle part as another MPI process sends it: its timing, its context kept
+    # there (given back here as that process would answer).
+    sent, kept = partition.split_context(parts[1])
+    assert sent.trace.samples.dtype.names == TIMING_FIELDS and sent.context is None
+    assert kept.trace is sent.trace and kept.context.dtype.names == CONTEXT_FIELDS
+    parts[1] = sent
+    merged = partition.merge(path, parts)
     assert all(p.trace is None for p in parts)
-    # The timing in the trace, the rest apart: together the whole samples.
+    parts[1].context = kept.context
+    # The timing in the trace, the rest in the parts: together the whole samples.
     assert merged.samples.dtype.names == TIMING_FIELDS
-    assert context.dtype.names == CONTEXT_FIELDS
-    joined = whole_rows(merged.samples, context)
+    context, let_go = partition.context_rows(engine(1), parts)
+    everything = np.arange(merged.samples.size)
+    joined = whole_rows(merged.samples, context(everything))
     assert joined.dtype == SAMPLE_DTYPE
     assert joined.tobytes() == whole.samples.tobytes()
+    some = np.sort(np.random.default_rng(1).choice(everything, 97, replace=False))
+    assert context(some).tobytes() == only_fields(whole.samples[some], CONTEXT_FIELDS).tobytes()
+    assert context(everything[:0]).size == 0
     assert merged.probes.tobytes() == whole.probes.tobytes()
     assert merged.locations == whole.locations
     assert merged.warnings == whole.warnings
+    let_go()
+    assert all(p.context is None for p in parts)
 
 
 def test_timing_only_keeps_the_timing_fields_row_for_row(trace_factory):
