@@ -74,7 +74,9 @@ other rank's CPU is counted in "on a CPU other tasks took": time truly lost, to 
 threads or the launcher. "trials whose wrong names the host explains" counts the trials whose
 every wrong name is one of these two. "hits on an even host" gives the hits among the trials
 whose CPUs the witness measured within 5 % of each other ("1 of 2"; "-" where it measured none
-so): the rate the verdict reaches where the host did not make one core slower.
+so): the rate the verdict reaches where the host did not make one core slower; "hits on a
+slower CPU" the hits among the trials where it measured a rank's CPU 15 % or more slower (in a
+clean case, that rank's core named slower by its probes: the verdict against the host's truth).
 
 The program, measured outside perfvar: the demo's stencil runs with --timing, its own timer
 (Fortran's system_clock) around the compute between MPI_Waitall and MPI_Allreduce, 99 % of a
@@ -833,18 +835,19 @@ def case_cells(suite: str, case: Case, done: list[Trial], short: bool) -> list:
     hits = sum(t.hit for t in done)
     rate = hits / len(done)
     met = hits >= 1 if short else rate >= case.target - 1e-9
-    even = [t for t in done if even_host(t)]
     cells = [suite, case.name, case.injected, len(done), hits, f"{100 * rate:.0f}%",
              sum(t.wrong for t in done), sum(t.other_rank for t in done),
-             case.target_text, "yes" if met else "no",
-             f"{sum(t.hit for t in even)} of {len(even)}" if even else "-"]
+             case.target_text, "yes" if met else "no"]
+    for host in (even_host, lambda t: bool(slower_cpu_ranks(t))):
+        these = [t for t in done if host(t)]
+        cells.append(f"{sum(t.hit for t in these)} of {len(these)}" if these else "-")
     return cells + [sum(1 for t in done if holds(t)) for _, holds in COUNTED]
 
 
 def table(suites: list[tuple[str, list[Case]]], trials: list[Trial], short: bool) -> list[str]:
     head = ["program", "case", "injected", "trials", "hits", "hit rate",
             "trials with wrong names", "of them naming another rank", "target", "met",
-            "hits on an even host"]
+            "hits on an even host", "hits on a slower CPU"]
     head += [name for name, _ in COUNTED]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for suite, case in ((su, c) for su, cases in suites for c in cases):
@@ -1196,7 +1199,8 @@ case, the latest run that had it, with its date, machine and command. Edit the r
 page. Each trial runs the program with 2 ranks under `perfvar-run`, injects one anomaly from
 outside the unchanged binary, and scores `perfvar analyze`'s verdict against it by the rules of
 `tests/tools/verdicts.py`; "hits on an even host" counts the trials where the host witness
-measured both CPUs within 5 % of each other. Real programs are named with the version the run
+measured both CPUs within 5 % of each other, "hits on a slower CPU" those where it measured a
+rank's CPU 15 % or more slower. Real programs are named with the version the run
 used; how to build them is theirs to publish.
 """
 

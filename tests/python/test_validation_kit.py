@@ -363,21 +363,24 @@ def test_ranks_the_calibration_left_unjudged_are_listed_apart() -> None:
     assert validate.unjudged_lines([other]) == []
 
 
-def test_hits_on_an_even_host_count_the_trials_the_witness_found_even() -> None:
+def test_hits_on_an_even_host_and_a_slower_cpu_count_the_trials_the_witness_found_so() -> None:
     import validate
 
     def trial(n: int, hit: bool, speeds: dict | None) -> validate.Trial:
         return validate.Trial("clean", n, "cloverleaf", n % 2, "0 1", suite="cloverleaf",
                               hit=hit, cpu_slowdown=speeds)
 
-    # CPUs within 5 % (even): a hit and a miss; 1.29x apart: a miss; no witness: left out.
+    # CPUs within 5 % (even): a hit and a miss; 1.29x apart (slower): a miss; no witness:
+    # left out of both.
     done = [trial(0, True, {"0": 1.0, "1": 1.02}), trial(1, False, {"0": 1.04, "1": 1.0}),
             trial(2, False, {"0": 1.0, "1": 1.29}), trial(3, True, None)]
     case = validate.suite_cases("cloverleaf", False, ["clean"])[0]
     head = validate.table([("cloverleaf", [case])], done, False)[0].split(" | ")
     cells = validate.case_cells("cloverleaf", case, done, False)
     assert cells[head.index("hits on an even host")] == "1 of 2"
-    assert validate.case_cells("cloverleaf", case, done[2:], False)[10] == "-"
+    assert cells[head.index("hits on a slower CPU")] == "0 of 1"
+    rest = validate.case_cells("cloverleaf", case, done[3:], False)
+    assert rest[head.index("hits on an even host")] == rest[head.index("hits on a slower CPU")] == "-"
 
 
 def test_the_analysis_runs_with_the_threshold_asked(tmp_path: Path, monkeypatch) -> None:
