@@ -15,8 +15,8 @@ perfvar-run, T trials per case, and prints a markdown table of hit rates per pro
 Cases: clean (no injection: expect no anomalous core where the host witness measured the CPUs
 within 5 % of each other, and the core of a rank whose CPU it measured 15 % or more slower named
 slower, by a slow core or by a finding whose fixed-work probes measured it: a transient so
-measured is a slower core while it lasted), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % of work in A on one rank: more work, a
-load_imbalance of that rank in A, never a slower core), core (+5 % of work in A and B: a
+measured is a slower core while it lasted), seg10/seg3/seg1/seg03 (+10/3/1/0.3 % of work in A
+on one rank: more work, a load_imbalance of that rank in A, never a slower core), core (+5 % of work in A and B: a
 load_imbalance of the rank), busy (a spinning process pinned on the rank's CPU: noisy_core), phase (+10 % in A and B during steps 40 %..70 %: slow_phase whose
 window overlaps the injected one by half of each). Trials alternate the injected rank, the CPU
 placement and the language (C / Fortran) independently.

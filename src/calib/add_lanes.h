@@ -7,8 +7,9 @@
  * cycle on a core with that many integer ALUs. A core whose slots another hardware thread takes
  * (an SMT sibling: on a shared host, another tenant's vCPU) runs the lanes slower and the chain
  * not, since one ADD a cycle leaves the other slots free. On a 2-vCPU AMD EPYC KVM guest, while a
- * loop of four instructions an iteration ran 1.6x-2x slower on a vCPU, the chain ran 1.00x and the
- * lanes 1.5x there (tests/bench/bench_probe_lanes.c); the application's segments ran 1.2x-1.4x.
+ * loop of four instructions an iteration ran 1.3x or more slower on a vCPU, the chain ran 1.02x
+ * and the lanes 1.6x there (tests/bench/bench_probe_lanes.c); an application's segments ran 1.04x
+ * to 1.64x slower in such stretches.
  *
  * Written in assembly (add_lanes_<arch>.S) like the chain: 256 ADDs unrolled, the lanes in turn,
  * entered at the right offset for n % 256 and looped n / 256 times; the increment in a register

@@ -7,8 +7,8 @@
  * (pv_now_cpu: rdtscp; lfence on x86-64). Lanes, not the calibration's single chain: the lanes'
  * pace is the core's clock times the issue slots its thread gets, which is what an application's
  * segments run at, while one dependent ADD a cycle leaves the slots an SMT sibling takes unmissed
- * (on a shared host's vCPU, the chain ran at full speed while the application's segments ran 1.2x
- * to 1.4x slower; add_lanes.h). K is PV_WORK_PROBE_ADDS on every rank of every job: the probes
+ * (on a shared host's vCPU, the chain ran at full speed while an application's segments ran 1.04x
+ * to 1.64x slower; add_lanes.h). K is PV_WORK_PROBE_ADDS on every rank of every job: the probes
  * compare cores only if they run the same instructions, fences and clock reads included. (K taken
  * from each rank's own t_min, 320 ADDs on one rank and 1920 on its peer, made a probe's fixed part,
  * about 250 ns of fences and reads there, a different share of each rank's probes, and scaling by

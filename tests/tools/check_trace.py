@@ -60,7 +60,6 @@ from perfvar._spec import TraceName  # noqa: E402
 import json_keys  # noqa: E402  (beside this file)
 
 
-
 def header_constant(header: str, name: str) -> int:
     """An integer #define of one of the C library's headers (src/...), read rather than copied."""
     text = (Path(__file__).resolve().parents[2] / "src" / header).read_text()
