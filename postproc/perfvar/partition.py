@@ -117,12 +117,8 @@ def split_context(part: Part) -> tuple[Part, Part]:
     CPU table and calibration; their context stays beside the same timing, for the
     few rows cells_as_judged asks of it (context_rows). 16 bytes a sample neither
     sent nor merged."""
-    trace = part.trace
-    if trace is None:
-        return part, part
-    context = only_fields(trace.samples, CONTEXT_FIELDS)
-    timing = replace(trace, samples=timing_only(trace.samples))
-    return replace(part, trace=timing), Part(timing, part.error, context=context)
+    kept = _timing_of(part)
+    return replace(part, trace=kept.trace), kept
 
 
 def _pieces(trace: TraceSamples) -> dict[int, tuple[Any, np.ndarray, np.ndarray]]:

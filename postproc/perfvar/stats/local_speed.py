@@ -151,9 +151,8 @@ class _Told:
 
     samples_ns: np.ndarray  # the cell's kept samples (ns), held, not copied
     start_ns: np.ndarray  # the cell's starts, held
-    bin_of: (
-        np.ndarray
-    )  # each sample's run of a bin, an index into the two below (int32)
+    # each sample's run of a bin, an index into the two below (int32)
+    bin_of: np.ndarray
     speeds: np.ndarray  # the rank's speed (log) in the bin of each of the cell's runs
     noises: np.ndarray  # the variance of that reading (_reading_noise)
 
